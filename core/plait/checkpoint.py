@@ -1,0 +1,162 @@
+"""Checkpointers: where a thread's state is saved after every step.
+
+A step writes a ``StepDelta`` — only what the step changed (messages added, replaced or
+removed; state keys written) — with a compare-and-set on the thread's step number, so the
+cost of a step does not grow with the thread and two runs never interleave on one thread.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+from plait.errors import ThreadBusyError
+from plait.messages import AnyMessage
+
+__all__ = [
+    "Checkpoint",
+    "Checkpointer",
+    "MemoryCheckpointer",
+    "StepDelta",
+    "dump_value",
+    "load_value",
+]
+
+
+@attrs.frozen
+class StepDelta:
+    """What one step changed, applied in this order: if ``reset``, every message is
+    removed; then the ``removed`` ids are deleted; then each of ``upserts`` replaces the
+    message with its id (keeping its position) or is appended; then ``values`` replace
+    the stored value of each key.
+
+    ``step`` is the step number this write creates; it succeeds only if the stored step
+    number is ``step - 1`` (0 for a new thread), else ``ThreadBusyError``.
+    """
+
+    step: int
+    reset: bool = False
+    removed: tuple[str, ...] = ()
+    upserts: tuple[AnyMessage, ...] = ()
+    values: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Checkpoint:
+    """A thread's saved state: its step number, messages in order, and other keys."""
+
+    step: int
+    messages: list[AnyMessage]
+    values: dict[str, Any]
+
+
+@runtime_checkable
+class Checkpointer(Protocol):
+    """Saves and loads threads. Implementations must be safe to call from several threads
+    (the async path calls them through ``asyncio.to_thread``)."""
+
+    def load(self, thread_id: str) -> Checkpoint | None:
+        """The whole saved thread, or ``None`` if it was never saved."""
+
+    def step(self, thread_id: str) -> int:
+        """The thread's stored step number (0 if never saved): a cheap check that a
+        cached copy is current."""
+
+    def save(self, thread_id: str, delta: StepDelta) -> None:
+        """Apply ``delta`` atomically, or raise ``ThreadBusyError`` if the stored step
+        is not ``delta.step - 1``."""
+
+    def list_threads(self) -> list[str]:
+        """Every saved thread id, oldest first."""
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Forget a thread (a no-op for an unknown one)."""
+
+
+def dump_value(value: Any) -> str:
+    """A state value as JSON text (what checkpointers store for non-message keys)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def load_value(text: str) -> Any:
+    return json.loads(text)
+
+
+@attrs.define
+class _MemoryThread:
+    step: int = 0
+    messages: dict[str, AnyMessage] = attrs.field(factory=dict)  # insertion order = seq
+    values: dict[str, str] = attrs.field(factory=dict)
+
+
+class MemoryCheckpointer:
+    """Threads kept in this process's memory (lost when it exits): for tests and demos.
+
+    Values are stored as JSON text, exactly as the database checkpointers store them, so
+    a state that only works in memory is caught here too.
+    """
+
+    def __init__(self) -> None:
+        self._threads: dict[str, _MemoryThread] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_url(cls, url: str = "memory") -> MemoryCheckpointer:
+        return cls()
+
+    def load(self, thread_id: str) -> Checkpoint | None:
+        with self._lock:
+            thread = self._threads.get(thread_id)
+            if thread is None:
+                return None
+            return Checkpoint(
+                thread.step,
+                list(thread.messages.values()),
+                {key: load_value(text) for key, text in thread.values.items()},
+            )
+
+    def step(self, thread_id: str) -> int:
+        thread = self._threads.get(thread_id)
+        return 0 if thread is None else thread.step
+
+    def save(self, thread_id: str, delta: StepDelta) -> None:
+        encoded = {key: dump_value(value) for key, value in delta.values.items()}
+        with self._lock:
+            thread = self._threads.get(thread_id) or _MemoryThread()
+            if thread.step != delta.step - 1:
+                raise ThreadBusyError(
+                    f"thread {thread_id!r} is at step {thread.step}, not {delta.step - 1}: "
+                    "another run wrote to it since this one loaded it"
+                )
+            if delta.reset:
+                thread.messages.clear()
+            for message_id in delta.removed:
+                thread.messages.pop(message_id, None)
+            for message in delta.upserts:
+                thread.messages[message.id] = message
+            thread.values.update(encoded)
+            thread.step = delta.step
+            self._threads[thread_id] = thread
+
+    def list_threads(self) -> list[str]:
+        with self._lock:
+            return list(self._threads)
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self._lock:
+            self._threads.pop(thread_id, None)
+
+
+def apply_delta(messages: Sequence[AnyMessage], delta: StepDelta) -> list[AnyMessage]:
+    """``messages`` with ``delta``'s message changes applied (reference semantics for
+    checkpointer implementations and their tests)."""
+    ordered: dict[str, AnyMessage] = {} if delta.reset else {m.id: m for m in messages}
+    for message_id in delta.removed:
+        ordered.pop(message_id, None)
+    for message in delta.upserts:
+        ordered[message.id] = message
+    return list(ordered.values())

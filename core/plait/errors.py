@@ -1,0 +1,126 @@
+"""The errors plait raises: one root, one named class per failure a user may catch."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CheckpointerRequiredError",
+    "ConfigError",
+    "ContextOverflowError",
+    "ModelCallLimitExceededError",
+    "PIIDetectionError",
+    "PlaitError",
+    "ProviderError",
+    "RecursionLimitError",
+    "SchemaVersionError",
+    "StopRun",
+    "StoreError",
+    "StructuredOutputError",
+    "ThreadBusyError",
+    "ToolCallFailedError",
+    "ToolCallLimitExceededError",
+]
+
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+class PlaitError(Exception):
+    """The root of every error plait raises on purpose."""
+
+
+class ConfigError(PlaitError):
+    """A setup plait cannot serve: a bad option, an unknown name, a conflicting state key.
+
+    Raised by ``create_agent`` (never later) so a misconfigured agent never starts.
+    """
+
+
+class CheckpointerRequiredError(ConfigError):
+    """A feature that must persist a paused run (interrupts, resume) was used without one."""
+
+
+class StopRun(PlaitError):
+    """Base of the errors meant to end the run.
+
+    The kernel never turns these into an error ``ToolMessage``: they propagate to the caller
+    of ``invoke``.
+    """
+
+
+class RecursionLimitError(StopRun):
+    """The run made more model calls than its ``recursion_limit``."""
+
+
+class ModelCallLimitExceededError(StopRun):
+    """``model_call_limit`` with ``exit_behavior="error"`` reached a limit."""
+
+
+class ToolCallLimitExceededError(StopRun):
+    """``tool_call_limit`` with ``exit_behavior="error"`` (or an impossible ``"end"``)."""
+
+
+class ToolCallFailedError(StopRun):
+    """``tool_retry`` with ``on_failure="error"`` gave up; the tool's error is ``__cause__``."""
+
+
+class PIIDetectionError(StopRun):
+    """``pii`` with ``strategy="block"`` found personal data."""
+
+
+class StructuredOutputError(PlaitError):
+    """The model's final answer does not fit the agent's ``response_format``."""
+
+
+class ThreadBusyError(PlaitError):
+    """Another run wrote to the thread since this one loaded it (compare-and-set failed)."""
+
+
+class SchemaVersionError(PlaitError):
+    """A database holds a schema this version of plait does not know."""
+
+
+class StoreError(PlaitError):
+    """A checkpointer or store could not be opened or used (bad URL, missing server...)."""
+
+
+class ProviderError(PlaitError):
+    """A model provider failed: HTTP status, timeout, connection or protocol error.
+
+    ``retryable`` tells retry and fallback middleware whether another attempt can help:
+    timeouts, connection errors, 408, 409, 429 and 5xx are; 400, 401, 403, 404 are not.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        retry_after: float | None = None,
+        provider: str | None = None,
+        error_type: str | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.retry_after = retry_after
+        self.provider = provider
+        self.error_type = error_type
+        if retryable is None:
+            retryable = status_code is None or (
+                status_code in _RETRYABLE_STATUS or status_code >= 500
+            )
+        self.retryable = retryable
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.message!r}, status_code={self.status_code!r}, "
+            f"provider={self.provider!r}, error_type={self.error_type!r})"
+        )
+
+
+class ContextOverflowError(ProviderError):
+    """The prompt is larger than the model's context window."""
+
+    def __init__(self, message: str, **kwargs: object) -> None:
+        kwargs.setdefault("retryable", False)
+        super().__init__(message, **kwargs)  # type: ignore[arg-type]

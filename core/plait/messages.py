@@ -1,0 +1,286 @@
+"""Message types: what the model reads and writes, and what the thread stores.
+
+Every message is a frozen attrs class with a stable ``id`` and a free-form ``metadata``
+dict that is persisted with it. ``to_json``/``from_json`` round-trip any list exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+__all__ = [
+    "REMOVE_ALL",
+    "AIMessage",
+    "AIMessageChunk",
+    "AnyMessage",
+    "Content",
+    "HumanMessage",
+    "Message",
+    "RemoveMessage",
+    "SystemMessage",
+    "ToolCall",
+    "ToolCallChunk",
+    "ToolMessage",
+    "Usage",
+    "from_json",
+    "message_text",
+    "to_json",
+]
+
+Content: TypeAlias = str | list[dict[str, Any]]
+REMOVE_ALL = "__remove_all__"
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def message_text(content: Content) -> str:
+    """The text of ``content``: the string itself, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    return "".join(
+        str(block.get("text", "")) for block in content if block.get("type") == "text"
+    )
+
+
+@attrs.frozen
+class Usage:
+    """Token counts of one model call (or, summed with ``+``, of a run)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage | None) -> Usage:
+        if other is None:
+            return self
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    __radd__ = __add__
+
+
+@attrs.frozen
+class ToolCall:
+    """A call the model asks for. ``error`` is set when the model's arguments were not
+    valid JSON (truncated or malformed); the kernel answers such a call with an error
+    ``ToolMessage`` instead of running it."""
+
+    name: str
+    args: dict[str, Any] = attrs.field(factory=dict)
+    id: str = attrs.field(factory=lambda: "call_" + uuid.uuid4().hex[:24])
+    error: str | None = None
+
+
+@attrs.frozen
+class ToolCallChunk:
+    """A fragment of a streamed tool call; fragments with the same ``index`` concatenate."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    args: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Message:
+    """Fields shared by every message. ``content`` is the only positional argument."""
+
+    type: ClassVar[str] = "message"
+    content: Content = attrs.field(default="", kw_only=False)
+    id: str = attrs.field(factory=_new_id)
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def text(self) -> str:
+        return message_text(self.content)
+
+
+@attrs.frozen(kw_only=True)
+class SystemMessage(Message):
+    type: ClassVar[str] = "system"
+
+
+@attrs.frozen(kw_only=True)
+class HumanMessage(Message):
+    type: ClassVar[str] = "human"
+
+
+@attrs.frozen(kw_only=True)
+class AIMessage(Message):
+    type: ClassVar[str] = "ai"
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=tuple)
+    usage: Usage | None = None
+    response_metadata: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class ToolMessage(Message):
+    type: ClassVar[str] = "tool"
+    tool_call_id: str
+    name: str | None = None
+    status: Literal["success", "error"] = "success"
+
+
+@attrs.frozen
+class RemoveMessage:
+    """A state update that deletes the message with ``id`` (``REMOVE_ALL``: every one)."""
+
+    id: str
+    type: ClassVar[str] = "remove"
+
+
+AnyMessage: TypeAlias = SystemMessage | HumanMessage | AIMessage | ToolMessage
+
+
+@attrs.frozen(kw_only=True)
+class AIMessageChunk:
+    """A piece of a streamed AI message. Chunks add up (``+``) to the whole message."""
+
+    content: str = attrs.field(default="", kw_only=False)
+    tool_call_chunks: tuple[ToolCallChunk, ...] = attrs.field(default=(), converter=tuple)
+    usage: Usage | None = None
+    response_metadata: dict[str, Any] = attrs.field(factory=dict)
+    id: str | None = None
+
+    def __add__(self, other: AIMessageChunk) -> AIMessageChunk:
+        return AIMessageChunk(
+            self.content + other.content,
+            tool_call_chunks=self.tool_call_chunks + other.tool_call_chunks,
+            usage=(self.usage + other.usage) if self.usage else other.usage,
+            response_metadata={**self.response_metadata, **other.response_metadata},
+            id=self.id or other.id,
+        )
+
+    def to_message(self) -> AIMessage:
+        """Assemble the finished ``AIMessage``; unparsable tool arguments set ``error``."""
+        return assemble_chunks([self])
+
+
+def assemble_chunks(chunks: Iterable[AIMessageChunk], *, id: str | None = None) -> AIMessage:
+    """Join streamed chunks into one ``AIMessage``, concatenating tool-call fragments by
+    index and parsing each call's JSON arguments once, at the end."""
+    text: list[str] = []
+    calls: dict[int, list[Any]] = {}
+    usage: Usage | None = None
+    metadata: dict[str, Any] = {}
+    for chunk in chunks:
+        text.append(chunk.content)
+        for part in chunk.tool_call_chunks:
+            slot = calls.setdefault(part.index, [None, None, []])
+            slot[0] = slot[0] or part.id
+            slot[1] = slot[1] or part.name
+            slot[2].append(part.args)
+        if chunk.usage is not None:
+            usage = chunk.usage if usage is None else usage + chunk.usage
+        metadata.update(chunk.response_metadata)
+        id = id or chunk.id
+    tool_calls = []
+    for index in sorted(calls):
+        call_id, name, pieces = calls[index]
+        raw = "".join(pieces)
+        tool_calls.append(parse_tool_call(name or "", raw, call_id))
+    kwargs: dict[str, Any] = {} if id is None else {"id": id}
+    return AIMessage(
+        "".join(text), tool_calls=tool_calls, usage=usage, response_metadata=metadata, **kwargs
+    )
+
+
+def parse_tool_call(name: str, raw_args: str, call_id: str | None) -> ToolCall:
+    """A ``ToolCall`` from the model's JSON argument text; bad JSON sets ``error``."""
+    error = None
+    args: dict[str, Any] = {}
+    try:
+        parsed = json.loads(raw_args) if raw_args.strip() else {}
+    except json.JSONDecodeError as exc:
+        error = f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw_args!r}"
+    else:
+        if isinstance(parsed, dict):
+            args = parsed
+        else:
+            error = f"the arguments must be a JSON object, got {raw_args!r}"
+    if call_id:
+        return ToolCall(name, args, call_id, error)
+    return ToolCall(name, args, error=error)
+
+
+# -- serialization -------------------------------------------------------------------------
+
+_TYPES: dict[str, type[Message]] = {
+    cls.type: cls for cls in (SystemMessage, HumanMessage, AIMessage, ToolMessage)
+}
+
+converter = cattrs.Converter()
+"""The one converter for plait's persisted types (messages and what they hold)."""
+
+
+def _structure_content(value: Any, _: Any) -> Content:
+    if isinstance(value, str):
+        return value
+    return [dict(block) for block in value]
+
+
+def _register(conv: cattrs.Converter) -> None:
+    conv.register_structure_hook(Content, _structure_content)
+    conv.register_unstructure_hook(
+        ToolCall, make_dict_unstructure_fn(ToolCall, conv, error=override(omit_if_default=True))
+    )
+    conv.register_unstructure_hook(
+        Usage, make_dict_unstructure_fn(Usage, conv, _cattrs_omit_if_default=True)
+    )
+    for cls in _TYPES.values():
+        conv.register_unstructure_hook(
+            cls, make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True)
+        )
+        conv.register_structure_hook(cls, make_dict_structure_fn(cls, conv))
+
+
+_register(converter)
+
+
+def unstructure_message(message: Message) -> dict[str, Any]:
+    """One message as a JSON-ready dict with its ``type`` tag."""
+    data: dict[str, Any] = converter.unstructure(message, type(message))
+    data["type"] = message.type
+    return data
+
+
+def structure_message(data: Mapping[str, Any]) -> AnyMessage:
+    """The message a dict from ``unstructure_message`` describes."""
+    fields = dict(data)
+    kind = fields.pop("type", None)
+    try:
+        cls = _TYPES[kind]
+    except KeyError:
+        raise ValueError(
+            f"unknown message type {kind!r}; expected one of {sorted(_TYPES)}"
+        ) from None
+    message: AnyMessage = converter.structure(fields, cls)
+    return message
+
+
+def to_json(messages: Sequence[Message]) -> str:
+    """Serialize a message list to JSON text that ``from_json`` restores exactly."""
+    return json.dumps([unstructure_message(m) for m in messages], ensure_ascii=False)
+
+
+def from_json(text: str) -> list[AnyMessage]:
+    """The message list ``to_json`` wrote."""
+    return [structure_message(item) for item in json.loads(text)]

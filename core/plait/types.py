@@ -1,0 +1,193 @@
+"""The objects hooks receive and return: requests, responses, runtime, commands, config."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+import attrs
+
+from plait.messages import AIMessage, AnyMessage, Message, RemoveMessage, ToolCall
+
+if TYPE_CHECKING:
+    from plait.checkpoint import Checkpointer
+    from plait.models.base import ChatModel
+    from plait.store import Store
+    from plait.tools import Tool
+
+__all__ = [
+    "AgentConfig",
+    "Command",
+    "Interrupt",
+    "JumpTarget",
+    "ModelRequest",
+    "ModelResponse",
+    "Runtime",
+    "StateField",
+    "StateUpdate",
+    "StreamEvent",
+    "ToolCallRequest",
+    "ToolRuntime",
+]
+
+JumpTarget: TypeAlias = Literal["model", "tools", "end"]
+State: TypeAlias = Mapping[str, Any]
+
+
+@attrs.frozen
+class Command:
+    """A state update that may also move the loop (``jump_to``) or answer interrupts.
+
+    ``resume`` is only meaningful as ``invoke``'s input: a value for the one pending
+    interrupt, or ``{interrupt_id: value}``.
+    """
+
+    update: Mapping[str, Any] | None = None
+    jump_to: JumpTarget | None = None
+    resume: Any = None
+
+
+StateUpdate: TypeAlias = "dict[str, Any] | Command | None"
+
+
+@attrs.frozen
+class StateField:
+    """A state key a middleware owns, declared through the ``state_fields`` hook.
+
+    :param default: the value before anyone wrote the key (copied for each thread/run).
+    :param reducer: ``(old, new) -> merged``; without one an update replaces the value.
+    :param scope: ``"thread"`` persists across runs; ``"run"`` is reset when a run starts.
+    :param shared: two middleware classes may declare the same key only if both set this
+        and their declarations are equal.
+    """
+
+    default: Any = None
+    reducer: Callable[[Any, Any], Any] | None = None
+    scope: Literal["thread", "run"] = attrs.field(
+        default="thread", validator=attrs.validators.in_(("thread", "run"))
+    )
+    shared: bool = False
+
+
+@attrs.frozen
+class Interrupt:
+    """A pending question from ``plait.interrupt(value)``; answer it with
+    ``Command(resume=...)`` (or ``{interrupt.id: answer}``)."""
+
+    id: str
+    value: Any
+
+
+@attrs.frozen
+class StreamEvent:
+    """One item of ``agent.stream``: ``mode`` (updates, messages, values, custom), the
+    ``data`` and the ``source`` (the node, middleware or tool that produced it)."""
+
+    mode: str
+    data: Any
+    source: str
+
+
+@attrs.frozen
+class Runtime:
+    """What a run knows about itself, passed to node hooks and inside requests."""
+
+    thread_id: str | None
+    run_id: str
+    context: Any = None
+    store: Store | None = None
+    model: ChatModel | None = None
+    tools: tuple[Tool, ...] = ()
+    stream_writer: Callable[[Any], None] = attrs.field(default=lambda _data: None, eq=False)
+
+
+@attrs.frozen
+class ToolRuntime:
+    """Injected into a tool parameter annotated ``ToolRuntime`` (hidden from the model)."""
+
+    tool_call: ToolCall
+    state: State
+    runtime: Runtime
+
+    @property
+    def tool_call_id(self) -> str:
+        return self.tool_call.id
+
+    @property
+    def context(self) -> Any:
+        return self.runtime.context
+
+    @property
+    def store(self) -> Store | None:
+        return self.runtime.store
+
+    @property
+    def stream_writer(self) -> Callable[[Any], None]:
+        return self.runtime.stream_writer
+
+
+@attrs.frozen
+class ModelRequest:
+    """One model call as ``wrap_model_call`` sees it. Frozen: use ``override``."""
+
+    model: ChatModel
+    messages: tuple[AnyMessage, ...]
+    system_prompt: str | None = None
+    tools: tuple[Tool, ...] = ()
+    tool_choice: str | None = None
+    response_format: Mapping[str, Any] | None = None
+    model_settings: Mapping[str, Any] = attrs.field(factory=dict)
+    provider_options: Mapping[str, Any] = attrs.field(factory=dict)
+    state: State = attrs.field(factory=dict, repr=False)
+    runtime: Runtime | None = attrs.field(default=None, repr=False)
+
+    def override(self, **changes: Any) -> ModelRequest:
+        """A copy with ``changes`` applied (sequences are converted to tuples)."""
+        for key in ("messages", "tools"):
+            if key in changes:
+                changes[key] = tuple(changes[key])
+        return attrs.evolve(self, **changes)
+
+
+@attrs.frozen
+class ModelResponse:
+    """What a model call produced: the messages to append (normally one ``AIMessage``)
+    and, with a ``response_format``, the validated structured answer."""
+
+    messages: Sequence[Message | RemoveMessage]
+    structured_response: Any = None
+
+    @property
+    def message(self) -> AIMessage | None:
+        """The last AI message of the response, if any."""
+        for message in reversed(self.messages):
+            if isinstance(message, AIMessage):
+                return message
+        return None
+
+
+@attrs.frozen
+class ToolCallRequest:
+    """One tool call as ``wrap_tool_call`` sees it; ``tool`` is ``None`` for a name the
+    agent does not have. Frozen: use ``override``."""
+
+    tool_call: ToolCall
+    tool: Tool | None
+    state: State = attrs.field(repr=False)
+    runtime: Runtime = attrs.field(repr=False)
+
+    def override(self, **changes: Any) -> ToolCallRequest:
+        return attrs.evolve(self, **changes)
+
+
+@attrs.frozen
+class AgentConfig:
+    """The agent as ``agent_tools`` and ``validate_agent`` see it at build time."""
+
+    model: ChatModel
+    tools: tuple[Tool, ...]
+    system_prompt: str | None
+    middleware: tuple[object, ...]
+    checkpointer: Checkpointer | None
+    store: Store | None
+    response_format: Any = None
