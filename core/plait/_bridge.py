@@ -1,0 +1,72 @@
+"""Crossing between sync and async code without blocking an event loop.
+
+The sync path runs async hooks and tools on an event-loop thread the agent owns (never
+``asyncio.run`` inside a running loop); the async path runs sync ones in worker threads
+whose handlers submit back to the loop. Context variables travel both ways.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+from collections.abc import Awaitable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def submit(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on ``loop`` (from another thread) in this thread's context; wait."""
+    context = contextvars.copy_context()
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def start() -> None:
+        task = loop.create_task(coro, context=context)
+
+        def done(t: asyncio.Task[T]) -> None:
+            if t.cancelled():
+                future.cancel()
+            elif (exc := t.exception()) is not None:
+                future.set_exception(exc)
+            else:
+                future.set_result(t.result())
+
+        task.add_done_callback(done)
+
+    loop.call_soon_threadsafe(start)
+    return future.result()
+
+
+class LoopThread:
+    """A lazily started event loop on a daemon thread, for async code on the sync path."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="plait-event-loop", daemon=True
+                )
+                thread.start()
+                self._loop = loop
+            return self._loop
+
+    def run(self, awaitable: Awaitable[T]) -> T:
+        async def wrapper() -> T:
+            return await awaitable
+
+        return submit(self.loop, wrapper())
+
+
+def resolve(value: Any, loops: LoopThread) -> Any:
+    """``value``, or its result if it is awaitable (run on the agent's loop thread)."""
+    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
+        return loops.run(value)
+    return value

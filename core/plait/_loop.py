@@ -1,0 +1,516 @@
+"""The agent loop, written once as a generator of effects and driven sync or async.
+
+``Run.steps`` decides what happens next (nodes, routing, jumps, checkpoints,
+interrupts); it never calls a hook, a model or a tool itself but yields an effect, which
+the sync driver (``drive``) or the async driver (``adrive``) performs and sends back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from plait._state import RUN_KEY, ThreadState
+from plait.errors import (
+    CheckpointerRequiredError,
+    ConfigError,
+    RecursionLimitError,
+    StopRun,
+    StructuredOutputError,
+)
+from plait.interrupts import InterruptSignal, Scope, current_scope
+from plait.messages import AIMessage, Message, RemoveMessage, ToolCall, ToolMessage, Usage
+from plait.messages import converter as _converter
+from plait.types import (
+    Command,
+    Interrupt,
+    ModelRequest,
+    ModelResponse,
+    Runtime,
+    StreamEvent,
+    ToolCallRequest,
+)
+
+if TYPE_CHECKING:
+    from plait.agent import Agent
+
+Sink = Callable[[StreamEvent], None]
+stream_sink: ContextVar[Sink | None] = ContextVar("plait_stream_sink", default=None)
+
+
+@attrs.define
+class RunInfo:
+    """The run in progress, checkpointed under ``RUN_KEY`` so it survives a crash."""
+
+    run_id: str
+    node: str = "before_agent"
+    hook: int = 0
+    model_calls: int = 0
+    status: str = "running"  # running | interrupted | done
+    interrupts: list[Interrupt] = attrs.field(factory=list)
+    resume: dict[str, Any] = attrs.field(factory=dict)
+    usage: Usage = attrs.field(factory=Usage)
+    structured_response: Any = None
+
+    def dump(self) -> Any:
+        return _converter.unstructure(self)
+
+    @classmethod
+    def load(cls, data: Any) -> RunInfo:
+        return _converter.structure(data, cls)
+
+
+# -- effects: what the loop asks a driver to do ---------------------------------------------
+
+
+@attrs.frozen
+class CallHook:
+    call: Callable[..., Any]
+    args: tuple[Any, ...]
+    scope: Scope
+
+
+@attrs.frozen
+class CallModel:
+    request: ModelRequest
+    scope: Scope
+
+
+@attrs.frozen
+class CallTools:
+    requests: tuple[ToolCallRequest, ...]
+    scopes: tuple[Scope, ...]
+
+
+@attrs.frozen
+class Save:
+    thread_id: str
+    state: ThreadState
+
+
+Effect = CallHook | CallModel | CallTools | Save
+Steps = Generator[Effect, Any, Any]
+
+
+class Run:
+    """One run of an agent on one thread: the nodes, in loop order."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        thread: ThreadState,
+        info: RunInfo,
+        runtime: Runtime,
+        *,
+        recursion_limit: int,
+        sink: Sink | None,
+    ) -> None:
+        self.agent = agent
+        self.thread = thread
+        self.info = info
+        self.runtime = runtime
+        self.recursion_limit = recursion_limit
+        self.sink = sink
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def steps(self) -> Steps:
+        info = self.info
+        nodes = {
+            "before_agent": lambda: self.node_hooks("before_agent", "before_model"),
+            "before_model": lambda: self.node_hooks("before_model", "model"),
+            "model": self.model_node,
+            "after_model": lambda: self.node_hooks("after_model", None),
+            "tools": self.tools_node,
+            "after_agent": lambda: self.node_hooks("after_agent", "done"),
+        }
+        while info.node != "done":
+            node = info.node
+            outcome = yield from nodes[node]()
+            if outcome is None:  # paused at an interrupt (already checkpointed)
+                return
+            nxt, ran = outcome
+            info.node = nxt
+            info.hook = 0
+            if nxt == "done":
+                info.status = "done"
+                info.resume = {}
+            if ran or nxt == "done":
+                yield from self.save()
+            if self.sink is not None and ran:
+                self.sink(StreamEvent("values", self.thread.public(), node))
+
+    def save(self) -> Steps:
+        self.thread.set(RUN_KEY, self.info.dump())
+        if self.agent.checkpointer is not None and self.runtime.thread_id is not None:
+            yield Save(self.runtime.thread_id, self.thread)
+
+    def scope(self, key: str) -> Scope:
+        return Scope(self.info.run_id, f"{self.info.model_calls}:{key}", self.info.resume)
+
+    def pause(self, interrupts: list[Interrupt]) -> Steps:
+        if self.agent.checkpointer is None:
+            raise CheckpointerRequiredError(
+                "plait.interrupt() needs a checkpointer to pause and resume the run: "
+                "pass checkpointer='memory' (or 'sqlite:///agent.db') to create_agent"
+            )
+        self.info.status = "interrupted"
+        self.info.interrupts = interrupts
+        yield from self.save()
+
+    # -- nodes -----------------------------------------------------------------------------
+
+    def node_hooks(self, hook: str, default_next: str | None) -> Steps:
+        impls = self.agent.registry.impls(hook)
+        args = (self.thread.view, self.runtime)
+        start = self.info.hook
+        jump: str | None = None
+        for index in range(start, len(impls)):
+            impl = impls[index]
+            self.info.hook = index
+            try:
+                result = yield CallHook(impl.call, args, self.scope(f"{hook}:{impl.middleware}"))
+            except InterruptSignal as signal:
+                yield from self.pause([signal.interrupt])
+                return None
+            if result is None:
+                continue
+            jump = self.apply_result(result, impl.middleware, hook, impl.jumps)
+            if jump is not None:
+                break
+        ran = bool(impls)
+        if jump is not None:
+            return self.jump_target(jump, hook), ran
+        if default_next is None:
+            return self.route_after_model(), ran
+        return default_next, ran
+
+    def apply_result(
+        self, result: Any, source: str, hook: str, allowed: frozenset[str]
+    ) -> str | None:
+        if isinstance(result, Command):
+            if result.jump_to is not None and result.jump_to not in allowed:
+                declared = ", ".join(sorted(allowed)) or "none"
+                raise ConfigError(
+                    f"middleware {source!r}: {hook} returned jump_to={result.jump_to!r} "
+                    f"but declares only: {declared}; decorate the hook with "
+                    f"@plait.can_jump_to({result.jump_to!r})"
+                )
+            if result.update:
+                self.apply_update(result.update, source)
+            return result.jump_to
+        if isinstance(result, Mapping):
+            self.apply_update(result, source)
+            return None
+        raise TypeError(
+            f"middleware {source!r}: {hook} returned {type(result).__name__}; expected a dict "
+            "update, a plait.Command or None"
+        )
+
+    def apply_update(self, update: Mapping[str, Any], source: str) -> None:
+        self.thread.update(update, source)
+        if self.sink is not None:
+            self.sink(StreamEvent("updates", {source: dict(update)}, source))
+
+    def jump_target(self, jump: str, hook: str) -> str:
+        if jump == "end":
+            return "done" if hook == "after_agent" else "after_agent"
+        if jump == "model":
+            return "model" if hook == "before_model" else "before_model"
+        return "tools"
+
+    def route_after_model(self) -> str:
+        if self.info.structured_response is not None:
+            return "after_agent"
+        return "tools" if self.pending_calls() else "after_agent"
+
+    def pending_calls(self) -> list[ToolCall]:
+        """Calls of the last AI message that no ToolMessage answers yet."""
+        messages = self.thread.messages
+        answered: set[str] = set()
+        for position in range(len(messages) - 1, -1, -1):
+            message = messages[position]
+            if isinstance(message, ToolMessage):
+                answered.add(message.tool_call_id)
+            elif isinstance(message, AIMessage):
+                return [call for call in message.tool_calls if call.id not in answered]
+        return []
+
+    def model_node(self) -> Steps:
+        info = self.info
+        if info.model_calls >= self.recursion_limit:
+            raise RecursionLimitError(
+                f"the run reached its recursion limit of {self.recursion_limit} model calls "
+                "without finishing; raise recursion_limit= in invoke() if the task needs more"
+            )
+        info.model_calls += 1
+        request = self.agent.model_request(self.thread, self.runtime)
+        try:
+            response = yield CallModel(request, self.scope("model"))
+        except InterruptSignal as signal:
+            info.model_calls -= 1
+            yield from self.pause([signal.interrupt])
+            return None
+        self.apply_update({"messages": list(response.messages)}, "model")
+        message = response.message
+        if message is not None and message.usage is not None:
+            info.usage = info.usage + message.usage
+        if response.structured_response is not None:
+            info.structured_response = self.agent.structured.dump(response.structured_response)
+        elif self.agent.structured.native and message is not None and not message.tool_calls:
+            parsed = self.agent.structured.parse_text(message.text)
+            info.structured_response = self.agent.structured.dump(parsed)
+        return "after_model", True
+
+    def tools_node(self) -> Steps:
+        calls = self.pending_calls()
+        if not calls:
+            return "before_model", False
+        tools = self.agent.tools_by_name
+        structured = self.agent.structured
+        answers: dict[str, Any] = {}
+        requests: list[ToolCallRequest] = []
+        scopes: list[Scope] = []
+        for call in calls:
+            if call.error is not None:
+                answers[call.id] = ToolMessage(
+                    f"Error: the call to {call.name!r} was not run because {call.error}. "
+                    "Call the tool again with arguments that are one valid JSON object.",
+                    tool_call_id=call.id,
+                    name=call.name,
+                    status="error",
+                )
+            elif structured.tool is not None and call.name == structured.tool.name:
+                answers[call.id] = self.final_answer(call)
+            else:
+                requests.append(ToolCallRequest(call, tools.get(call.name), self.thread.view, self.runtime))
+                scopes.append(self.scope(f"tools:{call.id}"))
+        if requests:
+            outcomes = yield CallTools(tuple(requests), tuple(scopes))
+            for request, outcome in zip(requests, outcomes, strict=True):
+                answers[request.tool_call.id] = outcome
+        interrupts: list[Interrupt] = []
+        stop: BaseException | None = None
+        jump: str | None = None
+        for call in calls:
+            outcome = answers[call.id]
+            if isinstance(outcome, InterruptSignal):
+                interrupts.append(outcome.interrupt)
+                continue
+            if isinstance(outcome, StopRun):
+                stop = stop or outcome
+                outcome = ToolMessage(
+                    f"Not run: the run was stopped ({outcome}).",
+                    tool_call_id=call.id,
+                    name=call.name,
+                    status="error",
+                )
+            if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
+                raise outcome
+            jump = self.apply_tool_outcome(call, outcome) or jump
+        if stop is not None:
+            yield from self.save()
+            raise stop
+        if interrupts:
+            yield from self.pause(interrupts)
+            return None
+        if self.info.structured_response is not None or jump == "end":
+            return "after_agent", True
+        return "before_model", True
+
+    def apply_tool_outcome(self, call: ToolCall, outcome: Any) -> str | None:
+        source = call.name
+        if isinstance(outcome, Exception):
+            outcome = ToolMessage(
+                f"Error: tool {call.name!r} raised {type(outcome).__name__}: {outcome}. "
+                "Fix the arguments and call it again, or take another approach.",
+                tool_call_id=call.id,
+                name=call.name,
+                status="error",
+            )
+        if isinstance(outcome, ToolMessage):
+            self.apply_update({"messages": [outcome]}, source)
+            self.emit_message(outcome, source)
+            return None
+        assert isinstance(outcome, Command)
+        update = dict(outcome.update or {})
+        messages = update.get("messages", [])
+        if isinstance(messages, (Message, RemoveMessage)):
+            messages = [messages]
+        answered = any(
+            isinstance(m, ToolMessage) and m.tool_call_id == call.id for m in messages
+        )
+        if not answered:
+            messages = [*messages, ToolMessage("", tool_call_id=call.id, name=call.name)]
+        update["messages"] = messages
+        self.apply_update(update, source)
+        for message in messages:
+            if isinstance(message, ToolMessage):
+                self.emit_message(message, source)
+        return outcome.jump_to
+
+    def emit_message(self, message: Message, source: str) -> None:
+        if self.sink is not None:
+            self.sink(StreamEvent("messages", message, source))
+
+    def final_answer(self, call: ToolCall) -> ToolMessage:
+        structured = self.agent.structured
+        try:
+            value = structured.parse_args(call.args)
+        except StructuredOutputError as exc:
+            return ToolMessage(
+                f"Error: the answer does not match the required format: {exc}. "
+                f"Call {call.name!r} again with a corrected answer.",
+                tool_call_id=call.id,
+                name=call.name,
+                status="error",
+            )
+        self.info.structured_response = structured.dump(value)
+        return ToolMessage(
+            "Final answer recorded.", tool_call_id=call.id, name=call.name
+        )
+
+
+# -- drivers ---------------------------------------------------------------------------------
+
+
+def drive(steps: Steps, agent: Agent) -> Any:
+    """Run the loop synchronously, performing each effect in this thread."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            effect = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+        error = None
+        try:
+            value = _perform(effect, agent)
+        except BaseException as exc:  # handed to the loop, which decides
+            value, error = None, exc
+
+
+def _perform(effect: Effect, agent: Agent) -> Any:
+    if isinstance(effect, CallHook):
+        token = current_scope.set(effect.scope)
+        try:
+            result = effect.call(*effect.args)
+            if asyncio.iscoroutine(result):
+                result = agent.loops.run(result)
+            return result
+        finally:
+            current_scope.reset(token)
+    if isinstance(effect, CallModel):
+        token = current_scope.set(effect.scope)
+        try:
+            return agent.model_handler(effect.request)
+        finally:
+            current_scope.reset(token)
+    if isinstance(effect, CallTools):
+        outcomes: list[Any] = []
+        for request, scope in zip(effect.requests, effect.scopes, strict=True):
+            token = current_scope.set(scope)
+            try:
+                outcomes.append(agent.tool_handler(request))
+            except (Exception, InterruptSignal) as exc:
+                outcomes.append(exc)
+                if isinstance(exc, StopRun):
+                    break
+            finally:
+                current_scope.reset(token)
+        outcomes.extend(_not_run(effect.requests[len(outcomes) :]))
+        return outcomes
+    _save(effect, agent)
+    return None
+
+
+def _not_run(requests: Sequence[ToolCallRequest]) -> list[ToolMessage]:
+    return [
+        ToolMessage(
+            "Not run: the run was stopped before this call.",
+            tool_call_id=r.tool_call.id,
+            name=r.tool_call.name,
+            status="error",
+        )
+        for r in requests
+    ]
+
+
+def _save(effect: Save, agent: Agent) -> None:
+    assert agent.checkpointer is not None
+    delta = effect.state.take_delta()
+    agent.checkpointer.save(effect.thread_id, delta)
+    effect.state.step = delta.step
+
+
+async def adrive(steps: Steps, agent: Agent) -> Any:
+    """Run the loop on the running event loop; tool calls of one message run concurrently."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            effect = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+        error = None
+        try:
+            value = await _aperform(effect, agent)
+        except BaseException as exc:
+            value, error = None, exc
+
+
+async def _aperform(effect: Effect, agent: Agent) -> Any:
+    if isinstance(effect, CallHook):
+        token = current_scope.set(effect.scope)
+        try:
+            result = effect.call(*effect.args)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return result
+        finally:
+            current_scope.reset(token)
+    if isinstance(effect, CallModel):
+        token = current_scope.set(effect.scope)
+        try:
+            return await agent.amodel_handler(effect.request)
+        finally:
+            current_scope.reset(token)
+    if isinstance(effect, CallTools):
+        return await asyncio.gather(
+            *(_acall_tool(agent, r, s) for r, s in zip(effect.requests, effect.scopes, strict=True))
+        )
+    saver = getattr(agent.checkpointer, "asave", None)
+    if saver is None:
+        await asyncio.to_thread(_save, effect, agent)
+    else:
+        delta = effect.state.take_delta()
+        await saver(effect.thread_id, delta)
+        effect.state.step = delta.step
+    return None
+
+
+async def _acall_tool(agent: Agent, request: ToolCallRequest, scope: Scope) -> Any:
+    current_scope.set(scope)  # this task's own context copy
+    try:
+        return await agent.atool_handler(request)
+    except (Exception, InterruptSignal) as exc:
+        return exc
+
+
+def tool_output(result: Any, request: ToolCallRequest) -> ToolMessage | Command:
+    """What a tool function returned, as the ToolMessage (or Command) answering the call."""
+    if isinstance(result, (ToolMessage, Command)):
+        return result
+    call = request.tool_call
+    if isinstance(result, str):
+        content: Any = result
+    elif isinstance(result, list) and all(isinstance(b, dict) and "type" in b for b in result):
+        content = result
+    else:
+        content = json.dumps(result, ensure_ascii=False, default=str)
+    return ToolMessage(content, tool_call_id=call.id, name=call.name)

@@ -1,0 +1,174 @@
+"""Registering an agent's middleware with pluggy, and collecting its hook implementations
+in middleware order (pluggy validates; the kernel orders and calls)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import pluggy
+
+from plait import hookspecs
+from plait.errors import ConfigError
+from plait.middleware import JUMPS_ATTR
+
+_trace = logging.getLogger("plait.trace")
+
+_SPEC_ARGS: dict[str, tuple[str, ...]] = {
+    "state_fields": (),
+    "agent_tools": ("agent_config",),
+    "validate_agent": ("agent_config",),
+    **{name: ("state", "runtime") for name in hookspecs.NODE_HOOKS},
+    **{name: ("request", "handler") for name in hookspecs.WRAP_HOOKS},
+    **{name: ("request", "handler") for name in hookspecs.WRAP_HOOKS.values()},
+    **{name: ("chunks", "request") for name in hookspecs.STREAM_HOOKS},
+    **{name: ("chunks", "request") for name in hookspecs.STREAM_HOOKS.values()},
+}
+_ASYNC_NAMES = frozenset((*hookspecs.WRAP_HOOKS.values(), *hookspecs.STREAM_HOOKS.values()))
+
+
+class _Registered:
+    """What pluggy registers for a middleware: compares by identity, so attrs value
+    equality never makes two equal instances collide."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: object) -> None:
+        self.target = target
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.target, name)
+
+    def __dir__(self) -> list[str]:
+        return dir(self.target)
+
+
+@attrs.frozen
+class Impl:
+    """One middleware's implementation of one hook, callable with the spec's arguments in
+    order (``call``), whatever subset of them the implementation accepts."""
+
+    middleware: str
+    hook: str
+    call: Callable[..., Any]
+    is_async: bool
+    jumps: frozenset[str]
+
+
+def _caller(func: Callable[..., Any], accepted: Sequence[str], spec: tuple[str, ...]) -> Any:
+    if tuple(accepted) == spec:
+        return func
+    wanted = [i for i, name in enumerate(spec) if name in accepted]
+    names = [spec[i] for i in wanted]
+
+    def call(*args: Any) -> Any:
+        return func(**{name: args[i] for name, i in zip(names, wanted, strict=True)})
+
+    return call
+
+
+def _traced(impl_call: Callable[..., Any], middleware: str, hook: str) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        _trace.info("%s.%s(%s)", middleware, hook, ", ".join(map(_short, args)))
+        result = impl_call(*args)
+        _trace.info("%s.%s -> %s", middleware, hook, _short(result))
+        return result
+
+    return call
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+class Registry:
+    """An agent's middleware, registered and validated; ``impls(hook)`` in list order."""
+
+    def __init__(self, middleware: Sequence[tuple[str, object]]) -> None:
+        self.names = [name for name, _ in middleware]
+        self.objects = [obj for _, obj in middleware]
+        pm = pluggy.PluginManager("plait")
+        pm.add_hookspecs(hookspecs)
+        registered: list[_Registered] = []
+        for name, obj in middleware:
+            _check_unmarked(name, obj)
+            proxy = _Registered(obj)
+            try:
+                pm.register(proxy, name=name)
+            except pluggy.PluginValidationError as exc:
+                raise ConfigError(f"middleware {name!r}: {exc}") from None
+            registered.append(proxy)
+        try:
+            pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise ConfigError(str(exc)) from None
+        trace = bool(os.environ.get("PLAIT_TRACE"))
+        self._impls: dict[str, list[Impl]] = {}
+        for hook in hookspecs.ALL_HOOKS:
+            by_plugin = {id(i.plugin): i for i in getattr(pm.hook, hook).get_hookimpls()}
+            found = []
+            for name, proxy in zip(self.names, registered, strict=True):
+                hookimpl = by_plugin.get(id(proxy))
+                if hookimpl is None:
+                    continue
+                found.append(self._impl(name, hook, hookimpl, trace))
+            self._impls[hook] = found
+        self.pm = pm
+
+    def _impl(self, name: str, hook: str, hookimpl: pluggy.HookImpl, trace: bool) -> Impl:
+        opts = hookimpl.opts
+        for flag in ("tryfirst", "trylast", "wrapper", "hookwrapper"):
+            if opts.get(flag):
+                raise ConfigError(
+                    f"middleware {name!r}: {hook} is marked {flag}=True; plait orders hooks by "
+                    "the agent's middleware list, so tryfirst, trylast and wrapper are not allowed"
+                )
+        func = hookimpl.function
+        is_async = inspect.iscoroutinefunction(func) or inspect.isasyncgenfunction(func)
+        if hook in _ASYNC_NAMES and not is_async:
+            raise ConfigError(f"middleware {name!r}: {hook} must be an async def")
+        if hook in hookspecs.WRAP_HOOKS and is_async:
+            raise ConfigError(
+                f"middleware {name!r}: {hook} is an async def; name it a{hook} instead"
+            )
+        if hook in hookspecs.STREAM_HOOKS and is_async:
+            raise ConfigError(
+                f"middleware {name!r}: {hook} is async; name it a{hook} instead"
+            )
+        call = _caller(func, hookimpl.argnames, _SPEC_ARGS[hook])
+        if trace:
+            call = _traced(call, name, hook)
+        jumps = getattr(func, JUMPS_ATTR, frozenset())
+        return Impl(name, hook, call, is_async, jumps)
+
+    def impls(self, hook: str) -> list[Impl]:
+        return self._impls[hook]
+
+    def pairs(self, sync_hook: str, async_hook: str) -> list[tuple[str, Impl | None, Impl | None]]:
+        """Per middleware (list order) its sync and async implementation of a wrap hook."""
+        sync = {i.middleware: i for i in self._impls[sync_hook]}
+        asyn = {i.middleware: i for i in self._impls[async_hook]}
+        return [
+            (name, sync.get(name), asyn.get(name))
+            for name in self.names
+            if name in sync or name in asyn
+        ]
+
+
+def _check_unmarked(name: str, obj: object) -> None:
+    """A method named after a hook but not marked would be silently ignored: refuse it."""
+    for hook in hookspecs.ALL_HOOKS:
+        method = getattr(obj, hook, None)
+        if method is None or not callable(method):
+            continue
+        if getattr(method, "plait_impl", None) is None:
+            raise ConfigError(
+                f"middleware {name!r} has a method {hook}() that is not marked "
+                "@plait.hookimpl; mark it, or subclass plait.Middleware (which marks "
+                "methods named after hooks)"
+            )

@@ -1,0 +1,67 @@
+"""Turning the ``middleware=[...]`` list into named instances.
+
+An item is an entry-point name, a ``(name, options)`` pair, or an object. Names are
+stable: the entry-point name (or class name), then ``name#2``, ``name#3`` for repeats.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from plait import _entrypoints
+from plait.errors import ConfigError
+from plait.middleware import FunctionMiddleware
+
+
+def build(name: str, options: Mapping[str, Any]) -> object:
+    """An instance of the middleware entry point ``name`` with ``options``."""
+    cls = _entrypoints.load("plait.middleware", name, what="middleware")
+    if not isinstance(options, Mapping):
+        raise ConfigError(
+            f"plugin {name!r}: options must be a mapping of option names to values, "
+            f"got {type(options).__name__}"
+        )
+    if attrs.has(cls):
+        from plait.options import structure_options
+
+        return structure_options(cls, options, plugin=name)
+    try:
+        return cls(**options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"plugin {name!r}: {exc}") from None
+
+
+def _one(item: Any) -> tuple[str, object]:
+    if isinstance(item, str):
+        return item, build(item, {})
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+        return item[0], build(item[0], item[1])
+    if isinstance(item, FunctionMiddleware):
+        return item.name, item
+    if inspect.isclass(item):
+        raise ConfigError(
+            f"middleware {item.__name__} is a class; pass an instance, e.g. {item.__name__}()"
+        )
+    if inspect.isfunction(item):
+        raise ConfigError(
+            f"middleware {item.__name__!r} is a plain function; decorate it with a hook "
+            "decorator such as @plait.before_model or @plait.wrap_model_call"
+        )
+    return type(item).__name__, item
+
+
+def resolve_middleware(items: Sequence[Any]) -> list[tuple[str, object]]:
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise ConfigError("middleware must be a list of names, (name, options) pairs or instances")
+    resolved: list[tuple[str, object]] = []
+    seen: dict[str, int] = {}
+    for item in items:
+        base, obj = _one(item)
+        count = seen.get(base, 0) + 1
+        seen[base] = count
+        resolved.append((base if count == 1 else f"{base}#{count}", obj))
+    return resolved

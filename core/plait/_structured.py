@@ -1,0 +1,98 @@
+"""Structured output: the agent's ``response_format`` as a schema, a parser and, for
+models without native structured output, a final-answer tool."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from plait.errors import ConfigError, StructuredOutputError
+
+if TYPE_CHECKING:
+    from plait.tools import Tool
+
+
+class Structured:
+    """How this agent gets and checks its final answer (``response_format=None``: it
+    doesn't)."""
+
+    def __init__(self, response_format: Any, native: bool) -> None:
+        self.format = response_format
+        self.schema: dict[str, Any] | None = None
+        self.native = False
+        self.tool: Tool | None = None
+        if response_format is None:
+            return
+        from plait import schema
+
+        if isinstance(response_format, Mapping):
+            self.schema = dict(response_format)
+            self.cls: type | None = None
+        elif isinstance(response_format, type) and attrs.has(response_format):
+            self.schema = schema.json_schema(response_format)
+            self.cls = response_format
+        else:
+            raise ConfigError(
+                "response_format must be an attrs class or a JSON schema dict, "
+                f"got {response_format!r}"
+            )
+        self.native = native
+        if not native:
+            from plait.tools import Tool
+
+            name = self.cls.__name__ if self.cls is not None else str(
+                self.schema.get("title", "final_answer")
+            )
+            self.tool = Tool(
+                name=name,
+                description=(
+                    "Give the final answer in the required format. Call this once, when you "
+                    "have everything the answer needs; the run ends with it."
+                ),
+                parameters=self.schema,
+                func=None,
+            )
+
+    @property
+    def request_format(self) -> dict[str, Any] | None:
+        return self.schema if self.native else None
+
+    def parse_args(self, data: Any) -> Any:
+        if self.cls is None:
+            if not isinstance(data, Mapping):
+                raise StructuredOutputError(f"expected a JSON object, got {data!r}")
+            missing = [k for k in self.schema.get("required", ()) if k not in data]  # type: ignore[union-attr]
+            if missing:
+                raise StructuredOutputError(f"missing required keys: {', '.join(missing)}")
+            return dict(data)
+        from plait import schema
+
+        try:
+            return schema.structure(data, self.cls)
+        except (ValueError, TypeError) as exc:
+            raise StructuredOutputError(str(exc)) from exc
+
+    def parse_text(self, text: str) -> Any:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise StructuredOutputError(
+                f"the model's final answer is not JSON ({exc.msg}): {text[:200]!r}"
+            ) from None
+        return self.parse_args(data)
+
+    def dump(self, value: Any) -> Any:
+        """A JSON-able form of the answer, for the checkpoint."""
+        if self.cls is not None and isinstance(value, self.cls):
+            from plait.messages import converter
+
+            return converter.unstructure(value)
+        return value
+
+    def load(self, data: Any) -> Any:
+        if data is None or self.cls is None:
+            return data
+        return self.parse_args(data)

@@ -1,0 +1,630 @@
+"""``create_agent`` and the ``Agent`` it builds: invoke, stream, state, threads."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from plait import _entrypoints
+from plait._bridge import LoopThread
+from plait._compose import chain_async, chain_sync, transform_async, transform_sync
+from plait._loop import Run, RunInfo, adrive, drive, stream_sink, tool_output
+from plait._registry import Registry
+from plait._resolve import resolve_middleware
+from plait._state import RUN_KEY, ThreadState
+from plait._structured import Structured
+from plait.checkpoint import Checkpointer
+from plait.errors import ConfigError, PlaitError, ThreadBusyError
+from plait.messages import AIMessage, AnyMessage, HumanMessage, Message, ToolMessage, Usage
+from plait.messages import assemble_chunks
+from plait.models import ChatModel, init_chat_model
+from plait.store import Store
+from plait.types import (
+    AgentConfig,
+    Command,
+    Interrupt,
+    ModelRequest,
+    ModelResponse,
+    Runtime,
+    StateField,
+    StreamEvent,
+    ToolCallRequest,
+    ToolRuntime,
+)
+
+__all__ = ["Agent", "AgentResult", "create_agent"]
+
+STREAM_MODES = ("updates", "messages", "values", "custom")
+
+
+@attrs.frozen
+class AgentResult:
+    """What a run returns. ``messages`` is the thread's whole list after the run."""
+
+    messages: list[AnyMessage]
+    state: dict[str, Any]
+    interrupts: list[Interrupt]
+    structured_response: Any
+    usage: Usage
+    thread_id: str | None
+    run_id: str
+
+    @property
+    def text(self) -> str:
+        """The last AI message's text ("" if there is none)."""
+        for message in reversed(self.messages):
+            if isinstance(message, AIMessage):
+                return message.text
+        return ""
+
+
+def create_agent(
+    model: str | ChatModel,
+    tools: Sequence[Any] = (),
+    *,
+    system_prompt: str | None = None,
+    middleware: Sequence[Any] = (),
+    checkpointer: str | Checkpointer | None = None,
+    store: str | Store | None = None,
+    response_format: Any = None,
+) -> Agent:
+    """Build an agent. Every misconfiguration raises ``ConfigError`` here, not later.
+
+    :param model: a ``ChatModel`` or an id like ``"openai:gpt-4.1"``.
+    :param tools: ``plait.Tool`` objects or plain functions (made tools with ``plait.tool``).
+    :param system_prompt: sent with every model call.
+    :param middleware: entry-point names, ``(name, {options})`` pairs, or instances, in
+        order: the first is outermost around calls and first before them.
+    :param checkpointer: ``"memory"``, a URL such as ``"sqlite:///agent.db"``, or an
+        instance; needed for threads that span runs and for interrupts.
+    :param store: a store URL or instance, shared across threads.
+    :param response_format: an attrs class or a JSON schema for a structured answer.
+    """
+    return Agent(
+        model=model,
+        tools=tools,
+        system_prompt=system_prompt,
+        middleware=middleware,
+        checkpointer=checkpointer,
+        store=store,
+        response_format=response_format,
+    )
+
+
+def _by_url(value: Any, group: str, what: str) -> Any:
+    if value is None or not isinstance(value, str):
+        return value
+    scheme = value.split(":", 1)[0] if ":" in value else value
+    factory = _entrypoints.load(group, scheme, what=what)
+    return factory(value)
+
+
+def _as_tool(value: Any) -> Any:
+    from plait.tools import Tool, tool
+
+    if isinstance(value, Tool):
+        return value
+    if callable(value):
+        return tool(value)
+    raise ConfigError(f"tools must be plait.Tool objects or functions, got {value!r}")
+
+
+class Agent:
+    """A built agent. Thread-safe: runs on different threads may go on at once."""
+
+    def __init__(
+        self,
+        *,
+        model: str | ChatModel,
+        tools: Sequence[Any],
+        system_prompt: str | None,
+        middleware: Sequence[Any],
+        checkpointer: str | Checkpointer | None,
+        store: str | Store | None,
+        response_format: Any,
+    ) -> None:
+        self.model = init_chat_model(model)
+        self.system_prompt = system_prompt
+        self.checkpointer: Checkpointer | None = _by_url(
+            checkpointer, "plait.checkpointers", "checkpointer"
+        )
+        if self.checkpointer is not None and not isinstance(self.checkpointer, Checkpointer):
+            raise ConfigError(f"checkpointer {checkpointer!r} is not a plait Checkpointer")
+        self.store: Store | None = _by_url(store, "plait.stores", "store")
+        resolved = resolve_middleware(middleware)
+        self.middleware = tuple(obj for _, obj in resolved)
+        self.registry = Registry(resolved)
+        self.fields = self._collect_fields()
+        own_tools = tuple(_as_tool(t) for t in tools)
+        config = AgentConfig(
+            self.model, own_tools, system_prompt, self.middleware,
+            self.checkpointer, self.store, response_format,
+        )
+        added: list[Any] = []
+        for impl in self.registry.impls("agent_tools"):
+            for item in impl.call(config) or ():
+                added.append(_as_tool(item))
+        self.tools = own_tools + tuple(added)
+        self.tools_by_name: dict[str, Any] = {}
+        for item in self.tools:
+            if item.name in self.tools_by_name:
+                raise ConfigError(f"two tools are named {item.name!r}; tool names must be unique")
+            self.tools_by_name[item.name] = item
+        self.config = attrs.evolve(config, tools=self.tools)
+        native = self.model.profile is None or self.model.profile.structured_output
+        self.structured = Structured(response_format, native)
+        for impl in self.registry.impls("validate_agent"):
+            impl.call(self.config)
+        self.loops = LoopThread()
+        self._build_handlers()
+        self._cache: dict[str, ThreadState] = {}
+        self._active: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _collect_fields(self) -> dict[str, StateField]:
+        fields: dict[str, StateField] = {}
+        owners: dict[str, type] = {}
+        for impl in self.registry.impls("state_fields"):
+            owner = type(self.middleware[self.registry.names.index(impl.middleware)])
+            for key, spec in (impl.call() or {}).items():
+                if key in ("messages", RUN_KEY):
+                    raise ConfigError(f"middleware {impl.middleware!r}: state key {key!r} is reserved")
+                if not isinstance(spec, StateField):
+                    raise ConfigError(
+                        f"middleware {impl.middleware!r}: state_fields()[{key!r}] must be a "
+                        f"plait.StateField, got {type(spec).__name__}"
+                    )
+                if key in fields and owners[key] is not owner:
+                    if not (spec.shared and fields[key].shared and spec == fields[key]):
+                        raise ConfigError(
+                            f"state key {key!r} is declared by both {owners[key].__name__} and "
+                            f"{owner.__name__} (middleware {impl.middleware!r}); a key belongs to "
+                            "one middleware class unless both declare it shared=True, equally"
+                        )
+                fields[key] = spec
+                owners.setdefault(key, owner)
+        return fields
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def _build_handlers(self) -> None:
+        reg = self.registry
+        model_layers = reg.pairs("wrap_model_call", "awrap_model_call")
+        tool_layers = reg.pairs("wrap_tool_call", "awrap_tool_call")
+        self._stream_layers = reg.pairs("transform_model_stream", "atransform_model_stream")
+        self.model_handler = chain_sync(model_layers, self._call_model, _model_result, self.loops)
+        self.amodel_handler = chain_async(model_layers, self._acall_model, _model_result)
+        self.tool_handler = chain_sync(tool_layers, self._call_tool, _tool_result, self.loops)
+        self.atool_handler = chain_async(tool_layers, self._acall_tool, _tool_result)
+
+    def model_request(self, thread: ThreadState, runtime: Runtime) -> ModelRequest:
+        tools = self.tools
+        if self.structured.tool is not None:
+            tools = (*tools, self.structured.tool)
+        return ModelRequest(
+            model=self.model,
+            messages=tuple(thread.messages),
+            system_prompt=self.system_prompt,
+            tools=tools,
+            response_format=self.structured.request_format,
+            state=thread.view,
+            runtime=runtime,
+        )
+
+    @staticmethod
+    def _model_kwargs(request: ModelRequest) -> dict[str, Any]:
+        return dict(
+            system_prompt=request.system_prompt,
+            tools=request.tools,
+            tool_choice=request.tool_choice,
+            response_format=request.response_format,
+            provider_options=request.provider_options or None,
+            **request.model_settings,
+        )
+
+    def _call_model(self, request: ModelRequest) -> ModelResponse:
+        sink = stream_sink.get()
+        kwargs = self._model_kwargs(request)
+        if sink is None:
+            return ModelResponse([request.model.invoke(list(request.messages), **kwargs)])
+        chunks = request.model.stream(list(request.messages), **kwargs)
+        collected = []
+        for chunk in transform_sync(self._stream_layers, iter(chunks), request, self.loops):
+            collected.append(chunk)
+            sink(StreamEvent("messages", chunk, "model"))
+        return ModelResponse([assemble_chunks(collected)])
+
+    async def _acall_model(self, request: ModelRequest) -> ModelResponse:
+        sink = stream_sink.get()
+        kwargs = self._model_kwargs(request)
+        if sink is None:
+            return ModelResponse([await request.model.ainvoke(list(request.messages), **kwargs)])
+        chunks = request.model.astream(list(request.messages), **kwargs)
+        collected = []
+        async for chunk in transform_async(self._stream_layers, aiter(chunks), request):
+            collected.append(chunk)
+            sink(StreamEvent("messages", chunk, "model"))
+        return ModelResponse([assemble_chunks(collected)])
+
+    def _prepare(self, request: ToolCallRequest) -> tuple[Any, dict[str, Any]] | ToolMessage:
+        from plait.tools import ToolArgumentError
+
+        call, found = request.tool_call, request.tool
+        if found is None:
+            names = ", ".join(sorted(self.tools_by_name)) or "none"
+            return _error(call.id, call.name, f"there is no tool named {call.name!r}. "
+                          f"The available tools are: {names}.")
+        if found.func is None:
+            return _error(call.id, call.name, f"tool {call.name!r} is run by the provider, not here.")
+        try:
+            kwargs = found.prepare(call.args, ToolRuntime(call, request.state, request.runtime))
+        except ToolArgumentError as exc:
+            return _error(call.id, call.name, f"invalid arguments for tool {call.name!r}: {exc}. "
+                          "Call it again with corrected arguments.")
+        return found, kwargs
+
+    def _call_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+        prepared = self._prepare(request)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        found, kwargs = prepared
+        result = found.func(**kwargs)
+        if found.is_async:
+            result = self.loops.run(result)
+        return tool_output(result, request)
+
+    async def _acall_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+        prepared = self._prepare(request)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        found, kwargs = prepared
+        if found.is_async:
+            result = await found.func(**kwargs)
+        else:
+            result = await asyncio.to_thread(found.func, **kwargs)
+        return tool_output(result, request)
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def _begin(
+        self,
+        input: Any,
+        thread_id: str | None,
+        context: Any,
+        recursion_limit: int,
+        sink: Any,
+    ) -> Run:
+        if not isinstance(recursion_limit, int) or isinstance(recursion_limit, bool) or recursion_limit < 1:
+            raise ConfigError(f"recursion_limit must be a positive int, got {recursion_limit!r}")
+        if thread_id is None and self.checkpointer is not None:
+            thread_id = uuid.uuid4().hex
+        thread = self._thread(thread_id)
+        previous = thread.values.get(RUN_KEY)
+        info = RunInfo.load(previous) if previous else None
+        if isinstance(input, Command) and input.resume is not None:
+            if info is None or info.status != "interrupted":
+                raise PlaitError(
+                    f"thread {thread_id!r} has no run paused at an interrupt, so there is "
+                    "nothing to resume"
+                )
+            info.resume.update(_resume_values(input.resume, info.interrupts))
+            info.status, info.interrupts = "running", []
+            if input.update:
+                thread.update(input.update, "input")
+        elif input is None and info is not None and info.status != "done":
+            info.status = "running"
+        else:
+            info = RunInfo(run_id=uuid.uuid4().hex)
+            thread.reset_run_fields()
+            _apply_input(thread, input)
+        runtime = Runtime(
+            thread_id=thread_id,
+            run_id=info.run_id,
+            context=context,
+            store=self.store,
+            model=self.model,
+            tools=self.tools,
+            stream_writer=_writer(sink),
+        )
+        return Run(self, thread, info, runtime, recursion_limit=recursion_limit, sink=sink)
+
+    def _thread(self, thread_id: str | None) -> ThreadState:
+        if self.checkpointer is None or thread_id is None:
+            return ThreadState(self.fields)
+        with self._lock:
+            if thread_id in self._active:
+                raise ThreadBusyError(f"thread {thread_id!r} is being run by another call")
+            self._active.add(thread_id)
+            cached = self._cache.get(thread_id)
+        try:
+            stored = self.checkpointer.step(thread_id)
+            if cached is not None and cached.step == stored and not cached.dirty:
+                return cached
+            state = ThreadState(self.fields, self.checkpointer.load(thread_id))
+        except BaseException:
+            self._release(thread_id, None)
+            raise
+        return state
+
+    def _release(self, thread_id: str | None, state: ThreadState | None) -> None:
+        if self.checkpointer is None or thread_id is None:
+            return
+        with self._lock:
+            self._active.discard(thread_id)
+            if state is None or state.dirty:
+                self._cache.pop(thread_id, None)
+            else:
+                self._cache[thread_id] = state
+
+    def _result(self, run: Run) -> AgentResult:
+        info = run.info
+        return AgentResult(
+            messages=list(run.thread.messages),
+            state=run.thread.public(),
+            interrupts=list(info.interrupts) if info.status == "interrupted" else [],
+            structured_response=self.structured.load(info.structured_response),
+            usage=info.usage,
+            thread_id=run.runtime.thread_id,
+            run_id=info.run_id,
+        )
+
+    def invoke(
+        self,
+        input: Any = None,
+        *,
+        thread_id: str | None = None,
+        context: Any = None,
+        recursion_limit: int = 25,
+    ) -> AgentResult:
+        """Run the agent until it answers, pauses at an interrupt, or fails.
+
+        :param input: a string, a message, a list of messages, ``{"messages": [...]}``,
+            ``Command(resume=...)`` to answer interrupts, or ``None`` to continue the
+            thread's unfinished run.
+        """
+        return self._run_sync(input, thread_id, context, recursion_limit, None)
+
+    def _run_sync(self, input: Any, thread_id: Any, context: Any, limit: int, sink: Any) -> AgentResult:
+        run = self._begin(input, thread_id, context, limit, sink)
+        token = stream_sink.set(sink if _wants_messages(sink) else None)
+        try:
+            drive(run.steps(), self)
+        except BaseException:
+            self._release(run.runtime.thread_id, None)
+            raise
+        finally:
+            stream_sink.reset(token)
+        self._release(run.runtime.thread_id, run.thread)
+        return self._result(run)
+
+    async def ainvoke(
+        self,
+        input: Any = None,
+        *,
+        thread_id: str | None = None,
+        context: Any = None,
+        recursion_limit: int = 25,
+    ) -> AgentResult:
+        """The async form of ``invoke``; never blocks the event loop."""
+        return await self._run_async(input, thread_id, context, recursion_limit, None)
+
+    async def _run_async(self, input: Any, thread_id: Any, context: Any, limit: int, sink: Any) -> AgentResult:
+        if self.checkpointer is not None and thread_id is not None:
+            run = await asyncio.to_thread(self._begin, input, thread_id, context, limit, sink)
+        else:
+            run = self._begin(input, thread_id, context, limit, sink)
+        token = stream_sink.set(sink if _wants_messages(sink) else None)
+        try:
+            await adrive(run.steps(), self)
+        except BaseException:
+            self._release(run.runtime.thread_id, None)
+            raise
+        finally:
+            stream_sink.reset(token)
+        self._release(run.runtime.thread_id, run.thread)
+        return self._result(run)
+
+    def stream(
+        self,
+        input: Any = None,
+        *,
+        mode: str | Sequence[str] = "updates",
+        thread_id: str | None = None,
+        context: Any = None,
+        recursion_limit: int = 25,
+    ) -> Iterator[StreamEvent]:
+        """Run like ``invoke``, yielding ``StreamEvent``s of the chosen mode(s) as they
+        happen: ``updates`` (each state update, by source), ``messages`` (model chunks
+        and tool messages), ``values`` (the state after each step), ``custom`` (what
+        hooks and tools write with ``runtime.stream_writer``)."""
+        modes = _modes(mode)
+        events: queue.Queue[Any] = queue.Queue()
+        done = object()
+        sink = _Sink(modes, events.put)
+
+        def work() -> None:
+            try:
+                self._run_sync(input, thread_id, context, recursion_limit, sink)
+            except BaseException as exc:
+                events.put(_Failure(exc))
+            else:
+                events.put(done)
+
+        threading.Thread(target=work, name="plait-stream", daemon=True).start()
+        while (item := events.get()) is not done:
+            if isinstance(item, _Failure):
+                raise item.error
+            yield item
+
+    async def astream(
+        self,
+        input: Any = None,
+        *,
+        mode: str | Sequence[str] = "updates",
+        thread_id: str | None = None,
+        context: Any = None,
+        recursion_limit: int = 25,
+    ) -> AsyncIterator[StreamEvent]:
+        """The async form of ``stream``."""
+        modes = _modes(mode)
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[Any] = asyncio.Queue()
+        loop_thread = threading.get_ident()
+
+        def put(event: Any) -> None:
+            if threading.get_ident() == loop_thread:
+                events.put_nowait(event)
+            else:
+                loop.call_soon_threadsafe(events.put_nowait, event)
+
+        sink = _Sink(modes, put)
+        done = object()
+
+        async def work() -> None:
+            try:
+                await self._run_async(input, thread_id, context, recursion_limit, sink)
+            except BaseException as exc:
+                put(_Failure(exc))
+            else:
+                put(done)
+
+        task = asyncio.ensure_future(work())
+        try:
+            while (item := await events.get()) is not done:
+                if isinstance(item, _Failure):
+                    raise item.error
+                yield item
+        finally:
+            if not task.done():
+                task.cancel()
+
+    # -- threads ---------------------------------------------------------------------------
+
+    def _need_checkpointer(self) -> Checkpointer:
+        if self.checkpointer is None:
+            raise ConfigError("this agent has no checkpointer, so it keeps no threads")
+        return self.checkpointer
+
+    def get_state(self, thread_id: str) -> dict[str, Any]:
+        """The thread's saved state: ``["messages"]`` plus every state key."""
+        checkpoint = self._need_checkpointer().load(thread_id)
+        return ThreadState(self.fields, checkpoint).public()
+
+    def list_threads(self) -> list[str]:
+        return self._need_checkpointer().list_threads()
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._need_checkpointer().delete_thread(thread_id)
+        with self._lock:
+            self._cache.pop(thread_id, None)
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.registry.names)
+        return f"<Agent model={self.model!r} tools={len(self.tools)} middleware=[{names}]>"
+
+
+@attrs.frozen
+class _Failure:
+    error: BaseException
+
+
+class _Sink:
+    """Delivers the events of the chosen modes; the kernel asks ``wants`` to skip work."""
+
+    def __init__(self, modes: frozenset[str], put: Any) -> None:
+        self.modes = modes
+        self.put = put
+
+    def __call__(self, event: StreamEvent) -> None:
+        if event.mode in self.modes:
+            self.put(event)
+
+
+def _wants_messages(sink: Any) -> bool:
+    return isinstance(sink, _Sink) and "messages" in sink.modes
+
+
+def _writer(sink: Any) -> Any:
+    if sink is None:
+        return lambda _data: None
+
+    def write(data: Any) -> None:
+        sink(StreamEvent("custom", data, "custom"))
+
+    return write
+
+
+def _modes(mode: str | Sequence[str]) -> frozenset[str]:
+    modes = frozenset((mode,) if isinstance(mode, str) else mode)
+    unknown = modes - set(STREAM_MODES)
+    if unknown or not modes:
+        raise ConfigError(
+            f"unknown stream mode(s) {sorted(unknown)}; choose from {', '.join(STREAM_MODES)}"
+        )
+    return modes
+
+
+def _error(call_id: str, name: str, text: str) -> ToolMessage:
+    return ToolMessage(f"Error: {text}", tool_call_id=call_id, name=name, status="error")
+
+
+def _model_result(result: Any, request: Any, source: str) -> ModelResponse:
+    if isinstance(result, ModelResponse):
+        return result
+    if isinstance(result, AIMessage):
+        return ModelResponse([result])
+    raise TypeError(
+        f"middleware {source!r}: wrap_model_call returned {type(result).__name__}; "
+        "expected a ModelResponse or an AIMessage"
+    )
+
+
+def _tool_result(result: Any, request: ToolCallRequest, source: str) -> ToolMessage | Command:
+    if isinstance(result, (ToolMessage, Command)):
+        return result
+    raise TypeError(
+        f"middleware {source!r}: wrap_tool_call returned {type(result).__name__}; "
+        "expected a ToolMessage or a plait.Command"
+    )
+
+
+def _apply_input(thread: ThreadState, input: Any) -> None:
+    if input is None:
+        return
+    if isinstance(input, Command):
+        if input.update:
+            thread.update(input.update, "input")
+        return
+    if isinstance(input, str):
+        input = [HumanMessage(input)]
+    elif isinstance(input, Message):
+        input = [input]
+    elif isinstance(input, Mapping):
+        thread.update(input, "input")
+        return
+    elif isinstance(input, Sequence):
+        input = [HumanMessage(m) if isinstance(m, str) else m for m in input]
+    else:
+        raise TypeError(
+            "input must be a string, a message, a list of messages, a dict update, "
+            f"a Command or None; got {type(input).__name__}"
+        )
+    thread.add_messages(input, "input")
+
+
+def _resume_values(resume: Any, pending: list[Interrupt]) -> dict[str, Any]:
+    ids = [i.id for i in pending]
+    if isinstance(resume, Mapping) and resume and set(resume) <= set(ids):
+        return dict(resume)
+    if len(ids) == 1:
+        return {ids[0]: resume}
+    raise PlaitError(
+        f"{len(ids)} interrupts are pending ({', '.join(ids)}); resume with "
+        "Command(resume={interrupt_id: value, ...})"
+    )

@@ -1,0 +1,122 @@
+"""Writing middleware: the ``Middleware`` base class, one-function middleware decorators,
+and ``can_jump_to``."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+from plait.hookspecs import ALL_HOOKS, hookimpl
+
+__all__ = [
+    "FunctionMiddleware",
+    "Middleware",
+    "after_agent",
+    "after_model",
+    "before_agent",
+    "before_model",
+    "can_jump_to",
+    "transform_model_stream",
+    "wrap_model_call",
+    "wrap_tool_call",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+JUMPS_ATTR = "__plait_jumps__"
+_TARGETS = ("model", "tools", "end")
+
+
+class Middleware:
+    """Base class for middleware: methods named after hooks are hooks, unmarked.
+
+    Subclasses are usually ``@attrs.frozen`` so their fields are their options.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ALL_HOOKS:
+            method = cls.__dict__.get(name)
+            if inspect.isfunction(method) and not hasattr(method, "plait_impl"):
+                hookimpl(method)
+
+
+def can_jump_to(*targets: str) -> Callable[[F], F]:
+    """Declare where a hook may send the loop with ``Command(jump_to=...)``.
+
+    Sets an attribute on the function (never wraps it); a jump not declared is an error
+    naming the middleware and the hook.
+    """
+    for target in targets:
+        if target not in _TARGETS:
+            raise ValueError(f"can_jump_to: {target!r} is not one of {', '.join(_TARGETS)}")
+
+    def mark(func: F) -> F:
+        setattr(func, JUMPS_ATTR, frozenset(targets))
+        return func
+
+    return mark
+
+
+_declare_jumps = can_jump_to
+
+
+class FunctionMiddleware:
+    """A middleware made of one function by a hook decorator such as ``@plait.before_model``.
+
+    Calling it calls the function, so it stays usable (and testable) as a function.
+    """
+
+    def __init__(self, hook: str, func: Callable[..., Any], name: str) -> None:
+        self.hook = hook
+        self.func = func
+        self.name = name
+        hookimpl(func)
+        setattr(self, hook, func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{self.hook} middleware {self.name!r}>"
+
+
+def _decorator(hook: str, async_hook: str | None = None) -> Any:
+    @overload
+    def decorate(func: Callable[..., Any], /) -> FunctionMiddleware: ...
+    @overload
+    def decorate(
+        *, name: str | None = None, can_jump_to: tuple[str, ...] | None = None
+    ) -> Callable[[Callable[..., Any]], FunctionMiddleware]: ...
+
+    def decorate(
+        func: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        can_jump_to: tuple[str, ...] | None = None,
+    ) -> Any:
+        def make(fn: Callable[..., Any]) -> FunctionMiddleware:
+            if can_jump_to:
+                _declare_jumps(*can_jump_to)(fn)
+            is_async = inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
+            target = async_hook if (async_hook and is_async) else hook
+            return FunctionMiddleware(target, fn, name or fn.__name__)
+
+        return make if func is None else make(func)
+
+    decorate.__name__ = hook
+    decorate.__doc__ = (
+        f"Turn one function into a middleware implementing ``{hook}``"
+        + (f" (``{async_hook}`` for an ``async def``)." if async_hook else ".")
+    )
+    return decorate
+
+
+before_agent = _decorator("before_agent")
+before_model = _decorator("before_model")
+after_model = _decorator("after_model")
+after_agent = _decorator("after_agent")
+wrap_model_call = _decorator("wrap_model_call", "awrap_model_call")
+wrap_tool_call = _decorator("wrap_tool_call", "awrap_tool_call")
+transform_model_stream = _decorator("transform_model_stream", "atransform_model_stream")
