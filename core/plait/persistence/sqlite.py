@@ -1,0 +1,461 @@
+"""SQLite checkpointer and store: one file, WAL, one ``BEGIN IMMEDIATE`` transaction per step.
+
+A step writes only what it changed: one row per added or replaced message (a replaced
+message keeps its sequence number, hence its position), one delete per removed message,
+one row per written state key and the thread's step record. Loading never runs during a
+step; the agent's per-process cache checks ``step()`` (one indexed read) instead.
+
+The tables are prefixed ``plait_`` so the checkpointer and the store can share one file
+(and that file may hold an application's own tables too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+from urllib.parse import unquote
+
+from plait.checkpoint import Checkpoint, StepDelta, dump_value, load_value
+from plait.errors import SchemaVersionError, StoreError, ThreadBusyError
+from plait.messages import AnyMessage, structure_message, unstructure_message
+from plait.store import StoreItem
+
+__all__ = ["SCHEMA_VERSION", "SQLiteCheckpointer", "SQLiteStore", "parse_sqlite_url"]
+
+SCHEMA_VERSION = 1
+"""The schema this module writes; a database with a higher number is refused."""
+
+_MEMORY = ":memory:"
+
+_META_DDL = "CREATE TABLE IF NOT EXISTS plait_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+_CHECKPOINTER_DDL = (
+    """CREATE TABLE plait_threads (
+        id TEXT PRIMARY KEY NOT NULL,
+        step INTEGER NOT NULL,
+        next_seq INTEGER NOT NULL,
+        created REAL NOT NULL
+    )""",
+    """CREATE TABLE plait_messages (
+        thread TEXT NOT NULL,
+        id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (thread, id)
+    )""",
+    "CREATE INDEX plait_messages_by_seq ON plait_messages (thread, seq)",
+    """CREATE TABLE plait_values (
+        thread TEXT NOT NULL,
+        key TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (thread, key)
+    )""",
+)
+
+_STORE_DDL = (
+    """CREATE TABLE plait_store (
+        ns BLOB NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (ns, key)
+    )""",
+)
+
+
+def parse_sqlite_url(url: str) -> str:
+    """The database path a ``sqlite://`` URL names (``":memory:"`` for an in-memory one).
+
+    ``sqlite:///relative.db`` is relative to the working directory,
+    ``sqlite:////abs/path.db`` is absolute, ``sqlite://:memory:`` lives in memory.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() != "sqlite":
+        raise StoreError(
+            f"malformed SQLite URL {url!r}: expected sqlite:///relative.db, "
+            "sqlite:////absolute/path.db or sqlite://:memory:"
+        )
+    if "?" in rest or "#" in rest:
+        raise StoreError(f"malformed SQLite URL {url!r}: query strings are not supported")
+    if rest in (_MEMORY, "/" + _MEMORY):
+        return _MEMORY
+    if not rest.startswith("/"):
+        raise StoreError(
+            f"malformed SQLite URL {url!r}: a SQLite URL has no host; write "
+            "sqlite:///relative.db or sqlite:////absolute/path.db"
+        )
+    path = unquote(rest[1:])
+    if not path or path.endswith("/"):
+        raise StoreError(f"malformed SQLite URL {url!r}: it names no database file")
+    return path
+
+
+class _Database:
+    """Connections to one SQLite file, one per thread (an in-memory database has one
+    connection shared under a lock, since each connection would see its own database)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float) -> None:
+        self.path = os.fspath(path)
+        self._timeout = timeout
+        self._local = threading.local()
+        self._lock = threading.RLock() if self.path == _MEMORY else None
+        self._shared: sqlite3.Connection | None = None
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        self._closed = False
+
+    def _open(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError(f"SQLite database {self.path!r} is closed")
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+        try:
+            with self.errors():
+                conn.execute("PRAGMA journal_mode=WAL").fetchone()
+                conn.execute("PRAGMA synchronous=FULL")
+                conn.execute("PRAGMA secure_delete=ON")
+        except BaseException:
+            conn.close()
+            raise
+        with self._all_lock:
+            self._all.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """Turn driver errors into ``StoreError``s that name the file."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            text = str(exc)
+            if "not a database" in text or "malformed" in text:
+                raise StoreError(
+                    f"{self.path!r} is not a usable SQLite database (corrupted, or not a "
+                    f"database file): {text}"
+                ) from exc
+            raise StoreError(f"SQLite database {self.path!r}: {text}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite database {self.path!r}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise StoreError(f"SQLite database {self.path!r} is closed")
+        if self._lock is not None:
+            with self._lock:
+                if self._shared is None:
+                    self._shared = self._open()
+                yield self._shared
+            return
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._open()
+            self._local.conn = conn
+        yield conn
+
+    @contextlib.contextmanager
+    def transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+        """One transaction; a write one takes the database's write lock up front
+        (``BEGIN IMMEDIATE``), so the compare-and-set read and the writes are atomic."""
+        with self.connection() as conn, self.errors():
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield conn
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def ensure_schema(self, component: str, ddl: Sequence[str]) -> None:
+        """Create ``component``'s tables on first use; refuse a schema we do not know."""
+        key = f"{component}.schema_version"
+        with self.transaction(write=True) as conn:
+            conn.execute(_META_DDL)
+            row = conn.execute("SELECT value FROM plait_meta WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                for statement in ddl:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO plait_meta (key, value) VALUES (?, ?)", (key, str(SCHEMA_VERSION))
+                )
+                return
+            found = str(row[0])
+            if found != str(SCHEMA_VERSION):
+                raise SchemaVersionError(
+                    f"SQLite database {self.path!r} holds {component} schema version "
+                    f"{found!r}; this plait knows version {SCHEMA_VERSION} only "
+                    "(upgrade plait to open it)"
+                )
+
+    def close(self) -> None:
+        self._closed = True
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        self._shared = None
+
+
+def _encode_message(message: AnyMessage) -> str:
+    return json.dumps(unstructure_message(message), ensure_ascii=False, separators=(",", ":"))
+
+
+def _message_rows(upserts: Sequence[AnyMessage]) -> list[tuple[str, str]]:
+    """``(id, json)`` per distinct id, in first-seen order with the last version's data
+    (a message upserted twice in one step is one row, placed where it first appeared)."""
+    rows: dict[str, str] = {}
+    for message in upserts:
+        rows[message.id] = _encode_message(message)
+    return list(rows.items())
+
+
+def _busy(thread_id: str, stored: int, delta: StepDelta) -> ThreadBusyError:
+    return ThreadBusyError(
+        f"thread {thread_id!r} is at step {stored}, not {delta.step - 1}: "
+        "another run wrote to it since this one loaded it"
+    )
+
+
+class SQLiteCheckpointer:
+    """Threads in a SQLite file: safe across threads and processes on one machine.
+
+    :param path: the database file (created if missing), or ``":memory:"``.
+    :param timeout: seconds to wait for another process's write lock before giving up.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+        self._db = _Database(path, timeout=timeout)
+        self._db.ensure_schema("checkpointer", _CHECKPOINTER_DDL)
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteCheckpointer:
+        """The checkpointer for ``sqlite:///relative.db``, ``sqlite:////abs/path.db`` or
+        ``sqlite://:memory:`` (the ``plait.checkpointers`` entry point)."""
+        return cls(parse_sqlite_url(url))
+
+    @property
+    def path(self) -> str:
+        return self._db.path
+
+    def load(self, thread_id: str) -> Checkpoint | None:
+        with self._db.transaction(write=False) as conn:
+            row = conn.execute(
+                "SELECT step FROM plait_threads WHERE id = ?", (thread_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            message_rows = conn.execute(
+                "SELECT id, data FROM plait_messages WHERE thread = ? ORDER BY seq",
+                (thread_id,),
+            ).fetchall()
+            value_rows = conn.execute(
+                "SELECT key, data FROM plait_values WHERE thread = ? ORDER BY rowid",
+                (thread_id,),
+            ).fetchall()
+        try:
+            messages = [structure_message(json.loads(data)) for _, data in message_rows]
+            values = {key: load_value(data) for key, data in value_rows}
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StoreError(
+                f"SQLite database {self.path!r}: thread {thread_id!r} holds a record this "
+                f"plait cannot read: {exc}"
+            ) from exc
+        return Checkpoint(int(row[0]), messages, values)
+
+    def step(self, thread_id: str) -> int:
+        with self._db.connection() as conn, self._db.errors():
+            row = conn.execute(
+                "SELECT step FROM plait_threads WHERE id = ?", (thread_id,)
+            ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def save(self, thread_id: str, delta: StepDelta) -> None:
+        # Encode before taking the write lock: a value that is not JSON fails here,
+        # having written nothing.
+        rows = _message_rows(delta.upserts)
+        values = [(thread_id, key, dump_value(value)) for key, value in delta.values.items()]
+        with self._db.transaction(write=True) as conn:
+            row = conn.execute(
+                "SELECT step, next_seq FROM plait_threads WHERE id = ?", (thread_id,)
+            ).fetchone()
+            stored, next_seq = (0, 0) if row is None else (int(row[0]), int(row[1]))
+            if stored != delta.step - 1:
+                raise _busy(thread_id, stored, delta)
+            if row is None:
+                conn.execute(
+                    "INSERT INTO plait_threads (id, step, next_seq, created) VALUES (?, ?, ?, ?)",
+                    (thread_id, delta.step, len(rows), time.time()),
+                )
+            else:
+                conn.execute(
+                    "UPDATE plait_threads SET step = ?, next_seq = ? WHERE id = ?",
+                    (delta.step, next_seq + len(rows), thread_id),
+                )
+            if delta.reset:
+                conn.execute("DELETE FROM plait_messages WHERE thread = ?", (thread_id,))
+            elif delta.removed:
+                conn.executemany(
+                    "DELETE FROM plait_messages WHERE thread = ? AND id = ?",
+                    [(thread_id, message_id) for message_id in delta.removed],
+                )
+            if rows:
+                conn.executemany(
+                    "INSERT INTO plait_messages (thread, id, seq, data) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (thread, id) DO UPDATE SET data = excluded.data",
+                    [
+                        (thread_id, message_id, next_seq + index, data)
+                        for index, (message_id, data) in enumerate(rows)
+                    ],
+                )
+            if values:
+                conn.executemany(
+                    "INSERT INTO plait_values (thread, key, data) VALUES (?, ?, ?) "
+                    "ON CONFLICT (thread, key) DO UPDATE SET data = excluded.data",
+                    values,
+                )
+
+    def list_threads(self) -> list[str]:
+        with self._db.connection() as conn, self._db.errors():
+            rows = conn.execute("SELECT id FROM plait_threads ORDER BY rowid").fetchall()
+        return [str(row[0]) for row in rows]
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self._db.transaction(write=True) as conn:
+            conn.execute("DELETE FROM plait_messages WHERE thread = ?", (thread_id,))
+            conn.execute("DELETE FROM plait_values WHERE thread = ?", (thread_id,))
+            conn.execute("DELETE FROM plait_threads WHERE id = ?", (thread_id,))
+
+    def close(self) -> None:
+        """Close every connection this checkpointer opened."""
+        self._db.close()
+
+    def __enter__(self) -> SQLiteCheckpointer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteCheckpointer({self.path!r})"
+
+
+def encode_namespace(namespace: Sequence[str]) -> bytes:
+    """An order-preserving byte key for a namespace tuple: comparing keys bytewise orders
+    namespaces exactly as Python orders the tuples, and the keys of every namespace under
+    a prefix share that prefix's key as their own prefix (so a search is one range scan).
+
+    Each part is its UTF-8 bytes with 0x00 and 0x01 escaped (as 0x01 0x01, 0x01 0x02),
+    followed by a 0x00 terminator.
+    """
+    out = bytearray()
+    for part in namespace:
+        if not isinstance(part, str):
+            raise TypeError(f"a namespace is a tuple of str, got part {part!r}")
+        out += part.encode("utf-8").replace(b"\x01", b"\x01\x02").replace(b"\x00", b"\x01\x01")
+        out += b"\x00"
+    return bytes(out)
+
+
+def decode_namespace(key: bytes) -> tuple[str, ...]:
+    parts = bytes(key).split(b"\x00")[:-1]
+    return tuple(
+        p.replace(b"\x01\x01", b"\x00").replace(b"\x01\x02", b"\x01").decode("utf-8") for p in parts
+    )
+
+
+def _check_item(namespace: Sequence[str], key: str) -> bytes:
+    if isinstance(namespace, str):
+        raise TypeError(f"a namespace is a tuple of str, not the str {namespace!r}")
+    if not isinstance(key, str):
+        raise TypeError(f"a store key is a str, got {key!r}")
+    return encode_namespace(namespace)
+
+
+class SQLiteStore:
+    """A namespaced key-value store in a SQLite file (may share the checkpointer's file).
+
+    :param path: the database file (created if missing), or ``":memory:"``.
+    :param timeout: seconds to wait for another process's write lock before giving up.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+        self._db = _Database(path, timeout=timeout)
+        self._db.ensure_schema("store", _STORE_DDL)
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteStore:
+        """The store for a ``sqlite://`` URL (the ``plait.stores`` entry point)."""
+        return cls(parse_sqlite_url(url))
+
+    @property
+    def path(self) -> str:
+        return self._db.path
+
+    def put(self, namespace: tuple[str, ...], key: str, value: Any) -> None:
+        ns = _check_item(namespace, key)
+        data = dump_value(value)
+        with self._db.transaction(write=True) as conn:
+            conn.execute(
+                "INSERT INTO plait_store (ns, key, value) VALUES (?, ?, ?) "
+                "ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value",
+                (ns, key, data),
+            )
+
+    def get(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
+        ns = _check_item(namespace, key)
+        with self._db.connection() as conn, self._db.errors():
+            row = conn.execute(
+                "SELECT value FROM plait_store WHERE ns = ? AND key = ?", (ns, key)
+            ).fetchone()
+        if row is None:
+            return None
+        return StoreItem(tuple(namespace), key, load_value(row[0]))
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        ns = _check_item(namespace, key)
+        with self._db.transaction(write=True) as conn:
+            conn.execute("DELETE FROM plait_store WHERE ns = ? AND key = ?", (ns, key))
+
+    def search(self, prefix: tuple[str, ...], *, limit: int = 10) -> list[StoreItem]:
+        if isinstance(prefix, str):
+            raise TypeError(f"a namespace prefix is a tuple of str, not the str {prefix!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"search limit must be an int >= 0, got {limit!r}")
+        low = encode_namespace(prefix)
+        with self._db.connection() as conn, self._db.errors():
+            if low:
+                high = low[:-1] + b"\x01"
+                rows = conn.execute(
+                    "SELECT ns, key, value FROM plait_store WHERE ns >= ? AND ns < ? "
+                    "ORDER BY ns, key LIMIT ?",
+                    (low, high, limit),
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT ns, key, value FROM plait_store ORDER BY ns, key LIMIT ?", (limit,)
+                ).fetchall()
+        return [StoreItem(decode_namespace(ns), key, load_value(value)) for ns, key, value in rows]
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        self._db.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
