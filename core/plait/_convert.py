@@ -1,0 +1,690 @@
+"""The strict cattrs converter behind middleware options, tool arguments and structured output.
+
+One factory (``make_converter``) so options and tool arguments obey the same rules: nothing is
+silently coerced (``"two"``, ``1.7`` and ``True`` are not ints, a string is not a list), values
+that already have the right type pass through (instances, callables, compiled patterns), and
+``"module:attr"`` strings name callables and exception classes from TOML. Errors are collected
+with ``detailed_validation`` and flattened by ``cattrs.transform_error`` into ``Problem``s: a
+path and what was expected.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import enum
+import importlib
+import re
+import reprlib
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeVar
+
+import attrs
+import cattrs
+from cattrs.cols import (
+    homogenous_tuple_structure_factory,
+    list_structure_factory,
+    mapping_structure_factory,
+)
+from cattrs.errors import (
+    AttributeValidationNote,
+    BaseValidationError,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+)
+from cattrs.gen import make_dict_structure_fn, make_hetero_tuple_structure_fn
+from cattrs.gen.typeddicts import make_dict_structure_fn as make_typeddict_structure_fn
+
+from plait.errors import ConfigError
+
+__all__ = [
+    "ConversionError",
+    "Problem",
+    "describe_type",
+    "is_optional",
+    "make_converter",
+    "structure",
+    "type_repr",
+]
+
+T = TypeVar("T")
+Hook = Callable[[Any, Any], Any]
+
+_repr = reprlib.Repr()
+_repr.maxstring = 60
+_repr.maxother = 60
+_repr.maxlist = _repr.maxtuple = _repr.maxdict = _repr.maxset = 6
+
+_SEQUENCE_INPUTS = (list, tuple, set, frozenset, cabc.Sequence, cabc.Set)
+_TEXT = (str, bytes, bytearray)
+_LIST_ORIGINS = (list, cabc.MutableSequence)
+_TUPLE_ORIGINS = (tuple, cabc.Sequence, cabc.Collection, cabc.Iterable)
+_SET_ORIGINS = (set, cabc.MutableSet)
+_FROZENSET_ORIGINS = (frozenset, cabc.Set)
+_MAPPING_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@attrs.frozen
+class Problem:
+    """One thing wrong with a value.
+
+    :param path: where, relative to the root: ``""`` (the root), ``"run_limit"``,
+        ``"edits[0].trigger_tokens"``, ``"labels['x']"``.
+    :param message: what was expected, e.g. ``"expected an int, got 'two'"``.
+    :param kind: ``"invalid"``, ``"missing"`` (a required key is absent) or ``"unknown"``
+        (keys the type does not have, in ``keys``; its valid keys in ``valid``).
+    """
+
+    path: str
+    message: str
+    kind: Literal["invalid", "missing", "unknown"] = "invalid"
+    keys: tuple[str, ...] = ()
+    valid: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        where = "$" + (self.path if self.path.startswith("[") or not self.path else "." + self.path)
+        return f"{where}: {self.message}"
+
+
+class ConversionError(ValueError):
+    """A value does not fit its type; ``problems`` says where and why."""
+
+    def __init__(self, problems: typing.Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(str(p) for p in self.problems))
+
+
+class _Mismatch(ValueError):
+    """Raised by the strict hooks: the value is not what the type allows."""
+
+    def __init__(self, expected: str, value: Any, detail: str | None = None) -> None:
+        self.expected = expected
+        self.value = value
+        self.detail = detail
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        text = f"expected {self.expected}, got {_repr.repr(self.value)}"
+        return f"{text} ({self.detail})" if self.detail else text
+
+
+def _article(word: str) -> str:
+    return f"an {word}" if word[:1].lower() in "aeiou" else f"a {word}"
+
+
+def describe_type(tp: Any) -> str:
+    """What a value of ``tp`` looks like, for "expected ..." messages."""
+    if tp is Any or tp is object:
+        return "any value"
+    if tp is None or tp is types.NoneType:
+        return "None"
+    if typing.get_origin(tp) is typing.Annotated:
+        return describe_type(typing.get_args(tp)[0])
+    if tp is bool:
+        return "a bool"
+    if tp is int:
+        return "an int"
+    if tp is float:
+        return "a number"
+    if tp is str:
+        return "a string"
+    if tp is bytes:
+        return "bytes"
+    if _is_union(tp):
+        parts = [describe_type(m) for m in typing.get_args(tp)]
+        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+    if typing.get_origin(tp) is Literal:
+        return "one of " + ", ".join(repr(_plain(a)) for a in typing.get_args(tp))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return "one of " + ", ".join(repr(m.value) for m in tp)
+    if _is_callable_type(tp):
+        return "a callable or a 'module:attr' string"
+    if _is_type_type(tp):
+        args = typing.get_args(tp)
+        bound = type_repr(args[0]) if args else "object"
+        return f"a subclass of {bound} or a 'module:attr' string naming one"
+    if _is_pattern_type(tp):
+        return "a regular expression"
+    origin = typing.get_origin(tp) or tp
+    if origin in _MAPPING_ORIGINS:
+        return "a mapping"
+    if origin in _LIST_ORIGINS + _TUPLE_ORIGINS + _SET_ORIGINS + _FROZENSET_ORIGINS:
+        return "a list"
+    if attrs.has(origin):
+        return f"a mapping of {origin.__name__}'s fields"
+    if typing.is_typeddict(origin):
+        return f"a mapping of {origin.__name__}'s keys"
+    if isinstance(origin, type):
+        return _article(origin.__name__)
+    return type_repr(tp)
+
+
+def type_repr(tp: Any) -> str:
+    """A readable spelling of a type: ``int | None``, ``list[str]``, ``Literal['a', 'b']``."""
+    if tp is None or tp is types.NoneType:
+        return "None"
+    if tp is Any:
+        return "Any"
+    if tp is Ellipsis:
+        return "..."
+    if isinstance(tp, str):
+        return tp
+    if isinstance(tp, list):  # Callable's argument list
+        return "[" + ", ".join(type_repr(a) for a in tp) + "]"
+    if _is_union(tp):
+        return " | ".join(type_repr(m) for m in typing.get_args(tp))
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Annotated:
+        return type_repr(args[0])
+    if origin is Literal:
+        return "Literal[" + ", ".join(repr(_plain(a)) for a in args) + "]"
+    if origin is not None:
+        name = getattr(origin, "__qualname__", None) or repr(origin)
+        if origin is cabc.Callable:
+            name = "Callable"
+        return f"{name}[{', '.join(type_repr(a) for a in args)}]" if args else name
+    if isinstance(tp, type):
+        return tp.__qualname__ if tp.__module__ != "builtins" else tp.__name__
+    return repr(tp).replace("typing.", "")
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+# --------------------------------------------------------------------------- predicates
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def is_optional(tp: Any) -> bool:
+    """Whether ``None`` is a valid value of ``tp`` (``X | None``, ``Optional[X]``, ``Any``)."""
+    if tp is Any or tp is None or tp is types.NoneType:
+        return True
+    if typing.get_origin(tp) is typing.Annotated:
+        return is_optional(typing.get_args(tp)[0])
+    return _is_union(tp) and any(is_optional(m) for m in typing.get_args(tp))
+
+
+def _is_callable_type(tp: Any) -> bool:
+    return tp is cabc.Callable or typing.get_origin(tp) is cabc.Callable
+
+
+def _is_type_type(tp: Any) -> bool:
+    return tp is type or typing.get_origin(tp) is type
+
+
+def _is_pattern_type(tp: Any) -> bool:
+    return tp is re.Pattern or typing.get_origin(tp) is re.Pattern
+
+
+def _collection_origin(tp: Any) -> Any:
+    origin = typing.get_origin(tp) or tp
+    if origin in _LIST_ORIGINS + _TUPLE_ORIGINS + _SET_ORIGINS + _FROZENSET_ORIGINS:
+        return origin
+    return None
+
+
+def _is_mapping(tp: Any) -> bool:
+    return (typing.get_origin(tp) or tp) in _MAPPING_ORIGINS
+
+
+def _is_collection(tp: Any) -> bool:
+    return _collection_origin(tp) is not None
+
+
+def _is_literal(tp: Any) -> bool:
+    return typing.get_origin(tp) is Literal
+
+
+def _is_attrs(tp: Any) -> bool:
+    return isinstance(tp, type) and attrs.has(tp)
+
+
+def _is_typeddict(tp: Any) -> bool:
+    return typing.is_typeddict(typing.get_origin(tp) or tp)
+
+
+def _instance_of(value: Any, tp: Any) -> bool:
+    """Whether ``value`` already fits ``tp`` as it is (the union pass-through test)."""
+    if tp is Any or tp is object:
+        return True
+    if tp is None or tp is types.NoneType:
+        return value is None
+    if _is_callable_type(tp):
+        return callable(value) and not isinstance(value, type | str)
+    if _is_type_type(tp):
+        args = typing.get_args(tp)
+        bound = args[0] if args and isinstance(args[0], type) else object
+        return isinstance(value, type) and issubclass(value, bound)
+    if _is_pattern_type(tp):
+        return isinstance(value, re.Pattern)
+    if typing.get_origin(tp) is not None or not isinstance(tp, type):
+        return False  # generics and literals are checked by structuring
+    if typing.is_typeddict(tp):
+        return False
+    if isinstance(value, bool) and tp in (int, float):
+        return False
+    try:
+        return isinstance(value, tp)
+    except TypeError:  # a Protocol that is not runtime-checkable
+        return False
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+def import_string(value: str) -> Any:
+    """Import ``"package.module:attr.sub"``; ``ValueError`` with the reason if it fails."""
+    module_name, sep, attr_path = value.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise ValueError(f"{value!r} is not a 'module:attr' string")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ValueError(f"cannot import {value!r}: {type(exc).__name__}: {exc}") from exc
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(
+                f"cannot import {value!r}: module {module_name!r} has no attribute {attr_path!r}"
+            ) from None
+    return obj
+
+
+def _structure_scalar(value: Any, tp: Any) -> Any:
+    """``bool``, ``int``, ``float``, ``str``, ``bytes``, their subclasses and enums."""
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        if isinstance(value, tp):
+            return value
+        for member in tp:
+            if _same_literal(value, member.value):
+                return member
+        raise _Mismatch(describe_type(tp), value)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif issubclass(tp, int) and isinstance(value, bool) and not issubclass(tp, bool):
+        pass
+    elif isinstance(value, tp):
+        return value
+    else:
+        base = next(b for b in (str, bytes, int, float) if issubclass(tp, b))
+        if isinstance(value, base) and not isinstance(value, bool):
+            return tp(value)
+    raise _Mismatch(describe_type(tp), value)
+
+
+def _same_literal(value: Any, allowed: Any) -> bool:
+    """Equality that keeps ``True`` apart from ``1`` (and ``1.0`` apart from ``True``)."""
+    if isinstance(value, bool) or isinstance(allowed, bool):
+        return isinstance(value, bool) and isinstance(allowed, bool) and value is allowed
+    if isinstance(allowed, int | float) and isinstance(value, int | float):
+        return bool(value == allowed)
+    return type(value) is type(allowed) and bool(value == allowed)
+
+
+def _literal_hook(tp: Any) -> Hook:
+    allowed = typing.get_args(tp)
+
+    def structure_literal(value: Any, _: Any) -> Any:
+        for option in allowed:
+            if isinstance(option, enum.Enum):
+                if value is option or _same_literal(value, option.value):
+                    return option
+            elif _same_literal(value, option):
+                return option
+        raise _Mismatch(describe_type(tp), value)
+
+    return structure_literal
+
+
+def _callable_hook(tp: Any) -> Hook:
+    def structure_callable(value: Any, _: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = import_string(value)
+            except ValueError as exc:
+                raise _Mismatch(describe_type(tp), value, str(exc)) from None
+            if not callable(value):
+                raise _Mismatch(describe_type(tp), value, "it names something not callable")
+            return value
+        if callable(value):
+            return value
+        raise _Mismatch(describe_type(tp), value)
+
+    return structure_callable
+
+
+def _type_hook(tp: Any) -> Hook:
+    args = typing.get_args(tp)
+    bound: type = args[0] if args and isinstance(args[0], type) else object
+
+    def structure_type(value: Any, _: Any) -> Any:
+        original = value
+        if isinstance(value, str):
+            try:
+                value = import_string(value)
+            except ValueError as exc:
+                raise _Mismatch(describe_type(tp), original, str(exc)) from None
+        if isinstance(value, type) and issubclass(value, bound):
+            return value
+        detail = f"it names {_repr.repr(value)}" if isinstance(original, str) else None
+        raise _Mismatch(describe_type(tp), original, detail)
+
+    return structure_type
+
+
+def _pattern_hook(tp: Any) -> Hook:
+    def structure_pattern(value: Any, _: Any) -> Any:
+        if isinstance(value, re.Pattern):
+            return value
+        if isinstance(value, str | bytes):
+            try:
+                return re.compile(value)
+            except re.error as exc:
+                raise _Mismatch(describe_type(tp), value, f"invalid regex: {exc}") from None
+        raise _Mismatch(describe_type(tp), value)
+
+    return structure_pattern
+
+
+def _plain_class_hook(tp: Any) -> Hook:
+    """The fallback for classes cattrs knows nothing about: instances only, never ``tp(v)``."""
+    if not isinstance(tp, type):
+        raise cattrs.errors.StructureHandlerNotFoundError(
+            f"plait cannot validate values of type {type_repr(tp)}", type_=tp
+        )
+
+    def structure_instance(value: Any, _: Any) -> Any:
+        try:
+            ok = isinstance(value, tp)
+        except TypeError:  # a Protocol that is not runtime-checkable: trust the caller
+            ok = value is not None
+        if ok:
+            return value
+        raise _Mismatch(describe_type(tp), value)
+
+    return structure_instance
+
+
+def _union_hook(converter: cattrs.Converter) -> Callable[[Any], Hook]:
+    def factory(tp: Any) -> Hook:
+        members = typing.get_args(tp)
+        non_none = [m for m in members if m is not types.NoneType]
+        allows_none = len(non_none) < len(members)
+
+        def structure_union(value: Any, _: Any) -> Any:
+            if value is None and allows_none:
+                return None
+            for member in non_none:
+                if _instance_of(value, member):
+                    return value
+            failures: list[Exception] = []
+            for member in non_none:
+                try:
+                    return converter.structure(value, member)
+                except Exception as exc:
+                    failures.append(exc)
+            # A failure past the shape check (a mapping for the one attrs member...) says
+            # more than "expected A or B": report that member's errors with their paths.
+            deep = [f for f in failures if isinstance(f, BaseValidationError)]
+            if len(deep) == 1:
+                raise deep[0]
+            if len(failures) == 1:
+                only = failures[0]
+                if not allows_none:
+                    raise only
+                if isinstance(only, _Mismatch):
+                    raise _Mismatch(f"{only.expected} or None", value, only.detail)
+            details = [f.detail for f in failures if isinstance(f, _Mismatch) and f.detail]
+            raise _Mismatch(describe_type(tp), value, details[0] if len(details) == 1 else None)
+
+        return structure_union
+
+    return factory
+
+
+def _collection_hook(converter: cattrs.Converter) -> Callable[[Any], Hook]:
+    def factory(tp: Any) -> Hook:
+        origin = _collection_origin(tp)
+        args = typing.get_args(tp)
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            base = make_hetero_tuple_structure_fn(tp, converter, detailed_validation=True)
+            expected_len: int | None = 0 if args == ((),) else len(args)
+        else:
+            expected_len = None
+            elem = args[0] if args else Any
+            if origin in _LIST_ORIGINS or origin in _SET_ORIGINS + _FROZENSET_ORIGINS:
+                base = list_structure_factory(list[elem], converter)  # type: ignore[valid-type]
+            else:
+                base = homogenous_tuple_structure_factory(
+                    tuple[elem, ...],  # type: ignore[valid-type]
+                    converter,
+                )
+        if origin in _SET_ORIGINS:
+            finish: Callable[[Any], Any] = set
+        elif origin in _FROZENSET_ORIGINS:
+            finish = frozenset
+        else:
+            finish = _identity
+
+        def structure_collection(value: Any, _: Any) -> Any:
+            if not isinstance(value, _SEQUENCE_INPUTS) or isinstance(value, (*_TEXT, Mapping)):
+                raise _Mismatch(describe_type(tp), value)
+            if expected_len is not None and len(value) != expected_len:
+                raise _Mismatch(
+                    f"a list of {expected_len} items", value, f"it has {len(value)} items"
+                )
+            return finish(base(value, tp))
+
+        return structure_collection
+
+    return factory
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _mapping_hook(converter: cattrs.Converter) -> Callable[[Any], Hook]:
+    def factory(tp: Any) -> Hook:
+        if typing.get_args(tp):
+            base = mapping_structure_factory(tp, converter, dict, detailed_validation=True)
+        else:
+            base = mapping_structure_factory(dict[Any, Any], converter, dict)
+
+        def structure_mapping(value: Any, _: Any) -> Any:
+            if not isinstance(value, Mapping):
+                raise _Mismatch(describe_type(tp), value)
+            return base(value, tp)
+
+        return structure_mapping
+
+    return factory
+
+
+def _typeddict_hook(converter: cattrs.Converter) -> Callable[[Any], Hook]:
+    def factory(tp: Any) -> Hook:
+        base = make_typeddict_structure_fn(
+            tp, converter, _cattrs_forbid_extra_keys=True, _cattrs_detailed_validation=True
+        )
+
+        def structure_typeddict(value: Any, _: Any) -> Any:
+            if not isinstance(value, Mapping):
+                raise _Mismatch(describe_type(tp), value)
+            return base(dict(value), tp)
+
+        return structure_typeddict
+
+    return factory
+
+
+def _attrs_hook(converter: cattrs.Converter) -> Callable[[Any], Hook]:
+    def factory(tp: Any) -> Hook:
+        if any(isinstance(a.type, str) for a in attrs.fields(tp)):
+            attrs.resolve_types(tp)
+        base = make_dict_structure_fn(
+            tp,
+            converter,
+            _cattrs_forbid_extra_keys=True,
+            _cattrs_detailed_validation=True,
+        )
+
+        def structure_attrs(value: Any, _: Any) -> Any:
+            if isinstance(value, tp):
+                return value
+            if not isinstance(value, Mapping):
+                raise _Mismatch(describe_type(tp), value)
+            try:
+                return base(value, tp)
+            except ClassValidationError as group:
+                # cattrs wraps what the class itself raised (an attrs validator,
+                # __attrs_post_init__) without a field note: find the field it is about.
+                for exc in group.exceptions:
+                    if not _has_field_note(exc):
+                        _locate(exc, tp, value)
+                raise
+
+        return structure_attrs
+
+    return factory
+
+
+def _has_field_note(exc: BaseException) -> bool:
+    return any(type(n) is AttributeValidationNote for n in getattr(exc, "__notes__", ()))
+
+
+def _locate(exc: Exception, cls: type, data: Mapping[str, Any]) -> None:
+    """Note the failing field on a validator error, so the report carries its path."""
+    if not isinstance(exc, ValueError | TypeError | ConfigError) or isinstance(
+        exc, _Mismatch | BaseValidationError
+    ):
+        return
+    name = _failing_field(exc, cls, data)
+    if name is not None:
+        field = attrs.fields_dict(cls)[name]
+        exc.add_note(AttributeValidationNote(f"Validating {cls.__name__}.{name}", name, field.type))
+
+
+def _failing_field(exc: Exception, cls: type, data: Mapping[str, Any]) -> str | None:
+    fields = {f.name: f for f in attrs.fields(cls) if f.init}
+    # attrs' own validators put the Attribute in the exception's args.
+    for arg in exc.args:
+        if isinstance(arg, attrs.Attribute) and arg.name in fields:
+            return str(arg.name)
+    # Otherwise re-run each field's validator alone on what was given.
+    for name, field in fields.items():
+        if field.validator is None or name not in data:
+            continue
+        try:
+            field.validator(None, field, data[name])
+        except Exception as again:
+            if type(again) is type(exc) and str(again) == str(exc):
+                return str(name)
+    # __attrs_post_init__ and friends: a message naming exactly one field.
+    text = str(exc)
+    for pattern in (r"['\"`]{}['\"`]", r"(?<![\w.]){}(?![\w])"):
+        named = [n for n in fields if re.search(pattern.format(re.escape(n)), text)]
+        if len(named) == 1:
+            return str(named[0])
+    return None
+
+
+# --------------------------------------------------------------------------- the factory
+
+
+def make_converter() -> cattrs.Converter:
+    """A new strict converter (hooks registered later take precedence over cattrs' own)."""
+    converter = cattrs.Converter(
+        detailed_validation=True,
+        forbid_extra_keys=True,
+        structure_fallback_factory=_plain_class_hook,
+    )
+    for scalar in (bool, int, float, str, bytes, enum.Enum):
+        converter.register_structure_hook(scalar, _structure_scalar)
+    converter.register_structure_hook_factory(_is_attrs, _attrs_hook(converter))
+    converter.register_structure_hook_factory(_is_typeddict, _typeddict_hook(converter))
+    converter.register_structure_hook_factory(_is_mapping, _mapping_hook(converter))
+    converter.register_structure_hook_factory(_is_collection, _collection_hook(converter))
+    converter.register_structure_hook_factory(_is_pattern_type, _pattern_hook)
+    converter.register_structure_hook_factory(_is_type_type, _type_hook)
+    converter.register_structure_hook_factory(_is_callable_type, _callable_hook)
+    converter.register_structure_hook_factory(_is_literal, _literal_hook)
+    converter.register_structure_hook_factory(_is_union, _union_hook(converter))
+    converter.register_structure_hook_func(lambda t: t is types.NoneType, _structure_none)
+    return converter
+
+
+def _structure_none(value: Any, _: Any) -> None:
+    if value is not None:
+        raise _Mismatch("None", value)
+
+
+CONVERTER = make_converter()
+"""The converter options, tool arguments and structured output share."""
+
+
+def structure(value: Any, tp: type[T] | Any, converter: cattrs.Converter | None = None) -> T:
+    """``value`` as a ``tp``, or ``ConversionError`` listing every problem with its path."""
+    conv = converter or CONVERTER
+    try:
+        return conv.structure(value, tp)  # type: ignore[no-any-return]
+    except cattrs.errors.StructureHandlerNotFoundError:
+        raise
+    except (BaseValidationError, _Mismatch, ValueError, TypeError, ConfigError) as exc:
+        raise ConversionError(problems(exc)) from exc
+
+
+def problems(exc: BaseException) -> list[Problem]:
+    """Flatten a (detailed) structuring error into problems, via ``cattrs.transform_error``."""
+    found: list[Problem] = []
+
+    def record(error: BaseException, tp: Any) -> str:
+        # transform_error wants text "<message> @ <path>"; hand it an index into ``found``
+        # so the path can be split off without guessing at the message's content.
+        found.append(_problem_of(error, tp))
+        return str(len(found) - 1)
+
+    result: list[Problem] = []
+    for line in cattrs.transform_error(exc, path="$", format_exception=record):
+        index, _, path = line.partition(" @ ")
+        problem = found[int(index)]
+        rel = path[1:].removeprefix(".")
+        result.append(attrs.evolve(problem, path=rel))
+    return result
+
+
+def _problem_of(error: BaseException, tp: Any) -> Problem:
+    if isinstance(error, _Mismatch):
+        return Problem("", error.message)
+    if isinstance(error, ForbiddenExtraKeysError):
+        cls = error.cl
+        valid: tuple[str, ...] = ()
+        if _is_attrs(cls):
+            valid = tuple(f.name for f in attrs.fields(cls) if f.init)
+        elif typing.is_typeddict(cls):
+            valid = tuple(typing.get_type_hints(cls))
+        keys = tuple(sorted(str(k) for k in error.extra_fields))
+        text = "unknown key" + ("s " if len(keys) > 1 else " ") + ", ".join(map(repr, keys))
+        if valid:
+            text += f" (valid: {', '.join(valid)})"
+        return Problem("", text, "unknown", keys, valid)
+    if isinstance(error, KeyError):
+        return Problem("", "required, but missing", "missing")
+    message = str(error) or type(error).__name__
+    if tp is not None and not isinstance(error, ValueError | TypeError | ConfigError):
+        message = f"expected {describe_type(tp)} ({type(error).__name__}: {message})"
+    return Problem("", message)

@@ -1,0 +1,305 @@
+"""Tools: what the model may call. ``@tool`` turns a typed, documented function into a ``Tool``.
+
+The function's type hints become the JSON schema the model sees, its docstring the
+description (and, from a Google-style ``Args:`` section, each parameter's description).
+Before a call, ``Tool.prepare`` validates the model's arguments with the same strict
+converter as middleware options, so a bad argument becomes a precise, model-readable
+``ToolArgumentError`` instead of a crash inside the tool.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, overload
+
+import attrs
+import cattrs
+
+from plait import _convert, schema
+from plait.errors import PlaitError
+from plait.types import ToolRuntime
+
+__all__ = ["Tool", "ToolArgumentError", "tool"]
+
+_EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class _Omitted:
+    """The default of an argument the model left out: the function's own default applies."""
+
+    def __repr__(self) -> str:
+        return "<omitted>"
+
+
+_OMITTED = _Omitted()
+
+
+class ToolArgumentError(PlaitError):
+    """The model called a tool with arguments that do not fit its parameters.
+
+    The text is written for the model to read and correct its call: each bad argument with
+    what was expected and what it sent, the missing and the unknown ones, joined by "; "
+    (the kernel adds the tool's name around it).
+    """
+
+    def __init__(self, tool_name: str, problems: Sequence[_convert.Problem]) -> None:
+        self.tool_name = tool_name
+        self.problems = tuple(problems)
+        super().__init__("; ".join(_describe_problem(p) for p in self.problems))
+
+
+def _describe_problem(problem: _convert.Problem) -> str:
+    if problem.kind == "missing":
+        return f"missing required argument {problem.path!r}"
+    if problem.kind == "unknown" and not problem.path:
+        names = ", ".join(repr(k) for k in problem.keys)
+        plural = "s" if len(problem.keys) > 1 else ""
+        valid = ", ".join(problem.valid) if problem.valid else "none"
+        return f"unknown argument{plural} {names} (this tool takes: {valid})"
+    if not problem.path:
+        return f"arguments: {problem.message}"
+    return f"argument {problem.path!r}: {problem.message}"
+
+
+def _parameters_dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(value)
+
+
+@attrs.frozen(eq=False)
+class Tool:
+    """A tool the model may call.
+
+    ``parameters`` is the JSON schema of the arguments (an object schema). A tool whose
+    ``func`` is ``None`` is executed by the provider (a server tool described by
+    ``provider_options``); the kernel never runs it. Tools compare by identity, so they can
+    be kept in sets and dict keys.
+    """
+
+    name: str = attrs.field(
+        validator=attrs.validators.and_(
+            attrs.validators.instance_of(str), attrs.validators.min_len(1)
+        )
+    )
+    description: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    parameters: dict[str, Any] = attrs.field(
+        factory=lambda: dict(_EMPTY_PARAMETERS),
+        converter=_parameters_dict,
+        validator=attrs.validators.instance_of(dict),
+    )
+    func: Callable[..., Any] | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.is_callable())
+    )
+    provider_options: dict[str, Any] = attrs.field(factory=dict, converter=_parameters_dict)
+    _arguments: type | None = attrs.field(default=None, alias="_arguments", repr=False)
+    """An attrs class built from the function's parameters (``None``: schema checks only)."""
+    _runtime_parameter: str | None = attrs.field(
+        default=None, alias="_runtime_parameter", repr=False
+    )
+    """The parameter that receives the ``ToolRuntime`` (hidden from the model)."""
+
+    @property
+    def is_async(self) -> bool:
+        """Whether calling ``func`` returns an awaitable the kernel must await."""
+        func = self.func
+        return func is not None and (
+            inspect.iscoroutinefunction(func)
+            or inspect.iscoroutinefunction(getattr(func, "__call__", None))  # noqa: B004
+        )
+
+    @property
+    def runtime_parameter(self) -> str | None:
+        """The name of the parameter that receives the ``ToolRuntime``, if any."""
+        return self._runtime_parameter
+
+    @classmethod
+    def from_function(
+        cls,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        parse_docstring: bool = True,
+    ) -> Tool:
+        """Build a tool from a typed function (sync or async).
+
+        :param name: defaults to the function's name.
+        :param description: defaults to the docstring without its ``Args:`` section (the
+            whole docstring when ``parse_docstring`` is false).
+        :param parse_docstring: read per-parameter descriptions from a Google-style
+            ``Args:`` section.
+        :raises TypeError: a parameter the model cannot be asked for (``*args``,
+            positional-only, or a type hint with no JSON schema), naming it.
+        """
+        if not callable(func):
+            raise TypeError(f"@tool needs a function, got {func!r}")
+        label = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+        tool_name = name or getattr(func, "__name__", None)
+        if not tool_name:
+            raise TypeError(f"cannot name a tool for {func!r}: pass name=...")
+        doc = inspect.getdoc(func)
+        if parse_docstring:
+            summary, arg_docs, _ = schema.parse_docstring(doc)
+        else:
+            summary, arg_docs = (inspect.cleandoc(doc) if doc else ""), {}
+        try:
+            signature = inspect.signature(func)
+            hints = typing.get_type_hints(func, include_extras=True)
+        except Exception as exc:
+            raise TypeError(f"tool function {label}: cannot read its type hints: {exc}") from exc
+
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        fields: dict[str, Any] = {}
+        runtime_parameter: str | None = None
+        for param in signature.parameters.values():
+            where = f"tool function {label}, parameter {param.name!r}"
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"{where}: *args/**kwargs cannot be described to the model")
+            if param.kind is param.POSITIONAL_ONLY:
+                raise TypeError(f"{where}: positional-only parameters are not supported")
+            hint = hints.get(param.name, inspect.Parameter.empty)
+            if _is_runtime_hint(hint):
+                runtime_parameter = param.name
+                continue
+            if hint is inspect.Parameter.empty:
+                hint = Any
+            try:
+                prop = schema.json_schema(hint)
+                _convert.CONVERTER.get_structure_hook(hint)
+            except (TypeError, cattrs.errors.StructureHandlerNotFoundError) as exc:
+                raise TypeError(f"{where}: unsupported type hint {hint!r}: {exc}") from exc
+            if arg_docs.get(param.name) and "description" not in prop:
+                prop["description"] = arg_docs[param.name]
+            if param.default is inspect.Parameter.empty:
+                required.append(param.name)
+                fields[param.name] = attrs.field(type=hint, kw_only=True)
+            else:
+                if schema.is_json_value(param.default):
+                    prop["default"] = _convert._plain(param.default)
+                fields[param.name] = attrs.field(type=hint, default=_OMITTED, kw_only=True)
+            properties[param.name] = prop
+
+        arguments = attrs.make_class(f"{tool_name}_arguments", fields, frozen=True)
+        return cls(
+            name=tool_name,
+            description=description if description is not None else summary,
+            parameters={
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+            func=func,
+            provider_options=dict(provider_options or {}),
+            _arguments=arguments,
+            _runtime_parameter=runtime_parameter,
+        )
+
+    def prepare(self, args: Mapping[str, Any], runtime: ToolRuntime | None) -> dict[str, Any]:
+        """The keyword arguments for ``func``: the model's ``args`` validated (and structured:
+        attrs classes from objects, lists from arrays...) plus the injected runtime.
+
+        :raises ToolArgumentError: listing every bad, missing or unknown argument.
+        """
+        if not isinstance(args, Mapping):
+            problem = _convert.Problem(
+                "", f"expected an object of named arguments, got {_convert._repr.repr(args)}"
+            )
+            raise ToolArgumentError(self.name, [problem])
+        if self._arguments is not None:
+            try:
+                values: Any = _convert.structure(dict(args), self._arguments)
+            except _convert.ConversionError as exc:
+                raise ToolArgumentError(self.name, exc.problems) from None
+            kwargs = {
+                field.name: getattr(values, field.name)
+                for field in attrs.fields(self._arguments)
+                if getattr(values, field.name) is not _OMITTED
+            }
+        else:
+            problems = schema.validate_json(args, self.parameters)
+            if problems:
+                raise ToolArgumentError(self.name, problems)
+            kwargs = dict(args)
+        if self._runtime_parameter is not None:
+            kwargs[self._runtime_parameter] = runtime
+        return kwargs
+
+
+def _is_runtime_hint(hint: Any) -> bool:
+    """``ToolRuntime``, ``ToolRuntime | None`` or ``Annotated[ToolRuntime, ...]``."""
+    if hint is ToolRuntime:
+        return True
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _is_runtime_hint(args[0])
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not types.NoneType]
+        return len(rest) == 1 and _is_runtime_hint(rest[0])
+    return False
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    name: str | None = None,
+    /,
+    *,
+    description: str | None = None,
+    provider_options: Mapping[str, Any] | None = None,
+    parse_docstring: bool = True,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    provider_options: Mapping[str, Any] | None = None,
+    parse_docstring: bool = True,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    func: Callable[..., Any] | str | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    provider_options: Mapping[str, Any] | None = None,
+    parse_docstring: bool = True,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a ``Tool`` of a typed function: ``@tool``, ``@tool("name")`` or
+    ``@tool(name=..., description=..., provider_options=..., parse_docstring=...)``."""
+    if isinstance(func, str):
+        if name is not None:
+            raise TypeError("give the tool's name once: @tool('name') or @tool(name='name')")
+        name, func = func, None
+    if func is not None:
+        return Tool.from_function(
+            func,
+            name=name,
+            description=description,
+            provider_options=provider_options,
+            parse_docstring=parse_docstring,
+        )
+
+    def decorate(function: Callable[..., Any]) -> Tool:
+        return Tool.from_function(
+            function,
+            name=name,
+            description=description,
+            provider_options=provider_options,
+            parse_docstring=parse_docstring,
+        )
+
+    return decorate
