@@ -28,6 +28,7 @@ _SPEC_ARGS: dict[str, tuple[str, ...]] = {
     **{name: ("chunks", "request") for name in hookspecs.STREAM_HOOKS},
     **{name: ("chunks", "request") for name in hookspecs.STREAM_HOOKS.values()},
 }
+_REVERSED = frozenset(("after_model", "after_agent"))  # they unwind: C, B, A
 _ASYNC_NAMES = frozenset((*hookspecs.WRAP_HOOKS.values(), *hookspecs.STREAM_HOOKS.values()))
 
 
@@ -35,10 +36,14 @@ class _Registered:
     """What pluggy registers for a middleware: compares by identity, so attrs value
     equality never makes two equal instances collide."""
 
-    __slots__ = ("target",)
+    __slots__ = ("name", "target")
 
-    def __init__(self, target: object) -> None:
+    def __init__(self, name: str, target: object) -> None:
+        self.name = name
         self.target = target
+
+    def __repr__(self) -> str:
+        return f"<middleware {self.name!r}>"
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.target, name)
@@ -97,7 +102,7 @@ class Registry:
         registered: list[_Registered] = []
         for name, obj in middleware:
             _check_unmarked(name, obj)
-            proxy = _Registered(obj)
+            proxy = _Registered(name, obj)
             try:
                 pm.register(proxy, name=name)
             except pluggy.PluginValidationError as exc:
@@ -117,6 +122,8 @@ class Registry:
                 if hookimpl is None:
                     continue
                 found.append(self._impl(name, hook, hookimpl, trace))
+            if hook in _REVERSED:
+                found.reverse()
             self._impls[hook] = found
         self.pm = pm
 

@@ -305,6 +305,24 @@ class Agent:
         if thread_id is None and self.checkpointer is not None:
             thread_id = uuid.uuid4().hex
         thread = self._thread(thread_id)
+        try:
+            info = self._run_info(thread, thread_id, input)
+        except BaseException:
+            self._release(thread_id, None)
+            raise
+        runtime = Runtime(
+            thread_id=thread_id,
+            run_id=info.run_id,
+            context=context,
+            store=self.store,
+            model=self.model,
+            tools=self.tools,
+            stream_writer=_writer(sink),
+        )
+        return Run(self, thread, info, runtime, recursion_limit=recursion_limit, sink=sink)
+
+    def _run_info(self, thread: ThreadState, thread_id: str | None, input: Any) -> RunInfo:
+        """Continue the thread's unfinished run (resume, or ``None`` input) or start one."""
         previous = thread.values.get(RUN_KEY)
         info = RunInfo.load(previous) if previous else None
         if isinstance(input, Command) and input.resume is not None:
@@ -323,16 +341,7 @@ class Agent:
             info = RunInfo(run_id=uuid.uuid4().hex)
             thread.reset_run_fields()
             _apply_input(thread, input)
-        runtime = Runtime(
-            thread_id=thread_id,
-            run_id=info.run_id,
-            context=context,
-            store=self.store,
-            model=self.model,
-            tools=self.tools,
-            stream_writer=_writer(sink),
-        )
-        return Run(self, thread, info, runtime, recursion_limit=recursion_limit, sink=sink)
+        return info
 
     def _thread(self, thread_id: str | None) -> ThreadState:
         if self.checkpointer is None or thread_id is None:

@@ -68,14 +68,15 @@ class FunctionMiddleware:
     """
 
     def __init__(self, hook: str, func: Callable[..., Any], name: str) -> None:
+        # The function is reachable only under the hook's name: pluggy treats every
+        # attribute holding a marked function as a hook implementation.
         self.hook = hook
-        self.func = func
         self.name = name
         hookimpl(func)
         setattr(self, hook, func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.func(*args, **kwargs)
+        return getattr(self, self.hook)(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<{self.hook} middleware {self.name!r}>"

@@ -38,8 +38,9 @@ def scripted(*responses: Any, **kwargs: Any) -> ScriptedChatModel:
     return ScriptedChatModel(list(responses), **kwargs)
 
 
-def call(name: str, id: str | None = None, **args: Any) -> ToolCall:
-    """A tool call for a scripted answer: ``call("get_weather", city="Paris")``."""
+def call(name: str, /, id: str | None = None, **args: Any) -> ToolCall:
+    """A tool call for a scripted answer: ``call("get_weather", city="Paris")``
+    (``id=`` sets the call id; every other keyword is an argument)."""
     return ToolCall(name, args, id or f"call_{uuid.uuid4().hex[:12]}")
 
 

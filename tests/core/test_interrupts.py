@@ -1,0 +1,159 @@
+"""``plait.interrupt`` pauses a run; ``Command(resume=...)`` re-enters the same hook."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import plait
+from plait.errors import CheckpointerRequiredError, PlaitError
+from plait.testing import ai, call, transcript
+
+
+def test_interrupt_in_a_hook_pauses_and_resume_reenters_it(make_agent: Any) -> None:
+    entered: list[str] = []
+
+    @plait.before_model
+    def ask(state: Any) -> Any:
+        entered.append("ask")
+        answer = plait.interrupt({"question": "proceed?"})
+        return {"messages": [plait.HumanMessage(f"human said {answer}")]}
+
+    agent = make_agent(["done"], middleware=[ask])
+    paused = agent.invoke("start", thread_id="t")
+
+    assert [i.value for i in paused.interrupts] == [{"question": "proceed?"}]
+    assert agent.model.calls == 0
+
+    resumed = agent.invoke(plait.Command(resume="yes"), thread_id="t")
+
+    assert resumed.interrupts == []
+    assert resumed.run_id == paused.run_id
+    assert entered == ["ask", "ask"]
+    assert transcript(resumed.messages) == [
+        ("human", "start"),
+        ("human", "human said yes"),
+        ("ai", "done"),
+    ]
+
+
+def test_before_agent_is_not_run_again_on_resume(make_agent: Any) -> None:
+    starts: list[int] = []
+
+    @plait.before_agent
+    def start(state: Any) -> None:
+        starts.append(1)
+
+    @plait.after_model
+    def review(state: Any) -> None:
+        plait.interrupt("review")
+
+    agent = make_agent(["answer"], middleware=[start, review])
+    agent.invoke("hi", thread_id="t")
+    agent.invoke(plait.Command(resume="ok"), thread_id="t")
+
+    assert starts == [1]
+
+
+def test_finished_tool_calls_are_not_rerun_on_resume(make_agent: Any) -> None:
+    runs: list[str] = []
+
+    @plait.tool
+    def fast() -> str:
+        """Fast."""
+        runs.append("fast")
+        return "fast done"
+
+    @plait.tool
+    def careful() -> str:
+        """Needs approval."""
+        runs.append("careful")
+        return f"careful: {plait.interrupt('approve careful?')}"
+
+    agent = make_agent(
+        [ai("", call("fast", id="c1"), call("careful", id="c2")), "all done"],
+        tools=[fast, careful],
+    )
+    paused = agent.invoke("go", thread_id="t")
+    assert [i.value for i in paused.interrupts] == ["approve careful?"]
+
+    result = agent.invoke(plait.Command(resume="approved"), thread_id="t")
+
+    assert runs == ["fast", "careful", "careful"]
+    assert transcript(result.messages) == [
+        ("human", "go"),
+        ("ai", ""),
+        ("tool", "fast done"),
+        ("tool", "careful: approved"),
+        ("ai", "all done"),
+    ]
+
+
+def test_two_interrupts_resumed_by_id(make_agent: Any) -> None:
+    @plait.tool
+    def one() -> str:
+        """One."""
+        return str(plait.interrupt("first?"))
+
+    @plait.tool
+    def two() -> str:
+        """Two."""
+        return str(plait.interrupt("second?"))
+
+    agent = make_agent([ai("", call("one"), call("two")), "ok"], tools=[one, two])
+    paused = agent.invoke("go", thread_id="t")
+    ids = {i.value: i.id for i in paused.interrupts}
+
+    with pytest.raises(PlaitError, match="2 interrupts are pending"):
+        agent.invoke(plait.Command(resume="ambiguous"), thread_id="t")
+    result = agent.invoke(
+        plait.Command(resume={ids["first?"]: "A", ids["second?"]: "B"}), thread_id="t"
+    )
+
+    assert [m.text for m in result.messages if m.type == "tool"] == ["A", "B"]
+
+
+def test_interrupt_without_checkpointer_says_one_is_needed(make_agent: Any) -> None:
+    @plait.before_model
+    def ask(state: Any) -> None:
+        plait.interrupt("?")
+
+    agent = make_agent(["x"], middleware=[ask], checkpointer=None)
+    with pytest.raises(CheckpointerRequiredError, match="needs a checkpointer"):
+        agent.invoke("hi")
+
+
+def test_resume_with_nothing_paused_is_an_error(make_agent: Any) -> None:
+    agent = make_agent(["x"])
+    agent.invoke("hi", thread_id="t")
+    with pytest.raises(PlaitError, match="no run paused at an interrupt"):
+        agent.invoke(plait.Command(resume="?"), thread_id="t")
+
+
+def test_interrupt_outside_a_run_is_an_error() -> None:
+    with pytest.raises(PlaitError, match="only be called inside a hook or a tool"):
+        plait.interrupt("?")
+
+
+async def _async_resume(make_agent: Any) -> list[tuple[str, str]]:
+    @plait.before_model
+    async def ask(state: Any) -> Any:
+        answer = plait.interrupt("go on?")
+        return {"messages": [plait.HumanMessage(str(answer))]}
+
+    agent = make_agent(["fine"], middleware=[ask])
+    paused = await agent.ainvoke("hi", thread_id="t")
+    assert len(paused.interrupts) == 1
+    result = await agent.ainvoke(plait.Command(resume="yes"), thread_id="t")
+    return transcript(result.messages)
+
+
+def test_interrupt_and_resume_on_the_async_path(make_agent: Any) -> None:
+    import asyncio
+
+    assert asyncio.run(_async_resume(make_agent)) == [
+        ("human", "hi"),
+        ("human", "yes"),
+        ("ai", "fine"),
+    ]

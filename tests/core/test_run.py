@@ -1,0 +1,280 @@
+"""Runs end to end: tools, errors the model can read, limits, usage, sync/async parity."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import attrs
+import pytest
+
+import plait
+from plait.errors import RecursionLimitError
+from plait.messages import ToolCall, Usage
+from plait.testing import ai, call, scripted, transcript
+
+
+@plait.tool
+def add(a: int, b: int = 1) -> int:
+    """Add two numbers.
+
+    Args:
+        a: the first number.
+        b: the second number.
+    """
+    return a + b
+
+
+@plait.tool
+def explode(reason: str) -> str:
+    """Always fails."""
+    raise RuntimeError(reason)
+
+
+def test_tool_result_goes_back_to_the_model(make_agent: Any) -> None:
+    agent = make_agent([ai("", call("add", a=2, b=3)), "it is 5"], tools=[add])
+    result = agent.invoke("2+3?")
+
+    assert transcript(result.messages) == [
+        ("human", "2+3?"),
+        ("ai", ""),
+        ("tool", "5"),
+        ("ai", "it is 5"),
+    ]
+    second = agent.model.requests[1]
+    assert second.messages[-1].tool_call_id == result.messages[1].tool_calls[0].id
+    assert second.tool_names == ["add"]
+
+
+def test_bad_argument_becomes_an_error_message_and_the_model_recovers(make_agent: Any) -> None:
+    agent = make_agent(
+        [ai("", call("add", a="two")), ai("", call("add", a=2)), "3"], tools=[add]
+    )
+    result = agent.invoke("2+1?")
+
+    first_reply = result.messages[2]
+    assert first_reply.status == "error"
+    assert "invalid arguments for tool 'add'" in first_reply.text
+    assert "a" in first_reply.text
+    assert result.messages[4].text == "3"
+    assert result.text == "3"
+
+
+def test_a_raising_tool_becomes_an_error_message(make_agent: Any) -> None:
+    agent = make_agent([ai("", call("explode", reason="disk full")), "sorry"], tools=[explode])
+    result = agent.invoke("go")
+
+    reply = result.messages[2]
+    assert reply.status == "error"
+    assert "RuntimeError: disk full" in reply.text
+    assert result.text == "sorry"
+
+
+def test_unknown_tool_lists_the_available_ones(make_agent: Any) -> None:
+    agent = make_agent([ai("", call("subtract", a=1)), "ok"], tools=[add])
+    reply = agent.invoke("go").messages[2]
+
+    assert reply.status == "error"
+    assert "no tool named 'subtract'" in reply.text
+    assert "add" in reply.text
+
+
+def test_malformed_arguments_are_answered_without_running(make_agent: Any) -> None:
+    broken = ToolCall("add", {}, "c1", error="the arguments are not valid JSON")
+    agent = make_agent([plait.AIMessage("", tool_calls=[broken]), "ok"], tools=[add])
+    reply = agent.invoke("go").messages[2]
+
+    assert reply.status == "error"
+    assert "not valid JSON" in reply.text
+
+
+def test_recursion_limit_stops_a_looping_agent(make_agent: Any) -> None:
+    loop = [ai("", call("add", a=1)) for _ in range(5)]
+    agent = make_agent(loop, tools=[add])
+
+    with pytest.raises(RecursionLimitError, match="recursion limit of 3 model calls"):
+        agent.invoke("forever", recursion_limit=3)
+    assert agent.model.calls == 3
+
+
+def test_usage_is_summed_over_the_run(make_agent: Any) -> None:
+    agent = make_agent(
+        [ai("", call("add", a=1), usage=Usage(10, 2)), ai("2", usage=Usage(15, 3, 5))],
+        tools=[add],
+    )
+    assert agent.invoke("go").usage == Usage(25, 5, 5, 0)
+
+
+def test_tool_runtime_is_injected_and_hidden(make_agent: Any) -> None:
+    @plait.tool
+    def whoami(runtime: plait.ToolRuntime) -> str:
+        """Report the thread."""
+        return f"{runtime.runtime.thread_id}/{runtime.context['user']}/{runtime.tool_call_id}"
+
+    agent = make_agent([ai("", call("whoami", id="c9")), "ok"], tools=[whoami])
+    result = agent.invoke("who?", thread_id="t1", context={"user": "ada"})
+
+    assert "runtime" not in whoami.parameters.get("properties", {})
+    assert result.messages[2].text == "t1/ada/c9"
+
+
+def test_tool_returning_a_command_updates_state(make_agent: Any) -> None:
+    @attrs.frozen
+    class Notes(plait.Middleware):
+        def state_fields(self) -> dict[str, plait.StateField]:
+            return {"notes": plait.StateField(default=[])}
+
+    @plait.tool
+    def note(text: str, runtime: plait.ToolRuntime) -> plait.Command:
+        """Keep a note."""
+        return plait.Command(
+            update={
+                "notes": [*runtime.state["notes"], text],
+                "messages": [plait.ToolMessage("noted", tool_call_id=runtime.tool_call_id)],
+            }
+        )
+
+    agent = make_agent(
+        [ai("", call("note", text="milk")), "ok"], tools=[note], middleware=[Notes()]
+    )
+    result = agent.invoke("remember milk")
+
+    assert result.state["notes"] == ["milk"]
+    assert result.messages[2].text == "noted"
+
+
+def test_sync_and_async_paths_produce_the_same_conversation(make_agent: Any) -> None:
+    script = [ai("", call("add", a=1, b=2), call("explode", reason="no")), "done"]
+    sync_result = make_agent(list(script), tools=[add, explode]).invoke("go")
+    async_result = asyncio.run(make_agent(list(script), tools=[add, explode]).ainvoke("go"))
+
+    assert transcript(sync_result.messages) == transcript(async_result.messages)
+    assert [m.id for m in sync_result.messages[1:3]] != []
+
+
+def test_async_tools_of_one_message_run_concurrently(make_agent: Any) -> None:
+    spans: dict[str, tuple[float, float]] = {}
+
+    @plait.tool
+    async def slow(name: str) -> str:
+        """Wait a little."""
+        start = time.perf_counter()
+        await asyncio.sleep(0.2)
+        spans[name] = (start, time.perf_counter())
+        return name
+
+    calls = [call("slow", name=n) for n in ("a", "b", "c")]
+    agent = make_agent([ai("", *calls), "ok"], tools=[slow])
+    asyncio.run(agent.ainvoke("go"))
+
+    latest_start = max(start for start, _ in spans.values())
+    earliest_end = min(end for _, end in spans.values())
+    assert latest_start < earliest_end  # all three were running at the same moment
+
+
+def test_sync_tools_run_off_the_event_loop(make_agent: Any) -> None:
+    loop_threads: list[bool] = []
+
+    @plait.tool
+    def blocking() -> str:
+        """Blocks."""
+        try:
+            asyncio.get_running_loop()
+            loop_threads.append(True)
+        except RuntimeError:
+            loop_threads.append(False)
+        return "ok"
+
+    agent = make_agent([ai("", call("blocking")), "done"], tools=[blocking])
+    asyncio.run(agent.ainvoke("go"))
+    assert loop_threads == [False]
+
+
+def test_async_hooks_and_tools_work_on_the_sync_path(make_agent: Any) -> None:
+    @plait.tool
+    async def aecho(text: str) -> str:
+        """Echo."""
+        await asyncio.sleep(0)
+        return text
+
+    @plait.wrap_model_call
+    async def tag(request: plait.ModelRequest, handler: Any) -> Any:
+        response = await handler(request)
+        return attrs.evolve(response.message, content=response.message.text + "!")
+
+    agent = make_agent([ai("", call("aecho", text="hi")), "done"], tools=[aecho], middleware=[tag])
+    result = agent.invoke("go")
+
+    assert transcript(result.messages)[-2:] == [("tool", "hi"), ("ai", "done!")]
+
+
+def test_sync_wrap_hook_works_on_the_async_path(make_agent: Any) -> None:
+    @plait.wrap_tool_call
+    def count(request: plait.ToolCallRequest, handler: Any) -> Any:
+        message = handler(request)
+        return attrs.evolve(message, content=f"[{message.text}]")
+
+    agent = make_agent([ai("", call("add", a=1)), "done"], tools=[add], middleware=[count])
+    result = asyncio.run(agent.ainvoke("go"))
+    assert result.messages[2].text == "[2]"
+
+
+def test_structured_response_native(make_agent: Any) -> None:
+    @attrs.frozen
+    class Weather:
+        city: str
+        celsius: int
+
+    agent = make_agent(['{"city": "Paris", "celsius": 21}'], response_format=Weather)
+    result = agent.invoke("weather?")
+
+    assert result.structured_response == Weather("Paris", 21)
+    assert agent.model.requests[0].response_format["properties"]["celsius"]["type"] == "integer"
+
+
+def test_structured_response_through_a_final_answer_tool(make_agent: Any) -> None:
+    @attrs.frozen
+    class Weather:
+        city: str
+        celsius: int
+
+    model = scripted(
+        ai("", call("Weather", city="Paris", celsius="hot")),
+        ai("", call("Weather", city="Paris", celsius=21)),
+        native_structured_output=False,
+    )
+    agent = make_agent(model, response_format=Weather)
+    result = agent.invoke("weather?")
+
+    assert result.structured_response == Weather("Paris", 21)
+    assert result.messages[2].status == "error"
+    assert model.requests[0].tool_names == ["Weather"]
+    assert model.requests[0].response_format is None
+
+
+def test_stream_modes(make_agent: Any) -> None:
+    @plait.tool
+    def progress(runtime: plait.ToolRuntime) -> str:
+        """Report progress."""
+        runtime.stream_writer({"step": 1})
+        return "done"
+
+    agent = make_agent([ai("", call("progress")), "all good"], tools=[progress])
+    events = list(agent.stream("go", mode=["updates", "custom", "messages"]))
+
+    modes = [e.mode for e in events]
+    assert {"updates", "custom", "messages"} <= set(modes)
+    assert [e.data for e in events if e.mode == "custom"] == [{"step": 1}]
+    chunks = [e.data.content for e in events if e.mode == "messages" and e.source == "model"]
+    assert "".join(chunks) == "all good"
+    assert [e.source for e in events if e.mode == "updates"] == ["input", "model", "progress", "model"][1:]
+
+
+def test_astream_yields_the_same_updates(make_agent: Any) -> None:
+    agent = make_agent([ai("", call("add", a=1)), "ok"], tools=[add])
+
+    async def collect() -> list[str]:
+        return [e.source async for e in agent.astream("go", mode="updates")]
+
+    assert asyncio.run(collect()) == ["model", "add", "model"]
