@@ -1,0 +1,547 @@
+"""PostgreSQL checkpointer and store (psycopg 3).
+
+A step is one transaction whose first statement is the compare-and-set on the thread's
+step number (``UPDATE ... WHERE id = %s AND step = %s``, or an ``INSERT ... ON CONFLICT DO
+NOTHING`` for a new thread). The row lock it takes makes a second writer wait for the
+first to commit, then find the step moved and fail with ``ThreadBusyError``: two runs on
+one thread never interleave, whichever machines they run on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeAlias
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from plait.checkpoint import Checkpoint, StepDelta, dump_value, load_value
+from plait.errors import SchemaVersionError, StoreError, ThreadBusyError
+from plait.messages import AnyMessage, structure_message, unstructure_message
+from plait.store import StoreItem
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
+
+__all__ = ["SCHEMA_VERSION", "PostgresCheckpointer", "PostgresStore", "redact_url"]
+
+SCHEMA_VERSION = 1
+"""The schema this plugin writes; a database with another number is refused."""
+
+_Connection: TypeAlias = "psycopg.Connection[tuple[Any, ...]]"
+_SCHEMES = ("postgresql", "postgres")
+_SCHEMA_LOCK = 0x706C616974  # "plait": serializes table creation across processes
+
+_CHECKPOINTER_DDL = (
+    """CREATE TABLE plait_threads (
+        id text PRIMARY KEY,
+        step bigint NOT NULL,
+        next_seq bigint NOT NULL,
+        created timestamptz NOT NULL DEFAULT now(),
+        ord bigint GENERATED ALWAYS AS IDENTITY
+    )""",
+    "CREATE INDEX plait_threads_by_ord ON plait_threads (ord)",
+    """CREATE TABLE plait_messages (
+        thread text NOT NULL,
+        id text NOT NULL,
+        seq bigint NOT NULL,
+        data text NOT NULL,
+        PRIMARY KEY (thread, id)
+    )""",
+    "CREATE INDEX plait_messages_by_seq ON plait_messages (thread, seq)",
+    """CREATE TABLE plait_values (
+        thread text NOT NULL,
+        key text NOT NULL,
+        data text NOT NULL,
+        ord bigint GENERATED ALWAYS AS IDENTITY,
+        PRIMARY KEY (thread, key)
+    )""",
+)
+
+_STORE_DDL = (
+    """CREATE TABLE plait_store (
+        ns bytea NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        value text NOT NULL,
+        PRIMARY KEY (ns, key)
+    )""",
+)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (in the user info or a ``password=`` parameter) as ``***``."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, _, hostport = netloc.rpartition("@")
+            if ":" in userinfo:
+                netloc = f"{userinfo.split(':', 1)[0]}:***@{hostport}"
+        query = parts.query
+        if query:
+            pairs = parse_qsl(query, keep_blank_values=True)
+            query = urlencode(
+                [(k, "***" if k.lower() == "password" else v) for k, v in pairs],
+                safe="*",
+                quote_via=quote,
+            )
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def parse_postgres_url(url: str) -> tuple[str, str]:
+    """``(conninfo, schema)`` for a ``postgresql://`` URL. The URL may carry
+    ``?schema=name`` (plait's own parameter: the PostgreSQL schema holding the tables,
+    default ``public``); every other parameter is libpq's."""
+    shown = redact_url(url)
+    scheme, sep, _ = url.partition("://")
+    if not sep or scheme.lower() not in _SCHEMES:
+        raise StoreError(
+            f"malformed PostgreSQL URL {shown!r}: expected postgresql://user:password@host:port/db"
+        )
+    try:
+        parts = urlsplit(url)
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        if "," not in parts.netloc:  # libpq's multi-host form has several ports
+            _ = parts.port  # a non-numeric port raises ValueError
+    except ValueError as exc:
+        raise StoreError(f"malformed PostgreSQL URL {shown!r}: {exc}") from None
+    schemas = [v for k, v in pairs if k == "schema"]
+    rest = [(k, v) for k, v in pairs if k != "schema"]
+    schema = schemas[-1] if schemas else "public"
+    if not schema:
+        raise StoreError(f"malformed PostgreSQL URL {shown!r}: schema= is empty")
+    conninfo = urlunsplit(
+        (parts.scheme, parts.netloc, parts.path, urlencode(rest, quote_via=quote), "")
+    )
+    try:
+        conninfo_to_dict(conninfo)
+    except psycopg.Error as exc:
+        raise StoreError(f"malformed PostgreSQL URL {shown!r}: {exc}") from None
+    return conninfo, schema
+
+
+class _Database:
+    """A small pool of autocommit connections to one database, each with its
+    ``search_path`` set to the plait schema; a connection serves one thread at a time."""
+
+    def __init__(
+        self, conninfo: str, *, schema: str, connect_timeout: float, max_idle: int = 8
+    ) -> None:
+        try:
+            params = conninfo_to_dict(conninfo)
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"malformed PostgreSQL connection string {redact_url(conninfo)!r}: {exc}"
+            ) from None
+        self.url = redact_url(conninfo)
+        self.schema = schema
+        self._conninfo = conninfo
+        self._password = str(params.get("password") or "")
+        self._kwargs: dict[str, Any] = {}
+        if "connect_timeout" not in params:
+            self._kwargs["connect_timeout"] = max(1, round(connect_timeout))
+        if "application_name" not in params:
+            self._kwargs["application_name"] = "plait"
+        self._idle: list[_Connection] = []
+        self._lock = threading.Lock()
+        self._max_idle = max_idle
+        self._closed = False
+
+    def _scrub(self, exc: BaseException) -> str:
+        text = str(exc).strip()
+        return text.replace(self._password, "***") if self._password else text
+
+    def _connect(self) -> _Connection:
+        try:
+            conn = psycopg.connect(self._conninfo, autocommit=True, **self._kwargs)
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot connect to PostgreSQL at {self.url}: {self._scrub(exc)}"
+            ) from None
+        try:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+        except psycopg.Error as exc:
+            conn.close()
+            raise StoreError(f"PostgreSQL at {self.url}: {self._scrub(exc)}") from None
+        return conn
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """Turn driver errors into ``StoreError``s naming the (redacted) URL."""
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL at {self.url}: {self._scrub(exc)}") from exc
+
+    def _acquire(self, *, fresh: bool) -> tuple[_Connection, bool]:
+        """A connection and whether it came from the pool (it may have died while idle)."""
+        if self._closed:
+            raise StoreError(f"PostgreSQL connection to {self.url} is closed")
+        if not fresh:
+            with self._lock:
+                while self._idle:
+                    conn = self._idle.pop()
+                    if not conn.closed:
+                        return conn, True
+        return self._connect(), False
+
+    def _release(self, conn: _Connection) -> None:
+        """Pool ``conn`` again if it is healthy and idle; otherwise close it."""
+        reusable = (
+            not self._closed
+            and not conn.closed
+            and not conn.broken
+            and conn.info.transaction_status == TransactionStatus.IDLE
+        )
+        with self._lock:
+            if reusable and len(self._idle) < self._max_idle:
+                self._idle.append(conn)
+                return
+        with contextlib.suppress(psycopg.Error):
+            conn.close()
+
+    def fetch(self, query: Any, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement on its own (autocommit) and return its rows. Every such
+        statement here is a read or idempotent, so when a pooled connection turns out to
+        have died (server restart, idle timeout) it is retried once on a new one."""
+        for attempt in (0, 1):
+            conn, pooled = self._acquire(fresh=attempt > 0)
+            try:
+                cursor = conn.execute(query, params)
+                rows = cursor.fetchall() if cursor.description is not None else []
+            except psycopg.OperationalError as exc:
+                self._release(conn)
+                if pooled and attempt == 0:
+                    continue
+                raise StoreError(f"PostgreSQL at {self.url}: {self._scrub(exc)}") from exc
+            except psycopg.Error as exc:
+                self._release(conn)
+                raise StoreError(f"PostgreSQL at {self.url}: {self._scrub(exc)}") from exc
+            self._release(conn)
+            return rows
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _begin(self) -> _Connection:
+        """A connection inside a fresh transaction. A pooled connection that fails at
+        ``BEGIN`` had died while idle; nothing ran on it, so a new one is tried once."""
+        for attempt in (0, 1):
+            conn, pooled = self._acquire(fresh=attempt > 0)
+            try:
+                conn.execute("BEGIN")
+            except psycopg.Error as exc:
+                self._release(conn)
+                if pooled and attempt == 0 and isinstance(exc, psycopg.OperationalError):
+                    continue
+                raise StoreError(f"PostgreSQL at {self.url}: {self._scrub(exc)}") from exc
+            return conn
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[_Connection]:
+        """One transaction, committed when the block ends, rolled back if it raises."""
+        conn = self._begin()
+        try:
+            with self.errors():
+                try:
+                    yield conn
+                except BaseException:
+                    if not conn.broken:
+                        with contextlib.suppress(psycopg.Error):
+                            conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+        finally:
+            self._release(conn)
+
+    def ensure_schema(self, component: str, ddl: Sequence[str]) -> None:
+        """Create ``component``'s tables on first use; refuse a schema we do not know."""
+        key = f"{component}.schema_version"
+        with self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            exists = conn.execute(
+                "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+            ).fetchone()
+            if exists is None:
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS plait_meta (key text PRIMARY KEY, value text NOT NULL)"
+            )
+            row = conn.execute("SELECT value FROM plait_meta WHERE key = %s", (key,)).fetchone()
+            if row is None:
+                for statement in ddl:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO plait_meta (key, value) VALUES (%s, %s)",
+                    (key, str(SCHEMA_VERSION)),
+                )
+                return
+            if str(row[0]) != str(SCHEMA_VERSION):
+                raise SchemaVersionError(
+                    f"PostgreSQL at {self.url} (schema {self.schema!r}) holds {component} "
+                    f"schema version {row[0]!r}; this plait-postgres knows version "
+                    f"{SCHEMA_VERSION} only (upgrade plait-postgres to open it)"
+                )
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+
+
+def _message_rows(upserts: Sequence[AnyMessage]) -> list[tuple[str, str]]:
+    """``(id, json)`` per distinct id, in first-seen order with the last version's data."""
+    rows: dict[str, str] = {}
+    for message in upserts:
+        rows[message.id] = json.dumps(
+            unstructure_message(message), ensure_ascii=False, separators=(",", ":")
+        )
+    return list(rows.items())
+
+
+class PostgresCheckpointer:
+    """Threads in PostgreSQL, shared safely by any number of processes and machines.
+
+    :param conninfo: a libpq connection string or ``postgresql://`` URL.
+    :param schema: the PostgreSQL schema holding plait's tables (created if missing).
+    :param connect_timeout: seconds to wait for the server when connecting.
+    """
+
+    def __init__(
+        self, conninfo: str, *, schema: str = "public", connect_timeout: float = 10.0
+    ) -> None:
+        self._db = _Database(conninfo, schema=schema, connect_timeout=connect_timeout)
+        self._db.ensure_schema("checkpointer", _CHECKPOINTER_DDL)
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresCheckpointer:
+        """The checkpointer for ``postgresql://user:password@host:port/db[?schema=name]``
+        (the ``plait.checkpointers`` entry point)."""
+        conninfo, schema = parse_postgres_url(url)
+        return cls(conninfo, schema=schema)
+
+    @property
+    def url(self) -> str:
+        """The connection URL with its password redacted."""
+        return self._db.url
+
+    def load(self, thread_id: str) -> Checkpoint | None:
+        with self._db.transaction() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            row = conn.execute(
+                "SELECT step FROM plait_threads WHERE id = %s", (thread_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            message_rows = conn.execute(
+                "SELECT data FROM plait_messages WHERE thread = %s ORDER BY seq", (thread_id,)
+            ).fetchall()
+            value_rows = conn.execute(
+                "SELECT key, data FROM plait_values WHERE thread = %s ORDER BY ord",
+                (thread_id,),
+            ).fetchall()
+        try:
+            messages = [structure_message(json.loads(data)) for (data,) in message_rows]
+            values = {str(key): load_value(data) for key, data in value_rows}
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StoreError(
+                f"PostgreSQL at {self.url}: thread {thread_id!r} holds a record this "
+                f"plait cannot read: {exc}"
+            ) from exc
+        return Checkpoint(int(row[0]), messages, values)
+
+    def step(self, thread_id: str) -> int:
+        rows = self._db.fetch("SELECT step FROM plait_threads WHERE id = %s", (thread_id,))
+        return int(rows[0][0]) if rows else 0
+
+    def _busy(self, conn: _Connection, thread_id: str, delta: StepDelta) -> ThreadBusyError:
+        row = conn.execute("SELECT step FROM plait_threads WHERE id = %s", (thread_id,)).fetchone()
+        stored = 0 if row is None else int(row[0])
+        return ThreadBusyError(
+            f"thread {thread_id!r} is at step {stored}, not {delta.step - 1}: "
+            "another run wrote to it since this one loaded it"
+        )
+
+    def save(self, thread_id: str, delta: StepDelta) -> None:
+        rows = _message_rows(delta.upserts)
+        values = [(thread_id, key, dump_value(value)) for key, value in delta.values.items()]
+        with self._db.transaction() as conn:
+            # The compare-and-set comes first: its row lock orders concurrent writers.
+            if delta.step == 1:
+                won = conn.execute(
+                    "INSERT INTO plait_threads (id, step, next_seq) VALUES (%s, 1, %s) "
+                    "ON CONFLICT (id) DO NOTHING RETURNING 0",
+                    (thread_id, len(rows)),
+                ).fetchone()
+            else:
+                won = conn.execute(
+                    "UPDATE plait_threads SET step = %s, next_seq = next_seq + %s "
+                    "WHERE id = %s AND step = %s RETURNING next_seq - %s",
+                    (delta.step, len(rows), thread_id, delta.step - 1, len(rows)),
+                ).fetchone()
+            if won is None:
+                raise self._busy(conn, thread_id, delta)
+            base = int(won[0])
+            if delta.reset:
+                conn.execute("DELETE FROM plait_messages WHERE thread = %s", (thread_id,))
+            elif delta.removed:
+                conn.execute(
+                    "DELETE FROM plait_messages WHERE thread = %s AND id = ANY(%s)",
+                    (thread_id, list(delta.removed)),
+                )
+            with conn.cursor() as cur:
+                if rows:
+                    cur.executemany(
+                        "INSERT INTO plait_messages (thread, id, seq, data) "
+                        "VALUES (%s, %s, %s, %s) "
+                        "ON CONFLICT (thread, id) DO UPDATE SET data = EXCLUDED.data",
+                        [
+                            (thread_id, message_id, base + index, data)
+                            for index, (message_id, data) in enumerate(rows)
+                        ],
+                    )
+                if values:
+                    cur.executemany(
+                        "INSERT INTO plait_values (thread, key, data) VALUES (%s, %s, %s) "
+                        "ON CONFLICT (thread, key) DO UPDATE SET data = EXCLUDED.data",
+                        values,
+                    )
+
+    def list_threads(self) -> list[str]:
+        rows = self._db.fetch("SELECT id FROM plait_threads ORDER BY ord")
+        return [str(row[0]) for row in rows]
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self._db.transaction() as conn:
+            # The thread row first: a concurrent save locks it first too (no deadlock).
+            conn.execute("DELETE FROM plait_threads WHERE id = %s", (thread_id,))
+            conn.execute("DELETE FROM plait_messages WHERE thread = %s", (thread_id,))
+            conn.execute("DELETE FROM plait_values WHERE thread = %s", (thread_id,))
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self._db.close()
+
+    def __enter__(self) -> PostgresCheckpointer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresCheckpointer({self.url!r}, schema={self._db.schema!r})"
+
+
+def encode_namespace(namespace: Sequence[str]) -> bytes:
+    """An order-preserving byte key for a namespace tuple (bytea compares bytewise, so
+    keys sort as Python sorts the tuples, and a prefix search is one range scan): each
+    part's UTF-8 with 0x00/0x01 escaped as 0x01 0x01 / 0x01 0x02, then a 0x00 terminator.
+    The same encoding as plait's SQLite store."""
+    out = bytearray()
+    for part in namespace:
+        if not isinstance(part, str):
+            raise TypeError(f"a namespace is a tuple of str, got part {part!r}")
+        out += part.encode("utf-8").replace(b"\x01", b"\x01\x02").replace(b"\x00", b"\x01\x01")
+        out += b"\x00"
+    return bytes(out)
+
+
+def decode_namespace(key: bytes) -> tuple[str, ...]:
+    parts = bytes(key).split(b"\x00")[:-1]
+    return tuple(
+        p.replace(b"\x01\x01", b"\x00").replace(b"\x01\x02", b"\x01").decode("utf-8") for p in parts
+    )
+
+
+def _check_item(namespace: Sequence[str], key: str) -> bytes:
+    if isinstance(namespace, str):
+        raise TypeError(f"a namespace is a tuple of str, not the str {namespace!r}")
+    if not isinstance(key, str):
+        raise TypeError(f"a store key is a str, got {key!r}")
+    return encode_namespace(namespace)
+
+
+class PostgresStore:
+    """A namespaced key-value store in PostgreSQL, shared by every process.
+
+    :param conninfo: a libpq connection string or ``postgresql://`` URL.
+    :param schema: the PostgreSQL schema holding plait's tables (created if missing).
+    :param connect_timeout: seconds to wait for the server when connecting.
+    """
+
+    def __init__(
+        self, conninfo: str, *, schema: str = "public", connect_timeout: float = 10.0
+    ) -> None:
+        self._db = _Database(conninfo, schema=schema, connect_timeout=connect_timeout)
+        self._db.ensure_schema("store", _STORE_DDL)
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresStore:
+        """The store for a ``postgresql://`` URL (the ``plait.stores`` entry point)."""
+        conninfo, schema = parse_postgres_url(url)
+        return cls(conninfo, schema=schema)
+
+    @property
+    def url(self) -> str:
+        """The connection URL with its password redacted."""
+        return self._db.url
+
+    def put(self, namespace: tuple[str, ...], key: str, value: Any) -> None:
+        ns = _check_item(namespace, key)
+        data = dump_value(value)
+        self._db.fetch(
+            "INSERT INTO plait_store (ns, key, value) VALUES (%s, %s, %s) "
+            "ON CONFLICT (ns, key) DO UPDATE SET value = EXCLUDED.value",
+            (ns, key, data),
+        )
+
+    def get(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
+        ns = _check_item(namespace, key)
+        rows = self._db.fetch("SELECT value FROM plait_store WHERE ns = %s AND key = %s", (ns, key))
+        if not rows:
+            return None
+        return StoreItem(tuple(namespace), key, load_value(rows[0][0]))
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        ns = _check_item(namespace, key)
+        self._db.fetch("DELETE FROM plait_store WHERE ns = %s AND key = %s", (ns, key))
+
+    def search(self, prefix: tuple[str, ...], *, limit: int = 10) -> list[StoreItem]:
+        if isinstance(prefix, str):
+            raise TypeError(f"a namespace prefix is a tuple of str, not the str {prefix!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"search limit must be an int >= 0, got {limit!r}")
+        low = encode_namespace(prefix)
+        if low:
+            rows = self._db.fetch(
+                "SELECT ns, key, value FROM plait_store WHERE ns >= %s AND ns < %s "
+                "ORDER BY ns, key LIMIT %s",
+                (low, low[:-1] + b"\x01", limit),
+            )
+        else:
+            rows = self._db.fetch(
+                "SELECT ns, key, value FROM plait_store ORDER BY ns, key LIMIT %s", (limit,)
+            )
+        return [
+            StoreItem(decode_namespace(ns), str(key), load_value(value)) for ns, key, value in rows
+        ]
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self._db.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.url!r}, schema={self._db.schema!r})"

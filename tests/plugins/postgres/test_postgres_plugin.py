@@ -1,0 +1,258 @@
+"""PostgreSQL-only concerns: URLs and redaction, a missing server, schema versions and
+schemas, row-lock waits ending in ThreadBusyError, dropped connections, and that a step
+writes only the rows it changed. (Shared semantics are in the conformance suites.)"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from importlib.metadata import entry_points
+
+import psycopg
+import pytest
+from plait.checkpoint import Checkpoint, StepDelta
+from plait.errors import SchemaVersionError, StoreError, ThreadBusyError
+from plait.messages import HumanMessage
+from plait_postgres import PostgresCheckpointer, PostgresStore, redact_url
+from psycopg import sql
+
+
+def _server_url() -> str:
+    url = os.environ.get("PLAIT_TEST_POSTGRES_URL")
+    if url:
+        return url
+    if os.environ.get("PLAIT_REQUIRE_POSTGRES") == "1":
+        pytest.fail("PLAIT_REQUIRE_POSTGRES=1 but PLAIT_TEST_POSTGRES_URL is not set")
+    pytest.skip("PLAIT_TEST_POSTGRES_URL is not set")
+
+
+@pytest.fixture
+def server() -> str:
+    return _server_url()
+
+
+@pytest.fixture
+def schema(server: str) -> Iterator[str]:
+    """A fresh schema name, dropped after the test."""
+    name = f"plait_test_{uuid.uuid4().hex[:16]}"
+    yield name
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+def _with_schema(url: str, schema: str) -> str:
+    return url + ("&" if "?" in url else "?") + f"schema={schema}"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://bob:s3cret@db.example:5432/app", "postgresql://bob:***@db.example:5432/app"),
+        ("postgres://bob@db/app", "postgres://bob@db/app"),
+        ("postgresql://db/app?password=s3cret&sslmode=require", "postgresql://db/app?password=***&sslmode=require"),
+        ("postgresql://bob:p%40ss@db/app", "postgresql://bob:***@db/app"),
+    ],
+)  # fmt: skip
+def test_redact_url(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+def test_a_missing_server_is_a_store_error_with_the_password_redacted() -> None:
+    url = "postgresql://bob:s3cret@127.0.0.1:1/app?connect_timeout=2"
+    for factory in (PostgresCheckpointer.from_url, PostgresStore.from_url):
+        with pytest.raises(StoreError, match="cannot connect to PostgreSQL at") as info:
+            factory(url)
+        message = str(info.value)
+        assert "postgresql://bob:***@127.0.0.1:1/app" in message
+        assert "s3cret" not in message
+        assert info.value.__cause__ is None or "s3cret" not in str(info.value.__cause__)
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("mysql://bob:s3cret@db/app", "expected postgresql://"),
+        ("postgresql://bob:s3cret@db/app?bogus=1", "invalid URI query parameter"),
+        ("postgresql://bob:s3cret@db:port/app", "malformed PostgreSQL URL"),
+        ("postgresql://bob:s3cret@db/app?schema=", "schema= is empty"),
+    ],
+)
+def test_malformed_urls_are_store_errors_naming_the_redacted_url(url: str, why: str) -> None:
+    with pytest.raises(StoreError, match="malformed PostgreSQL URL") as info:
+        PostgresCheckpointer.from_url(url)
+    assert why in str(info.value)
+    assert "bob:***@db" in str(info.value)
+    assert "s3cret" not in str(info.value)
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
+def test_entry_points_open_by_url(server: str, schema: str, scheme: str) -> None:
+    url = _with_schema(scheme + server[server.index("://") :], schema)
+    (cp_ep,) = [e for e in entry_points(group="plait.checkpointers") if e.name == scheme]
+    (store_ep,) = [e for e in entry_points(group="plait.stores") if e.name == scheme]
+    cp = cp_ep.load()(url)
+    store = store_ep.load()(url)
+    cp.save("t", StepDelta(1, upserts=(HumanMessage("hi", id="h"),), values={"k": 1}))
+    store.put(("ns",), "k", [1])
+    assert cp.load("t") == Checkpoint(1, [HumanMessage("hi", id="h")], {"k": 1})
+    item = store.get(("ns",), "k")
+    assert item is not None and item.value == [1]
+    with psycopg.connect(server) as conn:
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+            "ORDER BY table_name",
+            (schema,),
+        ).fetchall()
+    assert [t for (t,) in tables] == [
+        "plait_messages",
+        "plait_meta",
+        "plait_store",
+        "plait_threads",
+        "plait_values",
+    ]
+    cp.close()
+    store.close()
+
+
+def test_schemas_keep_threads_apart(server: str, schema: str) -> None:
+    other = schema + "_b"
+    try:
+        a = PostgresCheckpointer(server, schema=schema)
+        b = PostgresCheckpointer(server, schema=other)
+        a.save("t", StepDelta(1, upserts=(HumanMessage("in a"),)))
+        assert b.load("t") is None
+        assert b.list_threads() == []
+        a.close()
+        b.close()
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(other)))
+
+
+def test_a_newer_schema_version_is_refused(server: str, schema: str) -> None:
+    PostgresCheckpointer(server, schema=schema).close()
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL(
+                "UPDATE {}.plait_meta SET value = '9' WHERE key = 'checkpointer.schema_version'"
+            ).format(sql.Identifier(schema))
+        )
+    with pytest.raises(SchemaVersionError, match="schema version '9'") as info:
+        PostgresCheckpointer(server, schema=schema)
+    assert schema in str(info.value)
+
+
+def test_a_writer_waiting_on_the_row_lock_then_gets_thread_busy(server: str, schema: str) -> None:
+    cp = PostgresCheckpointer(server, schema=schema)
+    cp.save("t", StepDelta(1, upserts=(HumanMessage("a", id="a"),)))
+    outcome: list[BaseException | None] = []
+    with psycopg.connect(server) as other:  # a transaction holding the thread's row
+        other.execute(
+            sql.SQL("UPDATE {}.plait_threads SET step = 2 WHERE id = 't'").format(
+                sql.Identifier(schema)
+            )
+        )
+
+        def late_writer() -> None:
+            try:
+                cp.save("t", StepDelta(2, upserts=(HumanMessage("late", id="late"),)))
+                outcome.append(None)
+            except ThreadBusyError as exc:
+                outcome.append(exc)
+
+        writer = threading.Thread(target=late_writer)
+        writer.start()
+        other.commit()
+    writer.join()
+    assert len(outcome) == 1 and isinstance(outcome[0], ThreadBusyError)
+    assert "at step 2, not 1" in str(outcome[0])
+    loaded = cp.load("t")
+    assert loaded is not None and [m.id for m in loaded.messages] == ["a"]
+    cp.close()
+
+
+def test_a_dropped_connection_is_replaced(server: str, schema: str) -> None:
+    cp = PostgresCheckpointer(server, schema=schema)
+    store = PostgresStore(server, schema=schema)
+    cp.save("t", StepDelta(1, upserts=(HumanMessage("a", id="a"),)))
+    store.put(("ns",), "k", 1)
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND application_name = 'plait'"
+        )
+    # The pooled connections are dead; each call below transparently uses a new one.
+    assert cp.step("t") == 1
+    cp.save("t", StepDelta(2, upserts=(HumanMessage("b", id="b"),)))
+    loaded = cp.load("t")
+    assert loaded is not None and [m.id for m in loaded.messages] == ["a", "b"]
+    item = store.get(("ns",), "k")
+    assert item is not None and item.value == 1
+    cp.close()
+    store.close()
+
+
+def test_a_step_writes_only_the_rows_it_changed(server: str, schema: str) -> None:
+    cp = PostgresCheckpointer(server, schema=schema)
+    history = tuple(HumanMessage(f"m{i}", id=f"m{i}") for i in range(300))
+    cp.save("t", StepDelta(1, upserts=history, values={"a": 1, "b": 2}))
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        conn.execute("CREATE TABLE audit (what text)")
+        conn.execute(
+            """CREATE FUNCTION audit_row() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP = 'DELETE' THEN
+                    INSERT INTO audit VALUES (lower(TG_OP) || ' ' || TG_TABLE_NAME || ' '
+                                              || OLD.id);
+                    RETURN OLD;
+                ELSIF TG_TABLE_NAME = 'plait_values' THEN
+                    INSERT INTO audit VALUES (lower(TG_OP) || ' ' || TG_TABLE_NAME || ' '
+                                              || NEW.key);
+                ELSE
+                    INSERT INTO audit VALUES (lower(TG_OP) || ' ' || TG_TABLE_NAME || ' '
+                                              || NEW.id);
+                END IF;
+                RETURN NEW;
+            END $$"""
+        )
+        for table in ("plait_messages", "plait_values"):
+            conn.execute(
+                sql.SQL(
+                    "CREATE TRIGGER audit AFTER INSERT OR UPDATE OR DELETE ON {} "
+                    "FOR EACH ROW EXECUTE FUNCTION audit_row()"
+                ).format(sql.Identifier(table))
+            )
+    cp.save(
+        "t",
+        StepDelta(
+            2,
+            removed=("m3",),
+            upserts=(HumanMessage("edited", id="m7"), HumanMessage("new", id="m300")),
+            values={"b": 3},
+        ),
+    )
+    with psycopg.connect(server) as conn:
+        audit = conn.execute(
+            sql.SQL("SELECT what FROM {}.audit ORDER BY what").format(sql.Identifier(schema))
+        ).fetchall()
+    assert [a for (a,) in audit] == [
+        "delete plait_messages m3",
+        "insert plait_messages m300",
+        "update plait_messages m7",
+        "update plait_values b",
+    ]
+    loaded = cp.load("t")
+    assert loaded is not None
+    assert [m.id for m in loaded.messages][5:8] == ["m6", "m7", "m8"]
+    assert loaded.messages[6].text == "edited" and loaded.messages[-1].id == "m300"
+    cp.close()
+
+
+def test_closed_checkpointer_says_so(server: str, schema: str) -> None:
+    cp = PostgresCheckpointer(server, schema=schema)
+    cp.close()
+    with pytest.raises(StoreError, match="is closed"):
+        cp.step("t")
