@@ -30,7 +30,6 @@ from plait.types import (
     Command,
     Interrupt,
     ModelRequest,
-    ModelResponse,
     Runtime,
     StreamEvent,
     ToolCallRequest,
@@ -121,7 +120,7 @@ class Run:
 
     def steps(self) -> Steps:
         info = self.info
-        nodes = {
+        nodes: dict[str, Callable[[], Steps]] = {
             "before_agent": lambda: self.node_hooks("before_agent", "before_model"),
             "before_model": lambda: self.node_hooks("before_model", "model"),
             "model": self.model_node,
@@ -288,7 +287,9 @@ class Run:
             elif structured.tool is not None and call.name == structured.tool.name:
                 answers[call.id] = self.final_answer(call)
             else:
-                requests.append(ToolCallRequest(call, tools.get(call.name), self.thread.view, self.runtime))
+                requests.append(
+                    ToolCallRequest(call, tools.get(call.name), self.thread.view, self.runtime)
+                )
                 scopes.append(self.scope(f"tools:{call.id}"))
         if requests:
             outcomes = yield CallTools(tuple(requests), tuple(scopes))
@@ -342,9 +343,7 @@ class Run:
         messages = update.get("messages", [])
         if isinstance(messages, (Message, RemoveMessage)):
             messages = [messages]
-        answered = any(
-            isinstance(m, ToolMessage) and m.tool_call_id == call.id for m in messages
-        )
+        answered = any(isinstance(m, ToolMessage) and m.tool_call_id == call.id for m in messages)
         if not answered:
             messages = [*messages, ToolMessage("", tool_call_id=call.id, name=call.name)]
         update["messages"] = messages
@@ -371,9 +370,7 @@ class Run:
                 status="error",
             )
         self.info.structured_response = structured.dump(value)
-        return ToolMessage(
-            "Final answer recorded.", tool_call_id=call.id, name=call.name
-        )
+        return ToolMessage("Final answer recorded.", tool_call_id=call.id, name=call.name)
 
 
 # -- drivers ---------------------------------------------------------------------------------

@@ -144,13 +144,11 @@ class Registry:
                 f"middleware {name!r}: {hook} is an async def; name it a{hook} instead"
             )
         if hook in hookspecs.STREAM_HOOKS and is_async:
-            raise ConfigError(
-                f"middleware {name!r}: {hook} is async; name it a{hook} instead"
-            )
+            raise ConfigError(f"middleware {name!r}: {hook} is async; name it a{hook} instead")
         call = _caller(func, hookimpl.argnames, _SPEC_ARGS[hook])
         if trace:
             call = _traced(call, name, hook)
-        jumps = getattr(func, JUMPS_ATTR, frozenset())
+        jumps: frozenset[str] = getattr(func, JUMPS_ATTR, frozenset())
         return Impl(name, hook, call, is_async, jumps)
 
     def impls(self, hook: str) -> list[Impl]:

@@ -43,8 +43,10 @@ class Structured:
         if not native:
             from plait.tools import Tool
 
-            name = self.cls.__name__ if self.cls is not None else str(
-                self.schema.get("title", "final_answer")
+            name = (
+                self.cls.__name__
+                if self.cls is not None
+                else str(self.schema.get("title", "final_answer"))
             )
             self.tool = Tool(
                 name=name,

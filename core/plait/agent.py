@@ -21,8 +21,15 @@ from plait._state import RUN_KEY, ThreadState
 from plait._structured import Structured
 from plait.checkpoint import Checkpointer
 from plait.errors import ConfigError, PlaitError, ThreadBusyError
-from plait.messages import AIMessage, AnyMessage, HumanMessage, Message, ToolMessage, Usage
-from plait.messages import assemble_chunks
+from plait.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    Message,
+    ToolMessage,
+    Usage,
+    assemble_chunks,
+)
 from plait.models import ChatModel, init_chat_model
 from plait.store import Store
 from plait.types import (
@@ -143,8 +150,13 @@ class Agent:
         self.fields = self._collect_fields()
         own_tools = tuple(_as_tool(t) for t in tools)
         config = AgentConfig(
-            self.model, own_tools, system_prompt, self.middleware,
-            self.checkpointer, self.store, response_format,
+            self.model,
+            own_tools,
+            system_prompt,
+            self.middleware,
+            self.checkpointer,
+            self.store,
+            response_format,
         )
         added: list[Any] = []
         for impl in self.registry.impls("agent_tools"):
@@ -174,7 +186,9 @@ class Agent:
             owner = type(self.middleware[self.registry.names.index(impl.middleware)])
             for key, spec in (impl.call() or {}).items():
                 if key in ("messages", RUN_KEY):
-                    raise ConfigError(f"middleware {impl.middleware!r}: state key {key!r} is reserved")
+                    raise ConfigError(
+                        f"middleware {impl.middleware!r}: state key {key!r} is reserved"
+                    )
                 if not isinstance(spec, StateField):
                     raise ConfigError(
                         f"middleware {impl.middleware!r}: state_fields()[{key!r}] must be a "
@@ -258,15 +272,24 @@ class Agent:
         call, found = request.tool_call, request.tool
         if found is None:
             names = ", ".join(sorted(self.tools_by_name)) or "none"
-            return _error(call.id, call.name, f"there is no tool named {call.name!r}. "
-                          f"The available tools are: {names}.")
+            return _error(
+                call.id,
+                call.name,
+                f"there is no tool named {call.name!r}. The available tools are: {names}.",
+            )
         if found.func is None:
-            return _error(call.id, call.name, f"tool {call.name!r} is run by the provider, not here.")
+            return _error(
+                call.id, call.name, f"tool {call.name!r} is run by the provider, not here."
+            )
         try:
             kwargs = found.prepare(call.args, ToolRuntime(call, request.state, request.runtime))
         except ToolArgumentError as exc:
-            return _error(call.id, call.name, f"invalid arguments for tool {call.name!r}: {exc}. "
-                          "Call it again with corrected arguments.")
+            return _error(
+                call.id,
+                call.name,
+                f"invalid arguments for tool {call.name!r}: {exc}. "
+                "Call it again with corrected arguments.",
+            )
         return found, kwargs
 
     def _call_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
@@ -300,7 +323,11 @@ class Agent:
         recursion_limit: int,
         sink: Any,
     ) -> Run:
-        if not isinstance(recursion_limit, int) or isinstance(recursion_limit, bool) or recursion_limit < 1:
+        if (
+            not isinstance(recursion_limit, int)
+            or isinstance(recursion_limit, bool)
+            or recursion_limit < 1
+        ):
             raise ConfigError(f"recursion_limit must be a positive int, got {recursion_limit!r}")
         if thread_id is None and self.checkpointer is not None:
             thread_id = uuid.uuid4().hex
@@ -399,7 +426,9 @@ class Agent:
         """
         return self._run_sync(input, thread_id, context, recursion_limit, None)
 
-    def _run_sync(self, input: Any, thread_id: Any, context: Any, limit: int, sink: Any) -> AgentResult:
+    def _run_sync(
+        self, input: Any, thread_id: Any, context: Any, limit: int, sink: Any
+    ) -> AgentResult:
         run = self._begin(input, thread_id, context, limit, sink)
         token = stream_sink.set(sink if _wants_messages(sink) else None)
         try:
@@ -423,7 +452,9 @@ class Agent:
         """The async form of ``invoke``; never blocks the event loop."""
         return await self._run_async(input, thread_id, context, recursion_limit, None)
 
-    async def _run_async(self, input: Any, thread_id: Any, context: Any, limit: int, sink: Any) -> AgentResult:
+    async def _run_async(
+        self, input: Any, thread_id: Any, context: Any, limit: int, sink: Any
+    ) -> AgentResult:
         if self.checkpointer is not None and thread_id is not None:
             run = await asyncio.to_thread(self._begin, input, thread_id, context, limit, sink)
         else:

@@ -15,7 +15,7 @@ from plait.types import Interrupt
 __all__ = ["interrupt"]
 
 
-class InterruptSignal(BaseException):  # noqa: N818 - a signal, not an error
+class InterruptSignal(BaseException):
     """Raised by ``interrupt`` to unwind to the kernel. A ``BaseException`` so that
     ``except Exception`` in tools and retry middleware never swallows it."""
 

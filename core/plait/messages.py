@@ -46,9 +46,7 @@ def message_text(content: Content) -> str:
     """The text of ``content``: the string itself, or its text blocks joined."""
     if isinstance(content, str):
         return content
-    return "".join(
-        str(block.get("text", "")) for block in content if block.get("type") == "text"
-    )
+    return "".join(str(block.get("text", "")) for block in content if block.get("type") == "text")
 
 
 @attrs.frozen
@@ -99,6 +97,14 @@ class ToolCallChunk:
     args: str = ""
 
 
+def _calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    return tuple(value)
+
+
+def _call_chunks(value: Iterable[ToolCallChunk]) -> tuple[ToolCallChunk, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class Message:
     """Fields shared by every message. ``content`` is the only positional argument."""
@@ -126,7 +132,7 @@ class HumanMessage(Message):
 @attrs.frozen(kw_only=True)
 class AIMessage(Message):
     type: ClassVar[str] = "ai"
-    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=tuple)
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_calls)
     usage: Usage | None = None
     response_metadata: dict[str, Any] = attrs.field(factory=dict)
 
@@ -155,7 +161,7 @@ class AIMessageChunk:
     """A piece of a streamed AI message. Chunks add up (``+``) to the whole message."""
 
     content: str = attrs.field(default="", kw_only=False)
-    tool_call_chunks: tuple[ToolCallChunk, ...] = attrs.field(default=(), converter=tuple)
+    tool_call_chunks: tuple[ToolCallChunk, ...] = attrs.field(default=(), converter=_call_chunks)
     usage: Usage | None = None
     response_metadata: dict[str, Any] = attrs.field(factory=dict)
     id: str | None = None
@@ -272,7 +278,7 @@ def structure_message(data: Mapping[str, Any]) -> AnyMessage:
         raise ValueError(
             f"unknown message type {kind!r}; expected one of {sorted(_TYPES)}"
         ) from None
-    message: AnyMessage = converter.structure(fields, cls)
+    message: AnyMessage = converter.structure(fields, cls)  # type: ignore[assignment]
     return message
 
 

@@ -107,9 +107,8 @@ def _decorator(hook: str, async_hook: str | None = None) -> Any:
         return make if func is None else make(func)
 
     decorate.__name__ = hook
-    decorate.__doc__ = (
-        f"Turn one function into a middleware implementing ``{hook}``"
-        + (f" (``{async_hook}`` for an ``async def``)." if async_hook else ".")
+    decorate.__doc__ = f"Turn one function into a middleware implementing ``{hook}``" + (
+        f" (``{async_hook}`` for an ``async def``)." if async_hook else "."
     )
     return decorate
 

@@ -67,4 +67,7 @@ class MemoryStore:
         prefix = tuple(prefix)
         with self._lock:
             hits = sorted(k for k in self._items if k[0][: len(prefix)] == prefix)
-            return [StoreItem(ns, key, copy.deepcopy(self._items[(ns, key)])) for ns, key in hits[:limit]]
+            return [
+                StoreItem(ns, key, copy.deepcopy(self._items[(ns, key)]))
+                for ns, key in hits[:limit]
+            ]

@@ -160,7 +160,7 @@ def test_unmarked_hook_method_on_a_plain_object_is_an_error(make_agent: Any) -> 
         def before_model(self, state: Any) -> None:
             return None
 
-    with pytest.raises(ConfigError, match="before_model.*not marked @plait.hookimpl"):
+    with pytest.raises(ConfigError, match=r"before_model.*not marked @plait\.hookimpl"):
         make_agent(["ok"], middleware=[Forgotten()])
 
 

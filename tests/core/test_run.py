@@ -48,9 +48,7 @@ def test_tool_result_goes_back_to_the_model(make_agent: Any) -> None:
 
 
 def test_bad_argument_becomes_an_error_message_and_the_model_recovers(make_agent: Any) -> None:
-    agent = make_agent(
-        [ai("", call("add", a="two")), ai("", call("add", a=2)), "3"], tools=[add]
-    )
+    agent = make_agent([ai("", call("add", a="two")), ai("", call("add", a=2)), "3"], tools=[add])
     result = agent.invoke("2+1?")
 
     first_reply = result.messages[2]
@@ -268,7 +266,12 @@ def test_stream_modes(make_agent: Any) -> None:
     assert [e.data for e in events if e.mode == "custom"] == [{"step": 1}]
     chunks = [e.data.content for e in events if e.mode == "messages" and e.source == "model"]
     assert "".join(chunks) == "all good"
-    assert [e.source for e in events if e.mode == "updates"] == ["input", "model", "progress", "model"][1:]
+    assert [e.source for e in events if e.mode == "updates"] == [
+        "input",
+        "model",
+        "progress",
+        "model",
+    ][1:]
 
 
 def test_astream_yields_the_same_updates(make_agent: Any) -> None:

@@ -28,9 +28,7 @@ def init_chat_model(model: str | ChatModel, **settings: Any) -> ChatModel:
             raise ConfigError("settings can only be given with a model id, not an instance")
         return model
     if not isinstance(model, str) or ":" not in model:
-        raise ConfigError(
-            f"model must be a ChatModel or a 'provider:model' string, got {model!r}"
-        )
+        raise ConfigError(f"model must be a ChatModel or a 'provider:model' string, got {model!r}")
     provider, _, name = model.partition(":")
     factory = load("plait.models", provider, what="model provider")
     instance = factory(name, **settings)

@@ -17,7 +17,7 @@ from plait.models.base import ChatModel, ModelProfile
 if TYPE_CHECKING:
     from plait.tools import Tool
 
-__all__ = ["ScriptedChatModel", "ScriptedRequest", "ScriptExhaustedError"]
+__all__ = ["ScriptExhaustedError", "ScriptedChatModel", "ScriptedRequest"]
 
 Response: TypeAlias = (
     "AIMessage | str | BaseException | Callable[[list[AnyMessage], list[Tool]], AIMessage | str]"
