@@ -1,0 +1,484 @@
+"""Agent files: an agent described in TOML, turned into ``create_agent`` arguments.
+
+```toml
+[agent]
+model = "scripted:demo"                      # any "provider:model" id
+model_settings = { responses = ["Hello!"] }  # given to the provider's factory
+system_prompt = "You are terse."
+tools = ["my_tools:get_weather"]             # module:function, found beside this file
+checkpointer = "sqlite:///agent.db"
+
+[[middleware]]
+use = "model_call_limit"                     # an entry-point name
+run_limit = 5                                # the middleware's options
+```
+
+The file is structured into attrs classes with a strict cattrs converter, so every mistake
+is reported with the file, the table and the key, and what was expected there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+import cattrs
+from cattrs.cols import list_structure_factory
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+    IterableValidationNote,
+)
+
+from plait.errors import ConfigError
+
+if TYPE_CHECKING:
+    from plait.agent import Agent
+
+__all__ = [
+    "AgentFile",
+    "AgentFileError",
+    "AgentSection",
+    "AgentSpec",
+    "MiddlewareTable",
+    "ScriptedResponse",
+    "ScriptedToolCall",
+    "load_agent",
+    "read_agent_file",
+]
+
+T = TypeVar("T")
+
+
+class AgentFileError(ConfigError):
+    """A mistake in an agent file; the message names the file, the table and the key."""
+
+    def __init__(self, file: Path | str, where: str, message: str) -> None:
+        self.file = str(file)
+        self.where = where
+        self.problem = message
+        super().__init__(f"{file}: {where}: {message}" if where else f"{file}: {message}")
+
+
+# --------------------------------------------------------------------------- the file's shape
+
+
+class _FieldError(ValueError):
+    """A validator's complaint, with the field it is about (so the path can name it)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _positive(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise _FieldError(attribute.name, f"must be at least 1, got {value}")
+
+
+@attrs.frozen
+class AgentSection:
+    """The ``[agent]`` table."""
+
+    model: str
+    model_settings: dict[str, Any] = attrs.Factory(dict)
+    system_prompt: str | None = None
+    tools: list[str] = attrs.Factory(list)
+    checkpointer: str | None = None
+    store: str | None = None
+    response_format: str | None = None
+    recursion_limit: int = attrs.field(default=25, validator=_positive)
+
+
+@attrs.frozen
+class MiddlewareTable:
+    """One ``[[middleware]]`` table: ``use`` names the entry point, the rest are options."""
+
+    use: str
+    options: dict[str, Any] = attrs.Factory(dict)
+
+
+@attrs.frozen
+class AgentFile:
+    """The whole file."""
+
+    agent: AgentSection
+    middleware: list[MiddlewareTable] = attrs.Factory(list)
+
+
+@attrs.frozen
+class ScriptedToolCall:
+    """A tool call in a scripted response: ``{name = "...", args = {...}}``."""
+
+    name: str
+    args: dict[str, Any] = attrs.Factory(dict)
+    id: str | None = None
+
+
+@attrs.frozen
+class ScriptedResponse:
+    """A scripted model answer written as a table.
+
+    ``text`` and ``tool_calls`` give a fixed answer; ``function = "module:callable"``
+    names a function ``(messages, tools) -> AIMessage | str`` that computes it.
+    """
+
+    text: str = ""
+    tool_calls: list[ScriptedToolCall] = attrs.Factory(list)
+    function: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.function is not None and (self.text or self.tool_calls):
+            raise ValueError("give either function or text/tool_calls, not both")
+
+
+# --------------------------------------------------------------------------- the converter
+
+
+class _Expected(ValueError):
+    """A value of the wrong kind: carries the words for what was expected."""
+
+    def __init__(self, expected: str, value: Any) -> None:
+        self.expected = expected
+        super().__init__(f"expected {expected}, got {_show(value)}")
+
+
+def _show(value: Any) -> str:
+    kind = {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a float",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{kind} ({text})" if not isinstance(value, dict | list) else kind
+
+
+def _scalar(kind: type, words: str) -> Callable[[Any, Any], Any]:
+    def structure(value: Any, _: Any) -> Any:
+        # bool is an int in Python, but never in an agent file.
+        if type(value) is not kind and not (kind is float and type(value) is int):
+            raise _Expected(words, value)
+        return value
+
+    return structure
+
+
+def _table(value: Any, _: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Expected("a table", value)
+    return dict(value)
+
+
+def _middleware_table(value: Any, _: Any) -> MiddlewareTable:
+    if not isinstance(value, dict):
+        raise _Expected("a table", value)
+    options = dict(value)
+    if "use" not in options:
+        raise _Expected("a 'use' key naming the middleware", value)
+    use = options.pop("use")
+    if not isinstance(use, str):
+        raise _Expected("a string in 'use'", use)
+    return MiddlewareTable(use, options)
+
+
+def _response(converter: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    def structure(value: Any, _: Any) -> str | ScriptedResponse:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict):
+            return converter.structure(value, ScriptedResponse)
+        raise _Expected("a string or a table {text, tool_calls} or {function}", value)
+
+    return structure
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    conv.register_structure_hook(str, _scalar(str, "a string"))
+    conv.register_structure_hook(int, _scalar(int, "an integer"))
+    conv.register_structure_hook(bool, _scalar(bool, "a boolean"))
+    conv.register_structure_hook(float, _scalar(float, "a number"))
+    conv.register_structure_hook_func(lambda tp: tp == dict[str, Any], _table)
+    conv.register_structure_hook(MiddlewareTable, _middleware_table)
+    conv.register_structure_hook_func(lambda tp: tp == str | ScriptedResponse, _response(conv))
+
+    def strict_list(tp: Any) -> Callable[[Any, Any], Any]:
+        base = list_structure_factory(tp, conv)
+
+        def structure(value: Any, _: Any) -> list[Any]:
+            if not isinstance(value, list):
+                raise _Expected("an array", value)
+            result: list[Any] = base(value, tp)
+            return result
+
+        return structure
+
+    conv.register_structure_hook_factory(
+        lambda tp: getattr(tp, "__origin__", None) is list, strict_list
+    )
+    conv.register_unstructure_hook(type(None), lambda _: None)
+    return conv
+
+
+_converter = _make_converter()
+
+
+def _problems(exc: BaseException, path: str) -> list[tuple[str, str]]:
+    """Flatten a cattrs error tree into (path, message) pairs, paths like ``agent.tools[0]``."""
+    if isinstance(exc, ClassValidationError | IterableValidationError):
+        found: list[tuple[str, str]] = []
+        with_notes, without = exc.group_exceptions()
+        for inner, note in with_notes:
+            if isinstance(note, IterableValidationNote):
+                sub = f"{path}[{note.index}]"
+            elif isinstance(note, AttributeValidationNote):
+                sub = f"{path}.{note.name}" if path else note.name
+            else:
+                sub = path
+            if isinstance(inner, KeyError):
+                found.append((sub, "this key is required"))
+            else:
+                found.extend(_problems(inner, sub))
+        for inner in without:
+            if isinstance(inner, _FieldError):
+                found.append((f"{path}.{inner.field}" if path else inner.field, str(inner)))
+            else:
+                found.extend(_problems(inner, path))
+        return found
+    if isinstance(exc, ForbiddenExtraKeysError):
+        valid = ", ".join(f.name for f in attrs.fields(exc.cl)) if attrs.has(exc.cl) else ""
+        keys = ", ".join(repr(k) for k in sorted(exc.extra_fields))
+        noun = "keys" if len(exc.extra_fields) > 1 else "key"
+        return [
+            (path, f"unknown {noun} {keys}" + (f" (expected one of: {valid})" if valid else ""))
+        ]
+    return [(path, str(exc))]
+
+
+def _where(path: str, data: Mapping[str, Any]) -> str:
+    """``agent.tools[0]`` → ``[agent] tools[0]``; ``middleware[1].x`` → ``[[middleware]] #2``."""
+    if not path:
+        return "top level"
+    match = re.match(r"middleware\[(\d+)\](?:\.(.*))?$", path)
+    if match:
+        index = int(match.group(1))
+        table = _middleware_label(index, data)
+        return f"{table} {match.group(2)}" if match.group(2) else table
+    head, _, rest = path.partition(".")
+    if head == "agent":
+        return f"[agent] {rest}" if rest else "[agent]"
+    return f"top level: {path}"
+
+
+def _middleware_label(index: int, data: Mapping[str, Any]) -> str:
+    use = None
+    tables = data.get("middleware")
+    if isinstance(tables, list) and index < len(tables) and isinstance(tables[index], dict):
+        use = tables[index].get("use")
+    label = f"[[middleware]] #{index + 1}"
+    return f'{label} (use = "{use}")' if isinstance(use, str) else label
+
+
+def _structure(file: Path, data: Mapping[str, Any], value: Any, tp: type[T], path: str) -> T:
+    try:
+        return _converter.structure(value, tp)
+    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+        problems = _problems(exc, path)
+        where, message = problems[0]
+        if len(problems) > 1:
+            others = "; ".join(f"{_where(p, data)}: {m}" for p, m in problems[1:])
+            message = f"{message} (also {others})"
+        raise AgentFileError(file, _where(where, data), message) from None
+
+
+# --------------------------------------------------------------------------- resolving names
+
+
+def _import(spec: str, base: Path) -> Any:
+    """The object ``"module:attr"`` names, importing modules beside the agent file first."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"expected 'module:name', got {spec!r}")
+    folder = str(base)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            raise ValueError(
+                f"cannot import {spec!r}: no module named {exc.name!r} "
+                f"(looked beside the agent file, in {folder}, and on sys.path)"
+            ) from None
+        raise ValueError(f"cannot import {spec!r}: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:
+        raise ValueError(
+            f"cannot import {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+        ) from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(
+                f"cannot import {spec!r}: {module_name!r} has no attribute {attr!r}"
+            ) from None
+    return obj
+
+
+def _scripted_responses(file: Path, data: Mapping[str, Any], raw: Any, base: Path) -> list[Any]:
+    from plait.messages import AIMessage, ToolCall
+
+    path = "agent.model_settings.responses"
+    items = _structure(file, data, raw, list[str | ScriptedResponse], path)
+    responses: list[Any] = []
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            responses.append(item)
+        elif item.function is not None:
+            try:
+                func = _import(item.function, base)
+            except ValueError as exc:
+                where = _where(f"{path}[{index}].function", data)
+                raise AgentFileError(file, where, str(exc)) from None
+            if not callable(func):
+                where = _where(f"{path}[{index}].function", data)
+                raise AgentFileError(file, where, f"{item.function!r} is not callable")
+            responses.append(func)
+        else:
+            calls = [
+                ToolCall(c.name, dict(c.args)) if c.id is None else ToolCall(c.name, c.args, c.id)
+                for c in item.tool_calls
+            ]
+            responses.append(AIMessage(item.text, tool_calls=calls))
+    return responses
+
+
+# --------------------------------------------------------------------------- the spec
+
+
+@attrs.frozen
+class AgentSpec:
+    """An agent file, read and checked: ``kwargs`` are ``create_agent``'s arguments,
+    ``recursion_limit`` goes to ``invoke``. Names are resolved, the agent not yet built."""
+
+    path: Path
+    file: AgentFile
+    kwargs: dict[str, Any]
+    recursion_limit: int
+
+    @property
+    def checkpointer(self) -> str | None:
+        return self.file.agent.checkpointer
+
+    def build(self, **overrides: Any) -> Agent:
+        """``create_agent(**kwargs, **overrides)``; errors are prefixed with the file.
+
+        ``middleware`` given as an override replaces the file's list; ``extra_middleware``
+        (a list) is put in front of it (the CLI's display uses this).
+        """
+        from plait.agent import create_agent
+
+        kwargs = dict(self.kwargs)
+        extra = list(overrides.pop("extra_middleware", ()))
+        kwargs.update(overrides)
+        kwargs["middleware"] = [*extra, *kwargs.get("middleware", ())]
+        try:
+            return create_agent(**kwargs)
+        except AgentFileError:
+            raise
+        except ConfigError as exc:
+            raise AgentFileError(self.path, "", str(exc)) from None
+
+
+def read_agent_file(path: str | Path) -> AgentSpec:
+    """Read, check and resolve the agent file at ``path`` (``AgentFileError`` if wrong)."""
+    from plait import _resolve
+    from plait.models import init_chat_model
+
+    file = Path(path)
+    try:
+        with file.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise AgentFileError(file, "", "no such file") from None
+    except OSError as exc:
+        raise AgentFileError(file, "", f"cannot read it: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise AgentFileError(file, "", f"not valid TOML: {exc}") from None
+    if "agent" not in data:
+        raise AgentFileError(
+            file, "top level", "an [agent] table with at least 'model' is required"
+        )
+    parsed = _structure(file, data, data, AgentFile, "")
+    base = file.resolve().parent
+    agent = parsed.agent
+
+    settings = dict(agent.model_settings)
+    provider = agent.model.partition(":")[0]
+    if provider == "scripted" and "responses" in settings:
+        settings["responses"] = _scripted_responses(file, data, settings["responses"], base)
+    try:
+        model = init_chat_model(agent.model, **settings)
+    except ConfigError as exc:
+        raise AgentFileError(file, "[agent] model", str(exc)) from None
+    except TypeError as exc:
+        raise AgentFileError(
+            file, "[agent] model_settings", f"not accepted by {provider!r}: {exc}"
+        ) from None
+
+    tools = []
+    for index, spec in enumerate(agent.tools):
+        try:
+            obj = _import(spec, base)
+        except ValueError as exc:
+            raise AgentFileError(file, f"[agent] tools[{index}]", str(exc)) from None
+        if not callable(obj):
+            raise AgentFileError(
+                file, f"[agent] tools[{index}]", f"{spec!r} is not a function or a plait.Tool"
+            )
+        tools.append(obj)
+
+    response_format = None
+    if agent.response_format is not None:
+        try:
+            response_format = _import(agent.response_format, base)
+        except ValueError as exc:
+            raise AgentFileError(file, "[agent] response_format", str(exc)) from None
+
+    middleware: list[Any] = []
+    for index, table in enumerate(parsed.middleware):
+        try:
+            _resolve.build(table.use, table.options)
+        except ConfigError as exc:
+            raise AgentFileError(file, _middleware_label(index, data), str(exc)) from None
+        middleware.append((table.use, dict(table.options)))
+
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "tools": tools,
+        "system_prompt": agent.system_prompt,
+        "middleware": middleware,
+        "checkpointer": agent.checkpointer,
+        "store": agent.store,
+        "response_format": response_format,
+    }
+    return AgentSpec(file, parsed, kwargs, agent.recursion_limit)
+
+
+def load_agent(path: str | Path, **overrides: Any) -> Agent:
+    """Build the agent an agent file describes; ``overrides`` replace ``create_agent``
+    arguments (``checkpointer="memory"``, ``model=...``)."""
+    return read_agent_file(path).build(**overrides)

@@ -1,0 +1,662 @@
+"""The ``plait`` command line: run and chat with agent files, list plugins, scaffold one.
+
+Every failure ends with one line on stderr (``plait: error: ...``) and a non-zero exit
+code; ``PLAIT_DEBUG=1`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import attrs
+import cattrs
+
+from plait.errors import PlaitError
+from plait.middleware import Middleware
+
+if TYPE_CHECKING:
+    from plait.agent import Agent, AgentResult
+    from plait.agentfile import AgentSpec
+    from plait.messages import ToolCall, ToolMessage
+    from plait.options import OptionInfo
+    from plait.types import Command, Interrupt, ModelRequest, ModelResponse, ToolCallRequest
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class CLIError(PlaitError):
+    """A mistake in how the command was used (reported as one line, exit code 1)."""
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _short(text: str, width: int = 100) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def format_call(call: ToolCall) -> str:
+    """``get_weather(city="Paris")``: a tool call on one line."""
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.args.items())
+    return f"{call.name}({_short(args, 80)})"
+
+
+class Spinner:
+    """A one-character spinner on stderr while the model works; only on a terminal."""
+
+    FRAMES = "|/-\\"
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, label: str = "thinking") -> None:
+        if not self.enabled or self._thread is not None:
+            return
+        self._stop.clear()
+
+        def spin() -> None:
+            index = 0
+            while not self._stop.wait(0.1):
+                frame = self.FRAMES[index % len(self.FRAMES)]
+                self.stream.write(f"\r{frame} {label}...")
+                self.stream.flush()
+                index += 1
+            self.stream.write("\r" + " " * (len(label) + 6) + "\r")
+            self.stream.flush()
+
+        self._thread = threading.Thread(target=spin, name="plait-spinner", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+
+
+@attrs.define(eq=False)
+class ConsoleDisplay(Middleware):
+    """Shows a run as it happens: a spinner during model calls, each tool call with its
+    result, and what the model says beside its tool calls.
+
+    The CLI puts it first in the middleware list, so it is outermost around calls and
+    sees what the other middleware made of each call and result.
+    """
+
+    out: IO[str]
+    spinner: Spinner
+    shown: set[str] = attrs.Factory(set)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        self.spinner.start()
+        try:
+            response = handler(request)
+        finally:
+            self.spinner.stop()
+        message = response.message
+        if message is not None and message.tool_calls and message.text.strip():
+            self.out.write(message.text.strip() + "\n")
+            self.out.flush()
+            self.shown.add(message.id)
+        return response
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command],
+    ) -> ToolMessage | Command:
+        from plait.messages import ToolMessage
+
+        self.out.write(f"  -> {format_call(request.tool_call)}\n")
+        self.out.flush()
+        result = handler(request)
+        message = result if isinstance(result, ToolMessage) else _tool_message_of(result)
+        if message is not None:
+            mark = "!!" if message.status == "error" else "<-"
+            self.out.write(f"  {mark} {_short(message.text) or '(empty)'}\n")
+            self.out.flush()
+        return result
+
+
+def _tool_message_of(command: Command) -> ToolMessage | None:
+    from plait.messages import ToolMessage
+
+    messages = (command.update or {}).get("messages", [])
+    if isinstance(messages, ToolMessage):
+        return messages
+    for message in messages if isinstance(messages, list | tuple) else ():
+        if isinstance(message, ToolMessage):
+            return message
+    return None
+
+
+def _final_answer(result: AgentResult, shown: set[str]) -> str | None:
+    from plait.messages import AIMessage
+
+    if result.interrupts or not result.messages:
+        return None
+    last = result.messages[-1]
+    if isinstance(last, AIMessage) and last.id not in shown:
+        return last.text
+    return None
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+_json_converter = cattrs.Converter()
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    try:
+        data = _json_converter.unstructure(value)
+    except Exception:
+        return repr(value)
+    json.dumps(data, default=repr)
+    return data
+
+
+def result_to_json(result: AgentResult) -> dict[str, Any]:
+    """The run's result as plain JSON data (messages as ``unstructure_message`` writes them)."""
+    from plait.messages import unstructure_message
+
+    return {
+        "text": result.text,
+        "messages": [unstructure_message(m) for m in result.messages],
+        "usage": attrs.asdict(result.usage),
+        "interrupts": [{"id": i.id, "value": _jsonable(i.value)} for i in result.interrupts],
+        "structured_response": _jsonable(result.structured_response),
+        "thread_id": result.thread_id,
+        "run_id": result.run_id,
+    }
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _load(path: str) -> AgentSpec:
+    from plait.agentfile import read_agent_file
+
+    return read_agent_file(path)
+
+
+def _parse_json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CLIError(f"{what} is not valid JSON: {exc.msg} (at character {exc.pos})") from None
+
+
+def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from plait.types import Command
+
+    spec = _load(args.agent)
+    if args.thread and spec.checkpointer is None:
+        raise CLIError(
+            f"--thread needs a checkpointer: set checkpointer in the [agent] table of "
+            f'{args.agent} (e.g. checkpointer = "sqlite:///agent.db")'
+        )
+    if args.resume is not None and not args.thread:
+        raise CLIError("--resume needs --thread ID (the paused thread to resume)")
+
+    agent_input: Any
+    if args.resume is not None:
+        if args.prompt is not None:
+            raise CLIError("give either a PROMPT or --resume, not both")
+        agent_input = Command(resume=_parse_json(args.resume, "--resume"))
+    elif args.prompt is not None:
+        agent_input = args.prompt
+    elif not sys.stdin.isatty():
+        agent_input = sys.stdin.read().strip() or None
+    else:
+        agent_input = None
+    if agent_input is None and not args.thread:
+        raise CLIError("give a PROMPT (or pipe one on stdin), or --thread ID to continue a thread")
+
+    thread = args.thread
+    if thread is None and spec.checkpointer is not None:
+        thread = f"run-{uuid.uuid4().hex[:12]}"
+
+    overrides: dict[str, Any] = {}
+    if args.model:
+        overrides["model"] = args.model
+    display: ConsoleDisplay | None = None
+    if not args.json:
+        display = ConsoleDisplay(out, Spinner(err))
+        overrides["extra_middleware"] = [display]
+    agent = spec.build(**overrides)
+    result = agent.invoke(agent_input, thread_id=thread, recursion_limit=spec.recursion_limit)
+
+    if args.json:
+        json.dump(result_to_json(result), out, ensure_ascii=False, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    assert display is not None
+    answer = _final_answer(result, display.shown)
+    if answer is not None:
+        out.write(answer + "\n")
+    if result.structured_response is not None:
+        out.write(json.dumps(_jsonable(result.structured_response), ensure_ascii=False) + "\n")
+    if result.interrupts:
+        _print_pending(result.interrupts, out)
+        out.write(
+            f"The run is paused on thread {thread!r}. Answer with "
+            f"`plait run {shlex.quote(args.agent)} --thread {thread} --resume JSON`, "
+            f"or continue interactively with `plait chat {shlex.quote(args.agent)} "
+            f"--thread {thread}`.\n"
+        )
+    return EXIT_OK
+
+
+def _print_pending(interrupts: Sequence[Interrupt], out: IO[str]) -> None:
+    for item in interrupts:
+        value = item.value
+        if _is_review(value):
+            for request in value["action_requests"]:
+                out.write(
+                    f"Waiting for approval: {request.get('name')}"
+                    f"({_short(json.dumps(request.get('args', {}), ensure_ascii=False), 80)})\n"
+                )
+        else:
+            out.write(f"Waiting for an answer ({item.id}): {json.dumps(_jsonable(value))}\n")
+
+
+# --------------------------------------------------------------------------- chat
+
+
+def _is_review(value: Any) -> bool:
+    return isinstance(value, Mapping) and isinstance(value.get("action_requests"), list)
+
+
+class Asker:
+    """Reads answers from the human: one line at a time from ``stdin``."""
+
+    def __init__(self, stdin: IO[str], out: IO[str]) -> None:
+        self.stdin = stdin
+        self.out = out
+
+    def ask(self, prompt: str) -> str:
+        self.out.write(prompt)
+        self.out.flush()
+        line = self.stdin.readline()
+        if not line:
+            raise EOFError
+        if not self.stdin.isatty():
+            self.out.write(line if line.endswith("\n") else line + "\n")
+        return line.rstrip("\n")
+
+    def edit_json(self, value: Any) -> Any:
+        """New JSON for ``value``: in ``$VISUAL``/``$EDITOR`` on a terminal, else typed."""
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        current = json.dumps(value, indent=2, ensure_ascii=False)
+        if editor and self.stdin.isatty():
+            with tempfile.NamedTemporaryFile(
+                "w", suffix=".json", delete=False, encoding="utf-8"
+            ) as handle:
+                handle.write(current + "\n")
+            try:
+                subprocess.run([*shlex.split(editor), handle.name], check=True)
+                text = Path(handle.name).read_text(encoding="utf-8")
+            finally:
+                os.unlink(handle.name)
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError as exc:
+                self.out.write(f"  not valid JSON ({exc.msg}); type it instead\n")
+        self.out.write(f"  current: {json.dumps(value, ensure_ascii=False)}\n")
+        while True:
+            text = self.ask("  new value as JSON (empty keeps it): ").strip()
+            if not text:
+                return value
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError as exc:
+                self.out.write(f"  not valid JSON: {exc.msg}; try again\n")
+
+
+_CHOICES = {
+    "approve": ("a", "approve"),
+    "edit": ("e", "edit"),
+    "reject": ("r", "reject"),
+    "respond": ("s", "respond"),
+}
+
+
+def review(value: Mapping[str, Any], asker: Asker) -> dict[str, Any]:
+    """Ask for one decision per action request of a human-in-the-loop interrupt."""
+    requests = value["action_requests"]
+    configs = value.get("review_configs") or []
+    by_name = {c.get("action_name"): c for c in configs if isinstance(c, Mapping)}
+    decisions: list[dict[str, Any]] = []
+    for index, request in enumerate(requests):
+        name = request.get("name", "?")
+        args = request.get("args", {})
+        config = configs[index] if index < len(configs) else by_name.get(name, {})
+        allowed = list(config.get("allowed_decisions") or _CHOICES)
+        asker.out.write(f"\nApproval needed: {name}({json.dumps(args, ensure_ascii=False)})\n")
+        if request.get("description"):
+            for line in str(request["description"]).splitlines():
+                asker.out.write(f"  {line}\n")
+        menu = "  ".join(f"[{_CHOICES[d][0]}]{d[1:]}" if d in _CHOICES else d for d in allowed)
+        while True:
+            answer = asker.ask(f"  {menu} > ").strip().lower()
+            choice = next((d for d in allowed if d in _CHOICES and answer in _CHOICES[d]), None)
+            if choice is not None:
+                break
+            asker.out.write(f"  please answer one of: {', '.join(allowed)}\n")
+        if choice == "approve":
+            decisions.append({"type": "approve"})
+        elif choice == "edit":
+            new_args = asker.edit_json(args)
+            while not isinstance(new_args, dict):
+                asker.out.write("  the arguments must be a JSON object\n")
+                new_args = asker.edit_json(args)
+            decisions.append({"type": "edit", "edited_action": {"name": name, "args": new_args}})
+        elif choice == "reject":
+            reason = asker.ask("  reason (optional): ").strip()
+            decisions.append({"type": "reject", **({"message": reason} if reason else {})})
+        else:
+            reply = asker.ask("  reply to give the model as the tool's result: ")
+            decisions.append({"type": "respond", "message": reply})
+    return {"decisions": decisions}
+
+
+def answer_interrupts(interrupts: Sequence[Interrupt], asker: Asker) -> dict[str, Any]:
+    """The ``resume`` value for every pending interrupt, keyed by interrupt id."""
+    answers: dict[str, Any] = {}
+    for item in interrupts:
+        if _is_review(item.value):
+            answers[item.id] = review(item.value, asker)
+            continue
+        asker.out.write(
+            f"\nThe agent asks: {json.dumps(_jsonable(item.value), ensure_ascii=False)}\n"
+        )
+        text = asker.ask("  answer (JSON, or plain text) > ")
+        try:
+            answers[item.id] = json.loads(text)
+        except json.JSONDecodeError:
+            answers[item.id] = text
+    return answers
+
+
+def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from plait.types import Command
+
+    spec = _load(args.agent)
+    overrides: dict[str, Any] = {}
+    if spec.checkpointer is None:
+        overrides["checkpointer"] = "memory"  # a chat is one thread: it needs its history
+    if args.model:
+        overrides["model"] = args.model
+    display = ConsoleDisplay(out, Spinner(err))
+    agent = spec.build(extra_middleware=[display], **overrides)
+    thread = args.thread or f"chat-{uuid.uuid4().hex[:12]}"
+    asker = Asker(sys.stdin, out)
+    out.write(f"Chatting with {args.agent} on thread {thread}. /exit or Ctrl-D to leave.\n")
+    while True:
+        try:
+            line = asker.ask("\nyou> ").strip()
+        except EOFError:
+            out.write("\n")
+            return EXIT_OK
+        if not line:
+            continue
+        if line in ("/exit", "/quit"):
+            return EXIT_OK
+        agent_input: Any = line
+        try:
+            while True:
+                result = _turn(agent, agent_input, thread, spec.recursion_limit)
+                if not result.interrupts:
+                    break
+                agent_input = Command(resume=answer_interrupts(result.interrupts, asker))
+        except EOFError:
+            out.write(f"\nNo answer given; thread {thread} stays paused.\n")
+            return EXIT_OK
+        except PlaitError as exc:
+            err.write(f"plait: error: {_one_line(exc)}\n")
+            continue
+        answer = _final_answer(result, display.shown)
+        if answer is not None:
+            out.write(f"agent> {answer}\n")
+
+
+def _turn(agent: Agent, agent_input: Any, thread: str, limit: int) -> AgentResult:
+    return agent.invoke(agent_input, thread_id=thread, recursion_limit=limit)
+
+
+# --------------------------------------------------------------------------- plugins
+
+
+@attrs.frozen
+class PluginInfo:
+    """One installed entry point of a plait group, as ``plait plugins`` lists it."""
+
+    group: str
+    name: str
+    value: str
+    distribution: str | None
+    version: str | None
+    disabled: bool = False
+    options: list[OptionInfo] | None = None
+    error: str | None = None
+
+
+def collect_plugins() -> list[PluginInfo]:
+    """Every installed entry point of plait's groups, middleware with their options."""
+    from plait import _entrypoints
+
+    blocked = _entrypoints.disabled()
+    found: list[PluginInfo] = []
+    for group, full in _entrypoints.GROUPS.items():
+        for name, ep in sorted(_entrypoints._group(full).items()):
+            dist = ep.dist
+            info = PluginInfo(
+                group,
+                name,
+                ep.value,
+                dist.name if dist is not None else None,
+                dist.version if dist is not None else None,
+                disabled=name in blocked,
+            )
+            if group == "middleware":
+                info = _with_options(info, ep)
+            found.append(info)
+    return found
+
+
+def _with_options(info: PluginInfo, ep: EntryPoint) -> PluginInfo:
+    from plait.options import describe_options
+
+    try:
+        cls = ep.load()
+        return attrs.evolve(info, options=describe_options(cls))
+    except Exception as exc:
+        return attrs.evolve(info, error=f"cannot load: {type(exc).__name__}: {exc}")
+
+
+_TITLES = {
+    "middleware": "Middleware",
+    "models": "Model providers",
+    "checkpointers": "Checkpointers",
+    "stores": "Stores",
+}
+
+
+def cmd_plugins(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    plugins = collect_plugins()
+    if args.json:
+        data: dict[str, list[dict[str, Any]]] = {group: [] for group in _TITLES}
+        for info in plugins:
+            data[info.group].append(attrs.asdict(info, filter=lambda a, _: a.name != "group"))
+        json.dump(data, out, indent=2, ensure_ascii=False, default=repr)
+        out.write("\n")
+        return EXIT_OK
+    for group, title in _TITLES.items():
+        rows = [p for p in plugins if p.group == group]
+        out.write(f"{title}\n")
+        if not rows:
+            out.write("  (none installed)\n\n")
+            continue
+        table = [("NAME", "DISTRIBUTION", "VERSION", "OBJECT")] + [
+            (
+                p.name + (" (disabled)" if p.disabled else ""),
+                p.distribution or "?",
+                p.version or "?",
+                p.value,
+            )
+            for p in rows
+        ]
+        widths = [max(len(row[i]) for row in table) for i in range(3)]
+        for number, row in enumerate(table):
+            cells = [row[i].ljust(widths[i]) for i in range(3)] + [row[3]]
+            out.write("  " + "  ".join(cells).rstrip() + "\n")
+            if number == 0:
+                continue
+            info = rows[number - 1]
+            if info.error:
+                out.write(f"      {info.error}\n")
+            for option in info.options or ():
+                default = "(required)" if option.required else f"= {option.default}"
+                out.write(f"      {option.name}: {option.type} {default}\n")
+                if option.help:
+                    out.write(f"          {_short(option.help, 90)}\n")
+        out.write("\n")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- new-plugin
+
+
+def cmd_new_plugin(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from plait.scaffold import create_plugin
+
+    created = create_plugin(args.name, Path(args.dir))
+    out.write(f"Created {created.root}\n")
+    for path in created.files:
+        out.write(f"  {path.relative_to(created.root)}\n")
+    out.write(
+        "\nNext:\n"
+        f"  pip install -e {shlex.quote(str(created.root))}\n"
+        f"  pytest {shlex.quote(str(created.root / 'tests'))}\n"
+        f'  then enable it in an agent file:  [[middleware]]  use = "{created.entry_point}"\n'
+    )
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="plait", description="Run plait agents and manage plait plugins."
+    )
+    from plait import __version__
+
+    parser.add_argument("--version", action="version", version=f"plait {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = sub.add_parser("run", help="run an agent file once", description="Run an agent file.")
+    run.add_argument("agent", metavar="AGENT.toml", help="the agent file")
+    run.add_argument("prompt", metavar="PROMPT", nargs="?", help="the message (default: stdin)")
+    run.add_argument("--json", action="store_true", help="print the result as JSON")
+    run.add_argument("--thread", metavar="ID", help="continue this thread (needs a checkpointer)")
+    run.add_argument("--resume", metavar="JSON", help="answer the thread's pending interrupt")
+    run.add_argument("--model", metavar="ID", help="use this model id instead of the file's")
+    run.set_defaults(func=cmd_run)
+
+    chat = sub.add_parser("chat", help="talk with an agent", description="Chat with an agent.")
+    chat.add_argument("agent", metavar="AGENT.toml", help="the agent file")
+    chat.add_argument("--thread", metavar="ID", help="the thread to use (default: a new one)")
+    chat.add_argument("--model", metavar="ID", help="use this model id instead of the file's")
+    chat.set_defaults(func=cmd_chat)
+
+    plugins = sub.add_parser(
+        "plugins", help="list installed plugins", description="List installed plugins."
+    )
+    plugins.add_argument("--json", action="store_true", help="print the list as JSON")
+    plugins.set_defaults(func=cmd_plugins)
+
+    new = sub.add_parser(
+        "new-plugin",
+        help="scaffold a middleware plugin distribution",
+        description="Create plait-NAME: a middleware plugin with its entry point and a test.",
+    )
+    new.add_argument("name", metavar="NAME", help="the plugin's name, e.g. shout")
+    new.add_argument("--dir", default=".", metavar="D", help="where to create it (default: .)")
+    new.set_defaults(func=cmd_new_plugin)
+    return parser
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+@contextmanager
+def _reported(err: IO[str]) -> Iterator[list[int]]:
+    code = [EXIT_OK]
+    try:
+        yield code
+    except BrokenPipeError:
+        # The reader went away (``plait run ... | head``): stop quietly, as cat does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code[0] = EXIT_ERROR
+    except KeyboardInterrupt:
+        err.write("\nplait: interrupted\n")
+        code[0] = EXIT_INTERRUPTED
+    except PlaitError as exc:
+        if os.environ.get("PLAIT_DEBUG"):
+            raise
+        err.write(f"plait: error: {_one_line(exc)}\n")
+        code[0] = EXIT_ERROR
+    except Exception as exc:
+        if os.environ.get("PLAIT_DEBUG"):
+            raise
+        err.write(
+            f"plait: error: {type(exc).__name__}: {_one_line(exc)} "
+            "(set PLAIT_DEBUG=1 for the traceback)\n"
+        )
+        code[0] = EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``plait`` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out, err = sys.stdout, sys.stderr
+    with _reported(err) as code:
+        code[0] = args.func(args, out, err)
+    return code[0]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
