@@ -69,15 +69,15 @@ class RunInfo:
 
 @attrs.frozen
 class CallHook:
+    """An ``async def`` node hook to await (sync ones the loop calls inline)."""
+
     call: Callable[..., Any]
     args: tuple[Any, ...]
-    scope: Scope
 
 
 @attrs.frozen
 class CallModel:
     request: ModelRequest
-    scope: Scope
 
 
 @attrs.frozen
@@ -115,6 +115,9 @@ class Run:
         self.runtime = runtime
         self.recursion_limit = recursion_limit
         self.sink = sink
+        # Interrupt ids derive from where interrupt() is called; hooks and the model run
+        # one at a time, so they share one scope the loop re-labels before each call.
+        self.scope = Scope(info.run_id, "", info.resume)
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -145,12 +148,16 @@ class Run:
                 self.sink(StreamEvent("values", self.thread.public(), node))
 
     def save(self) -> Steps:
-        self.thread.set(RUN_KEY, self.info.dump())
         if self.agent.checkpointer is not None and self.runtime.thread_id is not None:
+            self.thread.set(RUN_KEY, self.info.dump())
             yield Save(self.runtime.thread_id, self.thread)
 
-    def scope(self, key: str) -> Scope:
-        return Scope(self.info.run_id, f"{self.info.model_calls}:{key}", self.info.resume)
+    def enter(self, key: str) -> None:
+        self.scope.key = f"{self.info.model_calls}:{key}"
+        self.scope.counter = 0
+
+    def tool_scope(self, call_id: str) -> Scope:
+        return Scope(self.info.run_id, f"{self.info.model_calls}:tools:{call_id}", self.info.resume)
 
     def pause(self, interrupts: list[Interrupt]) -> Steps:
         if self.agent.checkpointer is None:
@@ -172,8 +179,12 @@ class Run:
         for index in range(start, len(impls)):
             impl = impls[index]
             self.info.hook = index
+            self.enter(f"{hook}:{impl.middleware}")
             try:
-                result = yield CallHook(impl.call, args, self.scope(f"{hook}:{impl.middleware}"))
+                if impl.is_async:
+                    result = yield CallHook(impl.call, args)
+                else:
+                    result = impl.call(*args)
             except InterruptSignal as signal:
                 yield from self.pause([signal.interrupt])
                 return None
@@ -250,7 +261,8 @@ class Run:
         info.model_calls += 1
         request = self.agent.model_request(self.thread, self.runtime)
         try:
-            response = yield CallModel(request, self.scope("model"))
+            self.enter("model")
+            response = yield CallModel(request)
         except InterruptSignal as signal:
             info.model_calls -= 1
             yield from self.pause([signal.interrupt])
@@ -290,7 +302,7 @@ class Run:
                 requests.append(
                     ToolCallRequest(call, tools.get(call.name), self.thread.view, self.runtime)
                 )
-                scopes.append(self.scope(f"tools:{call.id}"))
+                scopes.append(self.tool_scope(call.id))
         if requests:
             outcomes = yield CallTools(tuple(requests), tuple(scopes))
             for request, outcome in zip(requests, outcomes, strict=True):
@@ -376,38 +388,33 @@ class Run:
 # -- drivers ---------------------------------------------------------------------------------
 
 
-def drive(steps: Steps, agent: Agent) -> Any:
+def drive(run: Run) -> Any:
     """Run the loop synchronously, performing each effect in this thread."""
+    steps = run.steps()
+    agent = run.agent
+    token = current_scope.set(run.scope)
     value: Any = None
     error: BaseException | None = None
-    while True:
-        try:
-            effect = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value
-        error = None
-        try:
-            value = _perform(effect, agent)
-        except BaseException as exc:  # handed to the loop, which decides
-            value, error = None, exc
+    try:
+        while True:
+            try:
+                effect = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as stop:
+                return stop.value
+            error = None
+            try:
+                value = _perform(effect, agent)
+            except BaseException as exc:  # handed to the loop, which decides
+                value, error = None, exc
+    finally:
+        current_scope.reset(token)
 
 
 def _perform(effect: Effect, agent: Agent) -> Any:
     if isinstance(effect, CallHook):
-        token = current_scope.set(effect.scope)
-        try:
-            result = effect.call(*effect.args)
-            if asyncio.iscoroutine(result):
-                result = agent.loops.run(result)
-            return result
-        finally:
-            current_scope.reset(token)
+        return agent.loops.run(effect.call(*effect.args))
     if isinstance(effect, CallModel):
-        token = current_scope.set(effect.scope)
-        try:
-            return agent.model_handler(effect.request)
-        finally:
-            current_scope.reset(token)
+        return agent.model_handler(effect.request)
     if isinstance(effect, CallTools):
         outcomes: list[Any] = []
         for request, scope in zip(effect.requests, effect.scopes, strict=True):
@@ -445,8 +452,11 @@ def _save(effect: Save, agent: Agent) -> None:
     effect.state.step = delta.step
 
 
-async def adrive(steps: Steps, agent: Agent) -> Any:
+async def adrive(run: Run) -> Any:
     """Run the loop on the running event loop; tool calls of one message run concurrently."""
+    steps = run.steps()
+    agent = run.agent
+    current_scope.set(run.scope)  # this task's own context
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -463,20 +473,9 @@ async def adrive(steps: Steps, agent: Agent) -> Any:
 
 async def _aperform(effect: Effect, agent: Agent) -> Any:
     if isinstance(effect, CallHook):
-        token = current_scope.set(effect.scope)
-        try:
-            result = effect.call(*effect.args)
-            if asyncio.iscoroutine(result):
-                result = await result
-            return result
-        finally:
-            current_scope.reset(token)
+        return await effect.call(*effect.args)
     if isinstance(effect, CallModel):
-        token = current_scope.set(effect.scope)
-        try:
-            return await agent.amodel_handler(effect.request)
-        finally:
-            current_scope.reset(token)
+        return await agent.amodel_handler(effect.request)
     if isinstance(effect, CallTools):
         return await asyncio.gather(
             *(_acall_tool(agent, r, s) for r, s in zip(effect.requests, effect.scopes, strict=True))

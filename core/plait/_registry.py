@@ -65,13 +65,18 @@ class Impl:
 
 
 def _caller(func: Callable[..., Any], accepted: Sequence[str], spec: tuple[str, ...]) -> Any:
+    """``func`` callable with the spec's arguments in order, whatever subset it takes."""
     if tuple(accepted) == spec:
         return func
-    wanted = [i for i, name in enumerate(spec) if name in accepted]
-    names = [spec[i] for i in wanted]
+    wanted = [(name, i) for i, name in enumerate(spec) if name in accepted]
+    if not wanted:
+        return lambda *args: func()
+    if len(wanted) == 1:
+        ((name, index),) = wanted
+        return lambda *args: func(**{name: args[index]})
 
     def call(*args: Any) -> Any:
-        return func(**{name: args[i] for name, i in zip(names, wanted, strict=True)})
+        return func(**{name: args[i] for name, i in wanted})
 
     return call
 

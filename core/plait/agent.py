@@ -432,7 +432,7 @@ class Agent:
         run = self._begin(input, thread_id, context, limit, sink)
         token = stream_sink.set(sink if _wants_messages(sink) else None)
         try:
-            drive(run.steps(), self)
+            drive(run)
         except BaseException:
             self._release(run.runtime.thread_id, None)
             raise
@@ -461,7 +461,7 @@ class Agent:
             run = self._begin(input, thread_id, context, limit, sink)
         token = stream_sink.set(sink if _wants_messages(sink) else None)
         try:
-            await adrive(run.steps(), self)
+            await adrive(run)
         except BaseException:
             self._release(run.runtime.thread_id, None)
             raise

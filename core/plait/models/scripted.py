@@ -124,6 +124,29 @@ class ScriptedChatModel(ChatModel):
             )
         return response
 
+    async def ainvoke(
+        self,
+        messages: Sequence[AnyMessage],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[Tool] = (),
+        tool_choice: str | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> AIMessage:
+        """Native async: a scripted answer needs no worker thread (a response function
+        runs on the loop, so it must not block)."""
+        return self.invoke(
+            messages,
+            system_prompt=system_prompt,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            provider_options=provider_options,
+            **settings,
+        )
+
     def stream(
         self,
         messages: Sequence[AnyMessage],
