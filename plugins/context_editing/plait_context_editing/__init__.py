@@ -1,0 +1,186 @@
+"""Context editing for plait: clear old tool results once the conversation grows too long.
+
+By default only the request sent to the model is edited (the thread keeps every tool
+result); with ``persist=True`` the clearing is written to state, so the checkpoint shrinks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+from attrs import validators as v
+
+from plait.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
+from plait.middleware import Middleware
+from plait.models import ChatModel
+from plait.tokens import count_tokens
+from plait.types import ModelRequest, ModelResponse, Runtime
+
+__all__ = ["ClearToolUsesEdit", "ContextEditingMiddleware"]
+
+MARK = "context_editing"
+TokenCounter = Callable[[Sequence[AnyMessage]], int]
+
+
+def is_cleared(message: AnyMessage) -> bool:
+    """Whether an earlier edit already cleared ``message`` (it is never cleared twice)."""
+    mark = message.metadata.get(MARK)
+    return isinstance(mark, Mapping) and bool(mark.get("cleared"))
+
+
+def _names(value: Sequence[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen
+class ClearToolUsesEdit:
+    """Replace the content of older tool results by ``placeholder``, oldest first, once the
+    conversation is over ``trigger_tokens``; the newest ``keep`` results stay.
+
+    ``clear_at_least`` stops once that many tokens are reclaimed (0: clear every candidate).
+    ``include_tools`` (when given) limits clearing to those tools; ``exclude_tools`` protects
+    tools. ``clear_tool_inputs`` also empties the arguments of the matching tool call.
+    """
+
+    trigger_tokens: int = attrs.field(default=100_000, validator=v.ge(0))
+    clear_at_least: int = attrs.field(default=0, validator=v.ge(0))
+    keep: int = attrs.field(default=3, validator=v.ge(0))
+    clear_tool_inputs: bool = False
+    exclude_tools: Sequence[str] = attrs.field(default=(), converter=tuple)
+    include_tools: Sequence[str] | None = attrs.field(default=None, converter=_names)
+    placeholder: str = "[cleared]"
+
+    def __attrs_post_init__(self) -> None:
+        both = sorted(set(self.exclude_tools) & set(self.include_tools or ()))
+        if both:
+            raise ValueError(
+                f"include_tools and exclude_tools both name {', '.join(map(repr, both))}; "
+                "a tool is either clearable or protected"
+            )
+
+    def _clearable(self, message: ToolMessage) -> bool:
+        if is_cleared(message):
+            return False
+        name = message.name or ""
+        if name in self.exclude_tools:
+            return False
+        return self.include_tools is None or name in self.include_tools
+
+    def apply(
+        self, messages: Sequence[AnyMessage], counter: TokenCounter, extra_tokens: int = 0
+    ) -> tuple[list[AnyMessage], set[str]]:
+        """The edited messages and the ids of the messages that changed.
+
+        ``extra_tokens`` is what the request carries besides ``messages`` (system prompt).
+        Linear in the number of messages: one count for the trigger, then one per cleared
+        message for the tokens it gives back.
+        """
+        edited = list(messages)
+        if counter(edited) + extra_tokens <= self.trigger_tokens:
+            return edited, set()
+        tool_positions = [i for i, m in enumerate(edited) if isinstance(m, ToolMessage)]
+        if self.keep:
+            tool_positions = tool_positions[: -self.keep]
+        if not tool_positions:
+            return edited, set()
+        owners: dict[str, int] = {}
+        if self.clear_tool_inputs:
+            for index, message in enumerate(edited):
+                if isinstance(message, AIMessage):
+                    for call in message.tool_calls:
+                        owners[call.id] = index
+        changed: set[str] = set()
+        reclaimed = 0
+        for index in tool_positions:
+            if self.clear_at_least and reclaimed >= self.clear_at_least:
+                break
+            message = edited[index]
+            assert isinstance(message, ToolMessage)
+            if not self._clearable(message):
+                continue
+            cleared = attrs.evolve(
+                message,
+                content=self.placeholder,
+                metadata={**message.metadata, MARK: {"cleared": True}},
+            )
+            reclaimed += counter([message]) - counter([cleared])
+            edited[index] = cleared
+            changed.add(message.id)
+            owner = owners.get(message.tool_call_id)
+            if owner is not None:
+                ai = edited[owner]
+                assert isinstance(ai, AIMessage)
+                emptied = attrs.evolve(
+                    ai,
+                    tool_calls=[
+                        attrs.evolve(c, args={}) if c.id == message.tool_call_id else c
+                        for c in ai.tool_calls
+                    ],
+                )
+                reclaimed += counter([ai]) - counter([emptied])
+                edited[owner] = emptied
+                changed.add(ai.id)
+        return edited, changed
+
+
+def _edits(value: Sequence[ClearToolUsesEdit]) -> tuple[ClearToolUsesEdit, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class ContextEditingMiddleware(Middleware):
+    """Apply ``edits`` before every model call.
+
+    ``persist=False`` (the default) edits only the request the model receives; ``True``
+    writes the edits to state in ``before_model``, so the thread and its checkpoint shrink.
+    """
+
+    edits: Sequence[ClearToolUsesEdit] = attrs.field(
+        factory=lambda: (ClearToolUsesEdit(),), converter=_edits
+    )
+    persist: bool = False
+
+    def _apply(
+        self, messages: Sequence[AnyMessage], model: ChatModel | None, extra: int
+    ) -> tuple[list[AnyMessage], set[str]]:
+        counter: TokenCounter = model.count_tokens if model is not None else count_tokens
+        changed: set[str] = set()
+        edited = list(messages)
+        for edit in self.edits:
+            edited, ids = edit.apply(edited, counter, extra)
+            changed |= ids
+        return edited, changed
+
+    @staticmethod
+    def _extra(request: ModelRequest) -> int:
+        if not request.system_prompt:
+            return 0
+        return request.model.count_tokens([SystemMessage(request.system_prompt)])
+
+    def before_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
+        if not self.persist:
+            return None
+        edited, changed = self._apply(state["messages"], runtime.model, 0)
+        if not changed:
+            return None
+        return {"messages": [m for m in edited if m.id in changed]}
+
+    def _request(self, request: ModelRequest) -> ModelRequest:
+        if self.persist:
+            return request
+        edited, changed = self._apply(request.messages, request.model, self._extra(request))
+        return request.override(messages=edited) if changed else request
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(self._request(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        return await handler(self._request(request))
