@@ -1,0 +1,116 @@
+"""Messages round-trip exactly through JSON; chunks assemble into the message."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from plait.messages import (
+    AIMessage,
+    AIMessageChunk,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolCallChunk,
+    ToolMessage,
+    Usage,
+    from_json,
+    to_json,
+)
+from plait.tokens import count_tokens
+
+json_leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=20)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+json_object = st.dictionaries(st.text(max_size=8), json_value, max_size=4)
+content = st.text(max_size=40) | st.lists(
+    st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=20)})
+    | st.fixed_dictionaries({"type": st.just("image"), "url": st.text(max_size=20)}),
+    max_size=3,
+)
+ids = st.text(alphabet="abcdef0123456789", min_size=1, max_size=12)
+usage = st.builds(Usage, *(st.integers(0, 10_000) for _ in range(4)))
+tool_calls = st.lists(
+    st.builds(
+        ToolCall,
+        st.text(min_size=1, max_size=10),
+        json_object,
+        ids,
+        st.none() | st.text(max_size=10),
+    ),
+    max_size=3,
+)
+messages = st.one_of(
+    st.builds(SystemMessage, content, id=ids, metadata=json_object),
+    st.builds(HumanMessage, content, id=ids, metadata=json_object),
+    st.builds(
+        AIMessage,
+        content,
+        id=ids,
+        metadata=json_object,
+        tool_calls=tool_calls,
+        usage=st.none() | usage,
+        response_metadata=json_object,
+    ),
+    st.builds(
+        ToolMessage,
+        content,
+        id=ids,
+        metadata=json_object,
+        tool_call_id=ids,
+        name=st.none() | st.text(max_size=10),
+        status=st.sampled_from(["success", "error"]),
+    ),
+)
+
+
+@given(st.lists(messages, max_size=6))
+def test_any_message_list_round_trips_exactly(items: list[Any]) -> None:
+    text = to_json(items)
+    assert from_json(text) == items
+    json.loads(text)  # plain JSON, readable by anything
+
+
+@given(st.text(max_size=60), json_object, st.integers(1, 5))
+def test_streamed_chunks_assemble_into_the_message(
+    text: str, args: dict[str, Any], cut: int
+) -> None:
+    raw = json.dumps(args)
+    pieces = [raw[i : i + cut] for i in range(0, len(raw), cut)] or [""]
+    chunks = [AIMessageChunk(text[: len(text) // 2]), AIMessageChunk(text[len(text) // 2 :])]
+    chunks += [
+        AIMessageChunk(
+            tool_call_chunks=[
+                ToolCallChunk(0, "c1" if i == 0 else None, "f" if i == 0 else None, p)
+            ]
+        )
+        for i, p in enumerate(pieces)
+    ]
+    total = chunks[0]
+    for chunk in chunks[1:]:
+        total = total + chunk
+    message = total.to_message()
+    assert message.text == text
+    assert message.tool_calls == (ToolCall("f", args, "c1"),)
+
+
+def test_truncated_arguments_set_the_call_error() -> None:
+    chunk = AIMessageChunk(tool_call_chunks=[ToolCallChunk(0, "c1", "search", '{"q": "par')])
+    (call,) = chunk.to_message().tool_calls
+    assert call.args == {}
+    assert call.error is not None and "not valid JSON" in call.error
+
+
+def test_approximate_token_count_grows_with_text() -> None:
+    short = count_tokens([HumanMessage("hi")])
+    long = count_tokens([HumanMessage("hi " * 400)])
+    assert short < long
+    assert long == -(-len("hi " * 400) // 4) + 4
