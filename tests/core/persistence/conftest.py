@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 import pytest
+
 from plait.checkpoint import MemoryCheckpointer
 from plait.persistence.sqlite import SQLiteCheckpointer, SQLiteStore
 from plait.store import MemoryStore

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from plait.checkpoint import Checkpoint, Checkpointer, StepDelta, apply_delta
 from plait.errors import ThreadBusyError
 from plait.messages import (

@@ -8,6 +8,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+
 from plait.checkpoint import Checkpoint, StepDelta
 from plait.errors import SchemaVersionError, StoreError
 from plait.messages import HumanMessage
@@ -27,7 +28,21 @@ from plait.persistence.sqlite import parse_sqlite_url
     ],
 )
 def test_url_forms(url: str, path: str) -> None:
-    assert parse_sqlite_url(url) == path
+    assert parse_sqlite_url(url) == (path, {})
+
+
+def test_synchronous_option(tmp_path: Path) -> None:
+    assert parse_sqlite_url("sqlite:///a.db?synchronous=normal") == (
+        "a.db",
+        {"synchronous": "normal"},
+    )
+    for query, level in [("", 2), ("?synchronous=full", 2), ("?synchronous=normal", 1)]:
+        cp = SQLiteCheckpointer.from_url(f"sqlite:///{tmp_path / 's.db'}{query}")
+        with cp._db.connection() as conn:
+            assert conn.execute("PRAGMA synchronous").fetchone() == (level,)
+        cp.close()
+    with pytest.raises(ValueError, match="synchronous must be 'full' or 'normal'"):
+        SQLiteStore(tmp_path / "s.db", synchronous="off")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -38,7 +53,8 @@ def test_url_forms(url: str, path: str) -> None:
         ("sqlite://host/agent.db", "has no host"),
         ("sqlite:///", "names no database file"),
         ("sqlite:////tmp/dir/", "names no database file"),
-        ("sqlite:///agent.db?mode=ro", "query strings are not supported"),
+        ("sqlite:///agent.db?mode=ro", "unknown option 'mode=ro'"),
+        ("sqlite:///agent.db?synchronous=off", "unknown option 'synchronous=off'"),
     ],
 )
 def test_malformed_urls_are_store_errors_naming_the_url(url: str, why: str) -> None:

@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 import pytest
+
 from plait.store import Store, StoreItem
 
 
