@@ -18,13 +18,14 @@ from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
+
 from plait.checkpoint import Checkpoint, StepDelta, dump_value, load_value
 from plait.errors import SchemaVersionError, StoreError, ThreadBusyError
 from plait.messages import AnyMessage, structure_message, unstructure_message
 from plait.store import StoreItem
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
-from psycopg.pq import TransactionStatus
 
 __all__ = ["SCHEMA_VERSION", "PostgresCheckpointer", "PostgresStore", "redact_url"]
 

@@ -12,11 +12,12 @@ from importlib.metadata import entry_points
 
 import psycopg
 import pytest
+from plait_postgres import PostgresCheckpointer, PostgresStore, redact_url
+from psycopg import sql
+
 from plait.checkpoint import Checkpoint, StepDelta
 from plait.errors import SchemaVersionError, StoreError, ThreadBusyError
 from plait.messages import HumanMessage
-from plait_postgres import PostgresCheckpointer, PostgresStore, redact_url
-from psycopg import sql
 
 
 def _server_url() -> str:
