@@ -449,7 +449,9 @@ def _union_hook(converter: cattrs.Converter) -> Callable[[Any], Hook]:
                     raise only
                 if isinstance(only, _Mismatch):
                     raise _Mismatch(f"{only.expected} or None", value, only.detail)
-            details = [f.detail for f in failures if isinstance(f, _Mismatch) and f.detail]
+            details = list(
+                dict.fromkeys(f.detail for f in failures if isinstance(f, _Mismatch) and f.detail)
+            )
             raise _Mismatch(describe_type(tp), value, details[0] if len(details) == 1 else None)
 
         return structure_union

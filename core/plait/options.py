@@ -1,0 +1,129 @@
+"""Middleware options: structuring them strictly, and describing them for ``plait plugins``.
+
+A middleware class is an attrs class whose fields are its options. ``structure_options`` builds
+one from a mapping (TOML, ``("name", {...})`` in ``middleware=[...]``) with the same strict
+converter tools use, and turns every failure into a ``ConfigError`` that names the plugin, the
+option's path and what was expected.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import attrs
+
+from plait import _convert
+from plait.errors import ConfigError
+from plait.schema import field_descriptions
+
+__all__ = ["OptionInfo", "describe_options", "structure_options"]
+
+T = TypeVar("T")
+
+
+def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str) -> T:
+    """An instance of the middleware ``cls`` built from ``options``.
+
+    :param plugin: the name the user gave (entry-point name), used in error messages.
+    :raises ConfigError: e.g. ``plugin 'tool_call_limit': option 'run_limit': expected an
+        int, got 'two'``; an unknown option lists the valid ones, a missing required one
+        says so; several problems are reported together, separated by ``;``.
+    """
+    if not isinstance(options, Mapping):
+        raise ConfigError(
+            f"plugin {plugin!r}: options must be a mapping of option names to values, "
+            f"got {type(options).__name__} {_convert._repr.repr(options)}"
+        )
+    try:
+        result: T = _convert.structure(dict(options), cls)
+    except _convert.ConversionError as exc:
+        details = "; ".join(_describe(p) for p in exc.problems)
+        raise ConfigError(f"plugin {plugin!r}: {details}") from None
+    except ConfigError as exc:
+        # raised by the class with nothing structured wrong (a cross-option check)
+        text = str(exc)
+        if plugin in text:
+            raise
+        raise ConfigError(f"plugin {plugin!r}: {text}") from exc
+    return result
+
+
+def _describe(problem: _convert.Problem) -> str:
+    if problem.kind == "missing":
+        return f"missing required option {problem.path!r}"
+    if problem.kind == "unknown" and not problem.path:
+        parts = []
+        for key in problem.keys:
+            close = difflib.get_close_matches(key, problem.valid, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            parts.append(f"unknown option {key!r}{hint}")
+        valid = ", ".join(problem.valid) if problem.valid else "none"
+        return "; ".join(parts) + f"; valid options: {valid}"
+    if not problem.path:
+        return problem.message
+    return f"option {problem.path!r}: {problem.message}"
+
+
+@attrs.frozen
+class OptionInfo:
+    """One option of a middleware, as ``plait plugins`` lists it.
+
+    :param type: a readable spelling such as ``int | None`` or ``list[str]``.
+    :param default: the default's ``repr``, or ``None`` for a required option.
+    :param help: the field's ``metadata["help"]`` (or ``"description"``), else its attribute
+        docstring or the class docstring's ``Attributes:`` entry.
+    """
+
+    name: str
+    type: str
+    default: str | None
+    required: bool
+    help: str | None = None
+
+
+def describe_options(cls: type) -> list[OptionInfo]:
+    """The options of the middleware class ``cls``, in declaration order."""
+    if not attrs.has(cls):
+        return []
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except Exception:  # an annotation that cannot be resolved: show it as written
+        hints = {}
+    docs = field_descriptions(cls)
+    infos: list[OptionInfo] = []
+    for field in attrs.fields(cls):
+        if not field.init:
+            continue
+        tp = hints.get(field.name, field.type)
+        required = field.default is attrs.NOTHING
+        infos.append(
+            OptionInfo(
+                name=field.name,
+                type=_convert.type_repr(tp) if tp is not None else "Any",
+                default=None if required else _default_repr(field.default),
+                required=required,
+                help=field.metadata.get("help")
+                or field.metadata.get("description")
+                or docs.get(field.name),
+            )
+        )
+    return infos
+
+
+def _default_repr(default: Any) -> str:
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        if default.takes_self:
+            return "(computed)"
+        try:
+            default = default.factory()
+        except Exception:
+            return f"{getattr(default.factory, '__name__', 'factory')}()"
+    if isinstance(default, enum.Enum):
+        return repr(default.value)
+    if callable(default) and hasattr(default, "__qualname__"):
+        return f"{getattr(default, '__module__', '?')}:{default.__qualname__}"
+    return repr(default)

@@ -1,0 +1,247 @@
+"""``plait.options``: middleware options structured strictly, with errors naming plugin and path."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+import attrs
+import pytest
+
+import plait
+from plait.errors import ConfigError
+from plait.models import ChatModel, ScriptedChatModel
+from plait.options import OptionInfo, describe_options, structure_options
+
+
+@attrs.frozen
+class Edit:
+    trigger_tokens: int = attrs.field(default=100, validator=attrs.validators.ge(1))
+    placeholder: str = "[cleared]"
+
+
+def shout(text: str) -> list[str]:
+    return [text.upper()]
+
+
+@attrs.frozen
+class LimitMiddleware(plait.Middleware):
+    """A middleware with one option of each kind the converter must handle.
+
+    Attributes:
+        thread_limit: Calls allowed per thread.
+    """
+
+    tool_name: str
+    """The tool to limit."""
+    run_limit: int = attrs.field(default=3, validator=attrs.validators.ge(0))
+    thread_limit: int | None = None
+    ratio: float = attrs.field(default=0.5, metadata={"help": "A fraction of the window."})
+    exclude: list[str] = attrs.field(factory=list)
+    mode: Literal["end", "error"] = "end"
+    edits: tuple[Edit, ...] = ()
+    model: str | ChatModel | None = None
+    on_text: Callable[[str], str] | None = None
+    retry_on: tuple[type[Exception], ...] = (Exception,)
+    matcher: re.Pattern[str] | str | Callable[[str], list[str]] | None = None
+    pattern: re.Pattern[str] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.ratio > 1:
+            raise ValueError("ratio must be at most 1")
+        if self.thread_limit is not None and self.thread_limit < self.run_limit:
+            raise ValueError("thread_limit cannot be below run_limit")
+        if self.mode == "error" and self.tool_name == "*":
+            raise ConfigError("mode 'error' needs a tool_name")
+
+
+def build(**options: Any) -> LimitMiddleware:
+    return structure_options(LimitMiddleware, {"tool_name": "search", **options}, plugin="limit")
+
+
+def error_of(**options: Any) -> str:
+    with pytest.raises(ConfigError) as info:
+        build(**options)
+    return str(info.value)
+
+
+# --------------------------------------------------------------------------- structuring
+
+
+def test_valid_options_build_the_middleware() -> None:
+    mw = build(run_limit=2, exclude=["a"], mode="error", edits=[{"trigger_tokens": 5}], ratio=1)
+    assert mw == LimitMiddleware(
+        "search", run_limit=2, exclude=["a"], mode="error", edits=(Edit(5),), ratio=1.0
+    )
+    assert isinstance(mw.ratio, float)
+
+
+@pytest.mark.parametrize("value", ["two", 1.7, True, None, [3]])
+def test_an_int_option_takes_only_ints(value: Any) -> None:
+    text = error_of(run_limit=value)
+    assert text == f"plugin 'limit': option 'run_limit': expected an int, got {value!r}"
+
+
+def test_optional_int_names_none_as_allowed() -> None:
+    assert error_of(thread_limit="two") == (
+        "plugin 'limit': option 'thread_limit': expected an int or None, got 'two'"
+    )
+
+
+def test_a_string_is_not_a_list() -> None:
+    assert error_of(exclude="search") == (
+        "plugin 'limit': option 'exclude': expected a list, got 'search'"
+    )
+    assert error_of(exclude=["a", 1]) == (
+        "plugin 'limit': option 'exclude[1]': expected a string, got 1"
+    )
+
+
+def test_a_float_is_not_a_string() -> None:
+    assert "option 'tool_name': expected a string, got 1.5" in error_of(tool_name=1.5)
+
+
+def test_a_literal_option_lists_its_choices() -> None:
+    assert error_of(mode="stop") == (
+        "plugin 'limit': option 'mode': expected one of 'end', 'error', got 'stop'"
+    )
+
+
+def test_unknown_option_lists_the_valid_ones() -> None:
+    text = error_of(run_limt=2)
+    assert text.startswith(
+        "plugin 'limit': unknown option 'run_limt' (did you mean 'run_limit'?); valid options: "
+    )
+    assert "tool_name, run_limit, thread_limit, ratio, exclude, mode" in text
+
+
+def test_missing_required_option_says_so() -> None:
+    with pytest.raises(ConfigError) as info:
+        structure_options(LimitMiddleware, {}, plugin="limit")
+    assert str(info.value) == "plugin 'limit': missing required option 'tool_name'"
+
+
+def test_options_must_be_a_mapping() -> None:
+    with pytest.raises(ConfigError, match=r"^plugin 'limit': options must be a mapping"):
+        structure_options(LimitMiddleware, ["tool_name"], plugin="limit")  # type: ignore[arg-type]
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    text = error_of(run_limit="x", mode="y", extra=1)
+    assert "option 'run_limit': expected an int, got 'x'" in text
+    assert "option 'mode': expected one of 'end', 'error', got 'y'" in text
+    assert "unknown option 'extra'" in text
+    assert text.count("plugin 'limit'") == 1
+
+
+# --------------------------------------------------------------------------- pass-through
+
+
+def test_instances_pass_through_a_union() -> None:
+    model = ScriptedChatModel(["hi"])
+    assert build(model=model).model is model
+    assert build(model="openai:gpt-4.1").model == "openai:gpt-4.1"
+    text = error_of(model=3)
+    assert text == ("plugin 'limit': option 'model': expected a string, a ChatModel or None, got 3")
+
+
+def test_nested_attrs_instances_pass_through() -> None:
+    edit = Edit(7)
+    assert build(edits=[edit]).edits[0] is edit
+
+
+def test_callables_pass_through_and_module_attr_strings_import() -> None:
+    def upper(text: str) -> str:
+        return text.upper()
+
+    assert build(on_text=upper).on_text is upper
+    assert build(on_text="textwrap:dedent").on_text.__name__ == "dedent"  # type: ignore[union-attr]
+    text = error_of(on_text="no_such_module_xyz:f")
+    assert text.startswith("plugin 'limit': option 'on_text': expected a callable")
+    assert "cannot import 'no_such_module_xyz:f': ModuleNotFoundError" in text
+    assert "module 'textwrap' has no attribute 'nope'" in error_of(on_text="textwrap:nope")
+    assert "expected a callable" in error_of(on_text=5)
+
+
+def test_exception_types_take_classes_or_module_attr_strings() -> None:
+    mw = build(retry_on=["builtins:TimeoutError", KeyError])
+    assert mw.retry_on == (TimeoutError, KeyError)
+    assert error_of(retry_on=["builtins:len"]).startswith(
+        "plugin 'limit': option 'retry_on[0]': expected a subclass of Exception"
+    )
+    assert "option 'retry_on[0]'" in error_of(retry_on=[int])
+    assert "option 'retry_on': expected a list" in error_of(retry_on="builtins:ValueError")
+
+
+def test_pattern_union_keeps_what_already_fits() -> None:
+    compiled = re.compile(r"\d+")
+    assert build(matcher=compiled).matcher is compiled
+    assert build(matcher=r"\d+").matcher == r"\d+"  # str is a member: it stays a str
+    assert build(matcher=shout).matcher is shout
+    # a string already fits the str member, so it is not taken as a "module:attr" path
+    assert build(matcher=f"{__name__}:shout").matcher == f"{__name__}:shout"
+
+
+def test_pattern_option_compiles_strings_and_reports_bad_regexes() -> None:
+    assert build(pattern=r"a+").pattern == re.compile("a+")
+    text = error_of(pattern="(")
+    assert text.startswith("plugin 'limit': option 'pattern': expected a regular expression")
+    assert "invalid regex" in text
+
+
+# --------------------------------------------------------------------------- validators
+
+
+def test_attrs_validator_failure_carries_the_option_path() -> None:
+    assert error_of(run_limit=-1) == (
+        "plugin 'limit': option 'run_limit': 'run_limit' must be >= 0: -1"
+    )
+
+
+def test_nested_validator_failure_carries_the_full_path() -> None:
+    assert error_of(edits=[{}, {"trigger_tokens": 0}]) == (
+        "plugin 'limit': option 'edits[1].trigger_tokens': 'trigger_tokens' must be >= 1: 0"
+    )
+
+
+def test_post_init_error_naming_one_option_gets_its_path() -> None:
+    assert error_of(ratio=2) == "plugin 'limit': option 'ratio': ratio must be at most 1"
+
+
+def test_post_init_error_naming_several_options_stays_at_the_root() -> None:
+    assert error_of(thread_limit=1, run_limit=2) == (
+        "plugin 'limit': thread_limit cannot be below run_limit"
+    )
+
+
+def test_config_error_from_the_class_names_the_plugin() -> None:
+    text = error_of(tool_name="*", mode="error")
+    assert text.startswith("plugin 'limit': ")
+    assert "mode 'error' needs a tool_name" in text
+
+
+# --------------------------------------------------------------------------- describe
+
+
+def test_describe_options_for_plait_plugins() -> None:
+    infos = {info.name: info for info in describe_options(LimitMiddleware)}
+    assert list(infos)[:3] == ["tool_name", "run_limit", "thread_limit"]
+    assert infos["tool_name"] == OptionInfo(
+        "tool_name", "str", None, required=True, help="The tool to limit."
+    )
+    assert infos["run_limit"] == OptionInfo("run_limit", "int", "3", required=False, help=None)
+    assert infos["thread_limit"].type == "int | None"
+    assert infos["thread_limit"].help == "Calls allowed per thread."
+    assert infos["ratio"].help == "A fraction of the window."
+    assert infos["exclude"].default == "[]"
+    assert infos["mode"].type == "Literal['end', 'error']"
+    assert infos["model"].type == "str | ChatModel | None"
+    assert infos["on_text"].type == "Callable[[str], str] | None"
+    assert infos["retry_on"].type == "tuple[type[Exception], ...]"
+    assert infos["retry_on"].default == "(<class 'Exception'>,)"
+    assert infos["matcher"].type == "Pattern[str] | str | Callable[[str], list[str]] | None"
+
+
+def test_describe_options_of_a_non_attrs_class_is_empty() -> None:
+    assert describe_options(dict) == []
