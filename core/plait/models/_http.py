@@ -1,0 +1,720 @@
+"""What the HTTP providers share: pooled httpx clients, SSE decoding, error mapping and
+API-key redaction.
+
+``OpenAIChatModel`` and ``AnthropicChatModel`` subclass ``HTTPChatModel`` and supply only
+their wire format (request body, answer parsing, stream events). Every failure below the
+wire format — HTTP status, timeout, refused connection, malformed body, a stream that
+stops early — becomes a ``ProviderError`` here, never a raw httpx exception, and every
+text that could echo the API key is redacted first. This module imports httpx, so only
+the provider modules import it (``import plait`` never does).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import email.utils
+import json
+import logging
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+import cattrs
+import httpx
+
+from plait.errors import ConfigError, ContextOverflowError, ProviderError
+from plait.messages import AIMessage, AIMessageChunk, AnyMessage
+from plait.models.base import ChatModel, ModelProfile, message_to_chunk
+from plait.models.profiles import resolve_profile
+
+if TYPE_CHECKING:
+    from plait.tools import Tool
+
+__all__ = [
+    "HTTPChatModel",
+    "SSEDecoder",
+    "SSEEvent",
+    "Secret",
+    "StreamParser",
+    "parse_retry_after",
+    "redact",
+]
+
+logger = logging.getLogger("plait.models")
+
+wire = cattrs.Converter()
+"""Structures provider JSON into the small attrs classes each provider declares.
+Unknown keys are ignored, so new API fields never break parsing."""
+
+
+# -- secrets ---------------------------------------------------------------------------------
+
+
+class Secret:
+    """An API key that never shows itself in a repr, a str or a traceback's locals."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('**********')"
+
+    __str__ = __repr__
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+
+# OpenAI echoes a masked key in its 401 text ("sk-proj-****abcd"); the visible tail is still
+# part of a secret, so any key-shaped token is removed, not only the exact key.
+_KEY_SHAPED = re.compile(r"\b(?:sk|key|ak)-[A-Za-z0-9_*\-]{6,}")
+
+
+def redact(text: str, secrets: Sequence[str] = ()) -> str:
+    """``text`` without any of ``secrets`` and without anything shaped like an API key."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[REDACTED]")
+    return _KEY_SHAPED.sub("[REDACTED]", text)
+
+
+# -- retry-after -----------------------------------------------------------------------------
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date).
+
+    ``retry-after-ms`` wins because it is the more precise of the two; an unparsable or
+    negative value is ignored rather than guessed at.
+    """
+    lowered = {key.lower(): value for key, value in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            millis = float(raw_ms)
+        except ValueError:
+            millis = -1.0
+        if millis >= 0:
+            return millis / 1000.0
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
+            return None
+        current = time.time() if now is None else now
+        return max(0.0, when.timestamp() - current)
+    return seconds if seconds >= 0 else None
+
+
+# -- server-sent events ----------------------------------------------------------------------
+
+
+@attrs.frozen
+class SSEEvent:
+    """One dispatched server-sent event: its ``event`` name and its (joined) ``data``."""
+
+    event: str
+    data: str
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class SSEDecoder:
+    """An incremental SSE parser: text goes in as it arrives, cut anywhere, and whole
+    events come out (the WHATWG rules: ``field: value`` lines, ``:`` comments, a blank
+    line dispatches, multi-line ``data`` joined with newlines)."""
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._event = ""
+        self._data: list[str] = []
+
+    def feed(self, text: str) -> list[SSEEvent]:
+        self._buffer += text
+        events: list[SSEEvent] = []
+        start = 0
+        for match in _LINE_END.finditer(self._buffer):
+            # A lone "\r" at the very end may be the first half of "\r\n": wait for more.
+            if match.group() == "\r" and match.end() == len(self._buffer):
+                break
+            event = self._line(self._buffer[start : match.start()])
+            if event is not None:
+                events.append(event)
+            start = match.end()
+        self._buffer = self._buffer[start:]
+        return events
+
+    def finish(self) -> list[SSEEvent]:
+        """Events left when the stream ends: a last line without its terminator, and an
+        event the server did not close with a blank line."""
+        events: list[SSEEvent] = []
+        rest, self._buffer = self._buffer.rstrip("\r"), ""
+        if rest:
+            event = self._line(rest)
+            if event is not None:
+                events.append(event)
+        event = self._line("")
+        if event is not None:
+            events.append(event)
+        return events
+
+    def _line(self, line: str) -> SSEEvent | None:
+        if not line:
+            if not self._data and not self._event:
+                return None
+            event = SSEEvent(self._event or "message", "\n".join(self._data))
+            self._event, self._data = "", []
+            return event
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        return None
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class _APIError:
+    message: str | None = None
+    type: str | None = None
+    code: str | int | None = None
+
+
+@attrs.frozen
+class _ErrorEnvelope:
+    """The error bodies seen in the wild: ``{"error": {...}}`` (OpenAI, Anthropic),
+    ``{"error": "text"}`` (Ollama) and a flat ``{"message", "type", "code"}`` (vLLM)."""
+
+    error: _APIError | str | None = None
+    message: str | None = None
+    type: str | None = None
+    code: str | int | None = None
+
+
+def _structure_error_field(value: Any, _: Any) -> _APIError | str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return wire.structure(value, _APIError)
+
+
+def _structure_code(value: Any, _: Any) -> str | int | None:
+    return value if isinstance(value, (str, int)) else None
+
+
+wire.register_structure_hook(_APIError | str | None, _structure_error_field)
+wire.register_structure_hook(str | int | None, _structure_code)
+
+
+def error_details(content: bytes) -> tuple[str, str | None]:
+    """The API's message and error type (its ``code`` when it is a name, else ``type``)."""
+    text = content.decode("utf-8", errors="replace").strip()
+    try:
+        envelope = wire.structure(json.loads(text), _ErrorEnvelope)
+    except (ValueError, TypeError, cattrs.BaseValidationError):
+        return (text[:500] or "(empty body)"), None
+    detail = envelope.error
+    if isinstance(detail, str):
+        return detail, None
+    if detail is None:
+        detail = _APIError(envelope.message, envelope.type, envelope.code)
+    code = detail.code if isinstance(detail.code, str) and detail.code else None
+    return (detail.message or text[:500] or "(empty body)"), code or detail.type
+
+
+def _is_json(response: httpx.Response) -> bool:
+    """A server that ignored ``"stream": true`` answers with one JSON body."""
+    content_type = response.headers.get("content-type", "")
+    return "json" in content_type and "event-stream" not in content_type
+
+
+_RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+# -- the model base --------------------------------------------------------------------------
+
+
+class StreamParser(abc.ABC):
+    """Turns one provider's SSE events into chunks; knows when the answer is complete."""
+
+    complete: bool = False
+
+    @abc.abstractmethod
+    def feed(self, event: SSEEvent) -> list[AIMessageChunk]:
+        """Chunks for ``event`` (none for pings); raises ``ProviderError`` on error events."""
+
+
+@attrs.frozen
+class PreparedCall:
+    """One prepared request: the URL, the JSON body, and what parsing needs to know."""
+
+    url: str
+    body: dict[str, Any]
+    context: Any = None
+
+
+class HTTPChatModel(ChatModel):
+    """A chat model over HTTP with one pooled ``httpx.Client`` and one ``httpx.AsyncClient``
+    per instance, both created on first use; ``close``/``aclose`` release them."""
+
+    provider: ClassVar[str] = "http"
+    api_key_env: ClassVar[str] = ""
+    base_url_env: ClassVar[str] = ""
+    default_base_url: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = 60.0,
+        profile: ModelProfile | Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        **settings: Any,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"{self.provider}: model must be a non-empty name, got {model!r}")
+        if timeout is not None and (isinstance(timeout, bool) or timeout <= 0):
+            raise ConfigError(f"{self.provider}: timeout must be a positive number of seconds")
+        self.model_name = model
+        key = api_key if api_key is not None else os.environ.get(self.api_key_env, "")
+        self._api_key = Secret(key)
+        url = base_url or os.environ.get(self.base_url_env) or self.default_base_url
+        self.base_url = url.rstrip("/")
+        if not key and self.base_url == self.default_base_url.rstrip("/"):
+            raise ConfigError(
+                f"{self.provider}: no API key; set {self.api_key_env} or pass api_key= "
+                f"(or point base_url= / {self.base_url_env} at a server that needs none)"
+            )
+        self.timeout = timeout
+        self.extra_headers = dict(headers or {})
+        self.settings = dict(settings)
+        self.profile = resolve_profile(self.provider, model, profile)
+        self._lock = threading.Lock()
+        self._client: httpx.Client | None = None
+        self._aclients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
+
+    @classmethod
+    def from_id(cls, name: str, **settings: Any) -> HTTPChatModel:
+        """The ``plait.models`` entry-point factory: ``"provider:NAME"`` → ``cls(NAME, ...)``."""
+        return cls(name, **settings)
+
+    # -- what each provider supplies -----------------------------------------------------
+
+    @abc.abstractmethod
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        """The headers that carry ``key`` (and the API version, where there is one)."""
+
+    @abc.abstractmethod
+    def _prepare(
+        self,
+        messages: Sequence[AnyMessage],
+        *,
+        system_prompt: str | None,
+        tools: Sequence[Tool],
+        tool_choice: str | None,
+        response_format: Mapping[str, Any] | None,
+        provider_options: Mapping[str, Any] | None,
+        settings: Mapping[str, Any],
+        stream: bool,
+    ) -> PreparedCall:
+        """The request for one call."""
+
+    @abc.abstractmethod
+    def _parse(self, call: PreparedCall, data: Any, metadata: dict[str, Any]) -> AIMessage:
+        """The answer in ``data`` (structured with ``wire``; shape errors are caught)."""
+
+    @abc.abstractmethod
+    def _stream_parser(self, call: PreparedCall, metadata: dict[str, Any], id: str) -> StreamParser:
+        """A parser for the SSE events of one streamed call."""
+
+    def _is_overflow(self, status: int, error_type: str | None, message: str) -> bool:
+        """Whether an error response means the prompt exceeds the context window."""
+        return False
+
+    # -- clients -------------------------------------------------------------------------
+
+    def _client_timeout(self) -> httpx.Timeout:
+        return httpx.Timeout(self.timeout)
+
+    def _sync_client(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(timeout=self._client_timeout())
+            return self._client
+
+    def _async_client(self) -> httpx.AsyncClient:
+        # An AsyncClient's pooled connections belong to the loop that opened them, so each
+        # running loop gets its own client (sync agents run async hooks on their own loop).
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._aclients.get(id(loop))
+            if entry is None or entry[0] is not loop:
+                for key, (old, _) in list(self._aclients.items()):
+                    if old.is_closed():
+                        del self._aclients[key]
+                entry = (loop, httpx.AsyncClient(timeout=self._client_timeout()))
+                self._aclients[id(loop)] = entry
+            return entry[1]
+
+    def close(self) -> None:
+        """Close the sync client (the next call opens a new one)."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client of the running loop, and the sync client."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._aclients.pop(id(loop), None)
+        if entry is not None:
+            await entry[1].aclose()
+        self.close()
+
+    # -- the four calls ------------------------------------------------------------------
+
+    def invoke(
+        self,
+        messages: Sequence[AnyMessage],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[Tool] = (),
+        tool_choice: str | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> AIMessage:
+        call = self._prepare(
+            messages,
+            system_prompt=system_prompt,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            provider_options=provider_options,
+            settings={**self.settings, **settings},
+            stream=False,
+        )
+        with self._guard():
+            response = self._sync_client().post(
+                call.url, json=call.body, headers=self._headers(stream=False)
+            )
+            content = response.read()
+        return self._answer(call, response, content)
+
+    async def ainvoke(
+        self,
+        messages: Sequence[AnyMessage],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[Tool] = (),
+        tool_choice: str | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> AIMessage:
+        call = self._prepare(
+            messages,
+            system_prompt=system_prompt,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            provider_options=provider_options,
+            settings={**self.settings, **settings},
+            stream=False,
+        )
+        with self._guard():
+            response = await self._async_client().post(
+                call.url, json=call.body, headers=self._headers(stream=False)
+            )
+            content = await response.aread()
+        return self._answer(call, response, content)
+
+    def stream(
+        self,
+        messages: Sequence[AnyMessage],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[Tool] = (),
+        tool_choice: str | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> Iterator[AIMessageChunk]:
+        call = self._prepare(
+            messages,
+            system_prompt=system_prompt,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            provider_options=provider_options,
+            settings={**self.settings, **settings},
+            stream=True,
+        )
+        client = self._sync_client()
+        with self._guard():
+            request = client.build_request(
+                "POST", call.url, json=call.body, headers=self._headers(stream=True)
+            )
+            response = client.send(request, stream=True)
+        try:
+            if response.status_code >= 400:
+                with self._guard():
+                    content = response.read()
+                raise self._status_error(response, content)
+            if _is_json(response):
+                with self._guard():
+                    content = response.read()
+                yield message_to_chunk(self._answer(call, response, content))
+                return
+            parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
+            decoder = SSEDecoder()
+            with self._guard(stream=True):
+                for text in response.iter_text():
+                    for event in decoder.feed(text):
+                        yield from parser.feed(event)
+            for event in decoder.finish():
+                yield from self._feed_last(parser, event)
+            self._check_complete(parser)
+        finally:
+            response.close()
+
+    async def astream(
+        self,
+        messages: Sequence[AnyMessage],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[Tool] = (),
+        tool_choice: str | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> AsyncIterator[AIMessageChunk]:
+        call = self._prepare(
+            messages,
+            system_prompt=system_prompt,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            provider_options=provider_options,
+            settings={**self.settings, **settings},
+            stream=True,
+        )
+        client = self._async_client()
+        with self._guard():
+            request = client.build_request(
+                "POST", call.url, json=call.body, headers=self._headers(stream=True)
+            )
+            response = await client.send(request, stream=True)
+        try:
+            if response.status_code >= 400:
+                with self._guard():
+                    content = await response.aread()
+                raise self._status_error(response, content)
+            if _is_json(response):
+                with self._guard():
+                    content = await response.aread()
+                yield message_to_chunk(self._answer(call, response, content))
+                return
+            parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
+            decoder = SSEDecoder()
+            with self._guard(stream=True):
+                async for text in response.aiter_text():
+                    for event in decoder.feed(text):
+                        for chunk in parser.feed(event):
+                            yield chunk
+            for event in decoder.finish():
+                for chunk in self._feed_last(parser, event):
+                    yield chunk
+            self._check_complete(parser)
+        finally:
+            await response.aclose()
+
+    # -- shared plumbing -----------------------------------------------------------------
+
+    def _headers(self, *, stream: bool) -> dict[str, str]:
+        headers = {"content-type": "application/json", **self.extra_headers}
+        headers["accept"] = "text/event-stream" if stream else "application/json"
+        key = self._api_key.get()
+        if key:
+            headers.update(self._auth_headers(key))
+        return headers
+
+    def _secrets(self) -> tuple[str, ...]:
+        return (self._api_key.get(),)
+
+    def _metadata(self, response: httpx.Response) -> dict[str, Any]:
+        request_id = response.headers.get("x-request-id") or response.headers.get("request-id")
+        logger.debug(
+            "%s POST %s -> %s (request id %s)",
+            self.provider,
+            response.request.url,
+            response.status_code,
+            request_id,
+        )
+        return {"provider": self.provider, "request_id": request_id}
+
+    def _answer(self, call: PreparedCall, response: httpx.Response, content: bytes) -> AIMessage:
+        if response.status_code >= 400:
+            raise self._status_error(response, content)
+        metadata = self._metadata(response)
+        try:
+            data = json.loads(content)
+        except ValueError:
+            raise self._invalid(
+                response.status_code, "the response body is not JSON", content
+            ) from None
+        try:
+            return self._parse(call, data, metadata)
+        except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+            raise self._invalid(
+                response.status_code, f"unexpected response shape ({type(exc).__name__})", content
+            ) from None
+
+    def _invalid(self, status: int, what: str, content: bytes) -> ProviderError:
+        sample = redact(content[:200].decode("utf-8", errors="replace"), self._secrets())
+        return ProviderError(
+            f"{self.provider}: {what}: {sample!r}",
+            status_code=status,
+            provider=self.provider,
+            error_type="invalid_response",
+            retryable=True,
+        )
+
+    def _status_error(self, response: httpx.Response, content: bytes) -> ProviderError:
+        status = response.status_code
+        self._metadata(response)
+        message, error_type = error_details(content)
+        message = redact(message, self._secrets())
+        retryable: bool | None = None
+        should_retry = response.headers.get("x-should-retry")
+        if should_retry in ("true", "false"):
+            retryable = should_retry == "true"
+        request_id = response.headers.get("x-request-id") or response.headers.get("request-id")
+        suffix = f" (request id {request_id})" if request_id else ""
+        text = (
+            f"{self.provider} API error {status}"
+            + (f" ({error_type})" if error_type else "")
+            + f": {message}{suffix}"
+        )
+        kwargs: dict[str, Any] = dict(
+            status_code=status,
+            retry_after=parse_retry_after(response.headers),
+            provider=self.provider,
+            error_type=error_type,
+        )
+        if self._is_overflow(status, error_type, message):
+            return ContextOverflowError(text, **kwargs)
+        return ProviderError(text, retryable=retryable, **kwargs)
+
+    def _feed_last(self, parser: StreamParser, event: SSEEvent) -> list[AIMessageChunk]:
+        try:
+            return parser.feed(event)
+        except ProviderError as exc:
+            if exc.error_type != "invalid_response":
+                raise
+        raise self._cut()
+
+    def _check_complete(self, parser: StreamParser) -> None:
+        if not parser.complete:
+            raise self._cut()
+
+    def _cut(self) -> ProviderError:
+        return ProviderError(
+            f"{self.provider}: the stream ended before the answer was complete (no terminal event)",
+            provider=self.provider,
+            error_type="stream_interrupted",
+            retryable=True,
+        )
+
+    @contextlib.contextmanager
+    def _guard(self, *, stream: bool = False) -> Iterator[None]:
+        """Map every httpx failure inside the block to a ``ProviderError``."""
+        try:
+            yield
+        except httpx.TimeoutException as exc:
+            raise ProviderError(
+                f"{self.provider}: the request timed out after {self.timeout}s "
+                f"({type(exc).__name__})",
+                provider=self.provider,
+                error_type="timeout",
+                retryable=True,
+            ) from None
+        except httpx.ConnectError as exc:
+            raise ProviderError(
+                f"{self.provider}: could not connect to {self.base_url}: "
+                f"{redact(str(exc), self._secrets())}",
+                provider=self.provider,
+                error_type="connection_error",
+                retryable=True,
+            ) from None
+        except httpx.HTTPError as exc:
+            kind = "stream_interrupted" if stream else "transport_error"
+            what = "the stream was cut" if stream else "the request failed"
+            raise ProviderError(
+                f"{self.provider}: {what}: {type(exc).__name__}: "
+                f"{redact(str(exc), self._secrets())}",
+                provider=self.provider,
+                error_type=kind,
+                retryable=isinstance(exc, _RETRYABLE_TRANSPORT),
+            ) from None
+
+
+def stream_error(provider: str, message: str, error_type: str | None) -> ProviderError:
+    """An error the server reported inside a stream (after a 200 status)."""
+    retryable = error_type in {
+        None,
+        "overloaded_error",
+        "api_error",
+        "rate_limit_error",
+        "timeout_error",
+        "server_error",
+        "rate_limit_exceeded",
+    }
+    return ProviderError(
+        f"{provider} stream error" + (f" ({error_type})" if error_type else "") + f": {message}",
+        provider=provider,
+        error_type=error_type,
+        retryable=retryable,
+    )
+
+
+def loads_event(provider: str, event: SSEEvent, cls: type[Any]) -> Any:
+    """The JSON ``data`` of ``event`` structured into ``cls``; bad data is an
+    ``invalid_response`` error (at the end of a stream: a cut)."""
+    try:
+        return wire.structure(json.loads(event.data), cls)
+    except (ValueError, TypeError, cattrs.BaseValidationError):
+        raise ProviderError(
+            f"{provider}: malformed stream event {event.event!r}: {event.data[:200]!r}",
+            provider=provider,
+            error_type="invalid_response",
+            retryable=True,
+        ) from None

@@ -1,0 +1,514 @@
+"""The ``anthropic`` provider: the Messages API over httpx.
+
+``usage.input_tokens`` is the whole prompt: Anthropic's ``input_tokens`` (the uncached
+part) plus ``cache_read_input_tokens`` plus ``cache_creation_input_tokens``, so it means
+the same as OpenAI's ``prompt_tokens``; ``cache_read_tokens`` and ``cache_write_tokens``
+are those two cached parts.
+
+System messages anywhere in the list are sent as the request's ``system`` (the Messages
+API has no system turns); block-list content keeps its blocks, so cache marks on a system
+block survive. ``response_format`` becomes a forced tool whose input is the answer; that
+input comes back as the message text (JSON), not as a tool call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+
+from plait.errors import ConfigError
+from plait.messages import (
+    AIMessage,
+    AIMessageChunk,
+    AnyMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolCallChunk,
+    ToolMessage,
+    Usage,
+)
+from plait.models._http import (
+    HTTPChatModel,
+    PreparedCall,
+    SSEEvent,
+    StreamParser,
+    loads_event,
+    stream_error,
+    wire,
+)
+from plait.models.base import ModelProfile
+
+if TYPE_CHECKING:
+    from plait.tools import Tool
+
+__all__ = ["AnthropicChatModel"]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 8192
+"""Sent when no ``max_tokens`` is given (the API requires one), or the model's own maximum
+if that is lower."""
+
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+# -- the wire format ------------------------------------------------------------------------
+
+
+@attrs.frozen
+class _Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+
+
+@attrs.frozen
+class _Message:
+    id: str | None = None
+    model: str | None = None
+    content: list[dict[str, Any]] = attrs.Factory(list)
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+    usage: _Usage | None = None
+
+
+@attrs.frozen
+class _Text:
+    text: str
+
+
+@attrs.frozen
+class _ToolUse:
+    id: str
+    name: str
+    input: dict[str, Any] = attrs.Factory(dict)
+
+
+@attrs.frozen
+class _MessageStart:
+    message: _Message
+
+
+@attrs.frozen
+class _BlockStart:
+    index: int
+    content_block: dict[str, Any]
+
+
+@attrs.frozen
+class _BlockDelta:
+    index: int
+    delta: dict[str, Any]
+
+
+@attrs.frozen
+class _BlockStop:
+    index: int
+
+
+@attrs.frozen
+class _StopDelta:
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+
+
+@attrs.frozen
+class _MessageDelta:
+    delta: _StopDelta = _StopDelta()
+    usage: _Usage | None = None
+
+
+@attrs.frozen
+class _ErrorDetail:
+    type: str | None = None
+    message: str | None = None
+
+
+@attrs.frozen
+class _ErrorEvent:
+    error: _ErrorDetail = _ErrorDetail()
+
+
+def _usage(usage: _Usage | None) -> Usage | None:
+    if usage is None:
+        return None
+    read = usage.cache_read_input_tokens or 0
+    write = usage.cache_creation_input_tokens or 0
+    return Usage(
+        input_tokens=(usage.input_tokens or 0) + read + write,
+        output_tokens=usage.output_tokens or 0,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+    )
+
+
+def _merge_usage(start: _Usage | None, end: _Usage | None) -> _Usage | None:
+    """``message_delta`` usage is cumulative and may omit fields ``message_start`` had."""
+    if start is None:
+        return end
+    if end is None:
+        return start
+    return _Usage(
+        end.input_tokens if end.input_tokens is not None else start.input_tokens,
+        end.output_tokens if end.output_tokens is not None else start.output_tokens,
+        end.cache_creation_input_tokens
+        if end.cache_creation_input_tokens is not None
+        else start.cache_creation_input_tokens,
+        end.cache_read_input_tokens
+        if end.cache_read_input_tokens is not None
+        else start.cache_read_input_tokens,
+    )
+
+
+def _answer_json(value: Any) -> str:
+    """The text a structured answer is given as (the same for invoke and stream)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+# -- the model ------------------------------------------------------------------------------
+
+
+class AnthropicChatModel(HTTPChatModel):
+    """A Messages API model: ``AnthropicChatModel("claude-sonnet-4-5", max_tokens=4096)``.
+
+    ``api_key`` defaults to ``ANTHROPIC_API_KEY``; ``base_url`` to ``ANTHROPIC_BASE_URL``,
+    then ``https://api.anthropic.com``. ``max_tokens`` defaults to 8192 (or the model's
+    maximum, if lower). Other keyword settings (``temperature``, ``top_p``, ``top_k``,
+    ``stop``...) go into every request body.
+    """
+
+    provider: ClassVar[str] = "anthropic"
+    api_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
+    base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
+    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = 60.0,
+        max_tokens: int | None = None,
+        profile: ModelProfile | Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        **settings: Any,
+    ) -> None:
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            profile=profile,
+            headers=headers,
+            **settings,
+        )
+        if max_tokens is None:
+            limit = self.profile.max_output_tokens if self.profile else None
+            max_tokens = min(DEFAULT_MAX_TOKENS, limit or DEFAULT_MAX_TOKENS)
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
+            raise ConfigError(f"anthropic: max_tokens must be a positive int, got {max_tokens!r}")
+        self.max_tokens = max_tokens
+
+    @classmethod
+    def from_id(cls, name: str, **settings: Any) -> AnthropicChatModel:
+        """``init_chat_model("anthropic:claude-sonnet-4-5", max_tokens=4096)``."""
+        return cls(name, **settings)
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        return {"x-api-key": key, "anthropic-version": API_VERSION}
+
+    def _headers(self, *, stream: bool) -> dict[str, str]:
+        headers = super()._headers(stream=stream)
+        headers.setdefault("anthropic-version", API_VERSION)
+        return headers
+
+    def _is_overflow(self, status: int, error_type: str | None, message: str) -> bool:
+        text = message.lower()
+        return status in (400, 413) and (
+            "prompt is too long" in text or "context window" in text or "too many tokens" in text
+        )
+
+    # -- request -------------------------------------------------------------------------
+
+    def _prepare(
+        self,
+        messages: Sequence[AnyMessage],
+        *,
+        system_prompt: str | None,
+        tools: Sequence[Tool],
+        tool_choice: str | None,
+        response_format: Mapping[str, Any] | None,
+        provider_options: Mapping[str, Any] | None,
+        settings: Mapping[str, Any],
+        stream: bool,
+    ) -> PreparedCall:
+        system: list[dict[str, Any]] = []
+        if system_prompt:
+            system.append({"type": "text", "text": system_prompt})
+        turns: list[dict[str, Any]] = []
+        for message in messages:
+            if isinstance(message, SystemMessage):
+                system.extend(_blocks(message.content))
+                continue
+            role, blocks = self._turn(message)
+            if not blocks:
+                continue
+            if turns and turns[-1]["role"] == role:
+                turns[-1]["content"].extend(blocks)
+            else:
+                turns.append({"role": role, "content": blocks})
+        for turn in turns:
+            turn["content"] = _compact(turn["content"])
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "max_tokens": self.max_tokens,
+            "messages": turns,
+        }
+        if system:
+            body["system"] = _system(system)
+        for key, value in settings.items():
+            if key == "stop":
+                key, value = "stop_sequences", [value] if isinstance(value, str) else value
+            body[key] = value
+        wire_tools = [self._tool(t) for t in tools]
+        answer_tool: str | None = None
+        if response_format is not None:
+            answer_tool = _NAME_UNSAFE.sub("_", str(response_format.get("title") or ""))[:64]
+            answer_tool = answer_tool or "structured_response"
+            wire_tools.append(
+                {
+                    "name": answer_tool,
+                    "description": "Give your final answer by calling this tool; its input "
+                    "is the answer, in the required format.",
+                    "input_schema": dict(response_format),
+                }
+            )
+        if wire_tools:
+            body["tools"] = wire_tools
+            choice = self._tool_choice(tool_choice, tools, answer_tool)
+            if choice is not None:
+                body["tool_choice"] = choice
+        if stream:
+            body["stream"] = True
+        body.update((provider_options or {}).get("anthropic", {}))
+        return PreparedCall(f"{self.base_url}/v1/messages", body, answer_tool)
+
+    @staticmethod
+    def _turn(message: AnyMessage) -> tuple[str, list[dict[str, Any]]]:
+        if isinstance(message, HumanMessage):
+            return "user", _blocks(message.content)
+        if isinstance(message, ToolMessage):
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": message.content
+                if isinstance(message.content, str)
+                else [dict(b) for b in message.content],
+            }
+            if message.status == "error":
+                result["is_error"] = True
+            return "user", [result]
+        if isinstance(message, AIMessage):
+            blocks = _blocks(message.content)
+            blocks.extend(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": call.args}
+                for call in message.tool_calls
+            )
+            return "assistant", blocks
+        raise TypeError(f"anthropic: cannot send a {type(message).__name__}")
+
+    @staticmethod
+    def _tool(tool: Tool) -> dict[str, Any]:
+        options = dict(tool.provider_options.get("anthropic", {}))
+        if options.get("type", "custom") != "custom":
+            # A provider-defined tool (bash, text editor, web search...): its type says it
+            # all, and the API rejects a schema for it.
+            return {"name": tool.name, **options}
+        out: dict[str, Any] = {"name": tool.name, "input_schema": tool.parameters}
+        if tool.description:
+            out["description"] = tool.description
+        out.update(options)
+        return out
+
+    @staticmethod
+    def _tool_choice(
+        choice: str | None, tools: Sequence[Tool], answer_tool: str | None
+    ) -> dict[str, Any] | None:
+        if choice is None:
+            if answer_tool is None:
+                return None
+            # The answer is a tool call: force it, or (with real tools) force some tool.
+            return {"type": "any"} if tools else {"type": "tool", "name": answer_tool}
+        if choice in ("auto", "none"):
+            return {"type": choice}
+        if choice in ("required", "any"):
+            return {"type": "any"}
+        if choice not in {t.name for t in tools} and choice != answer_tool:
+            raise ConfigError(
+                f"anthropic: tool_choice {choice!r} is not one of the tools "
+                f"({', '.join(t.name for t in tools)}) nor auto/none/required"
+            )
+        return {"type": "tool", "name": choice}
+
+    # -- response ------------------------------------------------------------------------
+
+    def _parse(self, call: PreparedCall, data: Any, metadata: dict[str, Any]) -> AIMessage:
+        message = wire.structure(data, _Message)
+        texts: list[str] = []
+        kept: list[dict[str, Any]] = []
+        native = False
+        calls: list[ToolCall] = []
+        for block in message.content:
+            kind = block.get("type")
+            if kind == "text":
+                texts.append(wire.structure(block, _Text).text)
+                kept.append(dict(block))
+            elif kind == "tool_use":
+                use = wire.structure(block, _ToolUse)
+                if call.context is not None and use.name == call.context:
+                    texts.append(_answer_json(use.input))
+                    kept.append({"type": "text", "text": texts[-1]})
+                else:
+                    calls.append(ToolCall(use.name, dict(use.input), use.id))
+            else:
+                native = True
+                kept.append(dict(block))
+        metadata.update(_metadata(message))
+        return AIMessage(
+            kept if native else "".join(texts),
+            tool_calls=calls,
+            usage=_usage(message.usage),
+            response_metadata=metadata,
+        )
+
+    def _stream_parser(self, call: PreparedCall, metadata: dict[str, Any], id: str) -> StreamParser:
+        return _AnthropicStream(metadata, id, call.context)
+
+
+def _metadata(message: _Message) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if message.model is not None:
+        out["model"] = message.model
+    if message.id is not None:
+        out["response_id"] = message.id
+    if message.stop_reason is not None:
+        out["finish_reason"] = message.stop_reason
+    if message.stop_sequence is not None:
+        out["stop_sequence"] = message.stop_sequence
+    return out
+
+
+class _AnthropicStream(StreamParser):
+    """Messages API events → chunks. Text deltas are content; ``tool_use`` blocks become
+    tool-call chunks (the answer tool of ``response_format`` becomes its JSON text, sent
+    whole when its block ends, so it equals what ``invoke`` returns). Thinking and
+    server-tool blocks are not streamed."""
+
+    def __init__(self, metadata: dict[str, Any], id: str, answer_tool: str | None) -> None:
+        self.metadata = metadata
+        self.id = id
+        self.answer_tool = answer_tool
+        self.tools: dict[int, int] = {}  # block index -> tool-call position
+        self.answer: dict[int, list[str]] = {}  # block index -> JSON fragments
+        self.usage: _Usage | None = None
+
+    def _chunk(self, content: str = "", **kwargs: Any) -> AIMessageChunk:
+        return AIMessageChunk(content, id=self.id, **kwargs)
+
+    def feed(self, event: SSEEvent) -> list[AIMessageChunk]:
+        kind = event.event
+        if kind == "ping":
+            return []
+        if kind == "message_start":
+            start: _MessageStart = loads_event("anthropic", event, _MessageStart)
+            self.usage = start.message.usage
+            return [self._chunk(response_metadata={**self.metadata, **_metadata(start.message)})]
+        if kind == "content_block_start":
+            block_start: _BlockStart = loads_event("anthropic", event, _BlockStart)
+            block = block_start.content_block
+            if block.get("type") == "text":
+                text = wire.structure(block, _Text).text
+                return [self._chunk(text)] if text else []
+            if block.get("type") == "tool_use":
+                use = wire.structure(block, _ToolUse)
+                if self.answer_tool is not None and use.name == self.answer_tool:
+                    self.answer[block_start.index] = []
+                    return []
+                position = len(self.tools)
+                self.tools[block_start.index] = position
+                return [self._chunk(tool_call_chunks=[ToolCallChunk(position, use.id, use.name)])]
+            return []
+        if kind == "content_block_delta":
+            delta: _BlockDelta = loads_event("anthropic", event, _BlockDelta)
+            body = delta.delta
+            if body.get("type") == "text_delta":
+                return [self._chunk(str(body.get("text", "")))]
+            if body.get("type") == "input_json_delta":
+                fragment = str(body.get("partial_json", ""))
+                if delta.index in self.answer:
+                    self.answer[delta.index].append(fragment)
+                elif delta.index in self.tools:
+                    part = ToolCallChunk(self.tools[delta.index], args=fragment)
+                    return [self._chunk(tool_call_chunks=[part])]
+            return []
+        if kind == "content_block_stop":
+            stop: _BlockStop = loads_event("anthropic", event, _BlockStop)
+            fragments = self.answer.pop(stop.index, None)
+            if fragments is None:
+                return []
+            raw = "".join(fragments)
+            try:
+                text = _answer_json(json.loads(raw) if raw.strip() else {})
+            except ValueError:
+                text = raw
+            return [self._chunk(text)]
+        if kind == "message_delta":
+            end: _MessageDelta = loads_event("anthropic", event, _MessageDelta)
+            metadata: dict[str, Any] = {}
+            if end.delta.stop_reason is not None:
+                metadata["finish_reason"] = end.delta.stop_reason
+                self.complete = True
+            if end.delta.stop_sequence is not None:
+                metadata["stop_sequence"] = end.delta.stop_sequence
+            usage = _usage(_merge_usage(self.usage, end.usage))
+            return [self._chunk(usage=usage, response_metadata=metadata)]
+        if kind == "message_stop":
+            self.complete = True
+            return []
+        if kind == "error":
+            error: _ErrorEvent = loads_event("anthropic", event, _ErrorEvent)
+            raise stream_error("anthropic", error.error.message or event.data, error.error.type)
+        return []
+
+
+def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Content as a block list; empty text is dropped (the API rejects empty text blocks)."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return [
+        dict(block)
+        for block in content
+        if not (block.get("type") == "text" and not block.get("text"))
+    ]
+
+
+def _system(blocks: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """Plain text parts are joined into one string; marked blocks are kept as blocks."""
+    if all(set(b) == {"type", "text"} and b["type"] == "text" for b in blocks):
+        return "\n\n".join(str(b["text"]) for b in blocks)
+    return blocks
+
+
+def _compact(blocks: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A single plain text block is sent as a string (the API's short form)."""
+    if all(set(b) == {"type", "text"} and b["type"] == "text" for b in blocks):
+        if len(blocks) == 1:
+            return str(blocks[0]["text"])
+    return blocks

@@ -1,0 +1,451 @@
+"""The ``openai`` provider: the Chat Completions API over httpx.
+
+Works with OpenAI and with every server that speaks the same wire format (vLLM,
+llama.cpp, Ollama, LM Studio): point ``base_url=`` or ``OPENAI_BASE_URL`` at it. Server
+quirks are switched with ``compat=`` (see ``OpenAICompat``), never special-cased.
+
+``usage.input_tokens`` is ``prompt_tokens`` (the whole prompt, cached part included);
+``usage.cache_read_tokens`` is ``prompt_tokens_details.cached_tokens``. OpenAI caches
+automatically, so ``cache_write_tokens`` is always 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+
+from plait.errors import ConfigError
+from plait.messages import (
+    AIMessage,
+    AIMessageChunk,
+    AnyMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCallChunk,
+    ToolMessage,
+    Usage,
+    message_text,
+    parse_tool_call,
+)
+from plait.models._http import (
+    HTTPChatModel,
+    PreparedCall,
+    SSEEvent,
+    StreamParser,
+    loads_event,
+    stream_error,
+    wire,
+)
+from plait.models.base import ModelProfile
+
+if TYPE_CHECKING:
+    from plait.tools import Tool
+
+__all__ = ["OpenAIChatModel", "OpenAICompat"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+@attrs.frozen
+class OpenAICompat:
+    """Switches for servers that speak the Chat Completions format imperfectly.
+
+    :param assistant_null_content: send ``"content": null`` for an assistant turn that
+        only calls tools (OpenAI's form); ``False`` sends ``""`` (llama.cpp rejects null).
+    :param tool_choice_required: the server understands ``tool_choice: "required"``;
+        ``False`` sends ``"auto"`` instead (llama.cpp's server fails on "required").
+    :param stream_usage: ask for usage in streams (``stream_options.include_usage``).
+    :param max_tokens_field: the body field a ``max_tokens`` setting is sent as; ``None``
+        picks ``max_completion_tokens`` for api.openai.com (its reasoning models reject
+        ``max_tokens``) and ``max_tokens`` elsewhere.
+    :param strict_tools: mark function tools ``strict`` (OpenAI structured tool calls).
+    """
+
+    assistant_null_content: bool = True
+    tool_choice_required: bool = True
+    stream_usage: bool = True
+    max_tokens_field: str | None = None
+    strict_tools: bool = False
+
+
+# -- the wire format (responses and stream chunks) ------------------------------------------
+
+
+@attrs.frozen
+class _Function:
+    name: str | None = None
+    arguments: str | None = None
+
+
+@attrs.frozen
+class _ToolCall:
+    id: str | None = None
+    index: int | None = None
+    function: _Function = _Function()
+
+
+@attrs.frozen
+class _Message:
+    content: str | None = None
+    refusal: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+
+
+@attrs.frozen
+class _Choice:
+    index: int = 0
+    message: _Message | None = None
+    delta: _Message | None = None
+    finish_reason: str | None = None
+
+
+@attrs.frozen
+class _PromptDetails:
+    cached_tokens: int | None = None
+
+
+@attrs.frozen
+class _CompletionDetails:
+    reasoning_tokens: int | None = None
+
+
+@attrs.frozen
+class _Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
+
+
+@attrs.frozen
+class _ErrorDetail:
+    message: str | None = None
+    type: str | None = None
+    code: str | int | None = None
+
+
+@attrs.frozen
+class _Completion:
+    id: str | None = None
+    model: str | None = None
+    choices: list[_Choice] = attrs.Factory(list)
+    usage: _Usage | None = None
+    system_fingerprint: str | None = None
+    error: _ErrorDetail | None = None
+
+
+def _usage(usage: _Usage | None) -> Usage | None:
+    if usage is None:
+        return None
+    details = usage.prompt_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=(details.cached_tokens or 0) if details else 0,
+    )
+
+
+def _response_metadata(completion: _Completion) -> dict[str, Any]:
+    metadata: dict[str, Any] = {}
+    if completion.model is not None:
+        metadata["model"] = completion.model
+    if completion.id is not None:
+        metadata["response_id"] = completion.id
+    if completion.system_fingerprint is not None:
+        metadata["system_fingerprint"] = completion.system_fingerprint
+    return metadata
+
+
+# -- the model ------------------------------------------------------------------------------
+
+
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+_OVERFLOW_WORDS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "exceed_context_size",
+    "exceeds the available context size",
+    "too many tokens",
+)
+
+
+class OpenAIChatModel(HTTPChatModel):
+    """A Chat Completions model: ``OpenAIChatModel("gpt-4.1-mini", temperature=0)``.
+
+    ``api_key`` defaults to ``OPENAI_API_KEY`` (optional for a custom ``base_url``);
+    ``base_url`` to ``OPENAI_BASE_URL``, then ``https://api.openai.com/v1``. Other keyword
+    settings (``temperature``, ``max_tokens``, ``top_p``, ``stop``...) go into every
+    request body; per-call settings override them.
+    """
+
+    provider: ClassVar[str] = "openai"
+    api_key_env: ClassVar[str] = "OPENAI_API_KEY"
+    base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
+    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = 60.0,
+        profile: ModelProfile | Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        compat: OpenAICompat | Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> None:
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            profile=profile,
+            headers=headers,
+            **settings,
+        )
+        if isinstance(compat, Mapping):
+            try:
+                compat = OpenAICompat(**compat)
+            except TypeError as exc:
+                raise ConfigError(f"openai: bad compat options: {exc}") from None
+        self.compat = compat or OpenAICompat()
+
+    @classmethod
+    def from_id(cls, name: str, **settings: Any) -> OpenAIChatModel:
+        """``init_chat_model("openai:gpt-4.1-mini", base_url=..., temperature=0)``."""
+        return cls(name, **settings)
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"}
+
+    def _is_overflow(self, status: int, error_type: str | None, message: str) -> bool:
+        if status not in (400, 413):
+            return False
+        text = f"{error_type or ''} {message}".lower()
+        return any(word in text for word in _OVERFLOW_WORDS)
+
+    # -- request -------------------------------------------------------------------------
+
+    def _prepare(
+        self,
+        messages: Sequence[AnyMessage],
+        *,
+        system_prompt: str | None,
+        tools: Sequence[Tool],
+        tool_choice: str | None,
+        response_format: Mapping[str, Any] | None,
+        provider_options: Mapping[str, Any] | None,
+        settings: Mapping[str, Any],
+        stream: bool,
+    ) -> PreparedCall:
+        wire_messages: list[dict[str, Any]] = []
+        if system_prompt:
+            wire_messages.append({"role": "system", "content": system_prompt})
+        wire_messages.extend(self._message(m) for m in messages)
+        body: dict[str, Any] = {"model": self.model_name, "messages": wire_messages}
+        for key, value in settings.items():
+            if key == "max_tokens":
+                key = self._max_tokens_field()
+            body[key] = value
+        if tools:
+            body["tools"] = [self._tool(t) for t in tools]
+            if tool_choice is not None:
+                body["tool_choice"] = self._tool_choice(tool_choice, tools)
+        if response_format is not None:
+            body["response_format"] = _response_format(response_format)
+        if stream:
+            body["stream"] = True
+            if self.compat.stream_usage:
+                body["stream_options"] = {"include_usage": True}
+        body.update((provider_options or {}).get("openai", {}))
+        return PreparedCall(f"{self.base_url}/chat/completions", body)
+
+    def _max_tokens_field(self) -> str:
+        if self.compat.max_tokens_field is not None:
+            return self.compat.max_tokens_field
+        official = self.base_url == DEFAULT_BASE_URL
+        return "max_completion_tokens" if official else "max_tokens"
+
+    def _message(self, message: AnyMessage) -> dict[str, Any]:
+        if isinstance(message, SystemMessage):
+            return {"role": "system", "content": _content(message.content)}
+        if isinstance(message, HumanMessage):
+            return {"role": "user", "content": _content(message.content)}
+        if isinstance(message, ToolMessage):
+            return {
+                "role": "tool",
+                "tool_call_id": message.tool_call_id,
+                "content": _content(message.content),
+            }
+        if isinstance(message, AIMessage):
+            text = message_text(message.content)
+            out: dict[str, Any] = {"role": "assistant", "content": text}
+            if message.tool_calls:
+                if not text:
+                    out["content"] = None if self.compat.assistant_null_content else ""
+                out["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": json.dumps(call.args)},
+                    }
+                    for call in message.tool_calls
+                ]
+            return out
+        raise TypeError(f"openai: cannot send a {type(message).__name__}")
+
+    def _tool(self, tool: Tool) -> dict[str, Any]:
+        function: dict[str, Any] = {"name": tool.name, "parameters": tool.parameters}
+        if tool.description:
+            function["description"] = tool.description
+        if self.compat.strict_tools:
+            function["strict"] = True
+        function.update(tool.provider_options.get("openai", {}))
+        return {"type": "function", "function": function}
+
+    def _tool_choice(self, choice: str, tools: Sequence[Tool]) -> Any:
+        if choice in ("required", "any"):
+            return "required" if self.compat.tool_choice_required else "auto"
+        if choice in ("auto", "none"):
+            return choice
+        if choice not in {t.name for t in tools}:
+            raise ConfigError(
+                f"openai: tool_choice {choice!r} is not one of the tools "
+                f"({', '.join(t.name for t in tools)}) nor auto/none/required"
+            )
+        return {"type": "function", "function": {"name": choice}}
+
+    # -- response ------------------------------------------------------------------------
+
+    def _parse(self, call: PreparedCall, data: Any, metadata: dict[str, Any]) -> AIMessage:
+        completion = wire.structure(data, _Completion)
+        if not completion.choices or completion.choices[0].message is None:
+            raise ValueError("no choices")
+        choice = completion.choices[0]
+        message = choice.message
+        assert message is not None
+        calls = [
+            parse_tool_call(tc.function.name or "", tc.function.arguments or "", tc.id)
+            for tc in message.tool_calls or ()
+        ]
+        metadata.update(_response_metadata(completion))
+        metadata["finish_reason"] = choice.finish_reason
+        if message.refusal:
+            metadata["refusal"] = message.refusal
+        return AIMessage(
+            message.content or "",
+            tool_calls=calls,
+            usage=_usage(completion.usage),
+            response_metadata=metadata,
+        )
+
+    def _stream_parser(self, call: PreparedCall, metadata: dict[str, Any], id: str) -> StreamParser:
+        return _OpenAIStream(metadata, id)
+
+
+class _OpenAIStream(StreamParser):
+    """Chat Completions chunks → ``AIMessageChunk``s. Complete at ``[DONE]``, or when a
+    ``finish_reason`` arrived and the server then closed the stream cleanly."""
+
+    def __init__(self, metadata: dict[str, Any], id: str) -> None:
+        self.metadata = metadata
+        self.id = id
+        self.first = True
+
+    def feed(self, event: SSEEvent) -> list[AIMessageChunk]:
+        data = event.data.strip()
+        if data == "[DONE]":
+            self.complete = True
+            return []
+        if not data:
+            return []
+        chunk: _Completion = loads_event("openai", event, _Completion)
+        if chunk.error is not None:
+            code = chunk.error.code if isinstance(chunk.error.code, str) else None
+            raise stream_error("openai", chunk.error.message or data, code or chunk.error.type)
+        out: list[AIMessageChunk] = []
+        metadata: dict[str, Any] = {}
+        if self.first:
+            metadata = {**self.metadata, **_response_metadata(chunk)}
+            self.first = False
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            delta = choice.delta or _Message()
+            parts = [
+                ToolCallChunk(
+                    tc.index if tc.index is not None else position,
+                    tc.id,
+                    tc.function.name,
+                    tc.function.arguments or "",
+                )
+                for position, tc in enumerate(delta.tool_calls or ())
+            ]
+            if choice.finish_reason is not None:
+                metadata["finish_reason"] = choice.finish_reason
+                self.complete = True
+            if delta.refusal:
+                metadata["refusal"] = delta.refusal
+            if delta.content or parts or metadata:
+                out.append(
+                    AIMessageChunk(
+                        delta.content or "",
+                        tool_call_chunks=parts,
+                        response_metadata=metadata,
+                        id=self.id,
+                    )
+                )
+                metadata = {}
+        usage = _usage(chunk.usage)
+        if usage is not None or metadata:
+            out.append(AIMessageChunk(usage=usage, response_metadata=metadata, id=self.id))
+        return out
+
+
+def _content(content: str | list[dict[str, Any]]) -> Any:
+    """Message content for the wire: a string, or parts with plait's text blocks reduced to
+    OpenAI's ``{"type": "text", "text"}`` (provider-native parts pass through)."""
+    if isinstance(content, str):
+        return content
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if block.get("type") == "text":
+            parts.append({"type": "text", "text": str(block.get("text", ""))})
+        else:
+            parts.append(dict(block))
+    return parts
+
+
+def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``response_format`` for a JSON schema; an OpenAI-shaped value passes through."""
+    if schema.get("type") in ("json_schema", "json_object", "text") and "properties" not in schema:
+        return dict(schema)
+    title = str(schema.get("title") or "response")
+    name = _NAME_UNSAFE.sub("_", title)[:64] or "response"
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": dict(schema), "strict": _strict_ok(schema)},
+    }
+
+
+def _strict_ok(schema: Any) -> bool:
+    """Whether OpenAI's strict mode accepts ``schema``: every object closed
+    (``additionalProperties: false``) with all its properties required. A schema that is
+    not is sent with ``strict: false`` rather than rejected with a 400."""
+    if isinstance(schema, list):
+        return all(_strict_ok(item) for item in schema)
+    if not isinstance(schema, Mapping):
+        return True
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        if schema.get("additionalProperties") is not False:
+            return False
+        if set(schema.get("required", ())) != set(properties):
+            return False
+    return all(_strict_ok(value) for key, value in schema.items() if key != "required")
