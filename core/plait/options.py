@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import attrs
+import cattrs
 
 from plait import _convert
 from plait.errors import ConfigError
@@ -43,6 +44,11 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str) 
     except _convert.ConversionError as exc:
         details = "; ".join(_describe(p) for p in exc.problems)
         raise ConfigError(f"plugin {plugin!r}: {details}") from None
+    except (NameError, cattrs.errors.StructureHandlerNotFoundError) as exc:
+        # the plugin's own annotations are at fault, not the user's options
+        raise ConfigError(
+            f"plugin {plugin!r}: the option types of {cls.__qualname__} cannot be used: {exc}"
+        ) from exc
     except ConfigError as exc:
         # raised by the class with nothing structured wrong (a cross-option check)
         text = str(exc)

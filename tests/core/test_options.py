@@ -245,3 +245,12 @@ def test_describe_options_for_plait_plugins() -> None:
 
 def test_describe_options_of_a_non_attrs_class_is_empty() -> None:
     assert describe_options(dict) == []
+
+
+def test_a_plugin_with_unusable_annotations_gets_a_config_error() -> None:
+    @attrs.frozen
+    class Broken:
+        later: NotDefinedAnywhere  # type: ignore[name-defined]  # noqa: F821
+
+    with pytest.raises(ConfigError, match=r"^plugin 'broken': the option types of .*Broken"):
+        structure_options(Broken, {"later": 1}, plugin="broken")

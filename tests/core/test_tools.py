@@ -344,3 +344,37 @@ def test_error_text_contains_no_python_repr_noise() -> None:
     with pytest.raises(ToolArgumentError) as info:
         book_trip.prepare({"city": ["x"]}, None)
     assert not re.search(r"<class|Traceback|cattrs", str(info.value))
+
+
+# --------------------------------------------------------------------------- through an agent
+
+
+def test_agent_answers_bad_arguments_with_an_error_the_model_reads(make_agent: Any) -> None:
+    from plait.testing import ai, call
+
+    seen: list[dict[str, Any]] = []
+
+    @tool
+    def forecast(city: str, days: int = 1, runtime: ToolRuntime | None = None) -> str:
+        """Forecast the weather."""
+        assert runtime is not None
+        seen.append({"city": city, "days": days, "call": runtime.tool_call_id})
+        return f"sun in {city} for {days}"
+
+    agent = make_agent(
+        [
+            ai("", call("forecast", id="c1", city="Oslo", days="two")),
+            ai("", call("forecast", id="c2", city="Oslo", days=2)),
+            ai("done"),
+        ],
+        tools=[forecast],
+    )
+    result = agent.invoke("weather?")
+    tool_messages = [m for m in result.messages if m.type == "tool"]
+    assert tool_messages[0].status == "error"
+    assert "argument 'days': expected an int, got 'two'" in tool_messages[0].text
+    assert tool_messages[1].text == "sun in Oslo for 2"
+    assert seen == [{"city": "Oslo", "days": 2, "call": "c2"}]
+    # the model was shown the schema without the injected parameter
+    sent = agent.model.requests[0].tools[0]
+    assert list(sent.parameters["properties"]) == ["city", "days"]
