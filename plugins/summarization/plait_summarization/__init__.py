@@ -1,0 +1,404 @@
+"""Summarization for plait: when a conversation nears its limit, older history is replaced
+by one summary message written by a (usually smaller) model; recent messages stay verbatim.
+
+The summarized messages are removed from state, so the thread and its checkpoint shrink.
+System messages are never removed, an AI message is never separated from the tool
+messages answering it, and a failing summary call leaves the history as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from plait.errors import ConfigError, ContextOverflowError, PlaitError
+from plait.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from plait.middleware import Middleware
+from plait.models import ChatModel, init_chat_model
+from plait.tokens import count_tokens
+from plait.types import AgentConfig, Runtime
+
+__all__ = [
+    "DEFAULT_SUMMARY_PREFIX",
+    "DEFAULT_SUMMARY_PROMPT",
+    "Keep",
+    "SummarizationMiddleware",
+    "TriggerCondition",
+    "safe_cut",
+]
+
+PLUGIN = "summarization"
+TokenCounter = Callable[[Sequence[AnyMessage]], int]
+
+DEFAULT_SUMMARY_PREFIX = "Here is a summary of the conversation to date:"
+DEFAULT_SUMMARY_PROMPT = """\
+You are condensing the earlier part of a conversation between a user and an AI assistant \
+so the assistant can continue the work without the full history.
+
+Write a summary that keeps everything needed to carry on: the user's goals and \
+constraints, decisions made, facts learned (names, numbers, file paths, URLs, identifiers), \
+what tools were called and what they returned that still matters, and what remains to be \
+done. Leave out pleasantries and anything superseded. Write plain prose or short bullet \
+points; do not address the user.
+
+The conversation so far:
+
+{messages}
+
+Reply with the summary only."""
+
+_ELIDED = "\n\n[... the middle of the conversation was omitted to fit the summarizer ...]\n\n"
+
+
+def _in_unit_interval(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not 0 < value <= 1:
+        raise ValueError(f"{attribute.name} must be in (0, 1], got {value!r}")
+
+
+def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and value < 1:
+        raise ValueError(f"{attribute.name} must be >= 1, got {value!r}")
+
+
+def _non_negative(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
+
+
+@attrs.frozen
+class TriggerCondition:
+    """When to summarize: every key given must hold (AND). Thresholds trigger at >=.
+
+    ``fraction`` is of the agent model's ``profile.max_input_tokens``.
+    """
+
+    fraction: float | None = attrs.field(default=None, validator=_in_unit_interval)
+    tokens: int | None = attrs.field(default=None, validator=_positive)
+    messages: int | None = attrs.field(default=None, validator=_positive)
+
+    def __attrs_post_init__(self) -> None:
+        if self.fraction is None and self.tokens is None and self.messages is None:
+            raise ValueError("a trigger condition needs at least one of fraction, tokens, messages")
+
+    def holds(self, tokens: int, messages: int, max_input: int | None) -> bool:
+        if self.tokens is not None and tokens < self.tokens:
+            return False
+        if self.messages is not None and messages < self.messages:
+            return False
+        if self.fraction is not None:
+            assert max_input is not None
+            if tokens < self.fraction * max_input:
+                return False
+        return True
+
+
+@attrs.frozen
+class Keep:
+    """How much recent history stays verbatim: exactly one of ``fraction`` (of the model's
+    ``max_input_tokens``), ``tokens`` or ``messages``."""
+
+    fraction: float | None = attrs.field(default=None, validator=_in_unit_interval)
+    tokens: int | None = attrs.field(default=None, validator=_non_negative)
+    messages: int | None = attrs.field(default=None, validator=_non_negative)
+
+    def __attrs_post_init__(self) -> None:
+        given = [n for n in ("fraction", "tokens", "messages") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "keep needs exactly one of fraction, tokens, messages; "
+                + (f"got {', '.join(given)}" if given else "got none")
+            )
+
+    def cut(
+        self, messages: Sequence[AnyMessage], counter: TokenCounter, max_input: int | None
+    ) -> int:
+        """The index of the first kept message (before the tool-pair adjustment)."""
+        if self.messages is not None:
+            return max(0, len(messages) - self.messages)
+        if self.tokens is not None:
+            budget = self.tokens
+        else:
+            assert self.fraction is not None and max_input is not None
+            budget = int(self.fraction * max_input)
+        used = 0
+        index = len(messages)
+        while index > 0:
+            cost = counter([messages[index - 1]])
+            if used + cost > budget:
+                break
+            used += cost
+            index -= 1
+        return index
+
+
+def safe_cut(messages: Sequence[AnyMessage], cut: int) -> int:
+    """Move ``cut`` so no AI message is separated from the tool messages answering it.
+
+    A kept tool message whose AI message would be summarized pulls the cut back to that AI
+    message; tool messages no AI message owns are summarized rather than kept orphaned.
+    Linear: one pass for the owners, one for the suffix minimum.
+    """
+    owners: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                owners.setdefault(call.id, index)
+    size = len(messages)
+    # lowest[j]: the smallest owner index of any tool message at position >= j
+    lowest = [size] * (size + 1)
+    for index in range(size - 1, -1, -1):
+        message = messages[index]
+        owner = size
+        if isinstance(message, ToolMessage):
+            owner = owners.get(message.tool_call_id, size)
+        lowest[index] = min(lowest[index + 1], owner)
+    cut = max(0, min(cut, size))
+    while lowest[cut] < cut:
+        cut = lowest[cut]
+    while (
+        cut < size
+        and isinstance(messages[cut], ToolMessage)
+        and messages[cut].tool_call_id not in owners  # type: ignore[union-attr]
+    ):
+        cut += 1
+    return cut
+
+
+def _render(messages: Sequence[AnyMessage]) -> str:
+    """The messages as plain text for the summary prompt."""
+    lines: list[str] = []
+    for message in messages:
+        text = message.text
+        if isinstance(message, HumanMessage):
+            label = "Earlier summary" if message.metadata.get("summary") else "User"
+            lines.append(f"{label}: {text}")
+        elif isinstance(message, AIMessage):
+            if text:
+                lines.append(f"Assistant: {text}")
+            for call in message.tool_calls:
+                args = json.dumps(call.args, ensure_ascii=False)
+                lines.append(f"Assistant called tool {call.name} with {args}")
+        elif isinstance(message, ToolMessage):
+            status = " (error)" if message.status == "error" else ""
+            lines.append(f"Tool {message.name or message.tool_call_id}{status} returned: {text}")
+        else:
+            lines.append(f"{message.type}: {text}")
+    return "\n".join(lines)
+
+
+def _as_condition(value: TriggerCondition | Mapping[str, Any]) -> TriggerCondition:
+    return value if isinstance(value, TriggerCondition) else TriggerCondition(**value)
+
+
+def _as_trigger(
+    value: TriggerCondition | Mapping[str, Any] | Sequence[Any] | None,
+) -> TriggerCondition | tuple[TriggerCondition, ...] | None:
+    """Direct construction takes what options by name take: a condition, a mapping of
+    its keys, or a list of either."""
+    if value is None or isinstance(value, TriggerCondition | Mapping):
+        return None if value is None else _as_condition(value)
+    return tuple(_as_condition(item) for item in value)
+
+
+def _as_keep(value: Keep | Mapping[str, Any]) -> Keep:
+    return value if isinstance(value, Keep) else Keep(**value)
+
+
+def _has_placeholder(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if "{messages}" not in value:
+        raise ValueError(
+            "summary_prompt must contain {messages}, where the conversation to summarize goes"
+        )
+
+
+@attrs.frozen
+class SummarizationMiddleware(Middleware):
+    """Summarize older history in ``before_model`` once ``trigger`` holds, keeping ``keep``.
+
+    ``model`` writes the summary (an id such as ``"openai:gpt-4.1-mini"``, resolved when
+    the middleware is built, or a ``ChatModel``). Without ``trigger`` it never summarizes.
+    """
+
+    model: str | ChatModel
+    trigger: TriggerCondition | Sequence[TriggerCondition] | None = attrs.field(
+        default=None, converter=_as_trigger
+    )
+    keep: Keep = attrs.field(factory=lambda: Keep(messages=20), converter=_as_keep)
+    token_counter: TokenCounter | None = attrs.field(default=None, eq=False)
+    summary_prompt: str = attrs.field(default=DEFAULT_SUMMARY_PROMPT, validator=_has_placeholder)
+    trim_tokens_to_summarize: int | None = attrs.field(default=4000, validator=_positive)
+    summary_prefix: str = DEFAULT_SUMMARY_PREFIX
+    max_tokens_before_summary: int | None = attrs.field(default=None, validator=_positive)
+    messages_to_keep: int | None = attrs.field(default=None, validator=_non_negative)
+
+    summarizer: ChatModel = attrs.field(init=False, repr=False, eq=False)
+    conditions: tuple[TriggerCondition, ...] = attrs.field(init=False, repr=False)
+    keeping: Keep = attrs.field(init=False, repr=False)
+
+    @summarizer.default
+    def _resolve_model(self) -> ChatModel:
+        try:
+            return init_chat_model(self.model)
+        except ConfigError as exc:
+            raise ConfigError(f"cannot resolve the summary model {self.model!r}: {exc}") from None
+
+    @conditions.default
+    def _conditions(self) -> tuple[TriggerCondition, ...]:
+        if self.max_tokens_before_summary is not None:
+            if self.trigger is not None:
+                raise ValueError(
+                    "max_tokens_before_summary is a deprecated alias of trigger={'tokens': N}; "
+                    "give trigger alone"
+                )
+            warnings.warn(
+                f"{PLUGIN}: max_tokens_before_summary is deprecated; use "
+                f"trigger={{'tokens': {self.max_tokens_before_summary}}}",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            return (TriggerCondition(tokens=self.max_tokens_before_summary),)
+        if self.trigger is None:
+            return ()
+        if isinstance(self.trigger, TriggerCondition):
+            return (self.trigger,)
+        return tuple(self.trigger)
+
+    @keeping.default
+    def _keeping(self) -> Keep:
+        if self.messages_to_keep is None:
+            return self.keep
+        if self.keep != Keep(messages=20):
+            raise ValueError(
+                "messages_to_keep is a deprecated alias of keep={'messages': N}; give keep alone"
+            )
+        warnings.warn(
+            f"{PLUGIN}: messages_to_keep is deprecated; use "
+            f"keep={{'messages': {self.messages_to_keep}}}",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        return Keep(messages=self.messages_to_keep)
+
+    @property
+    def uses_fraction(self) -> bool:
+        return self.keeping.fraction is not None or any(
+            c.fraction is not None for c in self.conditions
+        )
+
+    # -- build time ------------------------------------------------------------------------
+
+    def validate_agent(self, agent_config: AgentConfig) -> None:
+        if self.uses_fraction and _max_input(agent_config.model) is None:
+            raise ConfigError(
+                f"{PLUGIN}: a fraction in trigger or keep is a fraction of the model's "
+                f"max_input_tokens, but the agent's model {agent_config.model!r} has no profile "
+                "with max_input_tokens; give tokens or messages instead, or a model with a "
+                "profile (e.g. ScriptedChatModel(..., profile={'max_input_tokens': 128000}))"
+            )
+
+    # -- run time --------------------------------------------------------------------------
+
+    def _counter(self, runtime: Runtime | None) -> TokenCounter:
+        if self.token_counter is not None:
+            return self.token_counter
+        if runtime is not None and runtime.model is not None:
+            return runtime.model.count_tokens
+        return count_tokens
+
+    def plan(
+        self, messages: Sequence[AnyMessage], counter: TokenCounter, max_input: int | None
+    ) -> list[AnyMessage] | None:
+        """The messages to summarize now, or ``None`` when no trigger holds or nothing
+        before the kept part can be summarized (system messages never are)."""
+        if not self.conditions or not messages:
+            return None
+        tokens = counter(messages)
+        if not any(c.holds(tokens, len(messages), max_input) for c in self.conditions):
+            return None
+        cut = safe_cut(messages, self.keeping.cut(messages, counter, max_input))
+        chosen: list[AnyMessage] = [m for m in messages[:cut] if not isinstance(m, SystemMessage)]
+        return chosen or None
+
+    def conversation(self, messages: Sequence[AnyMessage], counter: TokenCounter) -> str:
+        """``messages`` as text for the summary prompt, trimmed to the most recent
+        ``trim_tokens_to_summarize`` tokens."""
+        chosen = list(messages)
+        limit = self.trim_tokens_to_summarize
+        if limit is not None:
+            used = 0
+            start = len(chosen)
+            while start > 0:
+                cost = counter([chosen[start - 1]])
+                if used + cost > limit:
+                    break
+                used += cost
+                start -= 1
+            if start == len(chosen):
+                # Even the newest message is over the limit: keep its end.
+                return _render(chosen[-1:])[-limit * 4 :]
+            chosen = chosen[start:]
+        return _render(chosen)
+
+    def prompt(self, conversation: str) -> str:
+        return self.summary_prompt.replace("{messages}", conversation)
+
+    @staticmethod
+    def elide(conversation: str) -> str:
+        """The beginning and the end of ``conversation``, the middle half left out."""
+        quarter = max(1, len(conversation) // 4)
+        return conversation[:quarter] + _ELIDED + conversation[-quarter:]
+
+    def replacement(self, summarized: Sequence[AnyMessage], summary: str) -> list[Any]:
+        """The state update: the summary takes the place (and id) of the first summarized
+        message, the others are removed."""
+        text = summary.strip()
+        if not text:
+            raise PlaitError(
+                f"{PLUGIN}: the summary model {self.summarizer!r} returned an empty summary; "
+                "the history was left unchanged"
+            )
+        message = HumanMessage(
+            f"{self.summary_prefix}\n\n{text}",
+            id=summarized[0].id,
+            metadata={"summary": True},
+        )
+        return [message, *(RemoveMessage(m.id) for m in summarized[1:])]
+
+    async def before_model(
+        self, state: Mapping[str, Any], runtime: Runtime
+    ) -> dict[str, Any] | None:
+        counter = self._counter(runtime)
+        max_input = _max_input(runtime.model) if self.uses_fraction else None
+        if self.uses_fraction and max_input is None:
+            raise ConfigError(
+                f"{PLUGIN}: a fraction needs the model's profile.max_input_tokens, "
+                f"and {runtime.model!r} has none"
+            )
+        summarized = self.plan(state["messages"], counter, max_input)
+        if summarized is None:
+            return None
+        conversation = self.conversation(summarized, counter)
+        try:
+            answer = await self.summarizer.ainvoke([HumanMessage(self.prompt(conversation))])
+        except ContextOverflowError:
+            # Once, with the middle left out; a second overflow surfaces to the caller.
+            elided = self.prompt(self.elide(conversation))
+            answer = await self.summarizer.ainvoke([HumanMessage(elided)])
+        return {"messages": self.replacement(summarized, answer.text)}
+
+
+def _max_input(model: ChatModel | None) -> int | None:
+    if model is None or model.profile is None:
+        return None
+    return model.profile.max_input_tokens
