@@ -1,0 +1,272 @@
+"""Retrying a call with exponential backoff: the policy behind ``model_retry`` and ``tool_retry``.
+
+``RetryPolicy`` is an attrs class of the options both retry middlewares share; a middleware
+inherits it (``class ModelRetryMiddleware(RetryPolicy, plait.Middleware)``) so its options are
+these fields, and wraps its call in ``policy.call`` / ``policy.acall``. The delays come from
+``backoff``'s wait generators; the loop, the sleeper and the give-up step are plait's own, so
+tests can replace the sleeper and a middleware decides what giving up produces.
+
+Never retried, whatever ``retry_on`` says: ``BaseException``s that are not ``Exception``s
+(interrupts, ``asyncio.CancelledError``, ``KeyboardInterrupt`` — they are not even caught) and
+``plait.errors.StopRun`` errors (they are meant to end the run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Literal, TypeAlias, TypeVar
+
+import attrs
+import backoff
+
+from plait.errors import ProviderError, StopRun
+
+__all__ = [
+    "FailureMode",
+    "OnFailure",
+    "RetryOn",
+    "RetryPolicy",
+    "backoff_delays",
+    "default_retry_on",
+    "describe_error",
+]
+
+T = TypeVar("T")
+
+RetryOn: TypeAlias = type[Exception] | tuple[type[Exception], ...] | Callable[[Exception], bool]
+"""Which errors are retried: exception types (subclasses match) or a predicate."""
+
+OnFailure: TypeAlias = (
+    Literal["continue", "error", "raise", "return_message"] | Callable[[Exception], str]
+)
+"""What happens when retries run out: ``"continue"`` (a message with the error),
+``"error"`` (stop the run), or a function formatting the message. ``"raise"`` and
+``"return_message"`` are deprecated spellings of ``"error"`` and ``"continue"``."""
+
+FailureMode: TypeAlias = Literal["continue", "error"] | Callable[[Exception], str]
+"""``on_failure`` with the deprecated spellings replaced."""
+
+_DEPRECATED = {"raise": "error", "return_message": "continue"}
+_MODES = ("continue", "error", *_DEPRECATED)
+JITTER = 0.25
+"""Jitter spreads each delay uniformly over ±25% of it."""
+
+
+def default_retry_on(exc: Exception) -> bool:
+    """Retry every error except a ``ProviderError`` whose ``retryable`` is false (a 400,
+    401, 403, 404 or a context overflow: another attempt cannot help)."""
+    if isinstance(exc, ProviderError):
+        return exc.retryable
+    return True
+
+
+def backoff_delays(
+    *, backoff_factor: float, initial_delay: float, max_delay: float
+) -> Iterator[float]:
+    """The delay before each retry, without jitter: ``initial_delay * backoff_factor ** n``
+    for retry *n* (0 before the first), capped at ``max_delay``; constant
+    ``initial_delay`` (capped) when ``backoff_factor`` is 0.
+
+    Built on ``backoff.expo`` / ``backoff.constant`` (``expo`` with base 0 would give
+    ``initial_delay`` once, then zeros).
+    """
+    waits = (
+        backoff.constant(interval=itertools.repeat(min(initial_delay, max_delay)))
+        if backoff_factor == 0
+        else backoff.expo(base=backoff_factor, factor=initial_delay, max_value=max_delay)
+    )
+    next(waits)  # backoff's generators are primed with one send(None) before the first value
+    for delay in waits:
+        yield float(min(delay, max_delay))
+
+
+# -- validators ---------------------------------------------------------------------------
+# attrs calls them with (instance, attribute, value); the kernel may re-run one with
+# instance=None to find the failing option, so they never read the instance.
+
+
+def _non_negative_int(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attribute.name} must be an int >= 0, got {value!r}")
+
+
+def _non_negative_number(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{attribute.name} must be a number >= 0, got {value!r}")
+
+
+def _is_bool(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{attribute.name} must be true or false, got {value!r}")
+
+
+def _check_error_type(name: str, value: Any) -> None:
+    if not isinstance(value, type) or not issubclass(value, BaseException):
+        raise ValueError(f"{name} must hold exception classes, got {value!r}")
+    if not issubclass(value, Exception):
+        raise ValueError(
+            f"{name} may not include {value.__qualname__}: it is not an Exception "
+            "(interrupts, cancellation and KeyboardInterrupt are never retried)"
+        )
+
+
+def _retry_on(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, tuple):
+        for item in value:
+            _check_error_type(attribute.name, item)
+    elif isinstance(value, type):
+        _check_error_type(attribute.name, value)
+    elif not callable(value):
+        raise ValueError(
+            f"{attribute.name} must be exception classes or a predicate "
+            f"(exception -> bool), got {value!r}"
+        )
+
+
+def _on_failure(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, str):
+        if value not in _MODES:
+            raise ValueError(
+                f"{attribute.name} must be 'continue', 'error' or a function "
+                f"(exception -> str), got {value!r}"
+            )
+    elif not callable(value):
+        raise ValueError(
+            f"{attribute.name} must be 'continue', 'error' or a function (exception -> str), "
+            f"got {value!r}"
+        )
+
+
+def _callable(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not callable(value):
+        raise ValueError(f"{attribute.name} must be callable, got {value!r}")
+
+
+def _as_retry_on(value: Any) -> Any:
+    """A list of exception classes (from TOML or a caller) becomes a tuple."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+# -- the policy ---------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class RetryPolicy:
+    """The options and the loop of a retrying middleware.
+
+    :param max_retries: retries after the first attempt (2 → 3 attempts in all).
+    :param retry_on: exception classes, or a predicate ``exc -> bool``; an error it does
+        not match is re-raised at once, without ``on_failure``.
+    :param on_failure: ``"continue"``, ``"error"`` or a formatter ``exc -> str``; what
+        each means is the middleware's to say.
+    :param backoff_factor: growth of the delay per retry; 0 keeps it constant.
+    :param initial_delay: seconds before the first retry.
+    :param max_delay: cap on the delay (before jitter).
+    :param jitter: spread each delay over ±25% so clients do not retry in lockstep.
+    :param sleep: test hook: the sync sleeper (``plait.testing.FakeSleeper()`` records
+        delays instead of sleeping).
+    :param asleep: test hook: the async sleeper (``FakeSleeper().asleep``).
+    """
+
+    max_retries: int = attrs.field(default=2, validator=_non_negative_int)
+    retry_on: RetryOn = attrs.field(
+        default=default_retry_on, converter=_as_retry_on, validator=_retry_on
+    )
+    on_failure: OnFailure = attrs.field(default="continue", validator=_on_failure)
+    backoff_factor: float = attrs.field(default=2.0, validator=_non_negative_number)
+    initial_delay: float = attrs.field(default=1.0, validator=_non_negative_number)
+    max_delay: float = attrs.field(default=60.0, validator=_non_negative_number)
+    jitter: bool = attrs.field(default=True, validator=_is_bool)
+    sleep: Callable[[float], None] = attrs.field(
+        default=time.sleep, validator=_callable, repr=False
+    )
+    asleep: Callable[[float], Awaitable[None]] = attrs.field(
+        default=asyncio.sleep, validator=_callable, repr=False
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if isinstance(self.on_failure, str) and self.on_failure in _DEPRECATED:
+            warnings.warn(
+                f"on_failure={self.on_failure!r} is deprecated; use "
+                f"on_failure={_DEPRECATED[self.on_failure]!r}",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+
+    @property
+    def failure_mode(self) -> FailureMode:
+        """``on_failure`` with deprecated spellings replaced by their current names."""
+        mode = self.on_failure
+        if isinstance(mode, str):
+            return "error" if _DEPRECATED.get(mode, mode) == "error" else "continue"
+        return mode
+
+    def retries(self, exc: Exception) -> bool:
+        """Whether ``exc`` is one to retry (``StopRun`` errors never are)."""
+        if isinstance(exc, StopRun):
+            return False
+        matcher = self.retry_on
+        if isinstance(matcher, type | tuple):
+            return isinstance(exc, matcher)
+        return bool(matcher(exc))
+
+    def delays(self) -> Iterator[float]:
+        """The delay before each retry, without jitter (see ``backoff_delays``)."""
+        return backoff_delays(
+            backoff_factor=self.backoff_factor,
+            initial_delay=self.initial_delay,
+            max_delay=self.max_delay,
+        )
+
+    def wait(self, delay: float, exc: Exception) -> float:
+        """What to sleep for ``delay`` after ``exc``: jittered (after the cap), and at least
+        the provider's ``retry_after`` when it sent one."""
+        if self.jitter:
+            delay *= random.uniform(1 - JITTER, 1 + JITTER)
+        retry_after = exc.retry_after if isinstance(exc, ProviderError) else None
+        if retry_after is not None and retry_after > delay:
+            delay = float(retry_after)
+        return delay
+
+    def call(self, attempt: Callable[[], T], give_up: Callable[[Exception, int], T]) -> T:
+        """``attempt()`` until it succeeds, retrying matching errors; when retries run out,
+        ``give_up(last_error, attempts)`` (called inside the ``except``, so a bare raise of
+        the error keeps its traceback) decides the result."""
+        delays = self.delays()
+        for retry in itertools.count():
+            try:
+                return attempt()
+            except Exception as exc:
+                if not self.retries(exc):
+                    raise
+                if retry >= self.max_retries:
+                    return give_up(exc, retry + 1)
+                self.sleep(self.wait(next(delays), exc))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def acall(
+        self, attempt: Callable[[], Awaitable[T]], give_up: Callable[[Exception, int], T]
+    ) -> T:
+        """The async form of ``call``: awaits ``attempt()`` and sleeps with ``asleep``."""
+        delays = self.delays()
+        for retry in itertools.count():
+            try:
+                return await attempt()
+            except Exception as exc:
+                if not self.retries(exc):
+                    raise
+                if retry >= self.max_retries:
+                    return give_up(exc, retry + 1)
+                await self.asleep(self.wait(next(delays), exc))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def describe_error(exc: BaseException) -> str:
+    """``"TypeName: text"`` (just the type name when the text is empty)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
