@@ -126,6 +126,17 @@ class _Database:
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._closed = False
+        self._pid = os.getpid()
+        self._inherited: list[sqlite3.Connection] = []
+
+    def _forget_inherited(self) -> None:
+        """After ``fork``, the parent's connections must not be used (or closed) by the
+        child: SQLite's locks are per process. Keep them referenced, open new ones."""
+        with self._all_lock:
+            self._inherited += self._all
+            self._all = []
+        self._local = threading.local()
+        self._pid = os.getpid()
 
     def _open(self) -> sqlite3.Connection:
         if self._closed:
@@ -174,6 +185,8 @@ class _Database:
                     self._shared = self._open()
                 yield self._shared
             return
+        if self._pid != os.getpid():
+            self._forget_inherited()
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._open()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import threading
 from collections.abc import Iterator, Sequence
@@ -152,6 +153,8 @@ class _Database:
         self._lock = threading.Lock()
         self._max_idle = max_idle
         self._closed = False
+        self._pid = os.getpid()
+        self._inherited: list[_Connection] = []
 
     def _scrub(self, exc: BaseException) -> str:
         text = str(exc).strip()
@@ -183,6 +186,13 @@ class _Database:
         """A connection and whether it came from the pool (it may have died while idle)."""
         if self._closed:
             raise StoreError(f"PostgreSQL connection to {self.url} is closed")
+        if self._pid != os.getpid():
+            # Forked: the pooled sockets belong to the parent. Using or even closing them
+            # here would break the parent's sessions, so keep them referenced, unused.
+            with self._lock:
+                self._inherited += self._idle
+                self._idle = []
+                self._pid = os.getpid()
         if not fresh:
             with self._lock:
                 while self._idle:

@@ -4,6 +4,7 @@ and deletion, and no interleaving under concurrent writers (threads and processe
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 import subprocess
 import sys
@@ -343,3 +344,21 @@ def test_concurrent_writer_processes_never_interleave(
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
     _assert_no_interleaving(cp, workers, 25)
+
+
+def test_a_forked_child_uses_its_own_connections(checkpointer_backend: Any) -> None:
+    """Servers that fork workers after building the agent (gunicorn --preload...)."""
+    if not checkpointer_backend.durable:
+        pytest.skip("a forked child gets a copy of an in-memory checkpointer, not a share")
+    cp = checkpointer_backend.make()
+    cp.save("t", StepDelta(1, upserts=(human("parent"),)))
+
+    def child() -> None:
+        cp.save("t", StepDelta(cp.step("t") + 1, upserts=(human("child"),)))
+
+    process = multiprocessing.get_context("fork").Process(target=child)
+    process.start()
+    process.join()
+    assert process.exitcode == 0
+    cp.save("t", StepDelta(3, upserts=(human("parent again"),)))
+    assert ids(cp.load("t")) == ["m-parent", "m-child", "m-parent again"]
