@@ -15,10 +15,12 @@ import abc
 import asyncio
 import contextlib
 import email.utils
+import functools
 import json
 import logging
 import os
 import re
+import ssl
 import threading
 import time
 import uuid
@@ -256,6 +258,20 @@ def _is_json(response: httpx.Response) -> bool:
 _RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every client: building one loads the CA bundle (~0.1 s), and an
+    agent with fallbacks or sub-agents makes many clients. Like httpx's default, it trusts
+    ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when set, else certifi's bundle."""
+    cafile = os.environ.get("SSL_CERT_FILE")
+    capath = os.environ.get("SSL_CERT_DIR")
+    if cafile or capath:
+        return ssl.create_default_context(cafile=cafile, capath=capath)
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 # -- the model base --------------------------------------------------------------------------
 
 
@@ -366,7 +382,7 @@ class HTTPChatModel(ChatModel):
     def _sync_client(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(timeout=self._client_timeout())
+                self._client = httpx.Client(timeout=self._client_timeout(), verify=_tls())
             return self._client
 
     def _async_client(self) -> httpx.AsyncClient:
@@ -379,7 +395,7 @@ class HTTPChatModel(ChatModel):
                 for key, (old, _) in list(self._aclients.items()):
                     if old.is_closed():
                         del self._aclients[key]
-                entry = (loop, httpx.AsyncClient(timeout=self._client_timeout()))
+                entry = (loop, httpx.AsyncClient(timeout=self._client_timeout(), verify=_tls()))
                 self._aclients[id(loop)] = entry
             return entry[1]
 
