@@ -426,3 +426,50 @@ def test_process_b_resumes_the_interrupt_process_a_paused_at(
     # Nothing is left to resume.
     state = booking_agent(durable.make()).get_state("trip")
     assert transcript(state["messages"])[-1] == ("ai", "Done: booked the 9:40.")
+
+
+@plait.tool
+def remember(fact: str, runtime: plait.ToolRuntime) -> str:
+    """Save a fact about the user for later conversations.
+
+    Args:
+        fact: what to remember.
+    """
+    store = runtime.runtime.store
+    assert store is not None
+    user = runtime.context["user"]
+    store.put(("memories", user), f"fact-{len(store.search(('memories', user)))}", fact)
+    return "saved"
+
+
+def test_a_store_url_is_long_term_memory_shared_by_threads_and_agents(durable: Backend) -> None:
+    assert durable.url is not None
+
+    def answers(messages: list[AnyMessage], tools: list[Any]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("Noted.")
+        fact = messages[-1].text
+        return AIMessage("", tool_calls=[ToolCall("remember", {"fact": fact}, uuid.uuid4().hex)])
+
+    def agent() -> Any:
+        return plait.create_agent(
+            model=ScriptedChatModel([answers] * 4),
+            tools=[remember],
+            checkpointer=durable.url,
+            store=durable.url,
+        )
+
+    agent().invoke("I take the train", thread_id="monday", context={"user": "ana"})
+    agent().invoke("I like window seats", thread_id="tuesday", context={"user": "ana"})
+    agent().invoke("I fly", thread_id="other", context={"user": "bo"})
+    reader = agent()
+    assert [(i.key, i.value) for i in reader.store.search(("memories", "ana"))] == [
+        ("fact-0", "I take the train"),
+        ("fact-1", "I like window seats"),
+    ]
+    assert [i.namespace for i in reader.store.search(("memories",))] == [
+        ("memories", "ana"),
+        ("memories", "ana"),
+        ("memories", "bo"),
+    ]
+    assert reader.list_threads() == ["monday", "tuesday", "other"]
