@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 import attrs
 import cattrs
 
-from plait.errors import PlaitError
+from plait.errors import CheckpointerRequiredError, PlaitError
 from plait.middleware import Middleware
 
 if TYPE_CHECKING:
@@ -132,8 +132,11 @@ class ConsoleDisplay(Middleware):
     ) -> ToolMessage | Command:
         from plait.messages import ToolMessage
 
-        self.out.write(f"  -> {format_call(request.tool_call)}\n")
-        self.out.flush()
+        call = request.tool_call
+        if call.id not in self.shown:  # a call re-run after an interrupt is shown once
+            self.shown.add(call.id)
+            self.out.write(f"  -> {format_call(call)}\n")
+            self.out.flush()
         result = handler(request)
         message = result if isinstance(result, ToolMessage) else _tool_message_of(result)
         if message is not None:
@@ -252,7 +255,14 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         display = ConsoleDisplay(out, Spinner(err))
         overrides["extra_middleware"] = [display]
     agent = spec.build(**overrides)
-    result = agent.invoke(agent_input, thread_id=thread, recursion_limit=spec.recursion_limit)
+    try:
+        result = agent.invoke(agent_input, thread_id=thread, recursion_limit=spec.recursion_limit)
+    except CheckpointerRequiredError:
+        raise CLIError(
+            f"the agent paused to ask for input, which needs a checkpointer: add "
+            f'checkpointer = "sqlite:///agent.db" to the [agent] table of {args.agent}, '
+            "or use `plait chat`"
+        ) from None
 
     if args.json:
         json.dump(result_to_json(result), out, ensure_ascii=False, indent=2)
@@ -268,9 +278,7 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         _print_pending(result.interrupts, out)
         out.write(
             f"The run is paused on thread {thread!r}. Answer with "
-            f"`plait run {shlex.quote(args.agent)} --thread {thread} --resume JSON`, "
-            f"or continue interactively with `plait chat {shlex.quote(args.agent)} "
-            f"--thread {thread}`.\n"
+            f"`plait run {shlex.quote(args.agent)} --thread {thread} --resume JSON`.\n"
         )
     return EXIT_OK
 

@@ -1,0 +1,71 @@
+"""``plait plugins``: installed middleware, providers, checkpointers and stores."""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import entry_points
+
+import pytest
+
+from plait.options import describe_options
+
+
+def _middleware_eps():
+    return sorted(entry_points(group="plait.middleware"), key=lambda ep: ep.name)
+
+
+def test_json_lists_the_kernels_own_entry_points(plait_cli) -> None:
+    done = plait_cli("plugins", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert set(data) == {"middleware", "models", "checkpointers", "stores"}
+    models = {row["name"]: row for row in data["models"]}
+    assert models["scripted"]["distribution"] == "plait"
+    assert models["scripted"]["value"] == "plait.models.scripted:ScriptedChatModel.from_id"
+    assert models["scripted"]["version"]
+    assert {"memory", "sqlite"} <= {row["name"] for row in data["checkpointers"]}
+    assert {"memory", "sqlite"} <= {row["name"] for row in data["stores"]}
+
+
+def test_middleware_options_come_from_the_attrs_class(plait_cli) -> None:
+    eps = _middleware_eps()
+    if not eps:
+        pytest.skip("no middleware plugin is installed")
+    done = plait_cli("plugins", "--json")
+    rows = {row["name"]: row for row in json.loads(done.stdout)["middleware"]}
+    for ep in eps:
+        row = rows[ep.name]
+        assert row["distribution"] == ep.dist.name
+        assert row["version"] == ep.dist.version
+        expected = [
+            {"name": o.name, "type": o.type, "default": o.default, "required": o.required}
+            for o in describe_options(ep.load())
+        ]
+        got = [{k: o[k] for k in ("name", "type", "default", "required")} for o in row["options"]]
+        assert got == expected, ep.name
+
+
+def test_text_table_shows_each_group_and_options(plait_cli) -> None:
+    done = plait_cli("plugins")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for title in ("Middleware", "Model providers", "Checkpointers", "Stores"):
+        assert f"\n{title}\n" in f"\n{out}"
+    assert "NAME" in out and "DISTRIBUTION" in out and "VERSION" in out
+    scripted = next(line for line in out.splitlines() if line.strip().startswith("scripted"))
+    assert scripted.split()[:2] == ["scripted", "plait"]
+    eps = _middleware_eps()
+    if eps:
+        ep = eps[0]
+        options = describe_options(ep.load())
+        assert any(line.split()[:2] == [ep.name, ep.dist.name] for line in out.splitlines())
+        for option in options:
+            default = "(required)" if option.required else f"= {option.default}"
+            assert f"      {option.name}: {option.type} {default}" in out
+
+
+def test_disabled_plugins_are_marked(plait_cli) -> None:
+    done = plait_cli("plugins", "--json", env={"PLAIT_DISABLE_PLUGINS": "sqlite"})
+    rows = {row["name"]: row for row in json.loads(done.stdout)["checkpointers"]}
+    assert rows["sqlite"]["disabled"] is True
+    assert rows["memory"]["disabled"] is False

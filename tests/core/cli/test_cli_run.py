@@ -1,0 +1,158 @@
+"""``plait run``: the conversation as it happens, ``--json``, threads, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+
+def test_hello_example_shows_the_tool_call_and_the_answer(plait_cli, examples) -> None:
+    done = plait_cli("run", str(examples / "hello.toml"), "What's the weather in Paris?")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines == [
+        '  -> get_weather(city="Paris")',
+        "  <- Paris: sunny, 21 °C",
+        "In Paris today it is sunny, 21 °C. Enjoy your day!",
+    ]
+    assert done.stderr == ""  # no spinner when stderr is not a terminal
+
+
+def test_json_output_holds_the_result(plait_cli, examples) -> None:
+    done = plait_cli("run", str(examples / "hello.toml"), "Weather?", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["text"] == "In Paris today it is sunny, 21 °C. Enjoy your day!"
+    assert [m["type"] for m in data["messages"]] == ["human", "ai", "tool", "ai"]
+    assert data["messages"][0]["content"] == "Weather?"
+    assert data["messages"][1]["tool_calls"][0]["args"] == {"city": "Paris"}
+    assert data["messages"][2]["content"] == "Paris: sunny, 21 °C"
+    assert data["interrupts"] == []
+    assert data["structured_response"] is None
+    assert set(data["usage"]) >= {"input_tokens", "output_tokens"}
+
+
+def test_prompt_can_come_from_stdin(plait_cli, examples) -> None:
+    done = plait_cli("run", str(examples / "hello.toml"), "--json", input="From stdin\n")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["messages"][0]["content"] == "From stdin"
+
+
+def test_missing_prompt_is_a_one_line_error(plait_cli, examples) -> None:
+    done = plait_cli("run", str(examples / "hello.toml"))
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert "give a PROMPT" in done.stderr
+
+
+def test_bad_agent_file_is_a_one_line_error_naming_file_table_and_key(
+    plait_cli, write: Callable[[str, str], Path]
+) -> None:
+    write("bad.toml", '[agent]\nmodel = "scripted:x"\nrecursion_limit = "ten"\n')
+    done = plait_cli("run", "bad.toml", "hi")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr == (
+        "plait: error: bad.toml: [agent] recursion_limit: expected an integer, "
+        "got a string ('ten')\n"
+    )
+
+
+def test_model_failure_is_a_one_line_error(
+    plait_cli, examples, write: Callable[[str, str], Path]
+) -> None:
+    # Two model calls are needed (tool call, then answer) but only one is scripted.
+    write(
+        "short.toml",
+        '[agent]\nmodel = "scripted:short"\ntools = ["hello_tools:get_weather"]\n'
+        "[[agent.model_settings.responses]]\n"
+        'tool_calls = [{ name = "get_weather", args = { city = "Oslo" } }]\n',
+    )
+    write("hello_tools.py", (examples / "hello_tools.py").read_text(encoding="utf-8"))
+    done = plait_cli("run", "short.toml", "hi")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("plait: error: ScriptedChatModel 'short' has 1 response(s)")
+    assert done.stderr.count("\n") == 1
+    assert '-> get_weather(city="Oslo")' in done.stdout  # what happened before is shown
+
+
+def test_thread_needs_a_checkpointer(plait_cli, examples) -> None:
+    done = plait_cli("run", str(examples / "hello.toml"), "hi", "--thread", "t1")
+    assert done.returncode == 1
+    assert "--thread needs a checkpointer" in done.stderr
+
+
+def test_thread_continues_across_processes(plait_cli, write: Callable[[str, str], Path]) -> None:
+    write(
+        "memo.toml",
+        '[agent]\nmodel = "scripted:memo"\ncheckpointer = "sqlite:///memo.db"\n'
+        'model_settings = { responses = ["Noted."] }\n',
+    )
+    first = plait_cli("run", "memo.toml", "My name is Ada.", "--thread", "ada", "--json")
+    assert first.returncode == 0, first.stderr
+    second = plait_cli("run", "memo.toml", "What is my name?", "--thread", "ada", "--json")
+    assert second.returncode == 0, second.stderr
+    data = json.loads(second.stdout)
+    assert data["thread_id"] == "ada"
+    assert [(m["type"], m.get("content")) for m in data["messages"]] == [
+        ("human", "My name is Ada."),
+        ("ai", "Noted."),
+        ("human", "What is my name?"),
+        ("ai", "Noted."),
+    ]
+    other = plait_cli("run", "memo.toml", "Hi", "--thread", "other", "--json")
+    assert len(json.loads(other.stdout)["messages"]) == 2
+
+
+def test_paused_run_is_resumed_with_resume_json(
+    plait_cli, mail_agent: Callable[[str], Path]
+) -> None:
+    mail_agent('checkpointer = "sqlite:///mail.db"')
+    paused = plait_cli("run", "mail.toml", "Mail Bob", "--thread", "m1")
+    assert paused.returncode == 0, paused.stderr
+    assert 'Waiting for approval: send_email({"to": "bob@example.com"' in paused.stdout
+    assert "--thread m1 --resume JSON" in paused.stdout
+
+    decisions = json.dumps(
+        {
+            "decisions": [
+                {
+                    "type": "edit",
+                    "edited_action": {
+                        "name": "send_email",
+                        "args": {"to": "eve@example.com", "subject": "Hi"},
+                    },
+                }
+            ]
+        }
+    )
+    done = plait_cli("run", "mail.toml", "--thread", "m1", "--resume", decisions, "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["interrupts"] == []
+    assert data["text"] == "Done: sent to eve@example.com: Hi"
+
+
+def test_paused_run_without_checkpointer_says_what_to_add(
+    plait_cli, mail_agent: Callable[[str], Path]
+) -> None:
+    mail_agent("")
+    done = plait_cli("run", "mail.toml", "Mail Bob")
+    assert done.returncode == 1
+    assert 'add checkpointer = "sqlite:///agent.db" to the [agent] table of mail.toml' in (
+        done.stderr
+    )
+
+
+def test_resume_needs_a_thread(plait_cli, examples) -> None:
+    done = plait_cli("run", str(examples / "hello.toml"), "--resume", "{}")
+    assert done.returncode == 1
+    assert "--resume needs --thread" in done.stderr
+
+
+def test_unknown_command_is_a_usage_error(plait_cli) -> None:
+    done = plait_cli("frobnicate")
+    assert done.returncode == 2
+    assert "invalid choice" in done.stderr
