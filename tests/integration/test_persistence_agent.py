@@ -473,3 +473,22 @@ def test_a_store_url_is_long_term_memory_shared_by_threads_and_agents(durable: B
         ("memories", "bo"),
     ]
     assert reader.list_threads() == ["monday", "tuesday", "other"]
+
+
+def test_concurrent_async_runs_on_many_threads(backend: Backend) -> None:
+    import asyncio
+
+    agent = weather_agent(backend.make())
+    cities = [f"city{i}" for i in range(8)]
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(
+            *(agent.ainvoke(city, thread_id=f"async-{city}") for city in cities)
+        )
+
+    results = asyncio.run(main())
+    assert [r.text for r in results] == [f"It is sunny in {city}." for city in cities]
+    for city in cities:
+        state = weather_agent(backend.make()).get_state(f"async-{city}")
+        assert transcript(state["messages"])[0] == ("human", city)
+        assert state["model_calls_seen"] == 2
