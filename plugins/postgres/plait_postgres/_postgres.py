@@ -74,7 +74,10 @@ _STORE_DDL = (
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its password (in the user info or a ``password=`` parameter) as ``***``."""
+    """``url`` with its password (in the user info or a ``password=`` parameter) as ``***``;
+    a libpq ``key=value`` connection string has its ``password=`` redacted too."""
+    if "://" not in url:
+        return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url, flags=re.I)
     try:
         parts = urlsplit(url)
         netloc = parts.netloc

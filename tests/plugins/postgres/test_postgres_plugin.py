@@ -12,12 +12,12 @@ from importlib.metadata import entry_points
 
 import psycopg
 import pytest
-from plait_postgres import PostgresCheckpointer, PostgresStore, redact_url
 from psycopg import sql
 
 from plait.checkpoint import Checkpoint, StepDelta
 from plait.errors import SchemaVersionError, StoreError, ThreadBusyError
 from plait.messages import HumanMessage
+from plait_postgres import PostgresCheckpointer, PostgresStore, redact_url
 
 
 def _server_url() -> str:
@@ -54,10 +54,19 @@ def _with_schema(url: str, schema: str) -> str:
         ("postgres://bob@db/app", "postgres://bob@db/app"),
         ("postgresql://db/app?password=s3cret&sslmode=require", "postgresql://db/app?password=***&sslmode=require"),
         ("postgresql://bob:p%40ss@db/app", "postgresql://bob:***@db/app"),
+        ("host=db user=bob password=s3cret dbname=app", "host=db user=bob password=*** dbname=app"),
+        ("host=db password = 'a b\\' c' dbname=app", "host=db password = *** dbname=app"),
     ],
 )  # fmt: skip
 def test_redact_url(url: str, shown: str) -> None:
     assert redact_url(url) == shown
+
+
+def test_a_key_value_connection_string_is_redacted_too() -> None:
+    with pytest.raises(StoreError, match="cannot connect") as info:
+        PostgresCheckpointer("host=127.0.0.1 port=1 user=bob password=s3cret connect_timeout=2")
+    assert "password=***" in str(info.value)
+    assert "s3cret" not in str(info.value)
 
 
 def test_a_missing_server_is_a_store_error_with_the_password_redacted() -> None:
