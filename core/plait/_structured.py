@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 class Structured:
     """How this agent gets and checks its final answer (``response_format=None``: it
-    doesn't)."""
+    doesn't). ``format`` is an attrs class (answers become instances) or a JSON schema
+    (answers stay dicts, checked at the top level)."""
 
     def __init__(self, response_format: Any, native: bool) -> None:
         self.format = response_format
@@ -28,28 +29,20 @@ class Structured:
             return
         from plait import schema
 
-        if isinstance(response_format, Mapping):
-            self.schema = dict(response_format)
-            self.cls: type | None = None
-        elif isinstance(response_format, type) and attrs.has(response_format):
-            self.schema = schema.json_schema(response_format)
-            self.cls = response_format
-        else:
+        is_class = isinstance(response_format, type) and attrs.has(response_format)
+        if not (is_class or isinstance(response_format, Mapping)):
             raise ConfigError(
                 "response_format must be an attrs class or a JSON schema dict, "
                 f"got {response_format!r}"
             )
+        self.schema = schema.json_schema(response_format)
         self.native = native
         if not native:
             from plait.tools import Tool
 
-            name = (
-                self.cls.__name__
-                if self.cls is not None
-                else str(self.schema.get("title", "final_answer"))
-            )
+            name = response_format.__name__ if is_class else self.schema.get("title")
             self.tool = Tool(
-                name=name,
+                name=str(name or "final_answer"),
                 description=(
                     "Give the final answer in the required format. Call this once, when you "
                     "have everything the answer needs; the run ends with it."
@@ -63,18 +56,11 @@ class Structured:
         return self.schema if self.native else None
 
     def parse_args(self, data: Any) -> Any:
-        if self.cls is None:
-            if not isinstance(data, Mapping):
-                raise StructuredOutputError(f"expected a JSON object, got {data!r}")
-            missing = [k for k in self.schema.get("required", ()) if k not in data]  # type: ignore[union-attr]
-            if missing:
-                raise StructuredOutputError(f"missing required keys: {', '.join(missing)}")
-            return dict(data)
         from plait import schema
 
         try:
-            return schema.structure(data, self.cls)
-        except (ValueError, TypeError) as exc:
+            return schema.structure(data, self.format)
+        except ValueError as exc:
             raise StructuredOutputError(str(exc)) from exc
 
     def parse_text(self, text: str) -> Any:
@@ -88,13 +74,13 @@ class Structured:
 
     def dump(self, value: Any) -> Any:
         """A JSON-able form of the answer, for the checkpoint."""
-        if self.cls is not None and isinstance(value, self.cls):
+        if isinstance(self.format, type) and isinstance(value, self.format):
             from plait.messages import converter
 
             return converter.unstructure(value)
         return value
 
     def load(self, data: Any) -> Any:
-        if data is None or self.cls is None:
+        if data is None or not isinstance(self.format, type):
             return data
         return self.parse_args(data)

@@ -281,3 +281,18 @@ def test_astream_yields_the_same_updates(make_agent: Any) -> None:
         return [e.source async for e in agent.astream("go", mode="updates")]
 
     assert asyncio.run(collect()) == ["model", "add", "model"]
+
+
+def test_structured_response_with_a_json_schema(make_agent: Any) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    agent = make_agent(['{"city": "Oslo"}'], response_format=schema)
+    assert agent.invoke("where?").structured_response == {"city": "Oslo"}
+
+    bad = make_agent(['{"town": "Oslo"}'], response_format=schema)
+    with pytest.raises(plait.errors.StructuredOutputError, match="city"):
+        bad.invoke("where?")
