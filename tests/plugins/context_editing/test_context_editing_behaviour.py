@@ -6,12 +6,12 @@ import asyncio
 from typing import Any
 
 import pytest
-from plait_context_editing import ClearToolUsesEdit, ContextEditingMiddleware
 
 import plait
 from plait.messages import AIMessage, HumanMessage, ToolMessage
 from plait.testing import ai, call
 from plait.tokens import count_tokens
+from plait_context_editing import ClearToolUsesEdit, ContextEditingMiddleware
 
 
 @plait.tool

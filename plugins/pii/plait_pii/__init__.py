@@ -1,0 +1,373 @@
+"""PII detection for plait: find emails, card numbers, IPs, MAC addresses, URLs (or your
+own types) in what the user sends, what the model answers and what tools return, and
+block, redact, mask or hash them before they reach the model or the checkpoint.
+
+One instance handles one type; stack instances for several.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from plait.errors import PIIDetectionError
+from plait.messages import (
+    AIMessage,
+    AIMessageChunk,
+    AnyMessage,
+    Content,
+    HumanMessage,
+    Message,
+    ToolCallChunk,
+    ToolMessage,
+)
+from plait.middleware import Middleware
+from plait.types import Command, ModelRequest, ModelResponse, Runtime, ToolCallRequest
+from plait_pii._detectors import BUILTIN, MASKS, PIIMatch, mask_custom, merge
+
+__all__ = ["PIIMatch", "PIIMiddleware"]
+
+Strategy = Literal["block", "redact", "mask", "hash"]
+DetectorSpec = str | re.Pattern[str] | Callable[[str], Sequence[PIIMatch]]
+
+_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+LOOKBACK = 128
+"""Streamed text held back (characters) so a match split across chunks is still found."""
+CONTEXT = 32
+"""Already-streamed text kept as left context (``version 1.2.3.4`` is not an IP)."""
+
+
+def _type_name(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not _TYPE_NAME.match(value):
+        raise ValueError(
+            f"pii_type must be a name of letters, digits and underscores, got {value!r}"
+        )
+
+
+class _Counter:
+    """Matches seen by one hook call, for the ``block`` strategy's error."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+@attrs.frozen
+class PIIMiddleware(Middleware):
+    """Detect ``pii_type`` and apply ``strategy`` to it.
+
+    ``apply_to_input``: new user messages, before the model sees them and before the first
+    checkpoint. ``apply_to_output``: the model's answers, text and tool-call arguments,
+    streamed tokens included. ``apply_to_tool_results``: what tools return.
+    """
+
+    pii_type: str = attrs.field(validator=_type_name)
+    strategy: Strategy = attrs.field(
+        default="redact", validator=attrs.validators.in_(("block", "redact", "mask", "hash"))
+    )
+    detector: DetectorSpec | None = attrs.field(default=None, eq=False)
+    apply_to_input: bool = True
+    apply_to_output: bool = False
+    apply_to_tool_results: bool = False
+
+    find: Callable[[str], list[PIIMatch]] = attrs.field(init=False, repr=False, eq=False)
+
+    @find.default
+    def _make_finder(self) -> Callable[[str], list[PIIMatch]]:
+        detector = self.detector
+        if detector is None:
+            try:
+                return BUILTIN[self.pii_type]
+            except KeyError:
+                raise ValueError(
+                    f"pii_type {self.pii_type!r} is not built in ({', '.join(BUILTIN)}); "
+                    "give a detector for it: a regex string, a compiled pattern, or a "
+                    "function returning PIIMatch objects"
+                ) from None
+        if isinstance(detector, str):
+            try:
+                detector = re.compile(detector)
+            except re.error as exc:
+                raise ValueError(f"detector is not a valid regular expression: {exc}") from None
+        if isinstance(detector, re.Pattern):
+            pattern = detector
+            return lambda text: [
+                PIIMatch(m.group(), m.start(), m.end())
+                for m in pattern.finditer(text)
+                if m.end() > m.start()
+            ]
+        if not callable(detector):
+            raise ValueError(f"detector must be a regex or a function, got {detector!r}")
+        function = detector
+
+        def call(text: str) -> list[PIIMatch]:
+            found = list(function(text))
+            for match in found:
+                if not isinstance(match, PIIMatch):
+                    raise TypeError(
+                        f"pii detector for {self.pii_type!r} returned {match!r}; "
+                        "it must return plait_pii.PIIMatch objects"
+                    )
+            return found
+
+        return call
+
+    def __attrs_post_init__(self) -> None:
+        if not (self.apply_to_input or self.apply_to_output or self.apply_to_tool_results):
+            raise ValueError(
+                "apply_to_input, apply_to_output and apply_to_tool_results are all false; "
+                "enable at least one"
+            )
+
+    # -- text ------------------------------------------------------------------------------
+
+    def replacement(self, value: str) -> str:
+        """What a match becomes under ``redact``, ``mask`` or ``hash``."""
+        if self.strategy == "redact":
+            return f"[REDACTED_{self.pii_type.upper()}]"
+        if self.strategy == "hash":
+            digest = hashlib.sha256(value.encode()).hexdigest()[:8]
+            return f"<{self.pii_type}_hash:{digest}>"
+        mask = MASKS.get(self.pii_type, mask_custom) if self.detector is None else mask_custom
+        return mask(value)
+
+    def matches(self, text: str) -> list[PIIMatch]:
+        return merge(self.find(text), text) if text else []
+
+    def _apply(self, text: str, found: Sequence[PIIMatch], seen: _Counter) -> str:
+        if not found:
+            return text
+        seen.count += len(found)
+        if self.strategy == "block":
+            return text
+        parts: list[str] = []
+        position = 0
+        for match in found:
+            parts.append(text[position : match.start])
+            parts.append(self.replacement(text[match.start : match.end]))
+            position = match.end
+        parts.append(text[position:])
+        return "".join(parts)
+
+    def text(self, text: str, seen: _Counter) -> str:
+        return self._apply(text, self.matches(text), seen)
+
+    def _content(self, content: Content, seen: _Counter) -> Content:
+        if isinstance(content, str):
+            return self.text(content, seen)
+        blocks: list[dict[str, Any]] = []
+        for block in content:
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                block = {**block, "text": self.text(block["text"], seen)}
+            blocks.append(block)
+        return blocks
+
+    def _value(self, value: Any, seen: _Counter) -> Any:
+        """A JSON value with every string leaf redacted: keys, numbers and shape stay."""
+        if isinstance(value, str):
+            return self.text(value, seen)
+        if isinstance(value, Mapping):
+            return {key: self._value(item, seen) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._value(item, seen) for item in value]
+        return value
+
+    def message(self, message: AnyMessage, seen: _Counter) -> AnyMessage:
+        """``message`` with this type handled (the same object if nothing was found)."""
+        before = seen.count
+        content = self._content(message.content, seen)
+        changes: dict[str, Any] = {"content": content}
+        if isinstance(message, AIMessage) and message.tool_calls:
+            changes["tool_calls"] = [
+                attrs.evolve(call, args=self._value(call.args, seen)) for call in message.tool_calls
+            ]
+        if seen.count == before or self.strategy == "block":
+            return message
+        return attrs.evolve(message, **changes)
+
+    def _check(self, seen: _Counter, where: str) -> None:
+        if self.strategy == "block" and seen.count:
+            plural = "instance" if seen.count == 1 else "instances"
+            raise PIIDetectionError(
+                f"pii: found {seen.count} {plural} of {self.pii_type} in the {where}; "
+                "the run was stopped (strategy 'block')"
+            )
+
+    # -- input -----------------------------------------------------------------------------
+
+    def _input(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Every human message since the last AI message, redacted in place by id."""
+        if not self.apply_to_input:
+            return None
+        seen = _Counter()
+        changed: list[Message] = []
+        for message in reversed(state["messages"]):
+            if isinstance(message, AIMessage):
+                break
+            if isinstance(message, HumanMessage):
+                handled = self.message(message, seen)
+                if handled is not message:
+                    changed.append(handled)
+        self._check(seen, "user input")
+        return {"messages": changed[::-1]} if changed else None
+
+    def before_agent(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
+        return self._input(state)
+
+    def before_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
+        return self._input(state)
+
+    # -- output ----------------------------------------------------------------------------
+
+    def _response(self, response: ModelResponse) -> ModelResponse:
+        if not self.apply_to_output:
+            return response
+        seen = _Counter()
+        messages = [
+            self.message(m, seen) if isinstance(m, AIMessage) else m for m in response.messages
+        ]
+        self._check(seen, "model output")
+        if all(new is old for new, old in zip(messages, response.messages, strict=True)):
+            return response
+        return attrs.evolve(response, messages=messages)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return self._response(handler(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        return self._response(await handler(request))
+
+    def transform_model_stream(
+        self, chunks: Iterator[AIMessageChunk], request: ModelRequest
+    ) -> Iterator[AIMessageChunk]:
+        if not self.apply_to_output:
+            yield from chunks
+            return
+        stream = _StreamRedactor(self)
+        for chunk in chunks:
+            yield from stream.feed(chunk)
+        yield from stream.finish()
+
+    async def atransform_model_stream(
+        self, chunks: AsyncIterator[AIMessageChunk], request: ModelRequest
+    ) -> AsyncIterator[AIMessageChunk]:
+        if not self.apply_to_output:
+            async for chunk in chunks:
+                yield chunk
+            return
+        stream = _StreamRedactor(self)
+        async for chunk in chunks:
+            for out in stream.feed(chunk):
+                yield out
+        for out in stream.finish():
+            yield out
+
+    # -- tool results ----------------------------------------------------------------------
+
+    def _tool_result(self, result: ToolMessage | Command) -> ToolMessage | Command:
+        if not self.apply_to_tool_results:
+            return result
+        seen = _Counter()
+        if isinstance(result, ToolMessage):
+            handled: ToolMessage | Command = self.message(result, seen)  # type: ignore[assignment]
+        else:
+            handled = result
+            update = result.update
+            if update is not None and "messages" in update:
+                items = update["messages"]
+                single = isinstance(items, Message)
+                listed = [items] if single else list(items)
+                redacted = [
+                    self.message(m, seen) if isinstance(m, ToolMessage) else m for m in listed
+                ]
+                new_update = {**update, "messages": redacted[0] if single else redacted}
+                handled = attrs.evolve(result, update=new_update)
+        self._check(seen, "tool result")
+        return handled
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command],
+    ) -> ToolMessage | Command:
+        return self._tool_result(handler(request))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
+    ) -> ToolMessage | Command:
+        return self._tool_result(await handler(request))
+
+
+class _StreamRedactor:
+    """Rewrites one streamed answer: text is released once no match can still straddle
+    it (a look-back buffer), tool-call arguments are held whole and redacted as JSON."""
+
+    def __init__(self, pii: PIIMiddleware) -> None:
+        self.pii = pii
+        self.pending = ""
+        self.context = ""
+        self.calls: dict[int, list[Any]] = {}
+        self.id: str | None = None
+
+    def _drain(self, final: bool) -> str:
+        window = self.context + self.pending
+        offset = len(self.context)
+        found = [m for m in self.pii.matches(window) if m.start >= offset]
+        safe = len(window) if final else max(offset, len(window) - LOOKBACK)
+        for match in found:
+            if match.start < safe < match.end:
+                safe = match.start
+        released = [m for m in found if m.end <= safe]
+        seen = _Counter()
+        region = window[:safe]
+        text = self.pii._apply(region, released, seen)[offset:] if released else region[offset:]
+        self.pii._check(seen, "model output")
+        self.context = region[-CONTEXT:]
+        self.pending = window[safe:]
+        return text
+
+    def feed(self, chunk: AIMessageChunk) -> Iterator[AIMessageChunk]:
+        self.id = self.id or chunk.id
+        for part in chunk.tool_call_chunks:
+            slot = self.calls.setdefault(part.index, [None, None, []])
+            slot[0] = slot[0] or part.id
+            slot[1] = slot[1] or part.name
+            slot[2].append(part.args)
+        self.pending += chunk.content
+        text = self._drain(final=False) if chunk.content else ""
+        if text or chunk.usage is not None or chunk.response_metadata:
+            yield attrs.evolve(chunk, content=text, tool_call_chunks=())
+
+    def finish(self) -> Iterator[AIMessageChunk]:
+        text = self._drain(final=True)
+        if text:
+            yield AIMessageChunk(text, id=self.id)
+        seen = _Counter()
+        for index in sorted(self.calls):
+            call_id, name, pieces = self.calls[index]
+            raw = "".join(pieces)
+            try:
+                args = json.loads(raw) if raw.strip() else None
+            except json.JSONDecodeError:
+                args = None
+                redacted = self.pii.text(raw, seen)
+            if args is not None:
+                redacted = json.dumps(self.pii._value(args, seen), ensure_ascii=False)
+            elif not raw.strip():
+                redacted = raw
+            yield AIMessageChunk(
+                tool_call_chunks=[ToolCallChunk(index, call_id, name, redacted)], id=self.id
+            )
+        self.pii._check(seen, "model output")
