@@ -1,0 +1,273 @@
+"""``tool_call_limit``: cap tool calls per thread and per run, for one tool or for all.
+
+Decided in ``after_model``, before any call of the model's answer runs: calls over the
+limit are answered there with an error ``ToolMessage`` (the kernel runs only calls that
+have no answer yet). Whatever the exit, every tool call of the AI message ends up with
+exactly one ``ToolMessage``, so the history stays valid for the next provider call.
+
+Counts live in state, keyed by the limited tool's name (``"__all__"`` for a global
+limiter): the thread counts in a ``"thread"``-scoped key (checkpointed), the run counts in
+a ``"run"``-scoped key. A call another middleware already answered is not this limiter's
+to count or block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from plait.errors import ConfigError, ToolCallLimitExceededError
+from plait.messages import AIMessage, ToolCall, ToolMessage
+from plait.middleware import Middleware, can_jump_to
+from plait.types import AgentConfig, Command, StateField
+
+__all__ = ["ToolCallLimitMiddleware"]
+
+THREAD_KEY = "tool_call_limit_thread"
+"""Thread-scoped: ``{tool name or "__all__": calls that ran}``."""
+RUN_KEY = "tool_call_limit_run"
+"""Run-scoped: ``{"calls": {tool name or "__all__": attempts}, "stop": error text}``;
+``stop`` is set when an ``"error"`` exit must be raised once the history is valid."""
+ALL_TOOLS = "__all__"
+
+
+def _optional_limit(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attribute.name} must be an int >= 0 or None, got {value!r}")
+
+
+def _optional_name(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(f"{attribute.name} must be a tool's name or None, got {value!r}")
+
+
+@attrs.frozen
+class _Decision:
+    """What one limiter made of the pending calls of one AI message."""
+
+    allowed: tuple[ToolCall, ...]
+    blocked: tuple[tuple[ToolCall, str], ...]  # each with its "run limit (2/1 calls)" text
+    exceeded: str  # the limits the whole batch exceeds, with the counts it reaches
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallLimitMiddleware(Middleware):
+    """Limits calls of ``tool_name`` (``None``: of every tool) to ``thread_limit`` per
+    thread and ``run_limit`` per run.
+
+    Calls of one AI message are allowed in order while under the limit; the rest are
+    blocked. ``exit_behavior``:
+
+    - ``"continue"``: blocked calls get an error tool message telling the model not to call
+      the tool again; other calls run and the model carries on.
+    - ``"error"``: no call of that AI message runs; each is answered, then the run stops
+      with ``ToolCallLimitExceededError``.
+    - ``"end"``: no call of that AI message runs; each is answered, and the run ends with
+      a final AI message. If the message also calls tools this limiter does not limit,
+      it stops with ``ToolCallLimitExceededError`` instead, saying why.
+
+    Blocked calls do not count toward the thread count; the run count counts every
+    attempt.
+    """
+
+    tool_name: str | None = attrs.field(default=None, validator=_optional_name)
+    thread_limit: int | None = attrs.field(default=None, validator=_optional_limit)
+    run_limit: int | None = attrs.field(default=None, validator=_optional_limit)
+    exit_behavior: Literal["continue", "error", "end"] = attrs.field(
+        default="continue", validator=attrs.validators.in_(("continue", "error", "end"))
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.thread_limit is None and self.run_limit is None:
+            raise ConfigError(
+                "thread_limit and run_limit are both None: set at least one "
+                "(a limiter without a limit would never stop anything)"
+            )
+        if (
+            self.thread_limit is not None
+            and self.run_limit is not None
+            and self.run_limit > self.thread_limit
+        ):
+            raise ConfigError(
+                f"run_limit ({self.run_limit}) may not exceed thread_limit "
+                f"({self.thread_limit}): a run is part of its thread"
+            )
+
+    @property
+    def key(self) -> str:
+        """Where this limiter's counts live in state."""
+        return self.tool_name or ALL_TOOLS
+
+    @property
+    def _subject(self) -> str:
+        return f"tool {self.tool_name!r}" if self.tool_name else "any tool"
+
+    # -- build time -------------------------------------------------------------------------
+
+    def state_fields(self) -> dict[str, StateField]:
+        return {
+            THREAD_KEY: StateField(default={}, scope="thread"),
+            RUN_KEY: StateField(default={"calls": {}, "stop": None}, scope="run"),
+        }
+
+    def validate_agent(self, agent_config: AgentConfig) -> None:
+        names = {tool.name for tool in agent_config.tools}
+        if self.tool_name is not None and self.tool_name not in names:
+            raise ConfigError(
+                f"plugin 'tool_call_limit': option 'tool_name': {self.tool_name!r} is not one "
+                f"of the agent's tools ({', '.join(sorted(names)) or 'none'})"
+            )
+        for other in agent_config.middleware:
+            if (
+                isinstance(other, ToolCallLimitMiddleware)
+                and other is not self
+                and other.key == self.key
+            ):
+                raise ConfigError(
+                    f"plugin 'tool_call_limit': two instances limit {self._subject}; give "
+                    "one instance both thread_limit and run_limit"
+                )
+
+    # -- running ----------------------------------------------------------------------------
+
+    @can_jump_to("model", "end")
+    def after_model(self, state: Mapping[str, Any]) -> Command | None:
+        message, pending = _pending(state["messages"])
+        if message is None:
+            return None
+        mine = [c for c in pending if self.tool_name is None or c.name == self.tool_name]
+        if not mine:
+            return None
+        thread_counts: dict[str, int] = state[THREAD_KEY]
+        run_state: dict[str, Any] = state[RUN_KEY]
+        thread_before = thread_counts.get(self.key, 0)
+        run_before = run_state["calls"].get(self.key, 0)
+        decision = self._decide(mine, thread_before, run_before)
+        stopping = bool(decision.blocked) and self.exit_behavior != "continue"
+        ran = 0 if stopping else len(decision.allowed)
+        update: dict[str, Any] = {
+            THREAD_KEY: {**thread_counts, self.key: thread_before + ran},
+            RUN_KEY: {
+                **run_state,
+                "calls": {**run_state["calls"], self.key: run_before + len(mine)},
+            },
+        }
+        if not decision.blocked:
+            return Command(update=update)
+        if not stopping:
+            update["messages"] = [
+                self._blocked_message(call, which) for call, which in decision.blocked
+            ]
+            if len(decision.blocked) == len(pending):
+                # Nothing is left for the tools node: go back to the model, which reads the
+                # errors (without a jump the run would end on the tool messages).
+                return Command(update=update, jump_to="model")
+            return Command(update=update)
+        others = [c for c in pending if c not in mine]
+        if self.exit_behavior == "end" and not others:
+            update["messages"] = [
+                *self._stop_messages(pending, decision),
+                AIMessage(
+                    f"Tool call limit reached: {decision.exceeded} for {self._subject}. "
+                    "The agent stopped before running more tools; start a new conversation "
+                    "or raise the limit to continue.",
+                    metadata={"tool_call_limit": {"tool": self.key}},
+                ),
+            ]
+            return Command(update=update, jump_to="end")
+        if self.exit_behavior == "end":
+            error = (
+                f"Tool call limit reached: {decision.exceeded} for {self._subject}, but "
+                "exit_behavior='end' cannot end the run while the model's answer also calls "
+                f"{', '.join(sorted({repr(c.name) for c in others}))}, which this limiter "
+                "does not limit; use exit_behavior='continue' or 'error', or limit every tool."
+            )
+        else:
+            error = f"Tool call limit exceeded: {decision.exceeded} for {self._subject}."
+        # Answer every call first so the checkpointed history stays valid; the error is
+        # raised in after_agent, once this update is saved.
+        update["messages"] = self._stop_messages(pending, decision)
+        update[RUN_KEY]["stop"] = error
+        return Command(update=update, jump_to="end")
+
+    def after_agent(self, state: Mapping[str, Any]) -> None:
+        stop = state[RUN_KEY]["stop"]
+        if stop is not None:
+            raise ToolCallLimitExceededError(stop)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _over(self, thread_count: int, run_count: int) -> list[str]:
+        """The limits that ``thread_count`` and ``run_count`` calls would exceed."""
+        over = []
+        if self.thread_limit is not None and thread_count > self.thread_limit:
+            over.append(f"thread limit ({thread_count}/{self.thread_limit} calls)")
+        if self.run_limit is not None and run_count > self.run_limit:
+            over.append(f"run limit ({run_count}/{self.run_limit} calls)")
+        return over
+
+    def _decide(self, calls: Sequence[ToolCall], thread_before: int, run_before: int) -> _Decision:
+        allowed: list[ToolCall] = []
+        blocked: list[tuple[ToolCall, str]] = []
+        for attempt, call in enumerate(calls, start=1):
+            # a blocked call does not count toward the thread; every attempt counts in the run
+            over = self._over(thread_before + len(allowed) + 1, run_before + attempt)
+            if over:
+                blocked.append((call, " and ".join(over)))
+            else:
+                allowed.append(call)
+        exceeded = " and ".join(self._over(thread_before + len(calls), run_before + len(calls)))
+        return _Decision(tuple(allowed), tuple(blocked), exceeded)
+
+    def _blocked_message(self, call: ToolCall, which: str) -> ToolMessage:
+        where = " in this conversation" if which.startswith("thread") else ""
+        return ToolMessage(
+            f"Error: tool call limit exceeded: {which}. This call to {call.name!r} was not "
+            f"run. Do not call {self._subject.removeprefix('tool ')} again{where}; continue "
+            "with the results you already have.",
+            tool_call_id=call.id,
+            name=call.name,
+            status="error",
+            metadata={"tool_call_limit": {"blocked": True, "tool": self.key}},
+        )
+
+    def _stop_messages(self, pending: Sequence[ToolCall], decision: _Decision) -> list[ToolMessage]:
+        """One answer per pending call: blocked ones say so, the rest were not run."""
+        blocked = {call.id: which for call, which in decision.blocked}
+        answers = []
+        for call in pending:
+            if call.id in blocked:
+                text = (
+                    f"Error: tool call limit exceeded: {blocked[call.id]}. This call to "
+                    f"{call.name!r} was not run, and the agent is stopping."
+                )
+            else:
+                text = (
+                    f"Not run: the tool calls of this turn were stopped because the tool "
+                    f"call limit for {self._subject} was reached ({decision.exceeded})."
+                )
+            answers.append(
+                ToolMessage(
+                    text,
+                    tool_call_id=call.id,
+                    name=call.name,
+                    status="error",
+                    metadata={"tool_call_limit": {"blocked": call.id in blocked}},
+                )
+            )
+        return answers
+
+
+def _pending(messages: Sequence[Any]) -> tuple[AIMessage | None, list[ToolCall]]:
+    """The last AI message and its calls that no ``ToolMessage`` answers yet."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            answered.add(message.tool_call_id)
+        elif isinstance(message, AIMessage):
+            return message, [c for c in message.tool_calls if c.id not in answered]
+    return None, []
