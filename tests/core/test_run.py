@@ -296,3 +296,33 @@ def test_structured_response_with_a_json_schema(make_agent: Any) -> None:
     bad = make_agent(['{"town": "Oslo"}'], response_format=schema)
     with pytest.raises(plait.errors.StructuredOutputError, match="city"):
         bad.invoke("where?")
+
+
+def test_transform_model_stream_rewrites_chunks_and_the_final_message(make_agent: Any) -> None:
+    @plait.transform_model_stream
+    def upper(chunks: Any, request: Any) -> Any:
+        for chunk in chunks:
+            yield attrs.evolve(chunk, content=chunk.content.upper())
+
+    agent = make_agent(["quiet words here"], middleware=[upper])
+    events = list(agent.stream("hi", mode="messages", thread_id="t"))
+
+    assert [e.data.content for e in events if e.data.content] == ["QUIET ", "WORDS ", "HERE"]
+    assert agent.get_state("t")["messages"][-1].text == "QUIET WORDS HERE"
+
+
+def test_async_stream_transform_on_both_paths(make_agent: Any) -> None:
+    @plait.transform_model_stream
+    async def drop_spaces(chunks: Any, request: Any) -> Any:
+        async for chunk in chunks:
+            yield attrs.evolve(chunk, content=chunk.content.replace(" ", "_"))
+
+    sync_agent = make_agent(["a b c"], middleware=[drop_spaces])
+    sync_text = [e.data.content for e in sync_agent.stream("hi", mode="messages")]
+
+    async def collect() -> list[str]:
+        agent = make_agent(["a b c"], middleware=[drop_spaces])
+        return [e.data.content async for e in agent.astream("hi", mode="messages")]
+
+    assert "".join(sync_text) == "a_b_c" == "".join(asyncio.run(collect()))
+    assert len([t for t in sync_text if t]) == 3

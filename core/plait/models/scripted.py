@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import attrs
@@ -168,18 +168,48 @@ class ScriptedChatModel(ChatModel):
             provider_options=provider_options,
             **settings,
         )
-        for piece in re.findall(r"\S+\s*|\s+", message.text):
-            yield AIMessageChunk(piece, id=message.id)
-        for index, call in enumerate(message.tool_calls):
-            raw = json.dumps(call.args)
-            half = len(raw) // 2
-            yield AIMessageChunk(
-                tool_call_chunks=[ToolCallChunk(index, call.id, call.name, raw[:half])],
-                id=message.id,
-            )
-            yield AIMessageChunk(
-                tool_call_chunks=[ToolCallChunk(index, None, None, raw[half:])], id=message.id
-            )
-        yield AIMessageChunk(
-            usage=message.usage, response_metadata=message.response_metadata, id=message.id
+        yield from _chunks(message)
+
+    async def astream(
+        self,
+        messages: Sequence[AnyMessage],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[Tool] = (),
+        tool_choice: str | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> AsyncIterator[AIMessageChunk]:
+        """The same chunks as ``stream``, on the event loop."""
+        message = self.invoke(
+            messages,
+            system_prompt=system_prompt,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            provider_options=provider_options,
+            **settings,
         )
+        for chunk in _chunks(message):
+            yield chunk
+
+
+def _chunks(message: AIMessage) -> Iterator[AIMessageChunk]:
+    """A scripted answer as a provider would stream it: word by word, each tool call's
+    arguments in two halves, usage last."""
+    for piece in re.findall(r"\S+\s*|\s+", message.text):
+        yield AIMessageChunk(piece, id=message.id)
+    for index, call in enumerate(message.tool_calls):
+        raw = json.dumps(call.args)
+        half = len(raw) // 2
+        yield AIMessageChunk(
+            tool_call_chunks=[ToolCallChunk(index, call.id, call.name, raw[:half])],
+            id=message.id,
+        )
+        yield AIMessageChunk(
+            tool_call_chunks=[ToolCallChunk(index, None, None, raw[half:])], id=message.id
+        )
+    yield AIMessageChunk(
+        usage=message.usage, response_metadata=message.response_metadata, id=message.id
+    )
