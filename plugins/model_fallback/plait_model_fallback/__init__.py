@@ -1,0 +1,169 @@
+"""``model_fallback``: when the model call fails, try other models in order.
+
+Every call starts again from the agent's own model; the fallbacks are tried one after
+another until one answers, and if all fail the last error is raised (each earlier failure
+is recorded in a note on it). Errors meant to end the run (``plait.errors.StopRun``) and
+interrupts are never treated as failures.
+
+Provider-native options (``request.provider_options`` and each tool's
+``provider_options``) are keyed by provider name, e.g. ``{"anthropic": {...}}``; when a
+fallback's provider differs from the request's, the keys named after another provider are
+dropped, so an Anthropic cache-control mark never reaches an OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from importlib.metadata import entry_points
+from typing import Any
+
+import attrs
+
+from plait.errors import ConfigError, StopRun
+from plait.middleware import Middleware
+from plait.models import ChatModel, init_chat_model
+from plait.types import AgentConfig, ModelRequest, ModelResponse
+
+__all__ = ["ModelFallbackMiddleware"]
+
+
+def _check_models(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, tuple) or not value:
+        raise ValueError(
+            f"{attribute.name} must list at least one fallback model "
+            f"('provider:model' ids or ChatModel instances), got {value!r}"
+        )
+    for index, model in enumerate(value):
+        if isinstance(model, ChatModel):
+            continue
+        if not isinstance(model, str) or ":" not in model:
+            raise ValueError(
+                f"{attribute.name}[{index}] must be a 'provider:model' id or a ChatModel, "
+                f"got {model!r}"
+            )
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+@attrs.frozen(init=False)
+class ModelFallbackMiddleware(Middleware):
+    """Tries ``models`` in order when the agent's model call fails.
+
+    ``ModelFallbackMiddleware("openai:gpt-4.1-mini", backup_model)`` — ids are resolved with
+    ``plait.models.init_chat_model`` when the agent is built (an unknown id is a
+    ``ConfigError`` from ``create_agent``). By name: ``("model_fallback", {"models":
+    [...]})``.
+    """
+
+    models: tuple[str | ChatModel, ...] = attrs.field(converter=_as_tuple, validator=_check_models)
+    """The fallback models, in the order they are tried: ids or ``ChatModel`` instances."""
+    _chain: list[ChatModel] = attrs.field(init=False, factory=list, eq=False, repr=False)
+
+    def __init__(
+        self, *fallbacks: str | ChatModel, models: Sequence[str | ChatModel] | None = None
+    ) -> None:
+        """Positional models (``ModelFallbackMiddleware(m1, m2)``), or ``models=[m1, m2]``
+        (the form options given by name take)."""
+        if fallbacks and models is not None:
+            raise TypeError(
+                "ModelFallbackMiddleware: give the fallback models positionally or as "
+                "models=[...], not both"
+            )
+        self.__attrs_init__(models=tuple(models) if models is not None else fallbacks)
+
+    # -- build time -------------------------------------------------------------------------
+
+    def validate_agent(self, agent_config: AgentConfig) -> None:
+        self._fallbacks()
+
+    def _fallbacks(self) -> list[ChatModel]:
+        """The models, ids resolved once (the resolved list is cached on the instance)."""
+        if not self._chain:
+            resolved = []
+            for index, model in enumerate(self.models):
+                try:
+                    resolved.append(init_chat_model(model))
+                except ConfigError as exc:
+                    raise ConfigError(
+                        f"plugin 'model_fallback': option 'models[{index}]': {exc}"
+                    ) from exc
+            self._chain.extend(resolved)
+        return self._chain
+
+    # -- running ----------------------------------------------------------------------------
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        failures: list[tuple[ChatModel, Exception]] = []
+        for attempt in self._attempts(request):
+            try:
+                return handler(attempt)
+            except StopRun:
+                raise
+            except Exception as exc:
+                failures.append((attempt.model, exc))
+        raise _last_error(failures)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        failures: list[tuple[ChatModel, Exception]] = []
+        for attempt in self._attempts(request):
+            try:
+                return await handler(attempt)
+            except StopRun:
+                raise
+            except Exception as exc:
+                failures.append((attempt.model, exc))
+        raise _last_error(failures)
+
+    def _attempts(self, request: ModelRequest) -> Iterator[ModelRequest]:
+        """The request as is, then one per fallback model."""
+        yield request
+        for model in self._fallbacks():
+            yield _for_model(request, model)
+
+
+def _provider_names() -> frozenset[str]:
+    """Every installed provider's name: the keys provider-native options may carry."""
+    return frozenset(ep.name for ep in entry_points(group="plait.models"))
+
+
+def _strip(options: Mapping[str, Any], keep: str, providers: frozenset[str]) -> dict[str, Any]:
+    return {key: value for key, value in options.items() if key == keep or key not in providers}
+
+
+def _for_model(request: ModelRequest, model: ChatModel) -> ModelRequest:
+    """``request`` aimed at ``model``, without other providers' native options."""
+    if model.provider == request.model.provider:
+        return request.override(model=model)
+    providers = _provider_names() | {request.model.provider}
+    tools = [
+        attrs.evolve(
+            tool, provider_options=_strip(tool.provider_options, model.provider, providers)
+        )
+        if tool.provider_options
+        else tool
+        for tool in request.tools
+    ]
+    return request.override(
+        model=model,
+        provider_options=_strip(request.provider_options, model.provider, providers),
+        tools=tools,
+    )
+
+
+def _last_error(failures: Sequence[tuple[ChatModel, Exception]]) -> Exception:
+    """The last failure, noting what every model raised."""
+    last = failures[-1][1]
+    tried = "; ".join(
+        f"{model.provider}:{model.model_name} raised {type(exc).__name__}: {exc}"
+        for model, exc in failures
+    )
+    last.add_note(f"model_fallback: all {len(failures)} models failed ({tried})")
+    return last
