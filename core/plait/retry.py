@@ -157,37 +157,33 @@ def _as_retry_on(value: Any) -> Any:
 
 @attrs.frozen(kw_only=True)
 class RetryPolicy:
-    """The options and the loop of a retrying middleware.
-
-    :param max_retries: retries after the first attempt (2 → 3 attempts in all).
-    :param retry_on: exception classes, or a predicate ``exc -> bool``; an error it does
-        not match is re-raised at once, without ``on_failure``.
-    :param on_failure: ``"continue"``, ``"error"`` or a formatter ``exc -> str``; what
-        each means is the middleware's to say.
-    :param backoff_factor: growth of the delay per retry; 0 keeps it constant.
-    :param initial_delay: seconds before the first retry.
-    :param max_delay: cap on the delay (before jitter).
-    :param jitter: spread each delay over ±25% so clients do not retry in lockstep.
-    :param sleep: test hook: the sync sleeper (``plait.testing.FakeSleeper()`` records
-        delays instead of sleeping).
-    :param asleep: test hook: the async sleeper (``FakeSleeper().asleep``).
-    """
+    """The options and the loop of a retrying middleware (each field is an option; a
+    subclass adds its own and says, in its give-up function, what ``on_failure`` means)."""
 
     max_retries: int = attrs.field(default=2, validator=_non_negative_int)
+    """Retries after the first attempt (2: three attempts in all); an int >= 0."""
     retry_on: RetryOn = attrs.field(
         default=default_retry_on, converter=_as_retry_on, validator=_retry_on
     )
+    """Exception classes to retry (subclasses match), or a predicate ``exc -> bool``."""
     on_failure: OnFailure = attrs.field(default="continue", validator=_on_failure)
+    """When retries run out: ``'continue'``, ``'error'`` or a formatter ``exc -> str``."""
     backoff_factor: float = attrs.field(default=2.0, validator=_non_negative_number)
+    """Growth of the delay per retry; 0 keeps it constant."""
     initial_delay: float = attrs.field(default=1.0, validator=_non_negative_number)
+    """Seconds before the first retry."""
     max_delay: float = attrs.field(default=60.0, validator=_non_negative_number)
+    """Cap on the delay in seconds, before jitter."""
     jitter: bool = attrs.field(default=True, validator=_is_bool)
+    """Spread each delay uniformly over ±25%."""
     sleep: Callable[[float], None] = attrs.field(
         default=time.sleep, validator=_callable, repr=False
     )
+    """Test hook: the sync sleeper (``plait.testing.FakeSleeper()`` records instead)."""
     asleep: Callable[[float], Awaitable[None]] = attrs.field(
         default=asyncio.sleep, validator=_callable, repr=False
     )
+    """Test hook: the async sleeper (``FakeSleeper().asleep``)."""
 
     def __attrs_post_init__(self) -> None:
         if isinstance(self.on_failure, str) and self.on_failure in _DEPRECATED:

@@ -48,10 +48,13 @@ class ModelCallLimitMiddleware(Middleware):
     """
 
     thread_limit: int | None = attrs.field(default=None, validator=_optional_limit)
+    """Most model calls in a thread, across runs (needs a checkpointer)."""
     run_limit: int | None = attrs.field(default=None, validator=_optional_limit)
+    """Most model calls in one run."""
     exit_behavior: Literal["end", "error"] = attrs.field(
         default="end", validator=attrs.validators.in_(("end", "error"))
     )
+    """``'end'``: finish with an AI message; ``'error'``: raise ``ModelCallLimitExceededError``."""
 
     def __attrs_post_init__(self) -> None:
         if self.thread_limit is None and self.run_limit is None:

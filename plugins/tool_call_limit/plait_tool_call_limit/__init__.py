@@ -75,11 +75,15 @@ class ToolCallLimitMiddleware(Middleware):
     """
 
     tool_name: str | None = attrs.field(default=None, validator=_optional_name)
+    """The tool to limit; ``None`` limits every tool together."""
     thread_limit: int | None = attrs.field(default=None, validator=_optional_limit)
+    """Most calls in a thread, across runs (needs a checkpointer)."""
     run_limit: int | None = attrs.field(default=None, validator=_optional_limit)
+    """Most calls in one run; may not exceed ``thread_limit``."""
     exit_behavior: Literal["continue", "error", "end"] = attrs.field(
         default="continue", validator=attrs.validators.in_(("continue", "error", "end"))
     )
+    """``'continue'`` (block the calls), ``'error'`` (raise) or ``'end'`` (finish the run)."""
 
     def __attrs_post_init__(self) -> None:
         if self.thread_limit is None and self.run_limit is None:

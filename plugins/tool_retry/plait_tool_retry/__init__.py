@@ -57,6 +57,7 @@ class ToolRetryMiddleware(RetryPolicy, Middleware):
     tools: Sequence[str | Tool] | None = attrs.field(
         default=None, converter=_tool_names, validator=_check_tools
     )
+    """Only these tools are retried (names or ``Tool`` objects); ``None``: every tool."""
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
         if self.tools is None:
