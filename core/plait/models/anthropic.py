@@ -298,6 +298,11 @@ class AnthropicChatModel(HTTPChatModel):
         if stream:
             body["stream"] = True
         body.update((provider_options or {}).get("anthropic", {}))
+        thinking = body.get("thinking")
+        if answer_tool and tool_choice is None and isinstance(thinking, Mapping):
+            if thinking.get("type") == "enabled":
+                # Extended thinking cannot be combined with a forced tool: offer it instead.
+                body["tool_choice"] = {"type": "auto"}
         return PreparedCall(f"{self.base_url}/v1/messages", body, answer_tool)
 
     @staticmethod

@@ -281,6 +281,17 @@ def test_response_format_beside_real_tools_forces_some_tool(server: Any, make_to
     assert [t["name"] for t in body["tools"]] == ["get_weather", "structured_response"]
 
 
+def test_response_format_with_extended_thinking_offers_the_tool(server: Any) -> None:
+    server.json(message(tool_use("toolu_s", "structured_response", {"city": "Oslo"})))
+    answer = model(server).invoke(
+        [HumanMessage("?")],
+        response_format=WEATHER,
+        provider_options={"anthropic": {"thinking": {"type": "enabled", "budget_tokens": 1024}}},
+    )
+    assert json.loads(answer.text) == {"city": "Oslo"}
+    assert server.last.body["tool_choice"] == {"type": "auto"}
+
+
 def test_settings_and_provider_options(server: Any) -> None:
     server.json(message(text("ok")))
     llm = model(server, max_tokens=1000, top_k=5)
