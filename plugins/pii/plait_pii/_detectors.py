@@ -55,7 +55,7 @@ _EMAIL = re.compile(
     @
     (?:[^\W_](?:[\w\-]{0,61}[^\W_])?\.)+  # domain labels, IDN letters included
     (?:xn--[a-z0-9\-]{2,59}|[^\W\d_]{2,63})  # the top-level domain
-    (?![\w\-@]|\.[^\W_])
+    (?![\w\-@(]|\.[^\W_])              # '(' after it: a method call, x@y.sum()
     """,
     re.VERBOSE | re.IGNORECASE,
 )
@@ -159,18 +159,27 @@ def mask_card(value: str) -> str:
 # -- ip ------------------------------------------------------------------------------------
 
 _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
-_VERSION_BEFORE = re.compile(r"(?:\bv|\bver|\bversion)\.?\s*[:=#]?\s*$", re.IGNORECASE)
+_VERSION_BEFORE = re.compile(
+    r"(?:\bv|\bver|\bversion|\bbuild|\brelease|\brev|\brevision)\.?\s*[:=#]?\s*$", re.IGNORECASE
+)
 _IPV6 = re.compile(
-    r"(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{0,4})"
-    r"(?:%[\w.]+)?(?![\w:]|\.\d)",
+    r"(?<![\w.])(?:[0-9a-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{0,4})"
+    r"(?:%\w+(?:\.\w+)*)?(?![\w:]|\.\d)",
     re.IGNORECASE,
 )
+_GROUP_BEFORE = re.compile(r"(?<![\w])[0-9a-f]{1,4}[:\-]\Z|::\Z", re.IGNORECASE)
+
+
+def _continues_chain(text: str, start: int) -> bool:
+    """Whether ``text[start:]`` is the tail of a longer run of hex groups (``00:`` before
+    it), not a value of its own after a label such as ``value:``."""
+    return _GROUP_BEFORE.search(text, max(0, start - 6), start) is not None
 
 
 def find_ips(text: str) -> list[PIIMatch]:
     found = []
     for m in _IPV4.finditer(text):
-        if _VERSION_BEFORE.search(text, max(0, m.start() - 12), m.start()):
+        if _VERSION_BEFORE.search(text, max(0, m.start() - 14), m.start()):
             continue
         try:
             ipaddress.IPv4Address(m.group())
@@ -179,6 +188,8 @@ def find_ips(text: str) -> list[PIIMatch]:
         found.append(PIIMatch(m.group(), m.start(), m.end()))
     for m in _IPV6.finditer(text):
         value = m.group()
+        if _continues_chain(text, m.start()):
+            continue
         if not re.search(r"[0-9a-f]", value.split("%")[0], re.IGNORECASE):
             continue  # "::" alone is punctuation far more often than an address
         try:
@@ -199,14 +210,18 @@ def mask_ip(value: str) -> str:
 # -- mac address ---------------------------------------------------------------------------
 
 _MAC = re.compile(
-    r"(?<![\w:.\-])(?:[0-9a-f]{2}([:\-])(?:[0-9a-f]{2}\1){4}[0-9a-f]{2}"
+    r"(?<![\w.])(?:[0-9a-f]{2}([:\-])(?:[0-9a-f]{2}\1){4}[0-9a-f]{2}"
     r"|[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4})(?![\w]|[:\-.][0-9a-f])",
     re.IGNORECASE,
 )
 
 
 def find_macs(text: str) -> list[PIIMatch]:
-    return [PIIMatch(m.group(), m.start(), m.end()) for m in _MAC.finditer(text)]
+    return [
+        PIIMatch(m.group(), m.start(), m.end())
+        for m in _MAC.finditer(text)
+        if not _continues_chain(text, m.start())
+    ]
 
 
 def mask_mac(value: str) -> str:
@@ -225,7 +240,8 @@ def mask_mac(value: str) -> str:
 
 # -- url -----------------------------------------------------------------------------------
 
-_URL = re.compile(r"(?<![\w@.\-/])(?:(?:https?|ftp)://|www\.)[^\s<>\"'`]+", re.IGNORECASE)
+# Commas end a URL: they are legal in paths but far more often separate list items.
+_URL = re.compile(r"(?<![\w@.\-/])(?:(?:https?|ftp)://|www\.)[^\s<>\"'`,]+", re.IGNORECASE)
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 
