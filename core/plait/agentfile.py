@@ -128,12 +128,14 @@ class ScriptedResponse:
     """A scripted model answer written as a table.
 
     ``text`` and ``tool_calls`` give a fixed answer; ``function = "module:callable"``
-    names a function ``(messages, tools) -> AIMessage | str`` that computes it.
+    names a function ``(messages, tools) -> AIMessage | str`` that computes it (a function
+    that reads the conversation can answer every turn: ``repeat`` uses it that many times).
     """
 
     text: str = ""
     tool_calls: list[ScriptedToolCall] = attrs.Factory(list)
     function: str | None = None
+    repeat: int = attrs.field(default=1, validator=_positive)
 
     def __attrs_post_init__(self) -> None:
         if self.function is not None and (self.text or self.tool_calls):
@@ -356,13 +358,16 @@ def _scripted_responses(file: Path, data: Mapping[str, Any], raw: Any, base: Pat
             if not callable(func):
                 where = _where(f"{path}[{index}].function", data)
                 raise AgentFileError(file, where, f"{item.function!r} is not callable")
-            responses.append(func)
+            responses.extend([func] * item.repeat)
         else:
-            calls = [
-                ToolCall(c.name, dict(c.args)) if c.id is None else ToolCall(c.name, c.args, c.id)
-                for c in item.tool_calls
-            ]
-            responses.append(AIMessage(item.text, tool_calls=calls))
+            for _ in range(item.repeat):
+                calls = [
+                    ToolCall(c.name, dict(c.args))
+                    if c.id is None
+                    else ToolCall(c.name, dict(c.args), c.id)
+                    for c in item.tool_calls
+                ]
+                responses.append(AIMessage(item.text, tool_calls=calls))
     return responses
 
 

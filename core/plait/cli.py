@@ -137,7 +137,12 @@ class ConsoleDisplay(Middleware):
             self.shown.add(call.id)
             self.out.write(f"  -> {format_call(call)}\n")
             self.out.flush()
-        result = handler(request)
+        try:
+            result = handler(request)
+        except Exception as exc:  # the kernel makes it an error ToolMessage; show it
+            self.out.write(f"  !! {_short(f'{type(exc).__name__}: {exc}')}\n")
+            self.out.flush()
+            raise
         message = result if isinstance(result, ToolMessage) else _tool_message_of(result)
         if message is not None:
             mark = "!!" if message.status == "error" else "<-"

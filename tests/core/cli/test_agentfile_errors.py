@@ -204,3 +204,10 @@ def test_middleware_option_errors_name_the_table_and_the_option(write) -> None:
         "[[middleware]] #2 (use = \"hello\"): plugin 'hello': option 'greeting': "
         "expected a string, got 3"
     )
+
+
+def test_repeat_must_be_positive(write) -> None:
+    body = AGENT + '[[agent.model_settings.responses]]\ntext = "a"\nrepeat = 0\n'
+    assert _error(write, body) == (
+        "[agent] model_settings.responses[0].repeat: must be at least 1, got 0"
+    )

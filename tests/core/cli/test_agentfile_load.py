@@ -126,3 +126,16 @@ def test_agent_level_errors_are_prefixed_with_the_file(write: Callable[[str, str
     )
     with pytest.raises(AgentFileError, match=r"agent\.toml: two tools are named 'lookup'"):
         load_agent(path)
+
+
+def test_a_scripted_response_can_repeat(write: Callable[[str, str], Path]) -> None:
+    path = write(
+        "agent.toml",
+        '[agent]\nmodel = "scripted:x"\ncheckpointer = "memory"\n'
+        '[[agent.model_settings.responses]]\ntext = "again"\nrepeat = 3\n',
+    )
+    agent = load_agent(path)
+    for _ in range(3):
+        assert agent.invoke("hi", thread_id="t").text == "again"
+    with pytest.raises(Exception, match="has 3 response"):
+        agent.invoke("hi", thread_id="t")
