@@ -156,3 +156,9 @@ def test_unknown_command_is_a_usage_error(plait_cli) -> None:
     done = plait_cli("frobnicate")
     assert done.returncode == 2
     assert "invalid choice" in done.stderr
+
+
+def test_model_override_replaces_the_files_model(plait_cli, examples) -> None:
+    done = plait_cli("run", str(examples / "hello.toml"), "hi", "--model", "scripted:other")
+    assert done.returncode == 1
+    assert "ScriptedChatModel 'other' has 0 response(s)" in done.stderr
