@@ -124,8 +124,9 @@ def sqlite_backend() -> Backend:
 @contextmanager
 def postgres_backend(url: str) -> Backend:
     import psycopg
-    from plait_postgres import PostgresCheckpointer
     from psycopg import sql
+
+    from plait_postgres import PostgresCheckpointer
 
     schema = f"plait_bench_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(url, autocommit=True) as admin:
