@@ -323,8 +323,13 @@ class SummarizationMiddleware(Middleware):
         before the kept part can be summarized (system messages never are)."""
         if not self.conditions or not messages:
             return None
-        tokens = counter(messages)
-        if not any(c.holds(tokens, len(messages), max_input) for c in self.conditions):
+        size = len(messages)
+        # Counting tokens is the costly part: skip it when no condition's message count holds.
+        possible = [c for c in self.conditions if c.messages is None or size >= c.messages]
+        if not possible:
+            return None
+        tokens = counter(messages) if any(c.tokens or c.fraction for c in possible) else 0
+        if not any(c.holds(tokens, size, max_input) for c in possible):
             return None
         cut = safe_cut(messages, self.keeping.cut(messages, counter, max_input))
         chosen: list[AnyMessage] = [m for m in messages[:cut] if not isinstance(m, SystemMessage)]

@@ -385,3 +385,18 @@ def test_deprecated_aliases_warn_and_work(make_agent: Any) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         SummarizationMiddleware(summarizer(), trigger={"messages": 2})
+
+
+def test_tokens_are_not_counted_when_no_message_condition_can_hold(make_agent: Any) -> None:
+    counted: list[int] = []
+
+    def counter(messages: Sequence[AnyMessage]) -> int:
+        counted.append(len(messages))
+        return 10**6
+
+    mw = SummarizationMiddleware(
+        summarizer(), trigger={"messages": 50, "tokens": 10}, token_counter=counter
+    )
+    agent = make_agent(["ok"], middleware=[mw])
+    agent.invoke(chat(2))
+    assert counted == []
