@@ -10,10 +10,13 @@ import subprocess
 import sys
 import textwrap
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from plait.checkpoint import Checkpoint, Checkpointer, StepDelta, apply_delta
 from plait.errors import ThreadBusyError
@@ -362,3 +365,52 @@ def test_a_forked_child_uses_its_own_connections(checkpointer_backend: Any) -> N
     assert process.exitcode == 0
     cp.save("t", StepDelta(3, upserts=(human("parent again"),)))
     assert ids(cp.load("t")) == ["m-parent", "m-child", "m-parent again"]
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+MESSAGE_IDS = st.sampled_from([f"id{i}" for i in range(8)])
+MESSAGES = st.builds(
+    lambda cls, text, mid, meta: cls(text, id=mid, metadata=meta),
+    st.sampled_from([HumanMessage, AIMessage, SystemMessage]),
+    st.text(),
+    MESSAGE_IDS,
+    st.dictionaries(st.text(max_size=5), JSON, max_size=2),
+)
+DELTAS = st.lists(
+    st.tuples(
+        st.sampled_from([False] * 9 + [True]),  # reset: now and then
+        st.lists(MESSAGE_IDS, max_size=3),
+        st.lists(MESSAGES, max_size=4),
+        st.dictionaries(st.sampled_from(["a", "b", "c", "ü"]), JSON, max_size=2),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(steps=DELTAS)
+def test_any_delta_sequence_matches_the_reference(
+    cp: Checkpointer, steps: list[tuple[bool, list[str], list[AnyMessage], dict[str, Any]]]
+) -> None:
+    thread = uuid.uuid4().hex  # one fixture serves every example: keep them apart
+    expected: list[AnyMessage] = []
+    values: dict[str, Any] = {}
+    for number, (reset, removed, upserts, written) in enumerate(steps, start=1):
+        delta = StepDelta(number, reset, tuple(removed), tuple(upserts), written)
+        expected = apply_delta(expected, delta)
+        values.update(written)
+        cp.save(thread, delta)
+    assert cp.load(thread) == Checkpoint(len(steps), expected, values)
