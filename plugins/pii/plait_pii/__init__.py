@@ -355,19 +355,21 @@ class _StreamRedactor:
         if text:
             yield AIMessageChunk(text, id=self.id)
         seen = _Counter()
-        for index in sorted(self.calls):
-            call_id, name, pieces = self.calls[index]
-            raw = "".join(pieces)
-            try:
-                args = json.loads(raw) if raw.strip() else None
-            except json.JSONDecodeError:
-                args = None
-                redacted = self.pii.text(raw, seen)
-            if args is not None:
-                redacted = json.dumps(self.pii._value(args, seen), ensure_ascii=False)
-            elif not raw.strip():
-                redacted = raw
-            yield AIMessageChunk(
-                tool_call_chunks=[ToolCallChunk(index, call_id, name, redacted)], id=self.id
-            )
-        self.pii._check(seen, "model output")
+        calls = [
+            ToolCallChunk(index, call_id, name, self._arguments("".join(pieces), seen))
+            for index, (call_id, name, pieces) in sorted(self.calls.items())
+        ]
+        self.pii._check(seen, "model output")  # before anything of a blocked call is sent
+        for call in calls:
+            yield AIMessageChunk(tool_call_chunks=[call], id=self.id)
+
+    def _arguments(self, raw: str, seen: _Counter) -> str:
+        """A call's argument text: valid JSON is redacted leaf by leaf and stays valid JSON
+        of the same shape; text that is not JSON (the kernel reports it) is redacted as is."""
+        if not raw.strip():
+            return raw
+        try:
+            args = json.loads(raw)
+        except json.JSONDecodeError:
+            return self.pii.text(raw, seen)
+        return json.dumps(self.pii._value(args, seen), ensure_ascii=False)

@@ -412,3 +412,17 @@ def test_bad_options_fail_at_create_agent(
     with pytest.raises(plait.ConfigError) as info:
         make_agent(["ok"], middleware=[("pii", options)])
     assert "pii" in str(info.value) and fragment in str(info.value)
+
+
+def test_streamed_block_sends_nothing_of_the_value(make_agent: Any) -> None:
+    model = TrickleModel([ai("ok", call("send", id="s1", to="leak@x.com", cc=[], count=1))])
+    mw = PIIMiddleware("email", strategy="block", apply_to_input=False, apply_to_output=True)
+    agent = make_agent(model, tools=[send], middleware=[mw])
+    seen: list[AIMessageChunk] = []
+    with pytest.raises(PIIDetectionError, match="model output"):
+        for event in agent.stream("go", mode="messages"):
+            if isinstance(event.data, AIMessageChunk):
+                seen.append(event.data)
+    assert "leak@x.com" not in "".join(
+        c.content + "".join(p.args for p in c.tool_call_chunks) for c in seen
+    )
