@@ -227,3 +227,21 @@ def test_a_limitless_instance_is_refused() -> None:
         ModelCallLimitMiddleware()
     with pytest.raises(ValueError, match="exit_behavior"):
         ModelCallLimitMiddleware(run_limit=1, exit_behavior="continue")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("tool_exit", ["continue", "end"])
+def test_counts_every_call_beside_a_tool_call_limit_listed_first(
+    make_agent: Any, tool_exit: str
+) -> None:
+    from plait_tool_call_limit import ToolCallLimitMiddleware
+
+    agent = make_agent(
+        [ai("", call("ping")), ai("", call("ping")), "done"],
+        tools=[ping],
+        middleware=[
+            ToolCallLimitMiddleware(run_limit=1, exit_behavior=tool_exit),  # type: ignore[arg-type]
+            ModelCallLimitMiddleware(thread_limit=10),
+        ],
+    )
+    result = agent.invoke("go", thread_id="t")
+    assert result.state[THREAD] == {"calls": agent.model.calls}
