@@ -17,6 +17,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 from urllib.parse import unquote
@@ -110,6 +111,11 @@ def parse_sqlite_url(url: str) -> tuple[str, dict[str, str]]:
     return path, options
 
 
+class _Connection(sqlite3.Connection):
+    """A connection that can be weakly referenced: a thread's connection closes when the
+    thread ends (its ``threading.local`` slot goes), instead of living until ``close()``."""
+
+
 class _Database:
     """Connections to one SQLite file, one per thread (an in-memory database has one
     connection shared under a lock, since each connection would see its own database)."""
@@ -123,7 +129,7 @@ class _Database:
         self._local = threading.local()
         self._lock = threading.RLock() if self.path == _MEMORY else None
         self._shared: sqlite3.Connection | None = None
-        self._all: list[sqlite3.Connection] = []
+        self._all: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._all_lock = threading.Lock()
         self._closed = False
         self._pid = os.getpid()
@@ -133,17 +139,21 @@ class _Database:
         """After ``fork``, the parent's connections must not be used (or closed) by the
         child: SQLite's locks are per process. Keep them referenced, open new ones."""
         with self._all_lock:
-            self._inherited += self._all
-            self._all = []
+            self._inherited += list(self._all)
+            self._all = weakref.WeakSet()
         self._local = threading.local()
         self._pid = os.getpid()
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self) -> _Connection:
         if self._closed:
             raise StoreError(f"SQLite database {self.path!r} is closed")
         try:
             conn = sqlite3.connect(
-                self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+                self.path,
+                timeout=self._timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                factory=_Connection,
             )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
@@ -156,7 +166,7 @@ class _Database:
             conn.close()
             raise
         with self._all_lock:
-            self._all.append(conn)
+            self._all.add(conn)
         return conn
 
     @contextlib.contextmanager
@@ -231,7 +241,7 @@ class _Database:
     def close(self) -> None:
         self._closed = True
         with self._all_lock:
-            conns, self._all = self._all, []
+            conns, self._all = list(self._all), weakref.WeakSet()
         for conn in conns:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()

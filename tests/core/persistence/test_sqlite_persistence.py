@@ -3,7 +3,9 @@ writes only the rows it changed."""
 
 from __future__ import annotations
 
+import gc
 import sqlite3
+import threading
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -207,3 +209,16 @@ def test_closed_checkpointer_says_so(tmp_path: Path) -> None:
     cp.close()
     with pytest.raises(StoreError, match="is closed"):
         cp.load("t")
+
+
+def test_a_finished_threads_connection_is_closed(tmp_path: Path) -> None:
+    cp = SQLiteCheckpointer(tmp_path / "threads.db")
+    cp.save("t", StepDelta(1, upserts=(HumanMessage("hi"),)))
+    workers = [threading.Thread(target=cp.step, args=("t",)) for _ in range(20)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    gc.collect()
+    assert len(cp._db._all) == 1  # only this thread's connection is still open
+    cp.close()
