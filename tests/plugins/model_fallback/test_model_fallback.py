@@ -308,3 +308,19 @@ def test_bad_options_fail_at_create_agent(
 def test_no_models_positionally_is_refused() -> None:
     with pytest.raises(ValueError, match="models must list at least one fallback model"):
         ModelFallbackMiddleware()
+
+
+def test_streaming_falls_back_too(make_agent: Any) -> None:
+    backup = scripted("from the backup")
+    agent = make_agent([down()], middleware=[ModelFallbackMiddleware(backup)])
+
+    async def collect() -> str:
+        parts = [
+            e.data.content
+            async for e in agent.astream("hi", mode="messages")
+            if e.source == "model"
+        ]
+        return "".join(parts)
+
+    assert asyncio.run(collect()) == "from the backup"
+    assert backup.calls == 1

@@ -295,3 +295,10 @@ def test_bad_options_fail_at_create_agent(
         make_agent([], middleware=[("model_retry", options)])
     assert str(raised.value).startswith("plugin 'model_retry': ")
     assert message in str(raised.value)
+
+
+def test_streaming_runs_are_retried_too(make_agent: Any, sleeper: FakeSleeper) -> None:
+    agent = make_agent([busy(), "hello world"], middleware=[retry(sleeper)])
+    chunks = [e.data.content for e in agent.stream("hi", mode="messages") if e.source == "model"]
+    assert "".join(chunks) == "hello world"
+    assert sleeper.delays == [1.0]
