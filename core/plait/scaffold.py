@@ -159,8 +159,7 @@ def test_bad_option_fails_when_the_agent_is_built(make_agent):
 _README = """\
 # $distribution
 
-A [plait](https://github.com/) middleware: appends a note to the system prompt of every
-model call.
+A plait middleware: appends a note to the system prompt of every model call.
 
 ## Install
 

@@ -110,7 +110,7 @@ def test_options_marker_becomes_a_table_from_the_attrs_class(
         '    """How to stop."""\n'
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    spec = importlib.util.spec_from_file_location("options_hook", DOCS / "_hooks/options_table.py")
+    spec = importlib.util.spec_from_file_location("options_hook", DOCS / "_hooks/plait_docs.py")
     assert spec is not None and spec.loader is not None
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
@@ -128,3 +128,30 @@ def test_options_marker_becomes_a_table_from_the_attrs_class(
         "| `limit` | `int` | required |  |",
         "| `mode` | `str` | `'a\\|b'` | How to stop. |",
     ]
+
+
+def test_api_marker_becomes_signature_and_docstring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+    import types
+
+    (tmp_path / "docs_demo_api.py").write_text(
+        "from __future__ import annotations\n\n"
+        "def greet(name: str, *, loud: bool = False) -> str:\n"
+        '    """Say hello.\n\n'
+        "    :param name: who to greet, e.g. ``Ada``.\n"
+        "    :param loud: shout it.\n"
+        '    """\n'
+        "    return name\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = importlib.util.spec_from_file_location("api_hook", DOCS / "_hooks/plait_docs.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = types.SimpleNamespace(file=types.SimpleNamespace(src_path="x.md"))
+    out = hook.on_page_markdown("<!-- plait-api: docs_demo_api:greet -->\n", page=page)
+    assert "def greet(name: str, *, loud: bool = False) -> str" in out
+    assert "- `name`: who to greet, e.g. `Ada`." in out
+    assert "- `loud`: shout it." in out

@@ -1,0 +1,146 @@
+"""mkdocs hook: parts of the docs generated from the code, so they cannot drift.
+
+A line holding only one of these comments is replaced when the site is built:
+
+- ``<!-- plait-options: module:Class -->``: the options table of a middleware class, from
+  its attrs fields (``plait.options.describe_options``);
+- ``<!-- plait-api: module:name -->``: the signature and docstring of a public function or
+  class (with its public methods), ``:param:``/``:return:`` fields turned into lists.
+
+A name that cannot be imported fails the build (``mkdocs build --strict``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import re
+from typing import Any
+
+log = logging.getLogger("mkdocs.plugins.plait_docs")
+
+# On a line of its own, so a marker can be quoted in prose without being replaced.
+_MARKER = re.compile(r"^<!--\s*plait-(options|api):\s*([\w.]+):([\w.]+)\s*-->[ \t]*$", re.MULTILINE)
+
+
+def _resolve(module: str, qualname: str) -> Any:
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def options_table(cls: Any) -> str:
+    from plait.options import describe_options
+
+    rows = ["| option | type | default | meaning |", "|---|---|---|---|"]
+    for option in describe_options(cls):
+        default = "required" if option.required else f"`{_cell(str(option.default))}`"
+        rows.append(
+            f"| `{option.name}` | `{_cell(option.type)}` | {default} | {_cell(option.help or '')} |"
+        )
+    return "\n".join(rows)
+
+
+def _docstring(obj: Any) -> str:
+    """The docstring as markdown: reST literals as code, ``:param x:`` as a list."""
+    text = inspect.getdoc(obj) or ""
+    text = re.sub(r"``([^`]+)``", r"`\1`", text)
+    lines: list[str] = []
+    for line in text.splitlines():
+        field = re.match(r":param (\w+):\s*(.*)", line)
+        if field:
+            lines.append(f"- `{field.group(1)}`: {field.group(2)}")
+            continue
+        field = re.match(r":(returns?|raises \w+):\s*(.*)", line)
+        if field:
+            lines.append(f"- *{field.group(1)}*: {field.group(2)}")
+            continue
+        if lines and lines[-1].startswith("- ") and line.startswith("    "):
+            lines.append("  " + line.strip())
+            continue
+        lines.append(line)
+    return "\n".join(lines)
+
+
+class _Raw:
+    """An annotation written as a string (``from __future__ import annotations``), shown
+    as written rather than quoted."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _plain(annotation: Any) -> Any:
+    return _Raw(annotation) if isinstance(annotation, str) else annotation
+
+
+def _signature(name: str, obj: Any, *, method: bool = False) -> str:
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return name
+    params = [
+        p.replace(annotation=_plain(p.annotation))
+        for p in sig.parameters.values()
+        if not (method and p.name in ("self", "cls"))
+    ]
+    sig = sig.replace(parameters=params, return_annotation=_plain(sig.return_annotation))
+    return f"{name}{sig}"
+
+
+def api_entry(module: str, qualname: str, obj: Any) -> str:
+    name = qualname.rsplit(".", 1)[-1]
+    kind = "class" if inspect.isclass(obj) else "def"
+    parts = [
+        f"### `{name}`",
+        "",
+        "```python",
+        f"{kind} {_signature(name, obj)}",
+        "```",
+        "",
+        f"From `{module}`.",
+        "",
+        _docstring(obj),
+    ]
+    if inspect.isclass(obj):
+        for attr, member in vars(obj).items():
+            if attr.startswith("_") or not (
+                inspect.isfunction(member) or isinstance(member, property)
+            ):
+                continue
+            target = member.fget if isinstance(member, property) else member
+            if not inspect.getdoc(target):
+                continue
+            head = attr if isinstance(member, property) else _signature(attr, member, method=True)
+            parts += ["", f"`{head}`", ":   " + _docstring(target).replace("\n", "\n    ")]
+    return "\n".join(parts)
+
+
+def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
+    def replace(match: re.Match[str]) -> str:
+        kind, module, qualname = match.groups()
+        try:
+            obj = _resolve(module, qualname)
+            return options_table(obj) if kind == "options" else api_entry(module, qualname, obj)
+        except Exception as exc:
+            log.warning(
+                "%s: cannot generate %s for %s:%s: %s: %s",
+                page.file.src_path,
+                kind,
+                module,
+                qualname,
+                type(exc).__name__,
+                exc,
+            )
+            return match.group(0)
+
+    return _MARKER.sub(replace, markdown)
