@@ -24,7 +24,7 @@ from psycopg import sql
 
 import plait
 from plait.checkpoint import Checkpointer, MemoryCheckpointer
-from plait.errors import ThreadBusyError
+from plait.errors import StoreError, ThreadBusyError
 from plait.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
 from plait.models import ScriptedChatModel
 from plait.persistence import SQLiteCheckpointer
@@ -492,3 +492,34 @@ def test_concurrent_async_runs_on_many_threads(backend: Backend) -> None:
         state = weather_agent(backend.make()).get_state(f"async-{city}")
         assert transcript(state["messages"])[0] == ("human", city)
         assert state["model_calls_seen"] == 2
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "hidden"),
+    [
+        ("sqlite:agent.db", "'sqlite:agent.db'", None),
+        ("sqlite://host/agent.db", "'sqlite://host/agent.db'", None),
+        (
+            "postgresql://bob:s3cret@127.0.0.1:1/app?connect_timeout=1",
+            "postgresql://bob:***@127.0.0.1:1/app",
+            "s3cret",
+        ),
+    ],
+)
+def test_a_bad_checkpointer_url_fails_at_create_agent(
+    url: str, shown: str, hidden: str | None
+) -> None:
+    for option in ("checkpointer", "store"):
+        with pytest.raises(StoreError) as info:
+            plait.create_agent(model=ScriptedChatModel(["hi"]), **{option: url})
+        assert shown in str(info.value)
+        if hidden is not None:
+            assert hidden not in str(info.value)
+
+
+def test_a_foreign_file_fails_at_create_agent(tmp_path: Path) -> None:
+    path = tmp_path / "photo.db"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40)
+    with pytest.raises(StoreError, match="not a usable SQLite database") as info:
+        plait.create_agent(model=ScriptedChatModel(["hi"]), checkpointer=f"sqlite:///{path}")
+    assert str(path) in str(info.value)
