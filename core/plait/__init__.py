@@ -81,43 +81,129 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from plait.agent import Agent, AgentResult, create_agent
-    from plait.errors import ConfigError, PlaitError
-    from plait.hookspecs import hookimpl, hookspec
-    from plait.interrupts import interrupt
+    from plait.agent import (
+        Agent as Agent,
+    )
+    from plait.agent import (
+        AgentResult as AgentResult,
+    )
+    from plait.agent import (
+        create_agent as create_agent,
+    )
+    from plait.errors import (
+        ConfigError as ConfigError,
+    )
+    from plait.errors import (
+        PlaitError as PlaitError,
+    )
+    from plait.hookspecs import (
+        hookimpl as hookimpl,
+    )
+    from plait.hookspecs import (
+        hookspec as hookspec,
+    )
+    from plait.interrupts import (
+        interrupt as interrupt,
+    )
     from plait.messages import (
-        REMOVE_ALL,
-        AIMessage,
-        AIMessageChunk,
-        HumanMessage,
-        RemoveMessage,
-        SystemMessage,
-        ToolCall,
-        ToolMessage,
-        Usage,
+        REMOVE_ALL as REMOVE_ALL,
+    )
+    from plait.messages import (
+        AIMessage as AIMessage,
+    )
+    from plait.messages import (
+        AIMessageChunk as AIMessageChunk,
+    )
+    from plait.messages import (
+        HumanMessage as HumanMessage,
+    )
+    from plait.messages import (
+        RemoveMessage as RemoveMessage,
+    )
+    from plait.messages import (
+        SystemMessage as SystemMessage,
+    )
+    from plait.messages import (
+        ToolCall as ToolCall,
+    )
+    from plait.messages import (
+        ToolMessage as ToolMessage,
+    )
+    from plait.messages import (
+        Usage as Usage,
     )
     from plait.middleware import (
-        Middleware,
-        after_agent,
-        after_model,
-        before_agent,
-        before_model,
-        can_jump_to,
-        transform_model_stream,
-        wrap_model_call,
-        wrap_tool_call,
+        Middleware as Middleware,
     )
-    from plait.models import ChatModel, ModelProfile, ScriptedChatModel, init_chat_model
-    from plait.tools import Tool, tool
+    from plait.middleware import (
+        after_agent as after_agent,
+    )
+    from plait.middleware import (
+        after_model as after_model,
+    )
+    from plait.middleware import (
+        before_agent as before_agent,
+    )
+    from plait.middleware import (
+        before_model as before_model,
+    )
+    from plait.middleware import (
+        can_jump_to as can_jump_to,
+    )
+    from plait.middleware import (
+        transform_model_stream as transform_model_stream,
+    )
+    from plait.middleware import (
+        wrap_model_call as wrap_model_call,
+    )
+    from plait.middleware import (
+        wrap_tool_call as wrap_tool_call,
+    )
+    from plait.models import (
+        ChatModel as ChatModel,
+    )
+    from plait.models import (
+        ModelProfile as ModelProfile,
+    )
+    from plait.models import (
+        ScriptedChatModel as ScriptedChatModel,
+    )
+    from plait.models import (
+        init_chat_model as init_chat_model,
+    )
+    from plait.tools import (
+        Tool as Tool,
+    )
+    from plait.tools import (
+        tool as tool,
+    )
     from plait.types import (
-        AgentConfig,
-        Command,
-        Interrupt,
-        ModelRequest,
-        ModelResponse,
-        Runtime,
-        StateField,
-        StreamEvent,
-        ToolCallRequest,
-        ToolRuntime,
+        AgentConfig as AgentConfig,
+    )
+    from plait.types import (
+        Command as Command,
+    )
+    from plait.types import (
+        Interrupt as Interrupt,
+    )
+    from plait.types import (
+        ModelRequest as ModelRequest,
+    )
+    from plait.types import (
+        ModelResponse as ModelResponse,
+    )
+    from plait.types import (
+        Runtime as Runtime,
+    )
+    from plait.types import (
+        StateField as StateField,
+    )
+    from plait.types import (
+        StreamEvent as StreamEvent,
+    )
+    from plait.types import (
+        ToolCallRequest as ToolCallRequest,
+    )
+    from plait.types import (
+        ToolRuntime as ToolRuntime,
     )

@@ -235,12 +235,20 @@ class Run:
         return "tools"
 
     def route_after_model(self) -> str:
+        """Tools if the model's calls await answers; the model again if hooks answered
+        them all (e.g. a limit blocked them); else the end."""
         if self.info.structured_response is not None:
             return "after_agent"
-        return "tools" if self.pending_calls() else "after_agent"
+        message, pending = self.last_calls()
+        if pending:
+            return "tools"
+        return "before_model" if message is not None and message.tool_calls else "after_agent"
 
     def pending_calls(self) -> list[ToolCall]:
-        """Calls of the last AI message that no ToolMessage answers yet."""
+        return self.last_calls()[1]
+
+    def last_calls(self) -> tuple[AIMessage | None, list[ToolCall]]:
+        """The last AI message and those of its calls no ToolMessage answers yet."""
         messages = self.thread.messages
         answered: set[str] = set()
         for position in range(len(messages) - 1, -1, -1):
@@ -248,8 +256,8 @@ class Run:
             if isinstance(message, ToolMessage):
                 answered.add(message.tool_call_id)
             elif isinstance(message, AIMessage):
-                return [call for call in message.tool_calls if call.id not in answered]
-        return []
+                return message, [call for call in message.tool_calls if call.id not in answered]
+        return None, []
 
     def model_node(self) -> Steps:
         info = self.info

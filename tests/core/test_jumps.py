@@ -86,3 +86,27 @@ def test_jump_to_model_from_after_model_calls_the_model_again(make_agent: Any) -
 def test_can_jump_to_rejects_unknown_targets() -> None:
     with pytest.raises(ValueError, match="'start' is not one of model, tools, end"):
         plait.can_jump_to("start")
+
+
+def test_when_after_model_answers_every_call_the_model_sees_the_answers(make_agent: Any) -> None:
+    @plait.after_model
+    def block_all(state: Any) -> Any:
+        last = state["messages"][-1]
+        if not last.tool_calls:
+            return None
+        return {
+            "messages": [
+                plait.ToolMessage("blocked", tool_call_id=c.id, name=c.name, status="error")
+                for c in last.tool_calls
+            ]
+        }
+
+    agent = make_agent([ai("", call("anything")), "understood"], middleware=[block_all])
+    result = agent.invoke("go")
+
+    assert transcript(result.messages) == [
+        ("human", "go"),
+        ("ai", ""),
+        ("tool", "blocked"),
+        ("ai", "understood"),
+    ]
