@@ -138,7 +138,7 @@ class ToolCallLimitMiddleware(Middleware):
 
     # -- running ----------------------------------------------------------------------------
 
-    @can_jump_to("model", "end")
+    @can_jump_to("end")
     def after_model(self, state: Mapping[str, Any]) -> Command | None:
         message, pending = _pending(state["messages"])
         if message is None:
@@ -166,10 +166,6 @@ class ToolCallLimitMiddleware(Middleware):
             update["messages"] = [
                 self._blocked_message(call, which) for call, which in decision.blocked
             ]
-            if len(decision.blocked) == len(pending):
-                # Nothing is left for the tools node: go back to the model, which reads the
-                # errors (without a jump the run would end on the tool messages).
-                return Command(update=update, jump_to="model")
             return Command(update=update)
         others = [c for c in pending if c not in mine]
         if self.exit_behavior == "end" and not others:
