@@ -113,7 +113,9 @@ class $class_name(plait.Middleware):
 
     def _with_note(self, request: ModelRequest) -> ModelRequest:
         prompt = request.system_prompt
-        return request.override(system_prompt=f"{prompt}\\n\\n{self.note}" if prompt else self.note)
+        return request.override(
+            system_prompt=f"{prompt}\\n\\n{self.note}" if prompt else self.note
+        )
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
@@ -121,7 +123,9 @@ class $class_name(plait.Middleware):
         return handler(self._with_note(request))
 
     async def awrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         return await handler(self._with_note(request))
 '''
@@ -138,22 +142,31 @@ from $package import $class_name
 
 
 def test_note_is_added_to_the_system_prompt(make_agent):
-    agent = make_agent(["Sure."], middleware=[$class_name(note="Be brief.")],
-                       system_prompt="You help.")
+    agent = make_agent(
+        ["Sure."],
+        middleware=[$class_name(note="Be brief.")],
+        system_prompt="You help.",
+    )
     result = agent.invoke("hello")
     assert result.text == "Sure."
     assert agent.model.requests[0].system_prompt == "You help.\\n\\nBe brief."
 
 
 def test_enabled_by_entry_point_name_with_options(make_agent):
-    agent = make_agent(["Sure."], middleware=[("$entry_point", {"note": "Use French."})])
+    agent = make_agent(
+        ["Sure."],
+        middleware=[("$entry_point", {"note": "Use French."})],
+    )
     agent.invoke("hello")
     assert agent.model.requests[0].system_prompt == "Use French."
 
 
 def test_bad_option_fails_when_the_agent_is_built(make_agent):
     with pytest.raises(ConfigError, match="note"):
-        make_agent(["Sure."], middleware=[("$entry_point", {"note": ""})])
+        make_agent(
+            ["Sure."],
+            middleware=[("$entry_point", {"note": ""})],
+        )
 '''
 
 _README = """\
