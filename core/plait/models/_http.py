@@ -81,7 +81,7 @@ class Secret:
 
 # OpenAI echoes a masked key in its 401 text ("sk-proj-****abcd"); the visible tail is still
 # part of a secret, so any key-shaped token is removed, not only the exact key.
-_KEY_SHAPED = re.compile(r"\b(?:sk|key|ak)-[A-Za-z0-9_*\-]{6,}")
+_KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_*\-]{6,}")
 
 
 def redact(text: str, secrets: Sequence[str] = ()) -> str:
