@@ -1,8 +1,8 @@
 """Tools and an offline "model" for the support example.
 
-``issue_refund`` asks a human before it moves money: it pauses the run with
-``plait.interrupt`` and a human-in-the-loop request (the shape the ``human_in_the_loop``
-middleware uses), which ``plait chat`` shows as an approve / edit / reject prompt.
+``issue_refund`` moves money, so the agent file puts it under the ``human_in_the_loop``
+middleware: the run pauses before each refund, and ``plait chat`` asks for approve /
+edit / reject.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import json
 import re
 from typing import Any
 
-import plait
 from plait.messages import AIMessage, AnyMessage, ToolCall
 
 _ORDERS = {
@@ -33,36 +32,14 @@ def lookup_order(order_id: str) -> dict[str, Any]:
 
 
 def issue_refund(order_id: str, amount: float) -> str:
-    """Refund an order, after a human approves it.
+    """Refund an order.
 
     Args:
         order_id: The order to refund.
         amount: The amount in euros.
     """
-    answer = plait.interrupt(
-        {
-            "action_requests": [
-                {
-                    "name": "issue_refund",
-                    "args": {"order_id": order_id, "amount": amount},
-                    "description": f"Refund {amount:.2f} EUR for order {order_id}?",
-                }
-            ],
-            "review_configs": [
-                {
-                    "action_name": "issue_refund",
-                    "allowed_decisions": ["approve", "edit", "reject"],
-                }
-            ],
-        }
-    )
-    decision = answer["decisions"][0]
-    if decision["type"] == "reject":
-        reason = decision.get("message") or "no reason given"
-        return f"Refund not issued: a human rejected it ({reason}). Do not retry."
-    if decision["type"] == "edit":
-        args = decision["edited_action"]["args"]
-        order_id, amount = str(args["order_id"]), float(args["amount"])
+    if order_id not in _ORDERS:
+        raise ValueError(f"there is no order {order_id}")
     return f"Refunded {amount:.2f} EUR for order {order_id}."
 
 
@@ -85,9 +62,13 @@ def support_brain(messages: list[AnyMessage], tools: list[object]) -> AIMessage:
         order = json.loads(last.text)
         args = {"order_id": order["order_id"], "amount": order["amount"]}
         return AIMessage("", tool_calls=[ToolCall("issue_refund", args)])
-    if not last.text.startswith("Refunded"):
+    if last.status == "error":
         return AIMessage(f"I have not refunded it. {last.text}")
+    # After an edit, human_in_the_loop puts a note before the result of the call that ran.
+    result = last.text.rsplit("\n\n", 1)[-1]
+    if last.text != result:
+        return AIMessage(f"A reviewer changed the refund. {result}")
     customer = next(m.text for m in reversed(messages) if m.type == "human")
     contact = re.search(r"\[REDACTED_EMAIL\]", customer)
     where = f" to {contact.group(0)}" if contact else ""
-    return AIMessage(f"{last.text} I will send the confirmation{where}.")
+    return AIMessage(f"{result} I will send the confirmation{where}.")

@@ -23,7 +23,7 @@ import importlib
 import re
 import sys
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -388,18 +388,18 @@ class AgentSpec:
     def checkpointer(self) -> str | None:
         return self.file.agent.checkpointer
 
-    def build(self, **overrides: Any) -> Agent:
+    def build(
+        self, *, first: Sequence[Any] = (), last: Sequence[Any] = (), **overrides: Any
+    ) -> Agent:
         """``create_agent(**kwargs, **overrides)``; errors are prefixed with the file.
 
-        ``middleware`` given as an override replaces the file's list; ``extra_middleware``
-        (a list) is put in front of it (the CLI's display uses this).
+        ``middleware`` given as an override replaces the file's list; ``first`` and
+        ``last`` are put before and after it (the CLI's live display uses them).
         """
         from plait.agent import create_agent
 
-        kwargs = dict(self.kwargs)
-        extra = list(overrides.pop("extra_middleware", ()))
-        kwargs.update(overrides)
-        kwargs["middleware"] = [*extra, *kwargs.get("middleware", ())]
+        kwargs = {**self.kwargs, **overrides}
+        kwargs["middleware"] = [*first, *kwargs.get("middleware", ()), *last]
         try:
             return create_agent(**kwargs)
         except AgentFileError:
@@ -429,6 +429,8 @@ def read_agent_file(path: str | Path) -> AgentSpec:
         )
     parsed = _structure(file, data, data, AgentFile, "")
     base = file.resolve().parent
+    if str(base) not in sys.path:  # "module:attr" names (tools, options) resolve beside it
+        sys.path.insert(0, str(base))
     agent = parsed.agent
 
     settings = dict(agent.model_settings)

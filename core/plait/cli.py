@@ -98,32 +98,51 @@ class Spinner:
 
 
 @attrs.define(eq=False)
-class ConsoleDisplay(Middleware):
-    """Shows a run as it happens: a spinner during model calls, each tool call with its
-    result, and what the model says beside its tool calls.
-
-    The CLI puts it first in the middleware list, so it is outermost around calls and
-    sees what the other middleware made of each call and result.
-    """
+class Console:
+    """What the live display writes to, and the ids of what it has already shown."""
 
     out: IO[str]
     spinner: Spinner
     shown: set[str] = attrs.Factory(set)
 
+    def line(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def middleware(self) -> tuple[list[Middleware], list[Middleware]]:
+        """The display's middleware: one to put first in the list, one to put last."""
+        return [ModelDisplay(self)], [ToolDisplay(self)]
+
+
+@attrs.define(eq=False)
+class ModelDisplay(Middleware):
+    """First in the list, so outermost around model calls: the spinner covers the whole
+    call (retries and fallbacks included), and the model's words beside its tool calls
+    are shown as the other middleware left them."""
+
+    console: Console
+
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        self.spinner.start()
+        self.console.spinner.start()
         try:
             response = handler(request)
         finally:
-            self.spinner.stop()
+            self.console.spinner.stop()
         message = response.message
         if message is not None and message.tool_calls and message.text.strip():
-            self.out.write(message.text.strip() + "\n")
-            self.out.flush()
-            self.shown.add(message.id)
+            self.console.line(message.text.strip())
+            self.console.shown.add(message.id)
         return response
+
+
+@attrs.define(eq=False)
+class ToolDisplay(Middleware):
+    """Last in the list, so innermost around tool calls: it shows the call that really
+    runs (after an approval edited it, say) and what the tool itself returned."""
+
+    console: Console
 
     def wrap_tool_call(
         self,
@@ -133,21 +152,18 @@ class ConsoleDisplay(Middleware):
         from plait.messages import ToolMessage
 
         call = request.tool_call
-        if call.id not in self.shown:  # a call re-run after an interrupt is shown once
-            self.shown.add(call.id)
-            self.out.write(f"  -> {format_call(call)}\n")
-            self.out.flush()
+        if call.id not in self.console.shown:  # a call re-run after an interrupt: once
+            self.console.shown.add(call.id)
+            self.console.line(f"  -> {format_call(call)}")
         try:
             result = handler(request)
         except Exception as exc:  # the kernel makes it an error ToolMessage; show it
-            self.out.write(f"  !! {_short(f'{type(exc).__name__}: {exc}')}\n")
-            self.out.flush()
+            self.console.line(f"  !! {_short(f'{type(exc).__name__}: {exc}')}")
             raise
         message = result if isinstance(result, ToolMessage) else _tool_message_of(result)
         if message is not None:
             mark = "!!" if message.status == "error" else "<-"
-            self.out.write(f"  {mark} {_short(message.text) or '(empty)'}\n")
-            self.out.flush()
+            self.console.line(f"  {mark} {_short(message.text) or '(empty)'}")
         return result
 
 
@@ -255,10 +271,10 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     overrides: dict[str, Any] = {}
     if args.model:
         overrides["model"] = args.model
-    display: ConsoleDisplay | None = None
+    console: Console | None = None
     if not args.json:
-        display = ConsoleDisplay(out, Spinner(err))
-        overrides["extra_middleware"] = [display]
+        console = Console(out, Spinner(err))
+        overrides["first"], overrides["last"] = console.middleware()
     agent = spec.build(**overrides)
     try:
         result = agent.invoke(agent_input, thread_id=thread, recursion_limit=spec.recursion_limit)
@@ -273,8 +289,8 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         json.dump(result_to_json(result), out, ensure_ascii=False, indent=2)
         out.write("\n")
         return EXIT_OK
-    assert display is not None
-    answer = _final_answer(result, display.shown)
+    assert console is not None
+    answer = _final_answer(result, console.shown)
     if answer is not None:
         out.write(answer + "\n")
     if result.structured_response is not None:
@@ -428,8 +444,9 @@ def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         overrides["checkpointer"] = "memory"  # a chat is one thread: it needs its history
     if args.model:
         overrides["model"] = args.model
-    display = ConsoleDisplay(out, Spinner(err))
-    agent = spec.build(extra_middleware=[display], **overrides)
+    console = Console(out, Spinner(err))
+    first, last = console.middleware()
+    agent = spec.build(first=first, last=last, **overrides)
     thread = args.thread or f"chat-{uuid.uuid4().hex[:12]}"
     asker = Asker(sys.stdin, out)
     out.write(f"Chatting with {args.agent} on thread {thread}. /exit or Ctrl-D to leave.\n")
@@ -456,7 +473,7 @@ def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         except PlaitError as exc:
             err.write(f"plait: error: {_one_line(exc)}\n")
             continue
-        answer = _final_answer(result, display.shown)
+        answer = _final_answer(result, console.shown)
         if answer is not None:
             out.write(f"agent> {answer}\n")
 

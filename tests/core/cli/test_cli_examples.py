@@ -33,18 +33,28 @@ def test_support_redacts_and_asks_before_refunding(plait_cli) -> None:
         "And order 2077?\n"
         "r\n"
         "not delivered yet\n"
+        "Refund 1042 again\n"
+        "e\n"
+        '{"order_id": "1042", "amount": 5}\n'
     )
     done = plait_cli("chat", str(EXAMPLES / "support.toml"), input=stdin)
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "Approval needed: issue_refund" in out
-    assert "Refund 25.00 EUR for order 1042?" in out
+    assert out.count("Approval needed: issue_refund(") == 3
+    assert "A refund moves money: check the order and the amount." in out
+    assert "[a]pprove  [e]dit  [r]eject >" in out
+    # approved: it runs, and the model only ever saw the redacted address
     assert (
         "agent> Refunded 25.00 EUR for order 1042. I will send the confirmation to "
         "[REDACTED_EMAIL]." in out
     )
-    assert "jane@example.com" not in out.split("you> Hi, I'm jane@example.com.", 1)[1]
-    assert "agent> I have not refunded it. Refund not issued: a human rejected it " in out
+    # rejected: it never runs, and the model is told why
+    assert '-> issue_refund(order_id="2077"' not in out
+    assert "agent> I have not refunded it. A human reviewer rejected" in out
+    assert "not delivered yet" in out
+    # edited: the edited call is what runs
+    assert '-> issue_refund(order_id="1042", amount=5)' in out
+    assert "agent> A reviewer changed the refund. Refunded 5.00 EUR for order 1042." in out
 
 
 def test_reader_clears_old_chapters_and_stops_at_the_limit(plait_cli) -> None:
