@@ -97,6 +97,7 @@ class InterruptOnConfig:
     when: Predicate | None = None
     """Review only the calls this predicate of ``(tool_call, state, runtime)`` accepts."""
 
+
 _REVIEW_ALL = InterruptOnConfig()
 
 
