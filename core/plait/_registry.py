@@ -33,23 +33,23 @@ _ASYNC_NAMES = frozenset((*hookspecs.WRAP_HOOKS.values(), *hookspecs.STREAM_HOOK
 
 
 class _Registered:
-    """What pluggy registers for a middleware: compares by identity, so attrs value
-    equality never makes two equal instances collide."""
-
-    __slots__ = ("name", "target")
+    """What pluggy registers for a middleware: it compares by identity, so attrs value
+    equality never makes two equal instances collide, and it holds the middleware's
+    marked methods, bound, in its own ``__dict__`` — where every pluggy version looks
+    (1.7 discovers hooks with ``inspect.getattr_static``, which sees no ``__getattr__``).
+    """
 
     def __init__(self, name: str, target: object) -> None:
-        self.name = name
+        self.__name = name
         self.target = target
+        for attr in dir(target):
+            static = inspect.getattr_static(target, attr, None)
+            func = getattr(static, "__func__", static)
+            if callable(func) and getattr(func, "plait_impl", None) is not None:
+                self.__dict__[attr] = getattr(target, attr)
 
     def __repr__(self) -> str:
-        return f"<middleware {self.name!r}>"
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.target, name)
-
-    def __dir__(self) -> list[str]:
-        return dir(self.target)
+        return f"<middleware {self.__name!r}>"
 
 
 @attrs.frozen
