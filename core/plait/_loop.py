@@ -168,6 +168,8 @@ class Run:
         self.info.status = "interrupted"
         self.info.interrupts = interrupts
         yield from self.save()
+        if self.sink is not None:
+            self.sink(StreamEvent("updates", {"__interrupt__": list(interrupts)}, "interrupt"))
 
     # -- nodes -----------------------------------------------------------------------------
 

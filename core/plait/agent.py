@@ -45,7 +45,7 @@ from plait.types import (
     ToolRuntime,
 )
 
-__all__ = ["Agent", "AgentResult", "create_agent"]
+__all__ = ["Agent", "AgentResult", "AsyncRunStream", "RunStream", "create_agent"]
 
 STREAM_MODES = ("updates", "messages", "values", "custom")
 
@@ -478,31 +478,19 @@ class Agent:
         thread_id: str | None = None,
         context: Any = None,
         recursion_limit: int = 25,
-    ) -> Iterator[StreamEvent]:
+    ) -> RunStream:
         """Run like ``invoke``, yielding ``StreamEvent``s of the chosen mode(s) as they
-        happen: ``updates`` (each state update, by source), ``messages`` (model chunks
+        happen: ``updates`` (each state update, by source; a pause is an update from
+        ``"interrupt"`` holding ``{"__interrupt__": [...]}``), ``messages`` (model chunks
         and tool messages), ``values`` (the state after each step), ``custom`` (what
-        hooks and tools write with ``runtime.stream_writer``)."""
+        hooks and tools write with ``runtime.stream_writer``). Once the events are
+        exhausted, the stream's ``result`` is the run's ``AgentResult``."""
         modes = _modes(mode)
-        events: queue.Queue[Any] = queue.Queue()
-        done = object()
-        sink = _Sink(modes, events.put)
+        return RunStream(
+            lambda sink: self._run_sync(input, thread_id, context, recursion_limit, sink), modes
+        )
 
-        def work() -> None:
-            try:
-                self._run_sync(input, thread_id, context, recursion_limit, sink)
-            except BaseException as exc:
-                events.put(_Failure(exc))
-            else:
-                events.put(done)
-
-        threading.Thread(target=work, name="plait-stream", daemon=True).start()
-        while (item := events.get()) is not done:
-            if isinstance(item, _Failure):
-                raise item.error
-            yield item
-
-    async def astream(
+    def astream(
         self,
         input: Any = None,
         *,
@@ -510,39 +498,22 @@ class Agent:
         thread_id: str | None = None,
         context: Any = None,
         recursion_limit: int = 25,
-    ) -> AsyncIterator[StreamEvent]:
-        """The async form of ``stream``."""
+    ) -> AsyncRunStream:
+        """The async form of ``stream`` (``async for``; then ``.result``)."""
         modes = _modes(mode)
-        loop = asyncio.get_running_loop()
-        events: asyncio.Queue[Any] = asyncio.Queue()
-        loop_thread = threading.get_ident()
+        return AsyncRunStream(
+            lambda sink: self._run_async(input, thread_id, context, recursion_limit, sink),
+            modes,
+        )
 
-        def put(event: Any) -> None:
-            if threading.get_ident() == loop_thread:
-                events.put_nowait(event)
-            else:
-                loop.call_soon_threadsafe(events.put_nowait, event)
-
-        sink = _Sink(modes, put)
-        done = object()
-
-        async def work() -> None:
-            try:
-                await self._run_async(input, thread_id, context, recursion_limit, sink)
-            except BaseException as exc:
-                put(_Failure(exc))
-            else:
-                put(done)
-
-        task = asyncio.ensure_future(work())
-        try:
-            while (item := await events.get()) is not done:
-                if isinstance(item, _Failure):
-                    raise item.error
-                yield item
-        finally:
-            if not task.done():
-                task.cancel()
+    def get_interrupts(self, thread_id: str) -> list[Interrupt]:
+        """The interrupts the thread's run is paused at (``[]`` if it is not paused)."""
+        data = self._need_checkpointer().load(thread_id)
+        run = None if data is None else data.values.get(RUN_KEY)
+        if not run:
+            return []
+        info = RunInfo.load(run)
+        return list(info.interrupts) if info.status == "interrupted" else []
 
     # -- threads ---------------------------------------------------------------------------
 
@@ -572,6 +543,101 @@ class Agent:
 @attrs.frozen
 class _Failure:
     error: BaseException
+
+
+@attrs.frozen
+class _Finished:
+    result: AgentResult
+
+
+class RunStream(Iterator[StreamEvent]):
+    """The events of a streamed run, as they happen; the run starts on the first
+    ``next()`` (in a worker thread, so tokens arrive while the model works) and, once the
+    events are exhausted, ``result`` holds its ``AgentResult``."""
+
+    def __init__(self, run: Any, modes: frozenset[str]) -> None:
+        self._run = run
+        self._events: queue.Queue[Any] = queue.Queue()
+        self._sink = _Sink(modes, self._events.put)
+        self._started = False
+        self.result: AgentResult | None = None
+
+    def _work(self) -> None:
+        try:
+            self._events.put(_Finished(self._run(self._sink)))
+        except BaseException as exc:
+            self._events.put(_Failure(exc))
+
+    def __iter__(self) -> RunStream:
+        return self
+
+    def __next__(self) -> StreamEvent:
+        if not self._started:
+            self._started = True
+            threading.Thread(target=self._work, name="plait-stream", daemon=True).start()
+        if self.result is not None:
+            raise StopIteration
+        item = self._events.get()
+        if isinstance(item, _Finished):
+            self.result = item.result
+            raise StopIteration
+        if isinstance(item, _Failure):
+            raise item.error
+        event: StreamEvent = item
+        return event
+
+
+class AsyncRunStream(AsyncIterator[StreamEvent]):
+    """The async form of ``RunStream``: the run is a task on the running loop, cancelled
+    if the stream is closed early."""
+
+    def __init__(self, run: Any, modes: frozenset[str]) -> None:
+        self._run = run
+        self._modes = modes
+        self._events: asyncio.Queue[Any] | None = None
+        self._task: asyncio.Future[None] | None = None
+        self.result: AgentResult | None = None
+
+    def _start(self) -> asyncio.Queue[Any]:
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[Any] = asyncio.Queue()
+        loop_thread = threading.get_ident()
+
+        def put(event: Any) -> None:
+            if threading.get_ident() == loop_thread:
+                events.put_nowait(event)
+            else:
+                loop.call_soon_threadsafe(events.put_nowait, event)
+
+        async def work() -> None:
+            try:
+                put(_Finished(await self._run(_Sink(self._modes, put))))
+            except BaseException as exc:
+                put(_Failure(exc))
+
+        self._task = asyncio.ensure_future(work())
+        return events
+
+    def __aiter__(self) -> AsyncRunStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        if self._events is None:
+            self._events = self._start()
+        if self.result is not None:
+            raise StopAsyncIteration
+        item = await self._events.get()
+        if isinstance(item, _Finished):
+            self.result = item.result
+            raise StopAsyncIteration
+        if isinstance(item, _Failure):
+            raise item.error
+        event: StreamEvent = item
+        return event
+
+    async def aclose(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
 
 
 class _Sink:

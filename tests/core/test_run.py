@@ -326,3 +326,36 @@ def test_async_stream_transform_on_both_paths(make_agent: Any) -> None:
 
     assert "".join(sync_text) == "a_b_c" == "".join(asyncio.run(collect()))
     assert len([t for t in sync_text if t]) == 3
+
+
+def test_stream_result_is_the_run_result_once_events_are_exhausted(make_agent: Any) -> None:
+    agent = make_agent([ai("", call("add", a=1)), "it is 2"], tools=[add])
+    events = agent.stream("go", mode="updates")
+    assert events.result is None
+
+    sources = [e.source for e in events]
+
+    assert sources == ["model", "add", "model"]
+    assert events.result is not None and events.result.text == "it is 2"
+
+
+def test_astream_result_and_interrupt_event(make_agent: Any) -> None:
+    @plait.after_model
+    def review(state: Any) -> None:
+        plait.interrupt({"check": state["messages"][-1].text})
+
+    agent = make_agent(["draft"], middleware=[review])
+
+    async def collect() -> tuple[list[Any], Any]:
+        events = agent.astream("write", mode="updates", thread_id="t")
+        return [e async for e in events], events.result
+
+    events, result = asyncio.run(collect())
+
+    assert events[-1].source == "interrupt"
+    (pending,) = events[-1].data["__interrupt__"]
+    assert pending.value == {"check": "draft"}
+    assert result.interrupts == [pending]
+    assert agent.get_interrupts("t") == [pending]
+    agent.invoke(plait.Command(resume="fine"), thread_id="t")
+    assert agent.get_interrupts("t") == []
