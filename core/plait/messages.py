@@ -29,8 +29,10 @@ __all__ = [
     "ToolCallChunk",
     "ToolMessage",
     "Usage",
+    "assemble_chunks",
     "from_json",
     "message_text",
+    "parse_tool_call",
     "to_json",
 ]
 
@@ -156,23 +158,36 @@ class RemoveMessage:
 AnyMessage: TypeAlias = SystemMessage | HumanMessage | AIMessage | ToolMessage
 
 
+def _blocks(value: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class AIMessageChunk:
-    """A piece of a streamed AI message. Chunks add up (``+``) to the whole message."""
+    """A piece of a streamed AI message. Chunks add up (``+``) to the whole message.
+
+    ``blocks`` carries finished provider-native content blocks (e.g. Anthropic thinking or
+    server-tool blocks) in stream order; with any, the assembled message's content is a
+    block list with the text between them as text blocks, as the provider returned it.
+    """
 
     content: str = attrs.field(default="", kw_only=False)
     tool_call_chunks: tuple[ToolCallChunk, ...] = attrs.field(default=(), converter=_call_chunks)
     usage: Usage | None = None
     response_metadata: dict[str, Any] = attrs.field(factory=dict)
     id: str | None = None
+    blocks: tuple[dict[str, Any], ...] = attrs.field(default=(), converter=_blocks)
 
     def __add__(self, other: AIMessageChunk) -> AIMessageChunk:
+        """The two chunks as one (where text falls between ``blocks`` is kept only by
+        ``assemble_chunks`` over the chunk list)."""
         return AIMessageChunk(
             self.content + other.content,
             tool_call_chunks=self.tool_call_chunks + other.tool_call_chunks,
             usage=(self.usage + other.usage) if self.usage else other.usage,
             response_metadata={**self.response_metadata, **other.response_metadata},
             id=self.id or other.id,
+            blocks=self.blocks + other.blocks,
         )
 
     def to_message(self) -> AIMessage:
@@ -184,11 +199,19 @@ def assemble_chunks(chunks: Iterable[AIMessageChunk], *, id: str | None = None) 
     """Join streamed chunks into one ``AIMessage``, concatenating tool-call fragments by
     index and parsing each call's JSON arguments once, at the end."""
     text: list[str] = []
+    parts: list[dict[str, Any]] = []  # text runs and native blocks, in stream order
+    run: list[str] = []
     calls: dict[int, list[Any]] = {}
     usage: Usage | None = None
     metadata: dict[str, Any] = {}
     for chunk in chunks:
         text.append(chunk.content)
+        run.append(chunk.content)
+        if chunk.blocks:
+            if joined := "".join(run):
+                parts.append({"type": "text", "text": joined})
+            run = []
+            parts.extend(dict(block) for block in chunk.blocks)
         for part in chunk.tool_call_chunks:
             slot = calls.setdefault(part.index, [None, None, []])
             slot[0] = slot[0] or part.id
@@ -204,8 +227,13 @@ def assemble_chunks(chunks: Iterable[AIMessageChunk], *, id: str | None = None) 
         raw = "".join(pieces)
         tool_calls.append(parse_tool_call(name or "", raw, call_id))
     kwargs: dict[str, Any] = {} if id is None else {"id": id}
+    content: Content = "".join(text)
+    if parts:
+        if joined := "".join(run):
+            parts.append({"type": "text", "text": joined})
+        content = parts
     return AIMessage(
-        "".join(text), tool_calls=tool_calls, usage=usage, response_metadata=metadata, **kwargs
+        content, tool_calls=tool_calls, usage=usage, response_metadata=metadata, **kwargs
     )
 
 

@@ -13,9 +13,24 @@ from plait.errors import ConfigError
 from plait.models.base import ChatModel, ModelProfile
 
 if TYPE_CHECKING:
-    from plait.models.scripted import ScriptedChatModel
+    from plait.models.anthropic import AnthropicChatModel as AnthropicChatModel
+    from plait.models.openai import OpenAIChatModel as OpenAIChatModel
+    from plait.models.scripted import ScriptedChatModel as ScriptedChatModel
 
-__all__ = ["ChatModel", "ModelProfile", "ScriptedChatModel", "init_chat_model"]
+__all__ = [
+    "AnthropicChatModel",
+    "ChatModel",
+    "ModelProfile",
+    "OpenAIChatModel",
+    "ScriptedChatModel",
+    "init_chat_model",
+]
+
+_LAZY = {
+    "ScriptedChatModel": "plait.models.scripted",
+    "OpenAIChatModel": "plait.models.openai",
+    "AnthropicChatModel": "plait.models.anthropic",
+}
 
 
 def init_chat_model(model: str | ChatModel, **settings: Any) -> ChatModel:
@@ -38,8 +53,9 @@ def init_chat_model(model: str | ChatModel, **settings: Any) -> ChatModel:
 
 
 def __getattr__(name: str) -> Any:
-    if name == "ScriptedChatModel":
-        from plait.models.scripted import ScriptedChatModel
+    """Provider classes load on first use, so ``import plait.models`` imports no httpx."""
+    if name in _LAZY:
+        import importlib
 
-        return ScriptedChatModel
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'plait.models' has no attribute {name!r}")

@@ -413,8 +413,9 @@ def _metadata(message: _Message) -> dict[str, Any]:
 class _AnthropicStream(StreamParser):
     """Messages API events → chunks. Text deltas are content; ``tool_use`` blocks become
     tool-call chunks (the answer tool of ``response_format`` becomes its JSON text, sent
-    whole when its block ends, so it equals what ``invoke`` returns). Thinking and
-    server-tool blocks are not streamed."""
+    whole when its block ends, so it equals what ``invoke`` returns). Thinking,
+    server-tool and other native blocks are assembled from their deltas and sent whole, as
+    chunk ``blocks``, when they end — so the next turn can send them back."""
 
     def __init__(self, metadata: dict[str, Any], id: str, answer_tool: str | None) -> None:
         self.metadata = metadata
@@ -422,10 +423,32 @@ class _AnthropicStream(StreamParser):
         self.answer_tool = answer_tool
         self.tools: dict[int, int] = {}  # block index -> tool-call position
         self.answer: dict[int, list[str]] = {}  # block index -> JSON fragments
+        self.native: dict[int, dict[str, Any]] = {}  # block index -> block being built
+        self.native_json: dict[int, list[str]] = {}  # its input's JSON fragments
         self.usage: _Usage | None = None
 
     def _chunk(self, content: str = "", **kwargs: Any) -> AIMessageChunk:
         return AIMessageChunk(content, id=self.id, **kwargs)
+
+    def _grow(self, block: dict[str, Any], index: int, delta: Mapping[str, Any]) -> None:
+        kind = delta.get("type")
+        if kind == "thinking_delta":
+            block["thinking"] = str(block.get("thinking", "")) + str(delta.get("thinking", ""))
+        elif kind == "signature_delta":
+            block["signature"] = str(block.get("signature", "")) + str(delta.get("signature", ""))
+        elif kind == "input_json_delta":
+            self.native_json.setdefault(index, []).append(str(delta.get("partial_json", "")))
+
+    def _finish(self, index: int) -> dict[str, Any]:
+        block = self.native.pop(index)
+        fragments = self.native_json.pop(index, None)
+        if fragments is not None:
+            raw = "".join(fragments)
+            try:
+                block["input"] = json.loads(raw) if raw.strip() else {}
+            except ValueError:
+                block["input"] = raw
+        return block
 
     def feed(self, event: SSEEvent) -> list[AIMessageChunk]:
         kind = event.event
@@ -449,12 +472,17 @@ class _AnthropicStream(StreamParser):
                 position = len(self.tools)
                 self.tools[block_start.index] = position
                 return [self._chunk(tool_call_chunks=[ToolCallChunk(position, use.id, use.name)])]
+            self.native[block_start.index] = dict(block)
             return []
         if kind == "content_block_delta":
             delta: _BlockDelta = loads_event("anthropic", event, _BlockDelta)
             body = delta.delta
             if body.get("type") == "text_delta":
                 return [self._chunk(str(body.get("text", "")))]
+            native = self.native.get(delta.index)
+            if native is not None:
+                self._grow(native, delta.index, body)
+                return []
             if body.get("type") == "input_json_delta":
                 fragment = str(body.get("partial_json", ""))
                 if delta.index in self.answer:
@@ -465,6 +493,8 @@ class _AnthropicStream(StreamParser):
             return []
         if kind == "content_block_stop":
             stop: _BlockStop = loads_event("anthropic", event, _BlockStop)
+            if stop.index in self.native:
+                return [self._chunk(blocks=[self._finish(stop.index)])]
             fragments = self.answer.pop(stop.index, None)
             if fragments is None:
                 return []

@@ -607,3 +607,62 @@ def test_init_chat_model_and_profiles(server: Any) -> None:
     assert wide.profile == ModelProfile(max_input_tokens=1_000_000, max_output_tokens=64_000)
     with pytest.raises(ConfigError, match="max_tokens must be a positive int"):
         AnthropicChatModel("claude-sonnet-4-5", api_key=KEY, max_tokens=0)
+
+
+def test_streamed_thinking_and_server_tool_blocks_are_kept(server: Any) -> None:
+    thinking = {"type": "thinking", "thinking": "Let me think.", "signature": "sig-1"}
+    search = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}}
+    start = message()
+    start["content"], start["stop_reason"] = [], None
+    events = [
+        {"type": "message_start", "message": start},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "Let me "},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "think."},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "signature_delta", "signature": "sig-1"},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {**search, "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"q": "x"}'},
+        },
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2, "content_block": text("")},
+        {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "42"}},
+        {"type": "content_block_stop", "index": 2},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 3},
+        },
+        {"type": "message_stop"},
+    ]
+    llm = model(server)
+    server.anthropic_stream(events, split=11)
+    streamed = assemble_chunks(list(llm.stream([HumanMessage("?")])))
+    server.json(message(thinking, search, text("42")))
+    answer = llm.invoke([HumanMessage("?")])
+
+    assert streamed.content == answer.content == [thinking, search, text("42")]
+    assert streamed.text == "42"
