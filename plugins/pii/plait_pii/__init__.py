@@ -156,6 +156,14 @@ class PIIMiddleware(Middleware):
     def text(self, text: str, seen: _Counter) -> str:
         return self._apply(text, self.matches(text), seen)
 
+    def redact(self, text: str) -> str:
+        """``text`` with this type handled by ``strategy`` (``block`` raises
+        ``PIIDetectionError``): the same rewrite the hooks apply, for direct use."""
+        seen = _Counter()
+        result = self.text(text, seen)
+        self._check(seen, "text")
+        return result
+
     def _content(self, content: Content, seen: _Counter) -> Content:
         if isinstance(content, str):
             return self.text(content, seen)

@@ -426,3 +426,11 @@ def test_streamed_block_sends_nothing_of_the_value(make_agent: Any) -> None:
     assert "leak@x.com" not in "".join(
         c.content + "".join(p.args for p in c.tool_call_chunks) for c in seen
     )
+
+
+def test_redact_for_direct_use() -> None:
+    assert PIIMiddleware("url", strategy="mask").redact("go to www.example.com/x now") == (
+        "go to [MASKED_URL] now"
+    )
+    with pytest.raises(PIIDetectionError, match="1 instance of ip"):
+        PIIMiddleware("ip", strategy="block").redact("host 10.0.0.1")
