@@ -124,73 +124,21 @@ class ScriptedChatModel(ChatModel):
             )
         return response
 
-    async def ainvoke(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
-        tool_choice: str | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        provider_options: Mapping[str, Any] | None = None,
-        **settings: Any,
-    ) -> AIMessage:
+    async def ainvoke(self, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
         """Native async: a scripted answer needs no worker thread (a response function
         runs on the loop, so it must not block)."""
-        return self.invoke(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            provider_options=provider_options,
-            **settings,
-        )
+        return self.invoke(messages, **options)
 
-    def stream(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
-        tool_choice: str | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        provider_options: Mapping[str, Any] | None = None,
-        **settings: Any,
-    ) -> Iterator[AIMessageChunk]:
+    def stream(self, messages: Sequence[AnyMessage], **options: Any) -> Iterator[AIMessageChunk]:
         """Streams the scripted answer word by word, tool arguments in two halves."""
-        message = self.invoke(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            provider_options=provider_options,
-            **settings,
-        )
+        message = self.invoke(messages, **options)
         yield from _chunks(message)
 
     async def astream(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
-        tool_choice: str | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        provider_options: Mapping[str, Any] | None = None,
-        **settings: Any,
+        self, messages: Sequence[AnyMessage], **options: Any
     ) -> AsyncIterator[AIMessageChunk]:
         """The same chunks as ``stream``, on the event loop."""
-        message = self.invoke(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            provider_options=provider_options,
-            **settings,
-        )
+        message = self.invoke(messages, **options)
         for chunk in _chunks(message):
             yield chunk
 
