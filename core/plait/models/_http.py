@@ -294,6 +294,11 @@ class PreparedCall:
     context: Any = None
 
 
+_NAMED_OPTIONS = frozenset(
+    ("system_prompt", "tools", "tool_choice", "response_format", "provider_options")
+)
+
+
 class HTTPChatModel(ChatModel):
     """A chat model over HTTP with one pooled ``httpx.Client`` and one ``httpx.AsyncClient``
     per instance, both created on first use; ``close``/``aclose`` release them."""
@@ -417,6 +422,26 @@ class HTTPChatModel(ChatModel):
 
     # -- the four calls ------------------------------------------------------------------
 
+    def _call(
+        self, messages: Sequence[AnyMessage], options: Mapping[str, Any], *, stream: bool
+    ) -> PreparedCall:
+        """The request for one call: the named options of ``ChatModel.invoke`` go to
+        ``_prepare`` as such, every other key is a provider setting."""
+        settings = dict(self.settings)
+        named: dict[str, Any] = {}
+        for key, value in options.items():
+            (named if key in _NAMED_OPTIONS else settings)[key] = value
+        return self._prepare(
+            messages,
+            system_prompt=named.get("system_prompt"),
+            tools=named.get("tools") or (),
+            tool_choice=named.get("tool_choice"),
+            response_format=named.get("response_format"),
+            provider_options=named.get("provider_options"),
+            settings=settings,
+            stream=stream,
+        )
+
     def invoke(
         self,
         messages: Sequence[AnyMessage],
@@ -428,14 +453,16 @@ class HTTPChatModel(ChatModel):
         provider_options: Mapping[str, Any] | None = None,
         **settings: Any,
     ) -> AIMessage:
-        call = self._prepare(
+        call = self._call(
             messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            provider_options=provider_options,
-            settings={**self.settings, **settings},
+            {
+                "system_prompt": system_prompt,
+                "tools": tools,
+                "tool_choice": tool_choice,
+                "response_format": response_format,
+                "provider_options": provider_options,
+                **settings,
+            },
             stream=False,
         )
         with self._guard():
@@ -445,27 +472,8 @@ class HTTPChatModel(ChatModel):
             content = response.read()
         return self._answer(call, response, content)
 
-    async def ainvoke(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
-        tool_choice: str | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        provider_options: Mapping[str, Any] | None = None,
-        **settings: Any,
-    ) -> AIMessage:
-        call = self._prepare(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            provider_options=provider_options,
-            settings={**self.settings, **settings},
-            stream=False,
-        )
+    async def ainvoke(self, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
+        call = self._call(messages, options, stream=False)
         with self._guard():
             response = await self._async_client().post(
                 call.url, json=call.body, headers=self._headers(stream=False)
@@ -473,27 +481,8 @@ class HTTPChatModel(ChatModel):
             content = await response.aread()
         return self._answer(call, response, content)
 
-    def stream(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
-        tool_choice: str | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        provider_options: Mapping[str, Any] | None = None,
-        **settings: Any,
-    ) -> Iterator[AIMessageChunk]:
-        call = self._prepare(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            provider_options=provider_options,
-            settings={**self.settings, **settings},
-            stream=True,
-        )
+    def stream(self, messages: Sequence[AnyMessage], **options: Any) -> Iterator[AIMessageChunk]:
+        call = self._call(messages, options, stream=True)
         client = self._sync_client()
         with self._guard():
             request = client.build_request(
@@ -523,26 +512,9 @@ class HTTPChatModel(ChatModel):
             response.close()
 
     async def astream(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
-        tool_choice: str | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        provider_options: Mapping[str, Any] | None = None,
-        **settings: Any,
+        self, messages: Sequence[AnyMessage], **options: Any
     ) -> AsyncIterator[AIMessageChunk]:
-        call = self._prepare(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            provider_options=provider_options,
-            settings={**self.settings, **settings},
-            stream=True,
-        )
+        call = self._call(messages, options, stream=True)
         client = self._async_client()
         with self._guard():
             request = client.build_request(

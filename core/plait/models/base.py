@@ -34,7 +34,8 @@ class ChatModel(abc.ABC):
     ``tools`` are ``plait.Tool`` objects (name, description, JSON-schema ``parameters``,
     ``provider_options``); ``response_format`` is a JSON schema the answer must match;
     ``provider_options`` carries provider-native extras, and a provider ignores keys
-    meant for others.
+    meant for others. ``ainvoke``, ``stream`` and ``astream`` take the same options as
+    ``invoke``.
     """
 
     provider: ClassVar[str] = "base"
@@ -55,74 +56,20 @@ class ChatModel(abc.ABC):
     ) -> AIMessage:
         """Answer ``messages`` with one ``AIMessage``; failures raise ``ProviderError``."""
 
-    async def ainvoke(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
-        tool_choice: str | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        provider_options: Mapping[str, Any] | None = None,
-        **settings: Any,
-    ) -> AIMessage:
+    async def ainvoke(self, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
         """Default: ``invoke`` in a worker thread, so the event loop never blocks."""
-        return await asyncio.to_thread(
-            lambda: self.invoke(
-                messages,
-                system_prompt=system_prompt,
-                tools=tools,
-                tool_choice=tool_choice,
-                response_format=response_format,
-                provider_options=provider_options,
-                **settings,
-            )
-        )
+        return await asyncio.to_thread(lambda: self.invoke(messages, **options))
 
-    def stream(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
-        tool_choice: str | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        provider_options: Mapping[str, Any] | None = None,
-        **settings: Any,
-    ) -> Iterator[AIMessageChunk]:
+    def stream(self, messages: Sequence[AnyMessage], **options: Any) -> Iterator[AIMessageChunk]:
         """Default: the whole ``invoke`` answer as one chunk."""
-        message = self.invoke(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            provider_options=provider_options,
-            **settings,
-        )
+        message = self.invoke(messages, **options)
         yield message_to_chunk(message)
 
     async def astream(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
-        tool_choice: str | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        provider_options: Mapping[str, Any] | None = None,
-        **settings: Any,
+        self, messages: Sequence[AnyMessage], **options: Any
     ) -> AsyncIterator[AIMessageChunk]:
         """Default: the whole ``ainvoke`` answer as one chunk."""
-        message = await self.ainvoke(
-            messages,
-            system_prompt=system_prompt,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            provider_options=provider_options,
-            **settings,
-        )
+        message = await self.ainvoke(messages, **options)
         yield message_to_chunk(message)
 
     def count_tokens(self, messages: Sequence[AnyMessage]) -> int:
