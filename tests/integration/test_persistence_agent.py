@@ -4,7 +4,6 @@ finished by a new process, and a second writer on a thread never interleaving.""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -18,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import psycopg
 import pytest
-from psycopg import sql
+from postgres_server import fresh_postgres_schema
 
 import plait
 from plait.checkpoint import Checkpointer, MemoryCheckpointer
@@ -29,26 +27,6 @@ from plait.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
 from plait.models import ScriptedChatModel
 from plait.persistence import SQLiteCheckpointer
 from plait.testing import transcript
-
-
-def _postgres_url() -> str:
-    url = os.environ.get("PLAIT_TEST_POSTGRES_URL")
-    if url:
-        return url
-    if os.environ.get("PLAIT_REQUIRE_POSTGRES") == "1":
-        pytest.fail("PLAIT_REQUIRE_POSTGRES=1 but PLAIT_TEST_POSTGRES_URL is not set")
-    pytest.skip("PLAIT_TEST_POSTGRES_URL is not set")
-
-
-@contextlib.contextmanager
-def _postgres_schema_url() -> Iterator[str]:
-    base = _postgres_url()
-    name = f"plait_test_{uuid.uuid4().hex[:16]}"
-    try:
-        yield base + ("&" if "?" in base else "?") + f"schema={name}"
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
 
 
 @attrs.define
@@ -71,7 +49,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     else:
         from plait_postgres import PostgresCheckpointer
 
-        with _postgres_schema_url() as url:
+        with fresh_postgres_schema() as url:
             yield Backend("postgresql", url, lambda: PostgresCheckpointer.from_url(url))
 
 
@@ -83,7 +61,7 @@ def durable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     else:
         from plait_postgres import PostgresCheckpointer
 
-        with _postgres_schema_url() as url:
+        with fresh_postgres_schema() as url:
             yield Backend("postgresql", url, lambda: PostgresCheckpointer.from_url(url))
 
 

@@ -3,46 +3,19 @@ and postgresql (a fresh PostgreSQL schema per test, dropped afterwards)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+from postgres_server import fresh_postgres_schema
 
 from plait.checkpoint import MemoryCheckpointer
 from plait.persistence.sqlite import SQLiteCheckpointer, SQLiteStore
 from plait.store import MemoryStore
 
 BACKENDS = ["memory", "sqlite", "sqlite-memory", "postgresql"]
-
-
-def postgres_url_or_skip() -> str:
-    """The test server's URL; skip without one unless CI requires PostgreSQL."""
-    url = os.environ.get("PLAIT_TEST_POSTGRES_URL")
-    if url:
-        return url
-    if os.environ.get("PLAIT_REQUIRE_POSTGRES") == "1":
-        pytest.fail("PLAIT_REQUIRE_POSTGRES=1 but PLAIT_TEST_POSTGRES_URL is not set")
-    pytest.skip("PLAIT_TEST_POSTGRES_URL is not set")
-
-
-@contextlib.contextmanager
-def fresh_postgres_schema() -> Iterator[str]:
-    """A URL whose ``?schema=`` is a new, empty PostgreSQL schema, dropped on exit."""
-    import psycopg
-    from psycopg import sql
-
-    base = postgres_url_or_skip()
-    name = f"plait_test_{uuid.uuid4().hex[:16]}"
-    try:
-        yield base + ("&" if "?" in base else "?") + f"schema={name}"
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
 
 
 @attrs.define

@@ -4,14 +4,13 @@ writes only the rows it changed. (Shared semantics are in the conformance suites
 
 from __future__ import annotations
 
-import os
 import threading
-import uuid
 from collections.abc import Iterator
 from importlib.metadata import entry_points
 
 import psycopg
 import pytest
+from postgres_server import drop_schema, new_schema_name, postgres_url_or_skip
 from psycopg import sql
 
 from plait.checkpoint import Checkpoint, StepDelta
@@ -20,27 +19,17 @@ from plait.messages import HumanMessage
 from plait_postgres import PostgresCheckpointer, PostgresStore, redact_url
 
 
-def _server_url() -> str:
-    url = os.environ.get("PLAIT_TEST_POSTGRES_URL")
-    if url:
-        return url
-    if os.environ.get("PLAIT_REQUIRE_POSTGRES") == "1":
-        pytest.fail("PLAIT_REQUIRE_POSTGRES=1 but PLAIT_TEST_POSTGRES_URL is not set")
-    pytest.skip("PLAIT_TEST_POSTGRES_URL is not set")
-
-
 @pytest.fixture
 def server() -> str:
-    return _server_url()
+    return postgres_url_or_skip()
 
 
 @pytest.fixture
 def schema(server: str) -> Iterator[str]:
     """A fresh schema name, dropped after the test."""
-    name = f"plait_test_{uuid.uuid4().hex[:16]}"
+    name = new_schema_name()
     yield name
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+    drop_schema(server, name)
 
 
 def _with_schema(url: str, schema: str) -> str:
