@@ -358,6 +358,7 @@ class Run:
             )
         if isinstance(outcome, ToolMessage):
             self.apply_update({"messages": [outcome]}, source)
+            self.count_usage(outcome)
             self.emit_message(outcome, source)
             return None
         assert isinstance(outcome, Command)
@@ -372,8 +373,13 @@ class Run:
         self.apply_update(update, source)
         for message in messages:
             if isinstance(message, ToolMessage):
+                self.count_usage(message)
                 self.emit_message(message, source)
         return outcome.jump_to
+
+    def count_usage(self, message: ToolMessage) -> None:
+        if message.usage is not None:
+            self.info.usage = self.info.usage + message.usage
 
     def emit_message(self, message: Message, source: str) -> None:
         if self.sink is not None:

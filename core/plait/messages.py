@@ -141,10 +141,14 @@ class AIMessage(Message):
 
 @attrs.frozen(kw_only=True)
 class ToolMessage(Message):
+    """A tool's answer. ``usage`` is model usage spent producing it (e.g. by a sub-agent);
+    the loop adds it to the run's ``result.usage``."""
+
     type: ClassVar[str] = "tool"
     tool_call_id: str
     name: str | None = None
     status: Literal["success", "error"] = "success"
+    usage: Usage | None = None
 
 
 @attrs.frozen

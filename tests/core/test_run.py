@@ -104,6 +104,23 @@ def test_usage_is_summed_over_the_run(make_agent: Any) -> None:
     assert agent.invoke("go").usage == Usage(25, 5, 5, 0)
 
 
+def test_usage_reported_by_a_tool_is_added_to_the_run(make_agent: Any) -> None:
+    @plait.tool
+    def delegate(runtime: plait.ToolRuntime) -> plait.messages.ToolMessage:
+        """Answer as if a sub-agent had spent tokens on it."""
+        return plait.messages.ToolMessage(
+            "done", tool_call_id=runtime.tool_call_id, usage=Usage(100, 7)
+        )
+
+    agent = make_agent(
+        [ai("", call("delegate"), usage=Usage(10, 2)), ai("ok", usage=Usage(1, 1))],
+        tools=[delegate],
+    )
+    result = agent.invoke("go")
+    assert result.usage == Usage(111, 10)
+    assert result.messages[2].usage == Usage(100, 7)
+
+
 def test_tool_runtime_is_injected_and_hidden(make_agent: Any) -> None:
     @plait.tool
     def whoami(runtime: plait.ToolRuntime) -> str:
