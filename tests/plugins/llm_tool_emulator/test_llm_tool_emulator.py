@@ -95,6 +95,7 @@ def test_emulated_results_are_shaped_like_real_ones(make_agent: Any) -> None:
         "tool_call_id": "c_weather",
         "name": "get_weather",
         "status": "success",
+        "usage": None,
     }
     assert type(fake_answer) is type(real_answer)
     assert isinstance(fake_answer.content, str)
