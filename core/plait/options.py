@@ -11,8 +11,8 @@ from __future__ import annotations
 import difflib
 import enum
 import typing
-from collections.abc import Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import cattrs
@@ -21,7 +21,10 @@ from plait import _convert
 from plait.errors import ConfigError
 from plait.schema import field_descriptions
 
-__all__ = ["OptionInfo", "describe_options", "structure_options"]
+if TYPE_CHECKING:
+    from plait.types import AgentConfig
+
+__all__ = ["OptionInfo", "check_tool_names", "describe_options", "structure_options"]
 
 T = TypeVar("T")
 
@@ -72,6 +75,33 @@ def _describe(problem: _convert.Problem) -> str:
     if not problem.path:
         return problem.message
     return f"option {problem.path!r}: {problem.message}"
+
+
+def check_tool_names(
+    names: Iterable[str], agent_config: AgentConfig, *, plugin: str, option: str
+) -> None:
+    """Fail at ``create_agent`` when an option names tools the agent does not have.
+
+    Call it from ``validate_agent``; a typo in a tool name would otherwise silently make the
+    option apply to nothing.
+
+    :raises ConfigError: e.g. ``plugin 'tool_retry': option 'tools' names a tool the agent
+        does not have: 'serch' (did you mean 'search'?); the agent's tools are: fetch,
+        search``.
+    """
+    known = sorted({tool.name for tool in agent_config.tools})
+    unknown = list(dict.fromkeys(name for name in names if name not in known))
+    if not unknown:
+        return
+    described = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        described.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    raise ConfigError(
+        f"plugin {plugin!r}: option {option!r} names "
+        f"{'a tool' if len(unknown) == 1 else 'tools'} the agent does not have: "
+        f"{', '.join(described)}; the agent's tools are: {', '.join(known) or 'none'}"
+    )
 
 
 @attrs.frozen

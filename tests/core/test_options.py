@@ -12,7 +12,8 @@ import pytest
 import plait
 from plait.errors import ConfigError
 from plait.models import ChatModel, ScriptedChatModel
-from plait.options import OptionInfo, describe_options, structure_options
+from plait.options import OptionInfo, check_tool_names, describe_options, structure_options
+from plait.types import AgentConfig
 
 
 @attrs.frozen
@@ -254,3 +255,34 @@ def test_a_plugin_with_unusable_annotations_gets_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match=r"^plugin 'broken': the option types of .*Broken"):
         structure_options(Broken, {"later": 1}, plugin="broken")
+
+
+def _config_with_tools(*names: str) -> AgentConfig:
+    def make(name: str) -> plait.Tool:
+        return plait.Tool(name=name, description="", parameters={}, func=lambda: "")
+
+    tools = tuple(make(name) for name in names)
+    return AgentConfig(ScriptedChatModel([]), tools, None, (), None, None)
+
+
+def test_check_tool_names_accepts_the_agents_tools() -> None:
+    check_tool_names(["search"], _config_with_tools("fetch", "search"), plugin="p", option="o")
+
+
+def test_check_tool_names_names_plugin_option_and_the_closest_tool() -> None:
+    with pytest.raises(ConfigError) as raised:
+        check_tool_names(
+            ["serch", "fax", "serch"],
+            _config_with_tools("fetch", "search"),
+            plugin="tool_retry",
+            option="tools",
+        )
+    assert str(raised.value) == (
+        "plugin 'tool_retry': option 'tools' names tools the agent does not have: "
+        "'serch' (did you mean 'search'?), 'fax'; the agent's tools are: fetch, search"
+    )
+
+
+def test_check_tool_names_on_an_agent_without_tools() -> None:
+    with pytest.raises(ConfigError, match=r"the agent's tools are: none$"):
+        check_tool_names(["x"], _config_with_tools(), plugin="p", option="o")

@@ -22,9 +22,10 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from plait import interrupt, schema
-from plait.errors import CheckpointerRequiredError, ConfigError, PlaitError
+from plait.errors import CheckpointerRequiredError, PlaitError
 from plait.messages import AIMessage, ToolCall, ToolMessage
 from plait.middleware import Middleware, can_jump_to
+from plait.options import check_tool_names
 from plait.tools import Tool, ToolArgumentError
 from plait.types import AgentConfig, Command, Runtime, StateField, ToolCallRequest
 
@@ -240,15 +241,9 @@ class HumanInTheLoopMiddleware(Middleware):
                 "a checkpointer to save it until the human answers; pass checkpointer='memory' "
                 "(or 'sqlite:///agent.db' to resume in another process) to create_agent"
             )
-        names = {tool.name for tool in agent_config.tools}
-        unknown = [name for name in self.interrupt_on if name not in names]
-        if unknown:
-            raise ConfigError(
-                "plugin 'human_in_the_loop': option 'interrupt_on' names "
-                f"{'a tool' if len(unknown) == 1 else 'tools'} the agent does not have: "
-                f"{', '.join(map(repr, unknown))}; the agent's tools are: "
-                f"{', '.join(sorted(names)) or 'none'} (names are compared exactly)"
-            )
+        check_tool_names(
+            self.interrupt_on, agent_config, plugin="human_in_the_loop", option="interrupt_on"
+        )
 
     # -- after the model: ask ---------------------------------------------------------------
 

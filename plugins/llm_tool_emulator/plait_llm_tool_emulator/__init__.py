@@ -19,6 +19,7 @@ from plait.errors import ConfigError
 from plait.messages import HumanMessage, ToolMessage
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
+from plait.options import check_tool_names
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, ToolCallRequest
 
@@ -80,16 +81,8 @@ class LLMToolEmulatorMiddleware(Middleware):
         return frozenset(item.name if isinstance(item, Tool) else item for item in self.tools)
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
-        names = self._names
-        if names is not None:
-            known = {tool.name for tool in agent_config.tools}
-            unknown = sorted(names - known)
-            if unknown:
-                raise ConfigError(
-                    f"plugin {PLUGIN!r}: option 'tools' names tools the agent does not have: "
-                    f"{', '.join(map(repr, unknown))}; the agent's tools are: "
-                    f"{', '.join(sorted(known)) or 'none'}"
-                )
+        if self._names is not None:
+            check_tool_names(sorted(self._names), agent_config, plugin=PLUGIN, option="tools")
         if isinstance(self.model, str) and not self._resolved:
             try:
                 self._resolved.append(init_chat_model(self.model))

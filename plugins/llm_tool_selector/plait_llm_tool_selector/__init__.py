@@ -24,6 +24,7 @@ from plait.errors import ConfigError, PlaitError
 from plait.messages import AIMessage, AnyMessage, HumanMessage
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
+from plait.options import check_tool_names
 from plait.tools import Tool
 from plait.types import AgentConfig, ModelRequest, ModelResponse
 
@@ -124,7 +125,6 @@ class LLMToolSelectorMiddleware(Middleware):
     # -- build time -------------------------------------------------------------------------
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
-        names = {tool.name for tool in agent_config.tools}
         for option, listed in (
             ("always_include", self.always_include),
             (
@@ -132,13 +132,7 @@ class LLMToolSelectorMiddleware(Middleware):
                 self.on_parsing_failure if isinstance(self.on_parsing_failure, tuple) else (),
             ),
         ):
-            unknown = [name for name in listed if name not in names]
-            if unknown:
-                raise ConfigError(
-                    f"plugin {PLUGIN!r}: option {option!r} names tools the agent does not "
-                    f"have: {', '.join(map(repr, unknown))}; the agent's tools are: "
-                    f"{', '.join(sorted(names)) or 'none'}"
-                )
+            check_tool_names(listed, agent_config, plugin=PLUGIN, option=option)
         if isinstance(self.model, str) and not self._resolved:
             try:
                 self._resolved.append(init_chat_model(self.model))

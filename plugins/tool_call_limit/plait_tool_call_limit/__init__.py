@@ -21,6 +21,7 @@ import attrs
 from plait.errors import ConfigError, ToolCallLimitExceededError
 from plait.messages import AIMessage, ToolCall, ToolMessage
 from plait.middleware import Middleware, can_jump_to
+from plait.options import check_tool_names
 from plait.types import AgentConfig, Command, StateField
 
 __all__ = ["ToolCallLimitMiddleware"]
@@ -119,11 +120,9 @@ class ToolCallLimitMiddleware(Middleware):
         }
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
-        names = {tool.name for tool in agent_config.tools}
-        if self.tool_name is not None and self.tool_name not in names:
-            raise ConfigError(
-                f"plugin 'tool_call_limit': option 'tool_name': {self.tool_name!r} is not one "
-                f"of the agent's tools ({', '.join(sorted(names)) or 'none'})"
+        if self.tool_name is not None:
+            check_tool_names(
+                [self.tool_name], agent_config, plugin="tool_call_limit", option="tool_name"
             )
         for other in agent_config.middleware:
             if (

@@ -12,9 +12,10 @@ from typing import Any
 
 import attrs
 
-from plait.errors import ConfigError, ToolCallFailedError
+from plait.errors import ToolCallFailedError
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
+from plait.options import check_tool_names
 from plait.retry import RetryPolicy, describe_error
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, ToolCallRequest
@@ -62,14 +63,7 @@ class ToolRetryMiddleware(RetryPolicy, Middleware):
     def validate_agent(self, agent_config: AgentConfig) -> None:
         if self.tools is None:
             return
-        known = {tool.name for tool in agent_config.tools}
-        unknown = [name for name in self.tools if name not in known]
-        if unknown:
-            raise ConfigError(
-                f"plugin 'tool_retry': option 'tools': {', '.join(map(repr, unknown))} "
-                f"{'is' if len(unknown) == 1 else 'are'} not among the agent's tools "
-                f"({', '.join(sorted(known)) or 'none'})"
-            )
+        check_tool_names(self.tools, agent_config, plugin="tool_retry", option="tools")
 
     def wrap_tool_call(
         self,

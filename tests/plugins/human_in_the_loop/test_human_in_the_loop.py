@@ -447,8 +447,8 @@ def test_interrupt_on_naming_an_unknown_tool_fails_at_create_agent(make_agent: A
         make_agent(["x"], tools=TOOLS, middleware=[hitl(send_mail=True)])
     assert str(info.value) == (
         "plugin 'human_in_the_loop': option 'interrupt_on' names a tool the agent does not "
-        "have: 'send_mail'; the agent's tools are: delete_file, search, send_email (names "
-        "are compared exactly)"
+        "have: 'send_mail' (did you mean 'send_email'?); the agent's tools are: delete_file, "
+        "search, send_email"
     )
 
 

@@ -190,7 +190,7 @@ def test_a_failing_emulator_becomes_an_error_message(make_agent: Any) -> None:
     [
         (
             {"tools": ["book_flight", "fax"]},
-            "plugin 'llm_tool_emulator': option 'tools' names tools the agent does not have: "
+            "plugin 'llm_tool_emulator': option 'tools' names a tool the agent does not have: "
             "'fax'; the agent's tools are: book_flight, get_weather",
         ),
         ({"model": "nowhere:m"}, "option 'model': unknown model provider 'nowhere'"),

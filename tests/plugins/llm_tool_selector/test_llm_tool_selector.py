@@ -285,12 +285,12 @@ def test_nothing_to_choose_means_no_selector_call(make_agent: Any) -> None:
     [
         (
             {"always_include": ["search", "fax"]},
-            "plugin 'llm_tool_selector': option 'always_include' names tools the agent does "
+            "plugin 'llm_tool_selector': option 'always_include' names a tool the agent does "
             "not have: 'fax'; the agent's tools are: calculator, get_weather, search, send_email",
         ),
         (
             {"on_parsing_failure": ["fax"]},
-            "option 'on_parsing_failure' names tools the agent does not have: 'fax'",
+            "option 'on_parsing_failure' names a tool the agent does not have: 'fax'",
         ),
         ({"max_tools": 0}, "max_tools must be an int >= 1 or None, got 0"),
         ({"max_retries": -1}, "max_retries must be an int >= 0, got -1"),

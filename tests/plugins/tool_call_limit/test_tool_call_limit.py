@@ -360,7 +360,8 @@ def test_by_name(make_agent: Any) -> None:
         ({"run_limit": 1, "tool_name": ""}, "option 'tool_name': tool_name must be a tool's name"),
         (
             {"run_limit": 1, "tool_name": "serch"},
-            "option 'tool_name': 'serch' is not one of the agent's tools (fetch, search)",
+            "option 'tool_name' names a tool the agent does not have: 'serch' (did you mean "
+            "'search'?); the agent's tools are: fetch, search",
         ),
         ({"run_limit": 1, "tools": ["search"]}, "unknown option 'tools'"),
     ],

@@ -271,7 +271,8 @@ def test_unknown_tool_names_fail_at_create_agent(make_agent: Any) -> None:
     with pytest.raises(ConfigError) as raised:
         make_agent([], tools=[fetch], middleware=[("tool_retry", {"tools": ["fetch", "serch"]})])
     assert str(raised.value) == (
-        "plugin 'tool_retry': option 'tools': 'serch' is not among the agent's tools (fetch)"
+        "plugin 'tool_retry': option 'tools' names a tool the agent does not have: 'serch' "
+        "(did you mean 'fetch'?); the agent's tools are: fetch"
     )
 
 
