@@ -246,8 +246,8 @@ class Agent:
         sink = stream_sink.get()
         kwargs = self._model_kwargs(request)
         if sink is None:
-            return ModelResponse([request.model.invoke(list(request.messages), **kwargs)])
-        chunks = request.model.stream(list(request.messages), **kwargs)
+            return ModelResponse([request.model.invoke(request.messages, **kwargs)])
+        chunks = request.model.stream(request.messages, **kwargs)
         collected = []
         for chunk in transform_sync(self._stream_layers, iter(chunks), request, self.loops):
             collected.append(chunk)
@@ -258,8 +258,8 @@ class Agent:
         sink = stream_sink.get()
         kwargs = self._model_kwargs(request)
         if sink is None:
-            return ModelResponse([await request.model.ainvoke(list(request.messages), **kwargs)])
-        chunks = request.model.astream(list(request.messages), **kwargs)
+            return ModelResponse([await request.model.ainvoke(request.messages, **kwargs)])
+        chunks = request.model.astream(request.messages, **kwargs)
         collected = []
         async for chunk in transform_async(self._stream_layers, aiter(chunks), request):
             collected.append(chunk)

@@ -7,7 +7,7 @@ dict that is persisted with it. ``to_json``/``from_json`` round-trip any list ex
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypeAlias
 
@@ -41,7 +41,9 @@ REMOVE_ALL = "__remove_all__"
 
 
 def _new_id() -> str:
-    return uuid.uuid4().hex
+    # 128 random bits as 32 hex digits, like uuid4().hex, at a quarter of its cost: every
+    # message gets one, so this is on the loop's hot path.
+    return os.urandom(16).hex()
 
 
 def message_text(content: Content) -> str:
@@ -85,7 +87,7 @@ class ToolCall:
 
     name: str
     args: dict[str, Any] = attrs.field(factory=dict)
-    id: str = attrs.field(factory=lambda: "call_" + uuid.uuid4().hex[:24])
+    id: str = attrs.field(factory=lambda: "call_" + _new_id()[:24])
     error: str | None = None
 
 

@@ -9,6 +9,7 @@ converter as middleware options, so a bad argument becomes a precise, model-read
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 import typing
@@ -100,7 +101,7 @@ class Tool:
     )
     """The parameter that receives the ``ToolRuntime`` (hidden from the model)."""
 
-    @property
+    @functools.cached_property
     def is_async(self) -> bool:
         """Whether calling ``func`` returns an awaitable the kernel must await."""
         func = self.func
