@@ -1,0 +1,535 @@
+"""``subagents``: a ``task`` tool that hands work to a sub-agent with a fresh context.
+
+The sub-agents are built once, in ``agent_tools`` (so a bad spec fails at ``create_agent``):
+each is a plain ``plait.Agent`` sharing the main agent's checkpointer and store. A ``task``
+call runs the chosen one on its own thread, ``"<parent thread>/task/<tool call id>"``, whose
+only input is the ``description``, and answers the call with the sub-agent's last AI text
+(and its usage, which the kernel adds to the run's). ``task`` is async, so several calls in
+one AI message run concurrently on the async path.
+
+An interrupt inside a sub-agent pauses its thread; ``task`` then calls ``plait.interrupt``
+with the same value, so the main agent's caller sees it. On resume the kernel runs ``task``
+again: it finds the sub-agent's thread paused and resumes it with the caller's answer. The
+k-th ``plait.interrupt`` of one ``task`` call always stands for the sub-agent's k-th pause;
+the number of answers already delivered is kept in the sub-agent's thread, so answers of
+earlier pauses are skipped, never delivered twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import attrs
+
+from plait import interrupt
+from plait.agent import Agent, AgentResult, create_agent
+from plait.errors import CheckpointerRequiredError, ConfigError, StopRun
+from plait.messages import AIMessage, ToolMessage
+from plait.middleware import Middleware
+from plait.models import ChatModel, init_chat_model
+from plait.options import check_tool_names
+from plait.tools import Tool
+from plait.types import AgentConfig, Command, Interrupt, ModelRequest, ModelResponse, ToolRuntime
+
+__all__ = [
+    "GENERAL_PURPOSE",
+    "TOOL_NAME",
+    "SubAgent",
+    "SubAgentInterruptError",
+    "SubAgentMiddleware",
+]
+
+PLUGIN = "subagents"
+TOOL_NAME = "task"
+GENERAL_PURPOSE = "general-purpose"
+RESUMES_KEY = "subagents_resumes"
+"""Kept in a sub-agent's thread: how many answers ``task`` has delivered to it."""
+
+T = TypeVar("T")
+ToolLike = str | Tool | Callable[..., Any]
+
+GENERAL_PURPOSE_DESCRIPTION = (
+    "A general-purpose agent with the same instructions and tools as you. Use it for "
+    "complex tasks of many steps, or for research whose intermediate results would crowd "
+    "this conversation."
+)
+
+DEFAULT_SYSTEM_PROMPT = """## Delegating with `task`
+
+You can hand work to sub-agents with the `task` tool. A sub-agent starts fresh, with only
+the brief you write, works alone, and returns one final answer. Use it to keep this
+conversation focused:
+
+- Delegate self-contained work that takes many steps or a lot of reading; only the result
+  comes back to you.
+- Start independent tasks together: call `task` several times in one message and they run
+  at the same time.
+- Write each brief so it can be done without this conversation, and say what the answer
+  must contain.
+- Check what comes back before relying on it. The user sees only what you tell them.
+- Do simple things of one or two steps yourself."""
+
+DEFAULT_TASK_DESCRIPTION = """Delegate a task to a sub-agent, which works on it alone and reports back.
+
+The sub-agent does not see this conversation: it starts with only your `description`, so
+make that a complete brief (the goal, every fact it needs, and exactly what its answer
+must contain). It works with its own tools and returns a single final message. Only that
+message comes back to you, and the user does not see it, so pass on what matters.
+
+Available sub-agents (give the name as `subagent_type`):
+{available_agents}
+
+Use it for independent tasks that need many steps, or whose details would crowd this
+conversation. To run several tasks at once, call `task` several times in one message.
+Do not use it for something you can do in a step or two, or when you need to watch the
+work as it happens."""
+
+
+class SubAgentInterruptError(StopRun):
+    """A sub-agent paused at an interrupt but its run cannot be saved (no checkpointer), so
+    it could never be resumed. Ends the main run: the model cannot fix a setup."""
+
+
+# -- options ---------------------------------------------------------------------------------
+
+
+def _tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _middleware_items(value: Any) -> Any:
+    """A list (TOML gives ``[name, {options}]`` pairs as lists) as ``create_agent`` takes it."""
+    if not isinstance(value, list | tuple):
+        return value
+    return tuple(
+        tuple(item)
+        if isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+        else item
+        for item in value
+    )
+
+
+def _text(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{attribute.name} must be a non-empty string, got {value!r}")
+
+
+def _model(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None or isinstance(value, ChatModel):
+        return
+    if not isinstance(value, str) or ":" not in value:
+        raise ValueError(
+            f"{attribute.name} must be a 'provider:model' id, a ChatModel or None, got {value!r}"
+        )
+
+
+def _tools(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, tuple) or not all(
+        isinstance(item, Tool) or (isinstance(item, str) and item) or callable(item)
+        for item in value
+    ):
+        raise ValueError(
+            f"{attribute.name} must be None or a list of tool names, plait.Tool objects or "
+            f"functions, got {value!r}"
+        )
+
+
+def _middleware(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, tuple):
+        raise ValueError(
+            f"{attribute.name} must be a list of middleware (names, (name, options) pairs or "
+            f"instances), got {value!r}"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class SubAgent:
+    """One sub-agent the ``task`` tool can run, either built from this spec or prebuilt.
+
+    Built: ``SubAgent(name="researcher", description="...", system_prompt="...",
+    tools=["search"], model="openai:gpt-4.1-mini", middleware=["model_retry"])``.
+    Prebuilt: ``SubAgent(name="coder", description="...", agent=plait.create_agent(...))``,
+    used as it is (its own model, tools, middleware, checkpointer and store).
+    """
+
+    name: str = attrs.field(validator=_text)
+    """What the model passes as ``subagent_type``; unique among the sub-agents."""
+    description: str = attrs.field(validator=_text)
+    """Shown in the ``task`` description, so the model knows when to pick this one."""
+    system_prompt: str | None = None
+    """The sub-agent's instructions (required unless ``agent`` is given)."""
+    tools: tuple[ToolLike, ...] | None = attrs.field(
+        default=None, converter=_tuple, validator=_tools
+    )
+    """Names of the main agent's tools, ``plait.Tool`` objects or functions; ``None``: the
+    middleware's ``default_tools``."""
+    model: str | ChatModel | None = attrs.field(default=None, validator=_model)
+    """A ``"provider:model"`` id or a ``ChatModel``; ``None``: ``default_model``."""
+    middleware: tuple[Any, ...] = attrs.field(
+        default=(), converter=_middleware_items, validator=_middleware
+    )
+    """Added after the middleware's ``default_middleware``, in the same forms as
+    ``create_agent``'s ``middleware``."""
+    agent: Agent | None = None
+    """A prebuilt agent to run instead of building one from the fields above."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.agent is not None:
+            given = [
+                name
+                for name, value in (
+                    ("system_prompt", self.system_prompt),
+                    ("tools", self.tools),
+                    ("model", self.model),
+                )
+                if value is not None
+            ]
+            if self.middleware:
+                given.append("middleware")
+            if given:
+                raise ValueError(
+                    f"sub-agent {self.name!r} is a prebuilt agent, which brings its own "
+                    f"{', '.join(given)}; give either agent or {', '.join(given)}, not both"
+                )
+        elif self.system_prompt is None or not self.system_prompt.strip():
+            raise ValueError(
+                f"sub-agent {self.name!r} needs a system_prompt saying what it does and how "
+                "(or a prebuilt agent)"
+            )
+
+
+def _subagents(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, tuple) or not all(isinstance(item, SubAgent) for item in value):
+        raise ValueError(f"{attribute.name} must be a list of sub-agents, got {value!r}")
+
+
+def _optional_text(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        _text(_, attribute, value)
+
+
+@attrs.frozen(kw_only=True)
+class _Entry:
+    """A sub-agent ready to run."""
+
+    name: str
+    description: str
+    agent: Agent
+
+
+# -- the middleware --------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class SubAgentMiddleware(Middleware):
+    """Gives the agent a ``task(description, subagent_type)`` tool that runs a sub-agent on
+    a fresh context and answers with its final message; a ``general-purpose`` sub-agent
+    (the main agent's model, instructions and tools) is always available."""
+
+    default_model: str | ChatModel | None = attrs.field(default=None, validator=_model)
+    """The model of sub-agents without their own; ``None``: the main agent's."""
+    default_tools: tuple[ToolLike, ...] | None = attrs.field(
+        default=None, converter=_tuple, validator=_tools
+    )
+    """The tools of sub-agents without their own (``general-purpose`` included); ``None``:
+    the tools the main agent was given."""
+    default_middleware: tuple[Any, ...] = attrs.field(
+        default=(), converter=_middleware_items, validator=_middleware
+    )
+    """Middleware every built sub-agent gets, before its own."""
+    subagents: tuple[SubAgent, ...] = attrs.field(
+        default=(), converter=_tuple, validator=_subagents
+    )
+    """The sub-agents beside ``general-purpose`` (one named so replaces it)."""
+    system_prompt: str | None = attrs.field(default=DEFAULT_SYSTEM_PROMPT, validator=_optional_text)
+    """The section teaching ``task``, appended to the main agent's system prompt; ``None``:
+    add none."""
+    task_description: str | None = attrs.field(default=None, validator=_optional_text)
+    """The ``task`` description the model reads; ``None``: the built-in one. Its
+    ``{available_agents}`` is replaced with the list of sub-agents."""
+
+    # -- build time -------------------------------------------------------------------------
+
+    def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
+        entries = self._build(agent_config)
+        return [self._task_tool(entries, agent_config.checkpointer is not None)]
+
+    def _build(self, config: AgentConfig) -> dict[str, _Entry]:
+        seen: dict[str, int] = {}
+        for index, spec in enumerate(self.subagents):
+            if spec.name in seen:
+                raise ConfigError(
+                    f"plugin {PLUGIN!r}: option 'subagents': subagents[{seen[spec.name]}] and "
+                    f"subagents[{index}] are both named {spec.name!r}; sub-agent names must "
+                    "be unique"
+                )
+            seen[spec.name] = index
+        default_model = self._model(self.default_model, config, "default_model")
+        if self.default_tools is None:
+            default_tools: tuple[Tool, ...] = config.tools
+        else:
+            default_tools = _resolve_tools(self.default_tools, config, "default_tools")
+        entries: dict[str, _Entry] = {}
+        if GENERAL_PURPOSE not in seen:
+            agent = self._agent(
+                config,
+                where="the general-purpose sub-agent",
+                model=default_model,
+                tools=default_tools,
+                system_prompt=config.system_prompt,
+                middleware=self.default_middleware,
+            )
+            entries[GENERAL_PURPOSE] = _Entry(
+                name=GENERAL_PURPOSE, description=GENERAL_PURPOSE_DESCRIPTION, agent=agent
+            )
+        for index, spec in enumerate(self.subagents):
+            where = f"subagents[{index}]"
+            if spec.agent is not None:
+                agent = spec.agent
+            else:
+                agent = self._agent(
+                    config,
+                    where=f"sub-agent {spec.name!r} (option {where!r})",
+                    model=self._model(spec.model, config, f"{where}.model", default_model),
+                    tools=default_tools
+                    if spec.tools is None
+                    else _resolve_tools(spec.tools, config, f"{where}.tools"),
+                    system_prompt=spec.system_prompt,
+                    middleware=(*self.default_middleware, *spec.middleware),
+                )
+            entries[spec.name] = _Entry(name=spec.name, description=spec.description, agent=agent)
+        return entries
+
+    @staticmethod
+    def _model(
+        value: str | ChatModel | None,
+        config: AgentConfig,
+        option: str,
+        fallback: ChatModel | None = None,
+    ) -> ChatModel:
+        if value is None:
+            return fallback or config.model
+        try:
+            return init_chat_model(value)
+        except ConfigError as exc:
+            raise ConfigError(f"plugin {PLUGIN!r}: option {option!r}: {exc}") from exc
+
+    @staticmethod
+    def _agent(
+        config: AgentConfig,
+        *,
+        where: str,
+        model: ChatModel,
+        tools: Sequence[Tool],
+        system_prompt: str | None,
+        middleware: Sequence[Any],
+    ) -> Agent:
+        try:
+            return create_agent(
+                model,
+                tools,
+                system_prompt=system_prompt,
+                middleware=middleware,
+                checkpointer=config.checkpointer,
+                store=config.store,
+            )
+        except ConfigError as exc:
+            # Keep the class (CheckpointerRequiredError stays one) and say which sub-agent.
+            raise type(exc)(f"plugin {PLUGIN!r}: {where} cannot be built: {exc}") from exc
+
+    def _task_tool(self, entries: Mapping[str, _Entry], persistent: bool) -> Tool:
+        listing = "\n".join(f"- {e.name}: {e.description}" for e in entries.values())
+        template = self.task_description or DEFAULT_TASK_DESCRIPTION
+        description = template.replace("{available_agents}", listing)
+
+        async def task(description: str, subagent_type: str, runtime: ToolRuntime) -> ToolMessage:
+            """Run a sub-agent on a task.
+
+            Args:
+                description: The complete brief for the sub-agent: the task, all the
+                    context it needs (it does not see this conversation) and what its
+                    final answer must contain.
+                subagent_type: The name of the sub-agent to run, one of those listed in
+                    this tool's description.
+            """
+            entry = entries.get(subagent_type)
+            if entry is None:
+                names = ", ".join(entries)
+                return _error(
+                    runtime,
+                    f"there is no sub-agent named {subagent_type!r}. The available "
+                    f"sub-agents are: {names}. Call task again with one of them as "
+                    "subagent_type.",
+                )
+            return await _delegate(entry, description, runtime, persistent)
+
+        return Tool.from_function(task, name=TOOL_NAME, description=description)
+
+    # -- the prompt ---------------------------------------------------------------------------
+
+    def _with_section(self, request: ModelRequest) -> ModelRequest:
+        if self.system_prompt is None or not any(t.name == TOOL_NAME for t in request.tools):
+            return request
+        base = request.system_prompt
+        prompt = f"{base}\n\n{self.system_prompt}" if base else self.system_prompt
+        return request.override(system_prompt=prompt)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(self._with_section(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        return await handler(self._with_section(request))
+
+
+# -- running a task --------------------------------------------------------------------------
+
+
+def _resolve_tools(items: Sequence[ToolLike], config: AgentConfig, option: str) -> tuple[Tool, ...]:
+    """Names looked up among the tools the main agent was given; objects as they are."""
+    names = [item for item in items if isinstance(item, str)]
+    try:
+        check_tool_names(names, config, plugin=PLUGIN, option=option)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{exc}. Tools added by middleware (such as write_todos or read_file) are not "
+            "given to sub-agents by name: add that middleware to the sub-agent's middleware"
+        ) from None
+    by_name = {tool.name: tool for tool in config.tools}
+    resolved: list[Tool] = []
+    for item in items:
+        if isinstance(item, str):
+            resolved.append(by_name[item])
+        elif isinstance(item, Tool):
+            resolved.append(item)
+        else:
+            try:
+                resolved.append(Tool.from_function(item))
+            except TypeError as exc:
+                raise ConfigError(f"plugin {PLUGIN!r}: option {option!r}: {exc}") from exc
+    return tuple(resolved)
+
+
+async def _delegate(
+    entry: _Entry, description: str, runtime: ToolRuntime, persistent: bool
+) -> ToolMessage:
+    agent = entry.agent
+    parent = runtime.runtime.thread_id
+    thread = f"{parent}/task/{runtime.tool_call_id}" if parent and persistent else None
+    if agent.checkpointer is None:
+        thread = None
+    try:
+        result = await _run(entry, thread, description, runtime.context)
+    except CheckpointerRequiredError as exc:
+        raise SubAgentInterruptError(
+            f"sub-agent {entry.name!r} paused at an interrupt, but its run cannot be saved "
+            "to be resumed: give create_agent a checkpointer (sub-agents built by the "
+            "subagents middleware share the main agent's; a prebuilt sub-agent needs its "
+            f"own). {exc}"
+        ) from exc
+    except Exception as exc:  # StopRun included: it ends the sub-agent's run, not this one
+        return _error(runtime, _failure(entry, exc))
+    if isinstance(result, str):  # finished on an earlier pass
+        return _answer(runtime, entry, result, None, thread)
+    return _answer(runtime, entry, result.text, result, thread)
+
+
+async def _run(entry: _Entry, thread: str | None, description: str, context: Any) -> Any:
+    """The sub-agent's finished result (or its earlier final text), pausing the main run at
+    each of its interrupts."""
+    agent = entry.agent
+    resumes = 0
+    result: AgentResult | None = None
+    pending: list[Interrupt] = []
+    if thread is not None:
+        state = await asyncio.to_thread(agent.get_state, thread)
+        if state["messages"]:
+            pending = await asyncio.to_thread(agent.get_interrupts, thread)
+            if not pending:
+                return _last_text(state["messages"])
+            resumes = state.get(RESUMES_KEY, 0)
+    if not pending:
+        result = await _isolated(agent.ainvoke(description, thread_id=thread, context=context))
+    # The k-th interrupt() of this call stands for the sub-agent's k-th pause: those
+    # answered and delivered already return their old answers, which are skipped.
+    for _ in range(resumes):
+        interrupt(None)
+    while True:
+        if result is not None:
+            if not result.interrupts:
+                return result
+            if thread is None:
+                # A prebuilt agent with its own checkpointer, under a main agent without one.
+                raise CheckpointerRequiredError(
+                    "the main agent has no checkpointer to save its own paused run"
+                )
+            pending = result.interrupts
+        answer = interrupt(_interrupt_value(pending))
+        resumes += 1
+        command = Command(resume=answer, update={RESUMES_KEY: resumes})
+        result = await _isolated(agent.ainvoke(command, thread_id=thread, context=context))
+
+
+async def _isolated(awaitable: Awaitable[T]) -> T:
+    """Await in a task of its own: the sub-agent's run sets the interrupt scope in its own
+    context, which must not replace the one of this ``task`` call."""
+
+    async def run() -> T:
+        return await awaitable
+
+    return await asyncio.create_task(run())
+
+
+def _interrupt_value(pending: Sequence[Interrupt]) -> Any:
+    """What the main agent's caller sees: the sub-agent's own value for one interrupt (so a
+    client answers it as it would the main agent's), ``[{"id", "value"}, ...]`` for
+    several, answered with ``{id: answer}``."""
+    if len(pending) == 1:
+        return pending[0].value
+    return [{"id": item.id, "value": item.value} for item in pending]
+
+
+def _last_text(messages: Sequence[Any]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return message.text
+    return ""
+
+
+def _failure(entry: _Entry, exc: BaseException) -> str:
+    return (
+        f"sub-agent {entry.name!r} failed: {type(exc).__name__}: {exc}. The task was not "
+        "completed; retry it, brief the sub-agent differently, or do it another way."
+    )
+
+
+def _error(runtime: ToolRuntime, text: str) -> ToolMessage:
+    return ToolMessage(
+        f"Error: {text}", tool_call_id=runtime.tool_call_id, name=TOOL_NAME, status="error"
+    )
+
+
+def _answer(
+    runtime: ToolRuntime,
+    entry: _Entry,
+    text: str,
+    result: AgentResult | None,
+    thread: str | None,
+) -> ToolMessage:
+    content = text or f"(sub-agent {entry.name!r} finished without a text answer)"
+    return ToolMessage(
+        content,
+        tool_call_id=runtime.tool_call_id,
+        name=TOOL_NAME,
+        metadata={"subagents": {"subagent_type": entry.name, "thread_id": thread}},
+        usage=None if result is None else result.usage,
+    )
