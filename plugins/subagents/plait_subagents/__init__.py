@@ -71,7 +71,7 @@ conversation focused:
 - Check what comes back before relying on it. The user sees only what you tell them.
 - Do simple things of one or two steps yourself."""
 
-DEFAULT_TASK_DESCRIPTION = """Delegate a task to a sub-agent, which works on it alone and reports back.
+DEFAULT_TASK_DESCRIPTION = """Delegate a task to a sub-agent, which works on it alone and reports.
 
 The sub-agent does not see this conversation: it starts with only your `description`, so
 make that a complete brief (the goal, every fact it needs, and exactly what its answer
