@@ -422,11 +422,10 @@ def _resolve_tools(items: Sequence[ToolLike], config: AgentConfig, option: str) 
 async def _delegate(
     entry: _Entry, description: str, runtime: ToolRuntime, persistent: bool
 ) -> ToolMessage:
-    agent = entry.agent
     parent = runtime.runtime.thread_id
-    thread = f"{parent}/task/{runtime.tool_call_id}" if parent and persistent else None
-    if agent.checkpointer is None:
-        thread = None
+    thread = None
+    if parent is not None and persistent and entry.agent.checkpointer is not None:
+        thread = _thread_id(parent, runtime)
     try:
         result = await _run(entry, thread, description, runtime.context)
     except CheckpointerRequiredError as exc:
@@ -441,6 +440,15 @@ async def _delegate(
     if isinstance(result, str):  # finished on an earlier pass
         return _answer(runtime, entry, result, None, thread)
     return _answer(runtime, entry, result.text, result, thread)
+
+
+def _thread_id(parent: str, runtime: ToolRuntime) -> str:
+    """The sub-agent's thread for this call: the same on every pass of the call (resume,
+    continuing after a crash), different for every call, even when a provider numbers its
+    tool-call ids afresh each turn (the AI message's id tells the turns apart)."""
+    message = _last_ai(runtime.state["messages"])
+    turn = f"{message.id}/" if message is not None else ""
+    return f"{parent}/task/{turn}{runtime.tool_call_id}"
 
 
 async def _run(entry: _Entry, thread: str | None, description: str, context: Any) -> Any:
@@ -498,11 +506,16 @@ def _interrupt_value(pending: Sequence[Interrupt]) -> Any:
     return [{"id": item.id, "value": item.value} for item in pending]
 
 
-def _last_text(messages: Sequence[Any]) -> str:
+def _last_ai(messages: Sequence[Any]) -> AIMessage | None:
     for message in reversed(messages):
         if isinstance(message, AIMessage):
-            return message.text
-    return ""
+            return message
+    return None
+
+
+def _last_text(messages: Sequence[Any]) -> str:
+    message = _last_ai(messages)
+    return "" if message is None else message.text
 
 
 def _failure(entry: _Entry, exc: BaseException) -> str:

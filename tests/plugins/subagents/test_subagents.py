@@ -52,6 +52,15 @@ def delegate(*calls: tuple[str, str], text: str = "", first: int = 0) -> AIMessa
     )
 
 
+def task_thread(messages: list[Any], call_id: str, parent: str = "t") -> str:
+    """The sub-agent thread of the ``task`` call ``call_id``: ``<parent>/task/<AI message
+    id>/<call id>``."""
+    [message] = [
+        m for m in messages if isinstance(m, AIMessage) and call_id in {c.id for c in m.tool_calls}
+    ]
+    return f"{parent}/task/{message.id}/{call_id}"
+
+
 def tool_messages(result: Any) -> list[ToolMessage]:
     return [m for m in result.messages if isinstance(m, ToolMessage)]
 
@@ -149,12 +158,25 @@ def test_sub_agent_gets_a_fresh_context_and_returns_only_its_final_answer(
     assert result.text == "done"
     meta = answer.metadata["subagents"]
     assert meta["subagent_type"] == "researcher"
-    assert meta["thread_id"] == "t/task/task_0"
-    sub_state = agent.get_state("t/task/task_0")
+    assert meta["thread_id"] == task_thread(result.messages, "task_0")
+    sub_state = agent.get_state(meta["thread_id"])
     assert transcript(sub_state["messages"])[-2:] == [
         ("tool", "results for plait"),
         ("ai", "plait is an agent framework"),
     ]
+
+
+def test_a_call_id_used_again_in_a_later_turn_gets_a_new_sub_agent_run(make_agent: Any) -> None:
+    # Some servers number tool calls afresh each turn ("call_0" every time).
+    sub = scripted("first answer", "second answer")
+    main = scripted(
+        delegate(("researcher", "one")), "ok", delegate(("researcher", "two")), "ok again"
+    )
+    agent = make_agent(main, middleware=[SubAgentMiddleware(subagents=[researcher(sub)])])
+    agent.invoke("go", thread_id="t")
+    result = agent.invoke("more", thread_id="t")
+    assert [m.content for m in tool_messages(result)] == ["first answer", "second answer"]
+    assert [[m.text for m in r.messages] for r in sub.requests] == [["one"], ["two"]]
 
 
 def test_general_purpose_inherits_model_prompt_and_tools_minus_task(make_agent: Any) -> None:
@@ -428,7 +450,7 @@ def test_interrupt_in_a_sub_agent_surfaces_and_resuming_finishes_the_task(
     assert answer.content.startswith("report: sent to ann@example.com / A human reviewer rejected")
     assert "not bob" in answer.content
     assert main.calls == 2 and sub.calls == 3  # nothing ran twice
-    sub_messages = agent.get_state("t/task/task_0")["messages"]
+    sub_messages = agent.get_state(task_thread(done.messages, "task_0"))["messages"]
     assert [m.text for m in sub_messages if isinstance(m, HumanMessage)] == ["mail ann and bob"]
 
 
@@ -464,8 +486,9 @@ def test_two_sub_agents_paused_at_once_are_resumed_by_interrupt_id(make_agent: A
     )
     assert done.interrupts == [] and done.text == "done"
     assert [m.content for m in tool_messages(done)] == ["a done", "b done"]
-    assert transcript(agent.get_state("t/task/task_0")["messages"])[2] == ("tool", "sent to a@x")
-    assert "rejected" in transcript(agent.get_state("t/task/task_1")["messages"])[2][1]
+    threads = [task_thread(done.messages, f"task_{n}") for n in (0, 1)]
+    assert transcript(agent.get_state(threads[0])["messages"])[2] == ("tool", "sent to a@x")
+    assert "rejected" in transcript(agent.get_state(threads[1])["messages"])[2][1]
 
 
 def test_several_interrupts_of_one_sub_agent_are_one_list_answered_by_id(
