@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 
@@ -47,7 +47,6 @@ GENERAL_PURPOSE = "general-purpose"
 RESUMES_KEY = "subagents_resumes"
 """Kept in a sub-agent's thread: how many answers ``task`` has delivered to it."""
 
-T = TypeVar("T")
 ToolLike = str | Tool | Callable[..., Any]
 
 GENERAL_PURPOSE_DESCRIPTION = (
@@ -427,7 +426,7 @@ async def _delegate(
     if parent is not None and persistent and entry.agent.checkpointer is not None:
         thread = _thread_id(parent, runtime)
     try:
-        result = await _run(entry, thread, description, runtime.context)
+        result = await _run(entry, thread, description, runtime)
     except CheckpointerRequiredError as exc:
         raise SubAgentInterruptError(
             f"sub-agent {entry.name!r} paused at an interrupt, but its run cannot be saved "
@@ -451,7 +450,7 @@ def _thread_id(parent: str, runtime: ToolRuntime) -> str:
     return f"{parent}/task/{turn}{runtime.tool_call_id}"
 
 
-async def _run(entry: _Entry, thread: str | None, description: str, context: Any) -> Any:
+async def _run(entry: _Entry, thread: str | None, description: str, runtime: ToolRuntime) -> Any:
     """The sub-agent's finished result (or its earlier final text), pausing the main run at
     each of its interrupts."""
     agent = entry.agent
@@ -466,7 +465,7 @@ async def _run(entry: _Entry, thread: str | None, description: str, context: Any
                 return _last_text(state["messages"])
             resumes = state.get(RESUMES_KEY, 0)
     if not pending:
-        result = await _isolated(agent.ainvoke(description, thread_id=thread, context=context))
+        result = await _stream(entry, description, thread, runtime.context, runtime)
     # The k-th interrupt() of this call stands for the sub-agent's k-th pause: those
     # answered and delivered already return their old answers, which are skipped.
     for _ in range(resumes):
@@ -484,17 +483,31 @@ async def _run(entry: _Entry, thread: str | None, description: str, context: Any
         answer = interrupt(_interrupt_value(pending))
         resumes += 1
         command = Command(resume=answer, update={RESUMES_KEY: resumes})
-        result = await _isolated(agent.ainvoke(command, thread_id=thread, context=context))
+        result = await _stream(entry, command, thread, runtime.context, runtime)
 
 
-async def _isolated(awaitable: Awaitable[T]) -> T:
-    """Await in a task of its own: the sub-agent's run sets the interrupt scope in its own
-    context, which must not replace the one of this ``task`` call."""
-
-    async def run() -> T:
-        return await awaitable
-
-    return await asyncio.create_task(run())
+async def _stream(
+    entry: _Entry, input: Any, thread: str | None, context: Any, runtime: ToolRuntime
+) -> AgentResult:
+    """Run the sub-agent, forwarding its updates and custom events to the main run's
+    ``custom`` stream (a no-op writer unless the main run is streamed). The run is a task
+    of its own, so the interrupt scope it sets never replaces this ``task`` call's."""
+    stream = entry.agent.astream(
+        input, mode=["updates", "custom"], thread_id=thread, context=context
+    )
+    write = runtime.stream_writer
+    async for event in stream:
+        write(
+            {
+                "subagent": entry.name,
+                "tool_call_id": runtime.tool_call_id,
+                "mode": event.mode,
+                "source": event.source,
+                "data": event.data,
+            }
+        )
+    assert stream.result is not None
+    return stream.result
 
 
 def _interrupt_value(pending: Sequence[Interrupt]) -> Any:

@@ -358,6 +358,28 @@ def test_without_a_checkpointer_tasks_still_run(make_agent: Any) -> None:
     assert [[m.text for m in r.messages] for r in sub.requests] == [["a"], ["b"]]
 
 
+def test_sub_agent_events_reach_the_main_stream_as_custom_events(make_agent: Any) -> None:
+    def progress(step: str, runtime: plait.ToolRuntime) -> str:
+        """Report progress."""
+        runtime.stream_writer({"progress": step})
+        return "noted"
+
+    sub = scripted(ai("", call("progress", step="half way")), "sub done")
+    main = scripted(delegate(("researcher", "work")), "done")
+    spec = researcher(sub, tools=[progress])
+    agent = make_agent(main, middleware=[SubAgentMiddleware(subagents=[spec])])
+    stream = agent.stream("go", thread_id="t", mode="custom")
+    events = [event.data for event in stream]
+    assert stream.result is not None and stream.result.text == "done"
+    assert {(e["subagent"], e["tool_call_id"]) for e in events} == {("researcher", "task_0")}
+    assert {"mode": "custom", "source": "custom", "data": {"progress": "half way"}}.items() <= (
+        next(e for e in events if e["mode"] == "custom").items()
+    )
+    updates = [e for e in events if e["mode"] == "updates"]
+    final = [e for e in updates if e["source"] == "model"][-1]
+    assert final["data"]["model"]["messages"][0].text == "sub done"
+
+
 # -- concurrency ------------------------------------------------------------------------------
 
 
