@@ -12,7 +12,8 @@ with the same value, so the main agent's caller sees it. On resume the kernel ru
 again: it finds the sub-agent's thread paused and resumes it with the caller's answer. The
 k-th ``plait.interrupt`` of one ``task`` call always stands for the sub-agent's k-th pause;
 the number of answers already delivered is kept in the sub-agent's thread, so answers of
-earlier pauses are skipped, never delivered twice.
+earlier pauses are skipped, never delivered twice. While the main run is streamed, the
+sub-agent's updates and custom events are forwarded as ``custom`` events naming it.
 """
 
 from __future__ import annotations

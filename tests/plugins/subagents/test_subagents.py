@@ -476,6 +476,24 @@ def test_interrupt_in_a_sub_agent_surfaces_and_resuming_finishes_the_task(
     assert [m.text for m in sub_messages if isinstance(m, HumanMessage)] == ["mail ann and bob"]
 
 
+def test_a_resume_value_the_sub_agent_refuses_ends_the_task_with_an_error(
+    make_agent: Any,
+) -> None:
+    sub = scripted(ai("", call("send_email", to="ann@example.com")), "unused")
+    main = scripted(delegate(("mailer", "mail ann")), "could not send")
+    agent = _mailer_agent(make_agent, sub, main)
+    assert agent.invoke("go", thread_id="t").interrupts
+    two = {"decisions": [{"type": "approve"}, {"type": "approve"}]}
+    result = agent.invoke(plait.Command(resume=two), thread_id="t")
+    [error] = tool_messages(result)
+    assert error.status == "error"
+    assert error.content.startswith(
+        "Error: sub-agent 'mailer' failed: HumanInTheLoopError: human_in_the_loop: 1 tool "
+        "call(s) await review"
+    )
+    assert result.text == "could not send" and result.interrupts == []
+
+
 def test_two_sub_agents_paused_at_once_are_resumed_by_interrupt_id(make_agent: Any) -> None:
     subs = {
         name: scripted(ai("", call("send_email", to=f"{name}@x")), f"{name} done")
@@ -580,6 +598,45 @@ def test_a_finished_sub_agent_is_not_run_again_when_the_main_run_continues(
     result = agent.invoke(None, thread_id="t")
     assert tool_messages(result)[0].content == "the answer"
     assert sub.calls == 1 and result.text == "done"
+
+
+def test_configured_from_an_agent_file(tmp_path: Any) -> None:
+    from plait.agentfile import load_agent
+
+    (tmp_path / "subagent_file_tools.py").write_text(
+        'def lookup(term: str) -> str:\n    """Look a term up."""\n    return term.upper()\n'
+    )
+    (tmp_path / "agent.toml").write_text(
+        """
+[agent]
+model = "scripted:main"
+tools = ["subagent_file_tools:lookup"]
+checkpointer = "memory"
+
+[[middleware]]
+use = "subagents"
+system_prompt = "Delegate lookups."
+
+[[middleware.subagents]]
+name = "looker"
+description = "Looks terms up."
+system_prompt = "You look terms up."
+tools = ["lookup"]
+middleware = [["tool_call_limit", { run_limit = 1 }]]
+"""
+    )
+    model = scripted(
+        delegate(("looker", "look up plait")),
+        ai("", call("lookup", term="plait")),
+        lambda messages, tools: ai(f"found {messages[-1].text}"),
+        "done",
+    )
+    agent = load_agent(tmp_path / "agent.toml", model=model)
+    assert "- looker: Looks terms up." in agent.tools_by_name["task"].description
+    result = agent.invoke("go", thread_id="t")
+    assert tool_messages(result)[0].content == "found PLAIT"
+    assert model.requests[0].system_prompt == "Delegate lookups."
+    assert model.requests[1].system_prompt == "You look terms up."
 
 
 # -- build errors -----------------------------------------------------------------------------
