@@ -476,6 +476,44 @@ def test_interrupt_in_a_sub_agent_surfaces_and_resuming_finishes_the_task(
     assert [m.text for m in sub_messages if isinstance(m, HumanMessage)] == ["mail ann and bob"]
 
 
+def test_a_paused_sub_agent_resumes_in_a_new_agent_on_the_same_database(
+    make_agent: Any, tmp_path: Any
+) -> None:
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+
+    def build(sub: Any, main: Any) -> Any:
+        spec = SubAgent(
+            name="mailer",
+            description="Sends mail.",
+            system_prompt="You send mail.",
+            model=sub,
+            tools=["send_email"],
+            middleware=[("human_in_the_loop", {"interrupt_on": {"send_email": True}})],
+        )
+        return make_agent(
+            main,
+            tools=[send_email],
+            checkpointer=url,
+            middleware=[SubAgentMiddleware(subagents=[spec])],
+        )
+
+    first = build(
+        scripted(ai("", call("send_email", to="ann@example.com"))),
+        scripted(delegate(("mailer", "mail ann"))),
+    )
+    assert first.invoke("go", thread_id="t").interrupts
+    # Another process: fresh agents and models, holding only the rest of the script.
+    sub = scripted(lambda messages, tools: ai(f"mailer: {messages[-1].text}"))
+    second = build(sub, scripted("all done"))
+    [pending] = second.get_interrupts("t")
+    result = second.invoke(
+        plait.Command(resume={pending.id: {"decisions": [{"type": "approve"}]}}), thread_id="t"
+    )
+    assert result.text == "all done"
+    assert tool_messages(result)[0].content == "mailer: sent to ann@example.com"
+    assert [m.text for m in sub.requests[0].messages][:1] == ["mail ann"]
+
+
 def test_a_resume_value_the_sub_agent_refuses_ends_the_task_with_an_error(
     make_agent: Any,
 ) -> None:
