@@ -458,15 +458,21 @@ async def _run(entry: _Entry, thread: str | None, description: str, runtime: Too
     resumes = 0
     result: AgentResult | None = None
     pending: list[Interrupt] = []
+    start: Any = description
     if thread is not None:
         state = await asyncio.to_thread(agent.get_state, thread)
-        if state["messages"]:
+        messages = state["messages"]
+        if messages:
+            # Run before: paused at an interrupt, finished (the main run stopped before
+            # it recorded the answer) or stopped half-way by a crash (carry it on).
             pending = await asyncio.to_thread(agent.get_interrupts, thread)
-            if not pending:
-                return _last_text(state["messages"])
+            last = messages[-1]
+            if not pending and isinstance(last, AIMessage) and not last.tool_calls:
+                return last.text
+            start = None
             resumes = state.get(RESUMES_KEY, 0)
     if not pending:
-        result = await _stream(entry, description, thread, runtime.context, runtime)
+        result = await _stream(entry, start, thread, runtime.context, runtime)
     # The k-th interrupt() of this call stands for the sub-agent's k-th pause: those
     # answered and delivered already return their old answers, which are skipped.
     for _ in range(resumes):
@@ -525,11 +531,6 @@ def _last_ai(messages: Sequence[Any]) -> AIMessage | None:
         if isinstance(message, AIMessage):
             return message
     return None
-
-
-def _last_text(messages: Sequence[Any]) -> str:
-    message = _last_ai(messages)
-    return "" if message is None else message.text
 
 
 def _failure(entry: _Entry, exc: BaseException) -> str:

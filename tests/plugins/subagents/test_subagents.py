@@ -677,6 +677,34 @@ middleware = [["tool_call_limit", { run_limit = 1 }]]
     assert model.requests[1].system_prompt == "You look terms up."
 
 
+def test_a_sub_agent_stopped_half_way_by_a_crash_is_carried_on(make_agent: Any) -> None:
+    class Crash(BaseException):
+        pass
+
+    runs: list[str] = []
+
+    def flaky(x: str) -> str:
+        """Crash the process the first time."""
+        runs.append(x)
+        if len(runs) == 1:
+            raise Crash
+        return f"ok {x}"
+
+    sub = scripted(ai("", call("flaky", x="1")), lambda messages, tools: messages[-1].text)
+    main = scripted(delegate(("researcher", "q")), "done")
+    agent = make_agent(
+        main, middleware=[SubAgentMiddleware(subagents=[researcher(sub, tools=[flaky])])]
+    )
+    with pytest.raises(Crash):
+        agent.invoke("go", thread_id="t")
+    result = agent.invoke(None, thread_id="t")
+    assert tool_messages(result)[0].content == "ok 1"
+    assert sub.calls == 2 and runs == ["1", "1"] and result.text == "done"
+    thread = task_thread(result.messages, "task_0")
+    humans = [m for m in agent.get_state(thread)["messages"] if isinstance(m, HumanMessage)]
+    assert [m.text for m in humans] == ["q"]
+
+
 # -- build errors -----------------------------------------------------------------------------
 
 
