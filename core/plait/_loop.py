@@ -250,16 +250,7 @@ class Run:
         return self.last_calls()[1]
 
     def last_calls(self) -> tuple[AIMessage | None, list[ToolCall]]:
-        """The last AI message and those of its calls no ToolMessage answers yet."""
-        messages = self.thread.messages
-        answered: set[str] = set()
-        for position in range(len(messages) - 1, -1, -1):
-            message = messages[position]
-            if isinstance(message, ToolMessage):
-                answered.add(message.tool_call_id)
-            elif isinstance(message, AIMessage):
-                return message, [call for call in message.tool_calls if call.id not in answered]
-        return None, []
+        return self.thread.last_calls()
 
     def model_node(self) -> Steps:
         info = self.info

@@ -7,7 +7,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from plait.checkpoint import Checkpoint, StepDelta
-from plait.messages import REMOVE_ALL, AnyMessage, Message, RemoveMessage
+from plait.messages import (
+    REMOVE_ALL,
+    AIMessage,
+    AnyMessage,
+    Message,
+    RemoveMessage,
+    ToolCall,
+    ToolMessage,
+)
 from plait.types import StateField
 
 RUN_KEY = "__plait_run__"
@@ -104,6 +112,18 @@ class ThreadState:
                 raise TypeError(
                     f"{source}: 'messages' must hold messages, got {type(message).__name__}"
                 )
+
+    def last_calls(self) -> tuple[AIMessage | None, list[ToolCall]]:
+        """The last AI message and those of its calls no ToolMessage answers yet."""
+        messages = self.messages
+        answered: set[str] = set()
+        for position in range(len(messages) - 1, -1, -1):
+            message = messages[position]
+            if isinstance(message, ToolMessage):
+                answered.add(message.tool_call_id)
+            elif isinstance(message, AIMessage):
+                return message, [call for call in message.tool_calls if call.id not in answered]
+        return None, []
 
     def _put(self, message: AnyMessage) -> None:
         position = self._index.get(message.id)

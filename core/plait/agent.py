@@ -365,6 +365,8 @@ class Agent:
         elif input is None and info is not None and info.status != "done":
             info.status = "running"
         else:
+            if info is not None and info.status != "done":
+                _cancel_unanswered(thread, info, input)
             info = RunInfo(run_id=uuid.uuid4().hex)
             thread.reset_run_fields()
             _apply_input(thread, input)
@@ -722,6 +724,30 @@ def _apply_input(thread: ThreadState, input: Any) -> None:
             f"a Command or None; got {type(input).__name__}"
         )
     thread.add_messages(input, "input")
+
+
+def _cancel_unanswered(thread: ThreadState, info: RunInfo, input: Any) -> None:
+    """New input on a thread whose run did not finish (paused at an interrupt, or stopped
+    between steps) starts a new run: the old run's tool calls that have no answer get an
+    error ToolMessage first, so the model is never sent calls without results (which
+    providers reject)."""
+    given = input if isinstance(input, Sequence) and not isinstance(input, str) else [input]
+    answered = {m.tool_call_id for m in given if isinstance(m, ToolMessage)}
+    why = "waiting for a human's answer" if info.status == "interrupted" else "not finished"
+    thread.add_messages(
+        [
+            ToolMessage(
+                f"Not run: this call was {why} when new input arrived, so it was cancelled.",
+                tool_call_id=call.id,
+                name=call.name,
+                status="error",
+                metadata={"plait": {"cancelled": True}},
+            )
+            for call in thread.last_calls()[1]
+            if call.id not in answered
+        ],
+        "input",
+    )
 
 
 def _resume_values(resume: Any, pending: list[Interrupt]) -> dict[str, Any]:

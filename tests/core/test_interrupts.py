@@ -157,3 +157,53 @@ def test_interrupt_and_resume_on_the_async_path(make_agent: Any) -> None:
         ("human", "yes"),
         ("ai", "fine"),
     ]
+
+
+def test_new_input_on_a_paused_thread_cancels_the_calls_left_unanswered(make_agent: Any) -> None:
+    ran: list[str] = []
+
+    @plait.tool
+    def careful(what: str) -> str:
+        """Asks first.
+
+        Args:
+            what: what to do.
+        """
+        if plait.interrupt(f"do {what}?") == "yes":
+            ran.append(what)
+        return "done"
+
+    agent = make_agent(
+        [ai("", call("careful", "c1", what="deploy"), call("careful", "c2", what="tag")), "ok"],
+        tools=[careful],
+    )
+    paused = agent.invoke("ship it", thread_id="t")
+    assert len(paused.interrupts) == 2
+
+    result = agent.invoke(
+        ["never mind", plait.ToolMessage("tagged by hand", tool_call_id="c2", name="careful")],
+        thread_id="t",
+    )
+
+    assert ran == []
+    assert result.interrupts == [] and agent.get_interrupts("t") == []
+    assert result.run_id != paused.run_id
+    cancelled = result.messages[2]
+    assert isinstance(cancelled, plait.ToolMessage)
+    assert (cancelled.tool_call_id, cancelled.status) == ("c1", "error")
+    assert cancelled.text == (
+        "Not run: this call was waiting for a human's answer when new input arrived, "
+        "so it was cancelled."
+    )
+    assert cancelled.metadata == {"plait": {"cancelled": True}}
+    # what the model was sent next is a valid history: every call has exactly one answer
+    sent = agent.model.requests[-1].messages
+    assert transcript(sent) == [
+        ("human", "ship it"),
+        ("ai", ""),
+        ("tool", cancelled.text),
+        ("human", "never mind"),
+        ("tool", "tagged by hand"),
+    ]
+    with pytest.raises(PlaitError, match="no run paused at an interrupt"):
+        agent.invoke(plait.Command(resume="yes"), thread_id="t")

@@ -212,7 +212,13 @@ def test_a_run_that_lost_the_race_fails_with_thread_busy_and_writes_nothing(
     # The loser's first step (its input and the model's call) was saved before the
     # intruder ran; its tool result, computed after the intruder wrote, never was.
     assert transcript(messages)[:2] == [("human", "Quito"), ("ai", "")]
-    assert "c-race" not in [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
+    answers_to_race = [
+        m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == "c-race"
+    ]
+    # the intruder's new run found the loser's call unanswered and cancelled it
+    assert [(m.status, m.metadata) for m in answers_to_race] == [
+        ("error", {"plait": {"cancelled": True}})
+    ]
     assert [m.text for m in messages if m.type == "human"] == ["Quito", "Lima"]
 
 
