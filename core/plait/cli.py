@@ -450,28 +450,32 @@ def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     thread = args.thread or f"chat-{uuid.uuid4().hex[:12]}"
     asker = Asker(sys.stdin, out)
     out.write(f"Chatting with {args.agent} on thread {thread}. /exit or Ctrl-D to leave.\n")
+    pending = agent.get_interrupts(thread) if args.thread else []
+    if pending:  # left paused by Ctrl-D at an approval, or by `plait run`: answer it first
+        out.write(f"Thread {thread} is paused waiting for you:\n")
     while True:
         try:
-            line = asker.ask("\nyou> ").strip()
+            if not pending:
+                line = asker.ask("\nyou> ").strip()
+                if not line:
+                    continue
+                if line in ("/exit", "/quit"):
+                    return EXIT_OK
+                result = _turn(agent, line, thread, spec.recursion_limit)
+                pending = result.interrupts
+            while pending:
+                answers = answer_interrupts(pending, asker)
+                result = _turn(agent, Command(resume=answers), thread, spec.recursion_limit)
+                pending = result.interrupts
         except EOFError:
-            out.write("\n")
-            return EXIT_OK
-        if not line:
-            continue
-        if line in ("/exit", "/quit"):
-            return EXIT_OK
-        agent_input: Any = line
-        try:
-            while True:
-                result = _turn(agent, agent_input, thread, spec.recursion_limit)
-                if not result.interrupts:
-                    break
-                agent_input = Command(resume=answer_interrupts(result.interrupts, asker))
-        except EOFError:
-            out.write(f"\nNo answer given; thread {thread} stays paused.\n")
+            if agent.get_interrupts(thread):
+                out.write(f"\nNo answer given; thread {thread} stays paused.\n")
+            else:
+                out.write("\n")
             return EXIT_OK
         except PlaitError as exc:
             err.write(f"plait: error: {_one_line(exc)}\n")
+            pending = agent.get_interrupts(thread)  # a refused answer: ask again
             continue
         answer = _final_answer(result, console.shown)
         if answer is not None:

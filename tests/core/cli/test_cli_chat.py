@@ -117,6 +117,21 @@ def test_end_of_input_during_a_decision_leaves_the_thread_paused(
     assert "stays paused" in done.stdout
 
 
+def test_chat_on_a_paused_thread_asks_the_pending_approval_first(
+    plait_cli, mail_agent: Callable[[str], Path]
+) -> None:
+    mail_agent('checkpointer = "sqlite:///mail.db"')
+    first = plait_cli("chat", "mail.toml", "--thread", "t1", input="Mail Bob\n")
+    assert "No answer given; thread t1 stays paused." in first.stdout
+
+    again = plait_cli("chat", "mail.toml", "--thread", "t1", input="a\n/exit\n")
+    assert again.returncode == 0, again.stderr
+    out = again.stdout
+    assert "Thread t1 is paused waiting for you:" in out
+    assert out.index("Thread t1 is paused") < out.index("[a]pprove") < out.index("you>")
+    assert "agent> Done: sent to bob@example.com: Hello" in out
+
+
 def test_generic_interrupt_is_answered_with_text(
     plait_cli, write: Callable[[str, str], Path]
 ) -> None:
