@@ -30,7 +30,7 @@ from plait.middleware import Middleware
 if TYPE_CHECKING:
     from plait.agent import Agent, AgentResult
     from plait.agentfile import AgentSpec
-    from plait.messages import ToolCall, ToolMessage
+    from plait.messages import AIMessageChunk, ToolCall, ToolMessage
     from plait.options import OptionInfo
     from plait.types import Command, Interrupt, ModelRequest, ModelResponse, ToolCallRequest
 
@@ -103,7 +103,11 @@ class Console:
 
     out: IO[str]
     spinner: Spinner
+    prefix: str = ""
+    """Written before the model's words (``"agent> "`` in a chat)."""
     shown: set[str] = attrs.Factory(set)
+    streamed: bool = False
+    """Whether the model call in progress has written words as they streamed."""
 
     def line(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -125,16 +129,39 @@ class ModelDisplay(Middleware):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        self.console.spinner.start()
+        console = self.console
+        console.spinner.start()
         try:
             response = handler(request)
         finally:
-            self.console.spinner.stop()
+            console.spinner.stop()
+            if console.streamed:
+                console.line("")
         message = response.message
-        if message is not None and message.tool_calls and message.text.strip():
-            self.console.line(message.text.strip())
-            self.console.shown.add(message.id)
+        if message is not None and console.streamed:
+            console.shown.add(message.id)
+        elif message is not None and message.tool_calls and message.text.strip():
+            console.line(console.prefix + message.text.strip())
+            console.shown.add(message.id)
+        console.streamed = False
         return response
+
+    def transform_model_stream(
+        self, chunks: Iterator[AIMessageChunk], request: ModelRequest
+    ) -> Iterator[AIMessageChunk]:
+        """Write the model's words as they arrive (after the other middleware, e.g. PII
+        redaction, have transformed them: this display is first, so it sees them last)."""
+        console = self.console
+        for chunk in chunks:
+            text = chunk.content if console.streamed else chunk.content.lstrip()
+            if text:
+                if not console.streamed:
+                    console.spinner.stop()
+                    console.out.write(console.prefix)
+                    console.streamed = True
+                console.out.write(text)
+                console.out.flush()
+            yield chunk
 
 
 @attrs.define(eq=False)
@@ -277,7 +304,7 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         overrides["first"], overrides["last"] = console.middleware()
     agent = spec.build(**overrides)
     try:
-        result = agent.invoke(agent_input, thread_id=thread, recursion_limit=spec.recursion_limit)
+        result = _turn(agent, agent_input, thread, spec.recursion_limit, live=console is not None)
     except CheckpointerRequiredError:
         raise CLIError(
             f"the agent paused to ask for input, which needs a checkpointer: add "
@@ -444,7 +471,7 @@ def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         overrides["checkpointer"] = "memory"  # a chat is one thread: it needs its history
     if args.model:
         overrides["model"] = args.model
-    console = Console(out, Spinner(err))
+    console = Console(out, Spinner(err), prefix="agent> ")
     first, last = console.middleware()
     agent = spec.build(first=first, last=last, **overrides)
     thread = args.thread or f"chat-{uuid.uuid4().hex[:12]}"
@@ -482,8 +509,17 @@ def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             out.write(f"agent> {answer}\n")
 
 
-def _turn(agent: Agent, agent_input: Any, thread: str, limit: int) -> AgentResult:
-    return agent.invoke(agent_input, thread_id=thread, recursion_limit=limit)
+def _turn(
+    agent: Agent, agent_input: Any, thread: str | None, limit: int, *, live: bool = True
+) -> AgentResult:
+    """One run; ``live`` streams it, so the display writes the model's words as they come."""
+    if not live:
+        return agent.invoke(agent_input, thread_id=thread, recursion_limit=limit)
+    events = agent.stream(agent_input, mode="messages", thread_id=thread, recursion_limit=limit)
+    for _ in events:
+        pass  # the display middleware writes what it sees
+    assert events.result is not None
+    return events.result
 
 
 # --------------------------------------------------------------------------- plugins
