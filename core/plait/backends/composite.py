@@ -1,0 +1,224 @@
+"""``CompositeBackend``: one file tree whose path prefixes go to different backends."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from plait.backends._base import glob_regex
+from plait.backends.paths import check_path, is_under
+from plait.backends.protocol import (
+    Backend,
+    BackendError,
+    EditResult,
+    FileInfo,
+    FilesUpdate,
+    FileSystem,
+    GrepMatch,
+    WriteResult,
+)
+from plait.types import ToolRuntime
+
+__all__ = ["CompositeBackend"]
+
+
+def _routes(value: Mapping[str, Backend]) -> dict[str, Backend]:
+    routes = {}
+    for prefix, backend in value.items():
+        norm = check_path(prefix)
+        if norm == "/":
+            raise ValueError("a route prefix cannot be '/': that is the default backend")
+        if not isinstance(backend, Backend):
+            raise TypeError(f"route {prefix!r} must be a Backend, got {backend!r}")
+        routes[norm + "/"] = backend
+    return routes
+
+
+def _check_backend(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, Backend):
+        raise TypeError(f"{attribute.name} must be a Backend (with bind), got {value!r}")
+
+
+@attrs.frozen
+class CompositeBackend:
+    """Paths under a route prefix (``{"/memories/": StoreBackend()}``) go to that
+    backend, the longest matching prefix winning, with the prefix stripped (the route
+    backend sees ``/a.md`` for ``/memories/a.md``); every other path goes to
+    ``default``. ``ls`` shows the prefixes as directories; ``glob`` and ``grep`` search
+    every backend; a rename between backends copies then deletes."""
+
+    default: Backend = attrs.field(validator=_check_backend)
+    routes: dict[str, Backend] = attrs.field(factory=dict, converter=_routes)
+
+    def bind(self, runtime: ToolRuntime) -> _CompositeFiles:
+        return _CompositeFiles(self, runtime)
+
+
+def _merge(*updates: FilesUpdate | None) -> FilesUpdate | None:
+    merged: FilesUpdate | None = None
+    for update in updates:
+        if update is not None:
+            merged = {**(merged or {}), **update}
+    return merged
+
+
+class _CompositeFiles:
+    def __init__(self, backend: CompositeBackend, runtime: ToolRuntime) -> None:
+        self._backend = backend
+        self._runtime = runtime
+        self._bound: dict[str, FileSystem] = {}
+        # Longest first, so the first prefix that matches is the longest.
+        self._prefixes = sorted(backend.routes, key=len, reverse=True)
+
+    def _fs(self, prefix: str) -> FileSystem:
+        if prefix not in self._bound:
+            backend = self._backend.routes.get(prefix, self._backend.default)
+            self._bound[prefix] = backend.bind(self._runtime)
+        return self._bound[prefix]
+
+    def _route(self, path: str) -> tuple[str, str]:
+        """(prefix or "", the path inside that backend)."""
+        path = check_path(path)
+        for prefix in self._prefixes:
+            if path == prefix[:-1] or path.startswith(prefix):
+                return prefix, "/" + path[len(prefix) :]
+        return "", path
+
+    @staticmethod
+    def _outer(prefix: str, inner: str) -> str:
+        if not prefix:
+            return inner
+        return prefix[:-1] + (inner if inner != "/" else "")
+
+    def _update(self, prefix: str, update: FilesUpdate | None) -> FilesUpdate | None:
+        if update is None or not prefix:
+            return update
+        return {self._outer(prefix, path): data for path, data in update.items()}
+
+    def _in_default(self, path: str) -> bool:
+        return not any(path == p[:-1] or path.startswith(p) for p in self._prefixes)
+
+    # -- FileSystem --------------------------------------------------------------------
+
+    def ls(self, path: str = "/") -> list[FileInfo]:
+        prefix, inner = self._route(path)
+        if prefix:
+            return [
+                attrs.evolve(info, path=self._outer(prefix, info.path))
+                for info in self._fs(prefix).ls(inner)
+            ]
+        base = inner.rstrip("/") + "/"
+        dirs = {}
+        for route in self._prefixes:
+            if route.startswith(base) and route != base:
+                name = route[len(base) :].split("/", 1)[0]
+                dirs[base + name + "/"] = FileInfo(base + name + "/", is_dir=True)
+        try:
+            entries = [e for e in self._fs("").ls(inner) if self._in_default(e.path.rstrip("/"))]
+        except BackendError:
+            if not dirs:
+                raise
+            entries = []
+        merged = {e.path: e for e in entries}
+        merged.update(dirs)
+        return [merged[key] for key in sorted(merged)]
+
+    def read(self, path: str, offset: int = 0, limit: int = 2000) -> str:
+        prefix, inner = self._route(path)
+        return self._fs(prefix).read(inner, offset, limit)
+
+    def read_text(self, path: str) -> str:
+        prefix, inner = self._route(path)
+        return self._fs(prefix).read_text(inner)
+
+    def write(self, path: str, content: str) -> WriteResult:
+        prefix, inner = self._route(path)
+        result = self._fs(prefix).write(inner, content)
+        return WriteResult(
+            self._outer(prefix, result.path), self._update(prefix, result.files_update)
+        )
+
+    def edit(self, path: str, old: str, new: str, replace_all: bool = False) -> EditResult:
+        prefix, inner = self._route(path)
+        result = self._fs(prefix).edit(inner, old, new, replace_all)
+        return EditResult(
+            self._outer(prefix, result.path),
+            result.count,
+            self._update(prefix, result.files_update),
+        )
+
+    def delete(self, path: str) -> WriteResult:
+        prefix, inner = self._route(path)
+        result = self._fs(prefix).delete(inner)
+        return WriteResult(
+            self._outer(prefix, result.path), self._update(prefix, result.files_update)
+        )
+
+    def _searched(self, path: str) -> list[tuple[str, str]]:
+        """(prefix, inner path) of every backend holding files under ``path``."""
+        prefix, inner = self._route(path)
+        if prefix:
+            return [(prefix, inner)]
+        norm = check_path(path)
+        found = [("", norm)]
+        for route in self._prefixes:
+            if is_under(route[:-1], norm):
+                found.append((route, "/"))
+        return found
+
+    def glob(self, pattern: str, path: str = "/") -> list[FileInfo]:
+        norm = check_path(path)
+        regex = glob_regex(pattern)
+        found: dict[str, FileInfo] = {}
+        for prefix, inner in self._searched(path):
+            for info in self._fs(prefix).glob("**", inner):
+                outer = self._outer(prefix, info.path)
+                if not prefix and not self._in_default(outer):
+                    continue
+                subject = outer if pattern.startswith("/") else outer[len(norm.rstrip("/")) + 1 :]
+                if regex.match(subject):
+                    found[outer] = attrs.evolve(info, path=outer)
+        return [found[key] for key in sorted(found)]
+
+    def grep(self, pattern: str, path: str = "/", glob: str | None = None) -> list[GrepMatch]:
+        matches = []
+        for prefix, inner in self._searched(path):
+            try:
+                hits = self._fs(prefix).grep(pattern, inner, glob)
+            except BackendError:
+                if prefix:
+                    continue
+                raise
+            for hit in hits:
+                outer = self._outer(prefix, hit.path)
+                if prefix or self._in_default(outer):
+                    matches.append(attrs.evolve(hit, path=outer))
+        return sorted(matches, key=lambda m: (m.path, m.line))
+
+    def rename(self, old: str, new: str) -> WriteResult:
+        old_prefix, old_inner = self._route(old)
+        new_prefix, new_inner = self._route(new)
+        if old_prefix == new_prefix:
+            result = self._fs(old_prefix).rename(old_inner, new_inner)
+            return WriteResult(
+                self._outer(new_prefix, result.path), self._update(new_prefix, result.files_update)
+            )
+        # Across backends: copy every file, then delete the originals.
+        source, target = self._fs(old_prefix), self._fs(new_prefix)
+        try:
+            files = [(old_inner, new_inner, source.read_text(old_inner))]
+        except BackendError:
+            files = [
+                (info.path, new_inner.rstrip("/") + info.path[len(old_inner.rstrip("/")) :], "")
+                for info in source.glob("**", old_inner)
+            ]
+            if not files:
+                raise BackendError(f"Error: {check_path(old)} not found") from None
+            files = [(src, dst, source.read_text(src)) for src, dst, _ in files]
+        updates = []
+        for _, dst, text in files:
+            updates.append(self._update(new_prefix, target.write(dst, text).files_update))
+        updates.append(self._update(old_prefix, source.delete(old_inner).files_update))
+        return WriteResult(check_path(new), _merge(*updates))
