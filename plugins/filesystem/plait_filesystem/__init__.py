@@ -1,0 +1,386 @@
+"""``filesystem``: file tools for the model over a ``plait.backends`` backend.
+
+Tools ``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob`` and ``grep`` work on
+absolute virtual paths ("/notes.txt"). The default ``StateBackend`` keeps files in the
+thread's ``files`` state key; writes come back as ``Command`` updates merged by path, so
+several writes in one AI message all land. A tool result larger than
+``tool_token_limit_before_evict`` is saved to ``/large_tool_results/<tool_call_id>`` and
+replaced by a pointer the model can page through with ``read_file``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import attrs
+
+from plait.backends import (
+    FILES,
+    FILES_FIELD,
+    Backend,
+    BackendError,
+    CompositeBackend,
+    DiskBackend,
+    FileInfo,
+    FilesUpdate,
+    FileSystem,
+    StateBackend,
+    StoreBackend,
+    format_lines,
+)
+from plait.errors import ConfigError
+from plait.messages import ToolMessage
+from plait.middleware import Middleware
+from plait.tools import Tool
+from plait.types import (
+    AgentConfig,
+    Command,
+    ModelRequest,
+    ModelResponse,
+    StateField,
+    ToolCallRequest,
+    ToolRuntime,
+)
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "EVICTED_DIR",
+    "TOOL_DESCRIPTIONS",
+    "TOOL_NAMES",
+    "Backend",
+    "BackendError",
+    "CompositeBackend",
+    "DiskBackend",
+    "FilesystemMiddleware",
+    "StateBackend",
+    "StoreBackend",
+]
+
+PLUGIN = "filesystem"
+EVICTED_DIR = "/large_tool_results"
+CHARS_PER_TOKEN = 4
+HEAD_LINES = 10
+HEAD_CHARS = 1000
+
+TOOL_NAMES = ("ls", "read_file", "write_file", "edit_file", "glob", "grep")
+
+TOOL_DESCRIPTIONS: dict[str, str] = {
+    "ls": (
+        "List the files and directories directly under a directory (directories end "
+        "with '/'). Use it to explore before reading or editing."
+    ),
+    "read_file": (
+        "Read a file, with line numbers (cat -n style). By default it shows the first "
+        "2000 lines; for long files page with offset (0-based first line) and limit. Very "
+        "long lines are cut and marked. Read a file before editing it."
+    ),
+    "write_file": (
+        "Create a new file with the given content. It fails if the file exists: use "
+        "edit_file to change an existing file."
+    ),
+    "edit_file": (
+        "Replace old_string by new_string in a file. old_string must match the file "
+        "exactly (whitespace included, without the line-number prefix read_file shows) "
+        "and occur exactly once, unless replace_all is true to replace every occurrence."
+    ),
+    "glob": (
+        "Find files whose path matches a pattern: '*' and '?' match within one name, "
+        "'**/' spans directories (e.g. '**/*.py'). Relative patterns are matched against "
+        "paths relative to path."
+    ),
+    "grep": (
+        "Search files for a literal text (not a regular expression). Returns matching "
+        "lines as path:line: text. Narrow with path (a directory or file) and glob (e.g. "
+        "'*.md')."
+    ),
+}
+
+DEFAULT_SYSTEM_PROMPT = """## Files
+
+You have a file system with the tools `ls`, `read_file`, `write_file`, `edit_file`, `glob`
+and `grep`. Every path is absolute, starting with `/` (e.g. `/notes.md`).
+
+- Explore with `ls`, `glob` and `grep` before reading; read a file before editing it.
+- `write_file` creates a new file; change an existing one with `edit_file`, quoting the exact
+  text to replace (without the line numbers `read_file` shows).
+- Read long files in pages with `read_file`'s `offset` and `limit`.
+- Keep notes, drafts and large intermediate results in files rather than in your replies."""
+
+
+def _as_backend(value: Any) -> Any:
+    """A backend, or one named in text for agent files: "state", "store", "store:NS"
+    (namespace parts separated by '/'), "disk:/path"."""
+    if not isinstance(value, str):
+        return value
+    kind, _, arg = value.partition(":")
+    if kind == "state" and not arg:
+        return StateBackend()
+    if kind == "store":
+        return StoreBackend(tuple(arg.split("/")) if arg else ("filesystem",))
+    if kind == "disk" and arg:
+        return DiskBackend(arg)
+    raise ValueError(
+        f"expected a backend or one of 'state', 'store', 'store:NAMESPACE', 'disk:/path', "
+        f"got {value!r}"
+    )
+
+
+def _is_backend(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, Backend):
+        raise ValueError(
+            f"{attribute.name} must be a Backend (an object with bind(runtime)), got {value!r}"
+        )
+
+
+def _check_descriptions(_: Any, attribute: attrs.Attribute[Any], value: Mapping[str, Any]) -> None:
+    unknown = sorted(set(value) - set(TOOL_NAMES))
+    if unknown:
+        raise ConfigError(
+            f"plugin {PLUGIN!r}: option 'custom_tool_descriptions': unknown tool "
+            f"{', '.join(map(repr, unknown))}; the tools are {', '.join(TOOL_NAMES)}"
+        )
+    for name, text in value.items():
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError(
+                f"plugin {PLUGIN!r}: option 'custom_tool_descriptions': the description of "
+                f"{name!r} must be non-empty text, got {text!r}"
+            )
+
+
+def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or value < 1):
+        raise ValueError(f"{attribute.name} must be a positive int or None, got {value!r}")
+
+
+def _needs_store(backend: Any) -> bool:
+    if isinstance(backend, StoreBackend):
+        return True
+    if isinstance(backend, CompositeBackend):
+        return _needs_store(backend.default) or any(map(_needs_store, backend.routes.values()))
+    return False
+
+
+def _error(runtime: ToolRuntime, name: str, error: BackendError) -> ToolMessage:
+    return ToolMessage(str(error), tool_call_id=runtime.tool_call_id, name=name, status="error")
+
+
+def _answer(
+    runtime: ToolRuntime, name: str, text: str, update: FilesUpdate | None
+) -> ToolMessage | Command:
+    message = ToolMessage(text, tool_call_id=runtime.tool_call_id, name=name)
+    if update is None:
+        return message
+    return Command(update={FILES: update, "messages": [message]})
+
+
+def _listing(infos: list[FileInfo], empty: str) -> str:
+    return "\n".join(info.path for info in infos) if infos else empty
+
+
+@attrs.frozen(kw_only=True)
+class FilesystemMiddleware(Middleware):
+    """Gives the agent file tools over ``backend`` and a system-prompt section on them;
+    evicts oversized tool results to files."""
+
+    backend: Any = attrs.field(factory=StateBackend, converter=_as_backend, validator=_is_backend)
+    """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
+    """The section added to the system prompt of calls offering the tools; None or "" for none."""
+    custom_tool_descriptions: dict[str, str] = attrs.field(
+        factory=dict, validator=_check_descriptions
+    )
+    """Replacement descriptions by tool name."""
+    tool_token_limit_before_evict: int | None = attrs.field(
+        default=20000, validator=_positive_or_none
+    )
+    """A tool result above this many tokens (4 characters each) is saved to a file; None: never."""
+
+    def state_fields(self) -> dict[str, StateField]:
+        return {FILES: FILES_FIELD}
+
+    def validate_agent(self, agent_config: AgentConfig) -> None:
+        if agent_config.store is None and _needs_store(self.backend):
+            raise ConfigError(
+                f"plugin {PLUGIN!r}: option 'backend': a StoreBackend needs the agent's "
+                "store, and this agent has none (create it with store=...)"
+            )
+
+    def _bind(self, runtime: ToolRuntime) -> FileSystem:
+        return self.backend.bind(runtime)  # type: ignore[no-any-return]
+
+    def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
+        bind = self._bind
+
+        def ls(path: str, runtime: ToolRuntime) -> ToolMessage | str:
+            """List a directory.
+
+            Args:
+                path: the absolute directory path, e.g. "/" or "/docs".
+            """
+            try:
+                return _listing(bind(runtime).ls(path), f"{path} is empty")
+            except BackendError as error:
+                return _error(runtime, "ls", error)
+
+        def read_file(
+            file_path: str, runtime: ToolRuntime, offset: int = 0, limit: int = 2000
+        ) -> ToolMessage | str:
+            """Read a file with line numbers.
+
+            Args:
+                file_path: the absolute file path, e.g. "/notes.md".
+                offset: the 0-based line to start from.
+                limit: how many lines to show at most.
+            """
+            try:
+                return bind(runtime).read(file_path, offset, limit)
+            except BackendError as error:
+                return _error(runtime, "read_file", error)
+
+        def write_file(file_path: str, content: str, runtime: ToolRuntime) -> ToolMessage | Command:
+            """Create a new file.
+
+            Args:
+                file_path: the absolute path of the new file, e.g. "/notes.md".
+                content: the whole text of the file.
+            """
+            try:
+                result = bind(runtime).write(file_path, content)
+            except BackendError as error:
+                return _error(runtime, "write_file", error)
+            return _answer(runtime, "write_file", f"Wrote {result.path}", result.files_update)
+
+        def edit_file(
+            file_path: str,
+            old_string: str,
+            new_string: str,
+            runtime: ToolRuntime,
+            replace_all: bool = False,
+        ) -> ToolMessage | Command:
+            """Replace exact text in a file.
+
+            Args:
+                file_path: the absolute file path.
+                old_string: the exact text to replace.
+                new_string: the text to put instead.
+                replace_all: replace every occurrence instead of requiring exactly one.
+            """
+            try:
+                result = bind(runtime).edit(file_path, old_string, new_string, replace_all)
+            except BackendError as error:
+                return _error(runtime, "edit_file", error)
+            times = "1 occurrence" if result.count == 1 else f"{result.count} occurrences"
+            text = f"Replaced {times} in {result.path}"
+            return _answer(runtime, "edit_file", text, result.files_update)
+
+        def glob(pattern: str, runtime: ToolRuntime, path: str = "/") -> ToolMessage | str:
+            """Find files by path pattern.
+
+            Args:
+                pattern: a glob pattern such as "**/*.md" or "/docs/*.txt".
+                path: the directory to search under.
+            """
+            try:
+                found = bind(runtime).glob(pattern, path)
+            except BackendError as error:
+                return _error(runtime, "glob", error)
+            return _listing(found, f"No files match {pattern!r} under {path}")
+
+        def grep(
+            pattern: str, runtime: ToolRuntime, path: str = "/", glob: str | None = None
+        ) -> ToolMessage | str:
+            """Search files for a literal text.
+
+            Args:
+                pattern: the text to find (literal, not a regular expression).
+                path: the directory or file to search.
+                glob: only search files whose name or relative path matches this pattern.
+            """
+            try:
+                hits = bind(runtime).grep(pattern, path, glob)
+            except BackendError as error:
+                return _error(runtime, "grep", error)
+            if not hits:
+                return f"No matches for {pattern!r} under {path}"
+            return "\n".join(f"{hit.path}:{hit.line}: {hit.text}" for hit in hits)
+
+        functions: list[Callable[..., Any]] = [ls, read_file, write_file, edit_file, glob, grep]
+        descriptions = {**TOOL_DESCRIPTIONS, **self.custom_tool_descriptions}
+        return [
+            Tool.from_function(f, name=f.__name__, description=descriptions[f.__name__])
+            for f in functions
+        ]
+
+    # -- the prompt --------------------------------------------------------------------
+
+    def _with_section(self, request: ModelRequest) -> ModelRequest:
+        if not self.system_prompt or not any(t.name in TOOL_NAMES for t in request.tools):
+            return request
+        base = request.system_prompt
+        prompt = f"{base}\n\n{self.system_prompt}" if base else self.system_prompt
+        return request.override(system_prompt=prompt)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(self._with_section(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        return await handler(self._with_section(request))
+
+    # -- large results -------------------------------------------------------------------
+
+    def _evict(
+        self, request: ToolCallRequest, result: ToolMessage | Command
+    ) -> ToolMessage | Command:
+        limit = self.tool_token_limit_before_evict
+        if (
+            limit is None
+            or not isinstance(result, ToolMessage)
+            or not isinstance(result.content, str)
+            or len(result.content) <= limit * CHARS_PER_TOKEN
+            or request.tool_call.name in ("read_file", "write_file", "edit_file")
+        ):
+            return result
+        safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in result.tool_call_id)
+        path = f"{EVICTED_DIR}/{safe_id or 'result'}"
+        runtime = ToolRuntime(
+            tool_call=request.tool_call, state=request.state, runtime=request.runtime
+        )
+        try:
+            written = self.backend.bind(runtime).write(path, result.content)
+        except BackendError:
+            return result
+        content = result.content
+        head = format_lines(content, 0, HEAD_LINES, path=path, max_line_length=HEAD_CHARS // 4)
+        total = len(content.splitlines())
+        text = (
+            f"The result of {request.tool_call.name} was too large to show "
+            f"({len(content)} characters, {total} lines, about "
+            f"{len(content) // CHARS_PER_TOKEN} tokens), so it was saved to {path}. "
+            f"Read it in pages with read_file(file_path={path!r}, offset=0, limit=100), or "
+            f"search it with grep(pattern, path={path!r}). Its first lines:\n{head}"
+        )
+        message = attrs.evolve(result, content=text)
+        if written.files_update is None:
+            return message
+        return Command(update={FILES: written.files_update, "messages": [message]})
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command],
+    ) -> ToolMessage | Command:
+        return self._evict(request, handler(request))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
+    ) -> ToolMessage | Command:
+        return self._evict(request, await handler(request))
