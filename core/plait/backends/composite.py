@@ -104,26 +104,26 @@ class _CompositeFiles:
 
     def ls(self, path: str = "/") -> list[FileInfo]:
         prefix, inner = self._route(path)
-        if prefix:
-            return [
-                attrs.evolve(info, path=self._outer(prefix, info.path))
-                for info in self._fs(prefix).ls(inner)
-            ]
-        base = inner.rstrip("/") + "/"
+        base = check_path(path).rstrip("/") + "/"
+        # Route prefixes directly under ``path`` show as directories.
         dirs = {}
         for route in self._prefixes:
             if route.startswith(base) and route != base:
                 name = route[len(base) :].split("/", 1)[0]
                 dirs[base + name + "/"] = FileInfo(base + name + "/", is_dir=True)
         try:
-            entries = [e for e in self._fs("").ls(inner) if self._in_default(e.path.rstrip("/"))]
+            listed = self._fs(prefix).ls(inner)
         except BackendError:
             if not dirs:
                 raise
-            entries = []
-        merged = {e.path: e for e in entries}
-        merged.update(dirs)
-        return [merged[key] for key in sorted(merged)]
+            listed = []
+        entries = {}
+        for info in listed:
+            outer = self._outer(prefix, info.path)
+            if self._route(outer.rstrip("/") or "/")[0] == prefix:
+                entries[outer] = attrs.evolve(info, path=outer)
+        entries.update(dirs)
+        return [entries[key] for key in sorted(entries)]
 
     def read(self, path: str, offset: int = 0, limit: int = 2000) -> str:
         prefix, inner = self._route(path)
