@@ -49,7 +49,15 @@ class _DiskFiles(FileOps):
         self._root = root
 
     def _real(self, path: str) -> Path:
-        """The real location of virtual ``path``, refused if it resolves outside root."""
+        """The location of virtual ``path`` under root (links not followed), refused if it
+        resolves outside root."""
+        self._resolved(path)
+        path = check_path(path)
+        return self._root / path[1:] if path != "/" else self._root
+
+    def _resolved(self, path: str) -> Path:
+        """Virtual ``path`` with every symlink resolved, refused if outside root: what
+        reads and writes open (with ``O_NOFOLLOW``, so a link swapped in is refused)."""
         path = check_path(path)
         real = self._root / path[1:] if path != "/" else self._root
         resolved = Path(os.path.realpath(real))
@@ -58,13 +66,13 @@ class _DiskFiles(FileOps):
                 f"Error: invalid path {path!r}: it resolves outside the backend's root "
                 "(through a symbolic link)"
             )
-        return real
+        return resolved
 
     def _virtual(self, real: Path) -> str:
         return "/" + real.relative_to(self._root).as_posix() if real != self._root else "/"
 
     def _load(self, path: str) -> dict[str, Any] | None:
-        real = self._real(path)
+        real = self._resolved(path)
         if not real.is_file():
             return None
         try:
@@ -91,10 +99,10 @@ class _DiskFiles(FileOps):
         for directory in reversed(missing):
             self._real(self._virtual(directory))
             directory.mkdir()
-        self._real(path)
+        target = self._resolved(path)
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW
         try:
-            fd = os.open(real, flags, 0o644)
+            fd = os.open(target, flags, 0o644)
         except OSError as error:
             raise BackendError(f"Error: cannot write {path}: {error.strerror}") from None
         with os.fdopen(fd, "wb") as handle:

@@ -347,3 +347,18 @@ def test_disk_skips_links_outside_root_when_listing(disk: tuple[Any, Path, Path]
 def test_disk_root_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not an existing directory"):
         DiskBackend(tmp_path / "missing")
+
+
+def test_disk_follows_links_that_stay_inside_root(disk: tuple[Any, Path, Path]) -> None:
+    fs, root, _ = disk
+    (root / "real").mkdir()
+    (root / "real" / "a.txt").write_text("a\n")
+    os.symlink(root / "real" / "a.txt", root / "alias.txt")
+    os.symlink(root / "real", root / "alias_dir")
+    assert fs.read("/alias.txt") == "     1\ta"
+    fs.edit("/alias.txt", "a", "b")
+    assert (root / "real" / "a.txt").read_text() == "b\n"
+    fs.write("/alias_dir/new.txt", "n")
+    assert (root / "real" / "new.txt").read_text() == "n"
+    fs.delete("/alias.txt")
+    assert not (root / "alias.txt").exists() and (root / "real" / "a.txt").exists()
