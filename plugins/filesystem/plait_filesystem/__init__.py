@@ -335,28 +335,53 @@ class FilesystemMiddleware(Middleware):
 
     # -- large results -------------------------------------------------------------------
 
+    def _too_large(self, request: ToolCallRequest, message: Any) -> bool:
+        limit = self.tool_token_limit_before_evict
+        return (
+            limit is not None
+            and isinstance(message, ToolMessage)
+            and message.tool_call_id == request.tool_call.id
+            and isinstance(message.content, str)
+            and len(message.content) > limit * CHARS_PER_TOKEN
+            and request.tool_call.name not in ("read_file", "write_file", "edit_file")
+        )
+
     def _evict(
         self, request: ToolCallRequest, result: ToolMessage | Command
     ) -> ToolMessage | Command:
-        limit = self.tool_token_limit_before_evict
-        if (
-            limit is None
-            or not isinstance(result, ToolMessage)
-            or not isinstance(result.content, str)
-            or len(result.content) <= limit * CHARS_PER_TOKEN
-            or request.tool_call.name in ("read_file", "write_file", "edit_file")
-        ):
+        """Save an oversized answer to a file and answer with a pointer instead; a
+        ``Command`` answering the call keeps its other updates."""
+        if isinstance(result, ToolMessage):
+            if not self._too_large(request, result):
+                return result
+            pointer, update = self._save(request, result)
+            if update is None:
+                return pointer
+            return Command(update={FILES: update, "messages": [pointer]})
+        messages = list((result.update or {}).get("messages") or [])
+        big = [n for n, m in enumerate(messages) if self._too_large(request, m)]
+        if not big:
             return result
+        messages[big[0]], update = self._save(request, messages[big[0]])
+        changes: dict[str, Any] = {**(result.update or {}), "messages": messages}
+        if update is not None:
+            changes[FILES] = {**(changes.get(FILES) or {}), **update}
+        return attrs.evolve(result, update=changes)
+
+    def _save(
+        self, request: ToolCallRequest, result: ToolMessage
+    ) -> tuple[ToolMessage, FilesUpdate | None]:
+        content = result.content
+        assert isinstance(content, str)
         safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in result.tool_call_id)
-        path = f"{EVICTED_DIR}/{safe_id or 'result'}"
+        path = f"{EVICTED_DIR}/{safe_id.lstrip('.') or 'result'}"
         runtime = ToolRuntime(
             tool_call=request.tool_call, state=request.state, runtime=request.runtime
         )
         try:
-            written = self.backend.bind(runtime).write(path, result.content)
+            written = self.backend.bind(runtime).write(path, content)
         except BackendError:
-            return result
-        content = result.content
+            return result, None
         head = format_lines(content, 0, HEAD_LINES, path=path, max_line_length=HEAD_CHARS // 4)
         total = len(content.splitlines())
         text = (
@@ -366,10 +391,7 @@ class FilesystemMiddleware(Middleware):
             f"Read it in pages with read_file(file_path={path!r}, offset=0, limit=100), or "
             f"search it with grep(pattern, path={path!r}). Its first lines:\n{head}"
         )
-        message = attrs.evolve(result, content=text)
-        if written.files_update is None:
-            return message
-        return Command(update={FILES: written.files_update, "messages": [message]})
+        return attrs.evolve(result, content=text), written.files_update
 
     def wrap_tool_call(
         self,

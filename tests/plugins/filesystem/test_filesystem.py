@@ -293,3 +293,35 @@ def test_options_by_name_and_their_errors(tmp_path: Path) -> None:
             plait.testing.scripted("hi"),
             middleware=[("filesystem", {"tool_token_limit_before_evict": 0})],
         )
+
+
+@plait.tool
+def report_with_update(runtime: plait.types.ToolRuntime) -> plait.types.Command:
+    """Produce a long report and note it in state."""
+    answer = ToolMessage(REPORT, tool_call_id=runtime.tool_call_id, name="report_with_update")
+    return plait.types.Command(update={"messages": [answer]})
+
+
+def test_concurrent_evictions_on_the_async_path_keep_every_file(make_agent: Any) -> None:
+    mw = FilesystemMiddleware(tool_token_limit_before_evict=500)
+    agent = make_agent(
+        [
+            ai(
+                "",
+                call("big_report", "b1"),
+                call("big_report", "b2"),
+                call("report_with_update", "c1"),
+            ),
+            "done",
+        ],
+        tools=[big_report, report_with_update],
+        middleware=[mw],
+    )
+    result = asyncio.run(agent.ainvoke("go", thread_id="t"))
+    got = answers(result)
+    for call_id in ("b1", "b2", "c1"):
+        assert f"saved to /large_tool_results/{call_id}" in got[call_id].content
+    files = agent.get_state("t")["files"]
+    assert {p: f["content"] for p, f in files.items()} == {
+        f"/large_tool_results/{call_id}": REPORT for call_id in ("b1", "b2", "c1")
+    }
