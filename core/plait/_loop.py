@@ -463,19 +463,24 @@ async def adrive(run: Run) -> Any:
     """Run the loop on the running event loop; tool calls of one message run concurrently."""
     steps = run.steps()
     agent = run.agent
-    current_scope.set(run.scope)  # this task's own context
+    # Reset on the way out: a tool that awaits another agent's ainvoke in its own task
+    # (a sub-agent) must get its own interrupt scope back.
+    token = current_scope.set(run.scope)
     value: Any = None
     error: BaseException | None = None
-    while True:
-        try:
-            effect = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value
-        error = None
-        try:
-            value = await _aperform(effect, agent)
-        except BaseException as exc:
-            value, error = None, exc
+    try:
+        while True:
+            try:
+                effect = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as stop:
+                return stop.value
+            error = None
+            try:
+                value = await _aperform(effect, agent)
+            except BaseException as exc:
+                value, error = None, exc
+    finally:
+        current_scope.reset(token)
 
 
 async def _aperform(effect: Effect, agent: Agent) -> Any:

@@ -207,3 +207,27 @@ def test_new_input_on_a_paused_thread_cancels_the_calls_left_unanswered(make_age
     ]
     with pytest.raises(PlaitError, match="no run paused at an interrupt"):
         agent.invoke(plait.Command(resume="yes"), thread_id="t")
+
+
+def test_a_tool_awaiting_another_agent_keeps_its_own_interrupt_scope(make_agent: Any) -> None:
+    import asyncio
+
+    helper = make_agent(["helper's answer"])
+
+    @plait.tool
+    async def consult() -> str:
+        """Ask the helper agent, then the human."""
+        said = (await helper.ainvoke("help")).text
+        return f"{said}; human: {plait.interrupt(f'accept {said!r}?')}"
+
+    agent = make_agent([ai("", call("consult", "c1")), "ok"], tools=[consult])
+
+    async def scenario() -> Any:
+        paused = await agent.ainvoke("go", thread_id="t")
+        assert [i.value for i in paused.interrupts] == ["accept \"helper's answer\"?"]
+        return await agent.ainvoke(plait.Command(resume="yes"), thread_id="t")
+
+    helper.model.responses.append("helper's answer")  # the tool runs again on resume
+    result = asyncio.run(scenario())
+    assert result.interrupts == []
+    assert result.messages[-2].text == "helper's answer; human: yes"
