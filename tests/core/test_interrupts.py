@@ -224,7 +224,7 @@ def test_a_tool_awaiting_another_agent_keeps_its_own_interrupt_scope(make_agent:
 
     async def scenario() -> Any:
         paused = await agent.ainvoke("go", thread_id="t")
-        assert [i.value for i in paused.interrupts] == ["accept \"helper's answer\"?"]
+        assert [i.value for i in paused.interrupts] == ['accept "helper\'s answer"?']
         return await agent.ainvoke(plait.Command(resume="yes"), thread_id="t")
 
     helper.model.responses.append("helper's answer")  # the tool runs again on resume
