@@ -22,6 +22,7 @@ from plait.errors import ConfigError
 from plait.schema import field_descriptions
 
 if TYPE_CHECKING:
+    from plait.tools import Tool
     from plait.types import AgentConfig
 
 __all__ = ["OptionInfo", "check_tool_names", "describe_options", "structure_options"]
@@ -78,19 +79,20 @@ def _describe(problem: _convert.Problem) -> str:
 
 
 def check_tool_names(
-    names: Iterable[str], agent_config: AgentConfig, *, plugin: str, option: str
+    names: Iterable[str | Tool], agent_config: AgentConfig, *, plugin: str, option: str
 ) -> None:
     """Fail at ``create_agent`` when an option names tools the agent does not have.
 
     Call it from ``validate_agent``; a typo in a tool name would otherwise silently make the
-    option apply to nothing.
+    option apply to nothing. A ``Tool`` in ``names`` stands for its name.
 
     :raises ConfigError: e.g. ``plugin 'tool_retry': option 'tools' names a tool the agent
         does not have: 'serch' (did you mean 'search'?); the agent's tools are: fetch,
         search``.
     """
     known = sorted({tool.name for tool in agent_config.tools})
-    unknown = list(dict.fromkeys(name for name in names if name not in known))
+    given = (item if isinstance(item, str) else item.name for item in names)
+    unknown = list(dict.fromkeys(name for name in given if name not in known))
     if not unknown:
         return
     described = []
