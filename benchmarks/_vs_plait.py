@@ -9,7 +9,7 @@ from typing import Any
 from _vs_common import PROMPT, TOOL_NAME, Brain, lookup
 
 import plait
-from plait.messages import AIMessage, AnyMessage, ToolCall
+from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from plait.models import ChatModel
 
 IMPORT = "import plait; plait.create_agent"
@@ -46,6 +46,22 @@ def agent(brain: Brain, *, middleware: bool, checkpointer: Any = None) -> plait.
         middleware=MIDDLEWARE if middleware else [],
         checkpointer=checkpointer,
     )
+
+
+def bare_objects_run(steps: int) -> float:
+    """A floor that keeps what any agent must: the fake model's ``AIMessage``s, checked
+    tool arguments and ``ToolMessage``s, in a plain list (no hooks, no state, no loop)."""
+    model = FakeModel(Brain(steps))
+    start = time.perf_counter()
+    messages: list[Any] = [HumanMessage(PROMPT)]
+    while True:
+        answer = model.invoke(messages)
+        messages.append(answer)
+        if not answer.tool_calls:
+            return time.perf_counter() - start
+        for call in answer.tool_calls:
+            result = lookup(**TOOL.prepare(call.args, None))
+            messages.append(ToolMessage(result, tool_call_id=call.id, name=call.name))
 
 
 def run_steps(steps: int, *, middleware: bool) -> tuple[float, int]:
