@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
@@ -147,6 +147,22 @@ class ModelRequest:
             if key in changes:
                 changes[key] = tuple(changes[key])
         return attrs.evolve(self, **changes)
+
+    def with_prompt_section(
+        self, section: str | None, *, when_tools: Collection[str] | None = None
+    ) -> ModelRequest:
+        """A copy whose system prompt ends with ``section`` (after a blank line); the request
+        itself when ``section`` is empty.
+
+        With ``when_tools``, only if this call offers one of those tools: a call whose tools
+        were narrowed (by ``llm_tool_selector``, say) is not taught a tool it does not have.
+        """
+        if not section or (
+            when_tools is not None and not any(t.name in when_tools for t in self.tools)
+        ):
+            return self
+        base = self.system_prompt
+        return self.override(system_prompt=f"{base}\n\n{section}" if base else section)
 
 
 @attrs.frozen

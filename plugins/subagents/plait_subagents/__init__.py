@@ -372,11 +372,7 @@ class SubAgentMiddleware(Middleware):
     # -- the prompt ---------------------------------------------------------------------------
 
     def _with_section(self, request: ModelRequest) -> ModelRequest:
-        if self.system_prompt is None or not any(t.name == TOOL_NAME for t in request.tools):
-            return request
-        base = request.system_prompt
-        prompt = f"{base}\n\n{self.system_prompt}" if base else self.system_prompt
-        return request.override(system_prompt=prompt)
+        return request.with_prompt_section(self.system_prompt, when_tools={TOOL_NAME})
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

@@ -120,13 +120,7 @@ class TodoListMiddleware(Middleware):
     # -- the prompt ---------------------------------------------------------------------------
 
     def _with_section(self, request: ModelRequest) -> ModelRequest:
-        # A call whose tools were narrowed (e.g. by llm_tool_selector) without write_todos
-        # is not told to use a tool it does not have.
-        if not any(tool.name == TOOL_NAME for tool in request.tools):
-            return request
-        base = request.system_prompt
-        prompt = f"{base}\n\n{self.system_prompt}" if base else self.system_prompt
-        return request.override(system_prompt=prompt)
+        return request.with_prompt_section(self.system_prompt, when_tools={TOOL_NAME})
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
