@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import datetime
 import functools
 import re
@@ -72,7 +73,7 @@ def _relative(path: str, base: str) -> str:
     return path[len(base) :].lstrip("/") if base != "/" else path[1:]
 
 
-class FileOps:
+class FileOps(abc.ABC):
     """The ``FileSystem`` methods over ``_load``/``_save``/``_remove``/``_paths``.
 
     Directories are implied by the files under them. ``_update`` collects the changes a
@@ -83,17 +84,21 @@ class FileOps:
 
     # -- primitives ----------------------------------------------------------------------
 
+    @abc.abstractmethod
     def _load(self, path: str) -> dict[str, Any] | None:
-        raise NotImplementedError
+        """Implemented by each backend."""
 
+    @abc.abstractmethod
     def _save(self, path: str, data: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Implemented by each backend."""
 
+    @abc.abstractmethod
     def _remove(self, path: str) -> None:
-        raise NotImplementedError
+        """Implemented by each backend."""
 
+    @abc.abstractmethod
     def _paths(self, under: str) -> Iterable[str]:
-        raise NotImplementedError
+        """Implemented by each backend."""
 
     # -- helpers -------------------------------------------------------------------------
 
