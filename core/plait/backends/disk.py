@@ -88,17 +88,20 @@ class _DiskFiles(FileOps):
             "modified_at": _stamp(stat.st_mtime),
         }
 
-    def _save(self, path: str, data: dict[str, Any]) -> None:
-        real = self._real(path)
-        parent = real.parent
-        # Create missing parents one at a time, re-checking each against root.
+    def _make_parents(self, real: Path) -> None:
+        """Create the missing parents of ``real`` one at a time, re-checking each against
+        root (a link swapped in between two levels is refused)."""
         missing = []
+        parent = real.parent
         while not parent.exists():
             missing.append(parent)
             parent = parent.parent
         for directory in reversed(missing):
             self._real(self._virtual(directory))
             directory.mkdir()
+
+    def _save(self, path: str, data: dict[str, Any]) -> None:
+        self._make_parents(self._real(path))
         target = self._resolved(path)
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW
         try:
@@ -178,13 +181,6 @@ class _DiskFiles(FileOps):
             raise BackendError(f"Error: {new_norm} already exists")
         if new_norm.startswith(old_norm + "/"):
             raise BackendError(f"Error: cannot move {old_norm} into itself")
-        missing = []
-        parent = target.parent
-        while not parent.exists():
-            missing.append(parent)
-            parent = parent.parent
-        for directory in reversed(missing):
-            self._real(self._virtual(directory))
-            directory.mkdir()
+        self._make_parents(target)
         os.rename(source, target)
         return WriteResult(new_norm)
