@@ -587,15 +587,24 @@ def _failing_field(exc: Exception, cls: type, data: Mapping[str, Any]) -> str | 
     for arg in exc.args:
         if isinstance(arg, attrs.Attribute) and arg.name in fields:
             return str(arg.name)
-    # Otherwise re-run each field's validator alone on what was given.
+    # Otherwise re-run each field's converter and validator alone on what was given.
     for name, field in fields.items():
-        if field.validator is None or name not in data:
+        if name not in data:
             continue
-        try:
-            field.validator(None, field, data[name])
-        except Exception as again:
-            if type(again) is type(exc) and str(again) == str(exc):
-                return str(name)
+        checks: list[Callable[[Any], Any]] = []
+        if isinstance(field.converter, attrs.Converter):
+            pass  # takes the instance or field: cannot be re-run alone
+        elif field.converter is not None:
+            checks.append(field.converter)
+        if field.validator is not None:
+            validator = field.validator
+            checks.append(lambda value, v=validator, f=field: v(None, f, value))  # type: ignore[misc]
+        for check in checks:
+            try:
+                check(data[name])
+            except Exception as again:
+                if type(again) is type(exc) and str(again) == str(exc):
+                    return str(name)
     # __attrs_post_init__ and friends: a message naming exactly one field.
     text = str(exc)
     for pattern in (r"['\"`]{}['\"`]", r"(?<![\w.]){}(?![\w])"):

@@ -9,6 +9,7 @@ delete, rename over absolute virtual paths like "/notes.txt"). Every path passes
 from plait.backends.composite import CompositeBackend
 from plait.backends.disk import DiskBackend
 from plait.backends.format import MAX_LINE_LENGTH, format_lines
+from plait.backends.options import BACKEND_SPELLINGS, needs_store, resolve_backend
 from plait.backends.paths import MAX_COMPONENT_BYTES, MAX_PATH_BYTES, check_path
 from plait.backends.protocol import (
     Backend,
@@ -24,6 +25,7 @@ from plait.backends.state import FILES, FILES_FIELD, StateBackend, merge_files
 from plait.backends.store import StoreBackend
 
 __all__ = [
+    "BACKEND_SPELLINGS",
     "FILES",
     "FILES_FIELD",
     "MAX_COMPONENT_BYTES",
@@ -44,4 +46,6 @@ __all__ = [
     "check_path",
     "format_lines",
     "merge_files",
+    "needs_store",
+    "resolve_backend",
 ]

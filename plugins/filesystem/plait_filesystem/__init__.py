@@ -28,6 +28,8 @@ from plait.backends import (
     StateBackend,
     StoreBackend,
     format_lines,
+    needs_store,
+    resolve_backend,
 )
 from plait.errors import ConfigError
 from plait.messages import ToolMessage
@@ -108,31 +110,6 @@ and `grep`. Every path is absolute, starting with `/` (e.g. `/notes.md`).
 - Keep notes, drafts and large intermediate results in files rather than in your replies."""
 
 
-def _as_backend(value: Any) -> Any:
-    """A backend, or one named in text for agent files: "state", "store", "store:NS"
-    (namespace parts separated by '/'), "disk:/path"."""
-    if not isinstance(value, str):
-        return value
-    kind, _, arg = value.partition(":")
-    if kind == "state" and not arg:
-        return StateBackend()
-    if kind == "store":
-        return StoreBackend(tuple(arg.split("/")) if arg else ("filesystem",))
-    if kind == "disk" and arg:
-        return DiskBackend(arg)
-    raise ValueError(
-        f"expected a backend or one of 'state', 'store', 'store:NAMESPACE', 'disk:/path', "
-        f"got {value!r}"
-    )
-
-
-def _is_backend(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, Backend):
-        raise ValueError(
-            f"{attribute.name} must be a Backend (an object with bind(runtime)), got {value!r}"
-        )
-
-
 def _check_descriptions(_: Any, attribute: attrs.Attribute[Any], value: Mapping[str, Any]) -> None:
     unknown = sorted(set(value) - set(TOOL_NAMES))
     if unknown:
@@ -151,14 +128,6 @@ def _check_descriptions(_: Any, attribute: attrs.Attribute[Any], value: Mapping[
 def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
     if value is not None and (isinstance(value, bool) or value < 1):
         raise ValueError(f"{attribute.name} must be a positive int or None, got {value!r}")
-
-
-def _needs_store(backend: Any) -> bool:
-    if isinstance(backend, StoreBackend):
-        return True
-    if isinstance(backend, CompositeBackend):
-        return _needs_store(backend.default) or any(map(_needs_store, backend.routes.values()))
-    return False
 
 
 def _error(runtime: ToolRuntime, name: str, error: BackendError) -> ToolMessage:
@@ -183,7 +152,7 @@ class FilesystemMiddleware(Middleware):
     """Gives the agent file tools over ``backend`` and a system-prompt section on them;
     evicts oversized tool results to files."""
 
-    backend: Any = attrs.field(factory=StateBackend, converter=_as_backend, validator=_is_backend)
+    backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
     """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
     """The section added to the system prompt of calls offering the tools; None or "" for none."""
@@ -200,7 +169,7 @@ class FilesystemMiddleware(Middleware):
         return {FILES: FILES_FIELD}
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
-        if agent_config.store is None and _needs_store(self.backend):
+        if agent_config.store is None and needs_store(self.backend):
             raise ConfigError(
                 f"plugin {PLUGIN!r}: option 'backend': a StoreBackend needs the agent's "
                 "store, and this agent has none (create it with store=...)"

@@ -1,0 +1,49 @@
+"""A backend as a middleware option: given as an object in Python, or named in text in an
+agent file ("state", "store", "store:NS", "disk:/path"). Shared by every plugin whose tools
+work on files, so the spelling is the same everywhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plait.backends.composite import CompositeBackend
+from plait.backends.disk import DiskBackend
+from plait.backends.protocol import Backend
+from plait.backends.state import StateBackend
+from plait.backends.store import StoreBackend
+
+__all__ = ["BACKEND_SPELLINGS", "needs_store", "resolve_backend"]
+
+BACKEND_SPELLINGS = "'state', 'store', 'store:NAMESPACE' (parts separated by '/'), 'disk:/path'"
+
+
+def resolve_backend(value: Any, default_namespace: tuple[str, ...] = ("filesystem",)) -> Backend:
+    """``value`` itself if it is a ``Backend``; else the backend its text names.
+
+    ``"store"`` alone uses ``default_namespace``. Raises ``ValueError`` (which option
+    validation reports with the plugin and option) for anything else.
+    """
+    if isinstance(value, Backend):
+        return value
+    if isinstance(value, str):
+        kind, _, arg = value.partition(":")
+        if kind == "state" and not arg:
+            return StateBackend()
+        if kind == "store":
+            return StoreBackend(tuple(arg.split("/")) if arg else default_namespace)
+        if kind == "disk" and arg:
+            return DiskBackend(arg)
+    raise ValueError(
+        f"expected a Backend (an object with bind(runtime)) or one of {BACKEND_SPELLINGS}, "
+        f"got {value!r}"
+    )
+
+
+def needs_store(backend: Backend) -> bool:
+    """Whether ``backend`` (or any route of a ``CompositeBackend``) keeps files in the
+    agent's store, so the agent must be built with one."""
+    if isinstance(backend, StoreBackend):
+        return True
+    if isinstance(backend, CompositeBackend):
+        return needs_store(backend.default) or any(map(needs_store, backend.routes.values()))
+    return False
