@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from plait._convert import ConversionError, structure
 from plait.errors import ConfigError
 from plait.messages import (
     AIMessage,
@@ -55,6 +56,13 @@ DEFAULT_MAX_TOKENS = 8192
 if that is lower."""
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+CACHE_BREAKPOINTS = "cache_breakpoints"
+"""The request option (``provider_options={"anthropic": {"cache_breakpoints": {...}}}``)
+asking for cache marks where the request is laid out; never sent itself."""
+MAX_CACHE_BREAKPOINTS = 4
+"""The most ``cache_control`` marks the Messages API accepts in one request."""
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
 
 
 # -- the wire format ------------------------------------------------------------------------
@@ -164,6 +172,69 @@ def _merge_usage(start: _Usage | None, end: _Usage | None) -> _Usage | None:
         if end.cache_read_input_tokens is not None
         else start.cache_read_input_tokens,
     )
+
+
+@attrs.frozen
+class _Breakpoints:
+    """Where to put a ``cache_control`` mark, and which: the end of the last message, of
+    the system prompt, of the tool definitions. Places left ``None`` get none."""
+
+    messages: dict[str, Any] | None = None
+    system: dict[str, Any] | None = None
+    tools: dict[str, Any] | None = None
+
+
+def _breakpoints(value: Any) -> _Breakpoints:
+    try:
+        return structure(value, _Breakpoints)
+    except ConversionError as exc:
+        raise ConfigError(
+            f"anthropic: provider option {CACHE_BREAKPOINTS!r}: {exc}; expected a mapping "
+            "with any of 'messages', 'system', 'tools' to a cache_control mark such as "
+            '{"type": "ephemeral", "ttl": "5m"}'
+        ) from None
+
+
+def _marks(value: Any) -> int:
+    """How many ``cache_control`` marks ``value`` (a body part) already carries."""
+    if isinstance(value, Mapping):
+        own = 1 if value.get("cache_control") else 0
+        return own + sum(_marks(v) for k, v in value.items() if k != "cache_control")
+    if isinstance(value, list):
+        return sum(_marks(v) for v in value)
+    return 0
+
+
+def _last_markable(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    markable = (block for block in reversed(blocks) if block.get("type") not in _UNMARKABLE)
+    return next(markable, None)
+
+
+def _place_breakpoints(body: dict[str, Any], wanted: _Breakpoints) -> None:
+    """Mark the end of the last message, then of the system prompt, then of the tools —
+    in that order of worth, while the request stays within the API's four marks. A place
+    already marked keeps its own mark."""
+    room = MAX_CACHE_BREAKPOINTS - _marks(body)
+    turns = body.get("messages") or []
+    if wanted.messages and turns and room > 0:
+        turn = turns[-1]
+        if isinstance(turn["content"], str):
+            turn["content"] = [{"type": "text", "text": turn["content"]}]
+        block = _last_markable(turn["content"])
+        if block is not None and "cache_control" not in block:
+            block["cache_control"] = dict(wanted.messages)
+            room -= 1
+    if wanted.system and body.get("system") and room > 0:
+        if isinstance(body["system"], str):
+            body["system"] = [{"type": "text", "text": body["system"]}]
+        last = body["system"][-1]
+        if "cache_control" not in last:
+            last["cache_control"] = dict(wanted.system)
+            room -= 1
+    if wanted.tools and body.get("tools") and room > 0:
+        last = body["tools"][-1] = dict(body["tools"][-1])
+        if "cache_control" not in last:
+            last["cache_control"] = dict(wanted.tools)
 
 
 def _answer_json(value: Any) -> str:
@@ -297,7 +368,11 @@ class AnthropicChatModel(HTTPChatModel):
                 body["tool_choice"] = choice
         if stream:
             body["stream"] = True
-        body.update((provider_options or {}).get("anthropic", {}))
+        options = dict((provider_options or {}).get("anthropic", {}))
+        breakpoints = options.pop(CACHE_BREAKPOINTS, None)
+        body.update(options)
+        if breakpoints is not None:
+            _place_breakpoints(body, _breakpoints(breakpoints))
         thinking = body.get("thinking")
         if answer_tool and tool_choice is None and isinstance(thinking, Mapping):
             if thinking.get("type") == "enabled":

@@ -104,6 +104,90 @@ def test_cache_marked_system_blocks_are_kept(server: Any) -> None:
     assert server.last.body["system"] == [{"type": "text", "text": "first"}, *marked]
 
 
+MARK = {"type": "ephemeral", "ttl": "5m"}
+EVERYWHERE = {"cache_breakpoints": {"messages": MARK, "system": MARK, "tools": MARK}}
+
+
+def test_cache_breakpoints_mark_the_last_message_the_system_and_the_last_tool(
+    server: Any, make_tool: Any
+) -> None:
+    tools = [make_tool("a", "A.", WEATHER), make_tool("b", "B.", WEATHER)]
+    server.json(message(text("ok")))
+    history = [
+        HumanMessage("Hi"),
+        AIMessage("", tool_calls=[ToolCall("a", {"city": "Oslo"}, "toolu_1")]),
+        ToolMessage("cold", tool_call_id="toolu_1", name="a"),
+    ]
+    model(server).invoke(
+        history, system_prompt="Be brief.", tools=tools, provider_options={"anthropic": EVERYWHERE}
+    )
+    body = server.last.body
+    assert "cache_breakpoints" not in body
+    assert body["system"] == [{"type": "text", "text": "Be brief.", "cache_control": MARK}]
+    assert body["tools"][0] == {"name": "a", "input_schema": WEATHER, "description": "A."}
+    assert body["tools"][1] == {
+        "name": "b",
+        "input_schema": WEATHER,
+        "description": "B.",
+        "cache_control": MARK,
+    }
+    assert body["messages"][-1] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": "cold",
+                "cache_control": MARK,
+            }
+        ],
+    }
+    assert body["messages"][0] == {"role": "user", "content": "Hi"}
+
+
+def test_cache_breakpoints_keep_the_callers_marks_and_stay_within_four(
+    server: Any, make_tool: Any
+) -> None:
+    own = {"type": "ephemeral", "ttl": "1h"}
+    marked = [{"type": "text", "text": f"doc {n}", "cache_control": own} for n in range(2)]
+    tool = make_tool("a", "A.", WEATHER, {"anthropic": {"cache_control": own}})
+    server.json(message(text("ok")))
+    model(server).invoke(
+        [HumanMessage(marked), AIMessage("thinking..."), HumanMessage("and?")],
+        system_prompt="rules",
+        tools=[tool],
+        provider_options={"anthropic": EVERYWHERE},
+    )
+    body = server.last.body
+    # Three marks were there; one more fits: the last message, the worthiest place.
+    assert body["messages"][-1]["content"] == [
+        {"type": "text", "text": "and?", "cache_control": MARK}
+    ]
+    assert body["system"] == "rules"
+    assert body["tools"][0]["cache_control"] == own
+
+
+def test_cache_breakpoints_skip_thinking_blocks_and_absent_places(server: Any) -> None:
+    thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
+    server.json(message(text("ok")))
+    model(server).invoke(
+        [HumanMessage("Hi"), AIMessage([text("Sure:"), thinking])],
+        provider_options={"anthropic": {"cache_breakpoints": {"messages": MARK, "system": MARK}}},
+    )
+    body = server.last.body
+    assert body["messages"][-1]["content"] == [{**text("Sure:"), "cache_control": MARK}, thinking]
+    assert "system" not in body and "tools" not in body
+
+
+def test_malformed_cache_breakpoints_are_a_config_error(server: Any) -> None:
+    with pytest.raises(ConfigError, match="anthropic: provider option 'cache_breakpoints'"):
+        model(server).invoke(
+            [HumanMessage("Hi")],
+            provider_options={"anthropic": {"cache_breakpoints": {"everything": MARK}}},
+        )
+    assert server.requests == []
+
+
 def test_multi_turn_with_several_tool_calls_and_results(server: Any, make_tool: Any) -> None:
     weather = make_tool("get_weather", "Current weather in a city.", WEATHER)
     clock = make_tool(
