@@ -1,0 +1,291 @@
+"""``anthropic_prompt_caching``: the exact request bodies an Anthropic model receives (the
+replay server speaks the Messages API), cache usage reported, the mark moving with the
+conversation, ``min_messages_to_cache``, other providers (ignore / warn / raise, and
+``model_fallback`` dropping the marks), options and their errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from typing import Any
+
+import pytest
+
+import plait
+from plait.errors import ConfigError
+from plait.messages import Usage
+from plait.models.anthropic import AnthropicChatModel
+from plait.models.openai import OpenAIChatModel
+from plait.testing import scripted
+from plait_anthropic import AnthropicPromptCachingMiddleware, PromptCachingWarning
+
+MARK = {"type": "ephemeral", "ttl": "5m"}
+PROMPT = "You answer weather questions."
+USAGE = {
+    "input_tokens": 12,
+    "output_tokens": 5,
+    "cache_creation_input_tokens": 400,
+    "cache_read_input_tokens": 2000,
+}
+
+
+def get_weather(city: str) -> str:
+    """Current weather in a city.
+
+    Args:
+        city: the city's name.
+    """
+    return f"cold in {city}"
+
+
+WEATHER_TOOL = {
+    "name": "get_weather",
+    "input_schema": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "the city's name."}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+    "description": "Current weather in a city.",
+}
+
+
+def answer(*content: dict[str, Any], stop: str = "end_turn") -> dict[str, Any]:
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5-20250929",
+        "content": list(content),
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": USAGE,
+    }
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def claude(server: Any) -> AnthropicChatModel:
+    return AnthropicChatModel("claude-sonnet-4-5", api_key="k", base_url=server.url)
+
+
+def weather_agent(server: Any, **options: Any) -> Any:
+    return plait.create_agent(
+        claude(server),
+        [get_weather],
+        system_prompt=PROMPT,
+        middleware=[AnthropicPromptCachingMiddleware(**options)],
+        checkpointer="memory",
+    )
+
+
+def script_tool_round(server: Any) -> None:
+    call = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}
+    server.json(answer(call, stop="tool_use"))
+    server.json(answer(text("It is cold.")))
+
+
+def marks(body: Any) -> int:
+    """How many cache_control marks a request body carries, anywhere."""
+    return json.dumps(body).count('"cache_control"')
+
+
+def test_each_call_marks_tools_system_and_the_last_message(server: Any) -> None:
+    script_tool_round(server)
+    result = weather_agent(server).invoke("Weather in Oslo?", thread_id="t")
+    assert result.text == "It is cold."
+    first, second = (r.body for r in server.requests)
+    assert first["system"] == [{"type": "text", "text": PROMPT, "cache_control": MARK}]
+    assert first["tools"] == [{**WEATHER_TOOL, "cache_control": MARK}]
+    assert first["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Weather in Oslo?", "cache_control": MARK}],
+        }
+    ]
+    # The next call marks the new end of the conversation, the tool result; the question
+    # it marked before is sent plain, so it is read from the cache as a prefix.
+    assert second["messages"] == [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "get_weather",
+                    "input": {"city": "Oslo"},
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": "cold in Oslo",
+                    "cache_control": MARK,
+                }
+            ],
+        },
+    ]
+    assert second["system"] == first["system"] and second["tools"] == first["tools"]
+    assert marks(second) == 3
+
+
+def test_cache_usage_is_reported_per_message_and_per_run(server: Any) -> None:
+    script_tool_round(server)
+    result = weather_agent(server).invoke("Weather in Oslo?", thread_id="t")
+    one = Usage(input_tokens=2412, output_tokens=5, cache_read_tokens=2000, cache_write_tokens=400)
+    assert [m.usage for m in result.messages if m.type == "ai"] == [one, one]
+    assert result.usage.cache_read_tokens == 4000
+    assert result.usage.cache_write_tokens == 800
+    assert result.usage.input_tokens == 4824
+
+
+def test_the_mark_is_not_stored_in_the_thread(server: Any) -> None:
+    script_tool_round(server)
+    agent = weather_agent(server)
+    agent.invoke("Weather in Oslo?", thread_id="t")
+    stored = agent.get_state("t")["messages"]
+    assert "cache_control" not in json.dumps(plait.messages.to_json(stored))
+
+
+def test_one_hour_ttl(server: Any) -> None:
+    server.json(answer(text("hi")))
+    weather_agent(server, ttl="1h").invoke("hello")
+    body = server.last.body
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    assert body["system"][0]["cache_control"] == hour
+    assert body["tools"][0]["cache_control"] == hour
+    assert body["messages"][0]["content"][0]["cache_control"] == hour
+
+
+def test_calls_with_fewer_messages_than_the_minimum_are_not_marked(server: Any) -> None:
+    script_tool_round(server)
+    weather_agent(server, min_messages_to_cache=3).invoke("Weather in Oslo?")
+    first, second = (r.body for r in server.requests)
+    # system prompt + question = 2 < 3: untouched, exactly what the provider sends anyway.
+    assert marks(first) == 0
+    assert first["system"] == PROMPT
+    assert first["messages"] == [{"role": "user", "content": "Weather in Oslo?"}]
+    # system prompt + question + tool call + result = 4
+    assert marks(second) == 3
+
+
+def test_streaming_and_async_calls_are_marked_too(server: Any) -> None:
+    start = answer()
+    start["content"], start["stop_reason"] = [], None
+    server.anthropic_stream(
+        [
+            {"type": "message_start", "message": start},
+            {"type": "content_block_start", "index": 0, "content_block": text("")},
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "Hi"},
+            },
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": USAGE},
+            {"type": "message_stop"},
+        ]
+    )
+    agent = weather_agent(server)
+
+    async def run() -> list[Any]:
+        return [event async for event in agent.astream("hello", mode="messages")]
+
+    asyncio.run(run())
+    body = server.last.body
+    assert body["stream"] is True
+    assert marks(body) == 3
+    assert body["messages"][0]["content"][0]["cache_control"] == MARK
+
+
+def test_a_non_anthropic_model_warns_by_default_and_is_left_alone() -> None:
+    model = scripted("hi")
+    agent = plait.create_agent(model, middleware=[AnthropicPromptCachingMiddleware()])
+    with pytest.warns(PromptCachingWarning, match="prompt caching needs an Anthropic model"):
+        assert agent.invoke("hello").text == "hi"
+    assert not model.requests[0].provider_options
+
+
+def test_ignore_says_nothing() -> None:
+    model = scripted("hi")
+    middleware = AnthropicPromptCachingMiddleware(unsupported_model_behavior="ignore")
+    agent = plait.create_agent(model, middleware=[middleware])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert agent.invoke("hello").text == "hi"
+    assert not model.requests[0].provider_options
+
+
+def test_raise_refuses_a_non_anthropic_agent_when_it_is_built() -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"plugin 'anthropic_prompt_caching': prompt caching needs an Anthropic model, "
+        r"and scripted:\S+ is not one",
+    ):
+        plait.create_agent(
+            scripted("hi"),
+            middleware=[("anthropic_prompt_caching", {"unsupported_model_behavior": "raise"})],
+        )
+
+
+def test_fallback_to_another_provider_sends_no_marks(server: Any) -> None:
+    server.json({"type": "error", "error": {"type": "invalid_request_error", "message": "no"}}, 400)
+    server.json(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": "gpt-4.1",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "hi"},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
+        }
+    )
+    backup = OpenAIChatModel("gpt-4.1", api_key="k", base_url=server.url + "/v1")
+    agent = plait.create_agent(
+        claude(server),
+        [get_weather],
+        system_prompt=PROMPT,
+        middleware=[
+            AnthropicPromptCachingMiddleware(unsupported_model_behavior="ignore"),
+            ("model_fallback", {"models": [backup]}),
+        ],
+    )
+    assert agent.invoke("hello").text == "hi"
+    anthropic_body, openai_body = (r.body for r in server.requests)
+    assert marks(anthropic_body) == 3
+    assert server.requests[1].path == "/v1/chat/completions"
+    assert marks(openai_body) == 0
+    assert "cache_breakpoints" not in json.dumps(openai_body)
+
+
+def test_options_by_name_and_their_errors(server: Any) -> None:
+    server.json(answer(text("hi")))
+    agent = plait.create_agent(
+        claude(server),
+        middleware=[("anthropic_prompt_caching", {"ttl": "1h", "min_messages_to_cache": 1})],
+    )
+    agent.invoke("hello")
+    assert server.last.body["messages"][0]["content"][0]["cache_control"]["ttl"] == "1h"
+    for options, problem in [
+        ({"ttl": "2h"}, "option 'ttl'"),
+        ({"type": "persistent"}, "option 'type'"),
+        ({"min_messages_to_cache": -1}, "option 'min_messages_to_cache'"),
+        ({"unsupported_model_behavior": "shout"}, "option 'unsupported_model_behavior'"),
+        ({"cache_tools": True}, "unknown option 'cache_tools'"),
+    ]:
+        with pytest.raises(ConfigError, match=f"plugin 'anthropic_prompt_caching': {problem}"):
+            plait.create_agent(claude(server), middleware=[("anthropic_prompt_caching", options)])
