@@ -1,0 +1,137 @@
+"""``anthropic_text_editor``: Anthropic's text-editor tool (``text_editor_20250728``) over a
+``plait.backends`` backend.
+
+One tool, ``str_replace_based_edit_tool``, with the commands ``view``, ``create``,
+``str_replace`` and ``insert``. An Anthropic model is sent the tool by its type (Claude knows
+its schema); every other provider gets an ordinary function tool with the same arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from plait.backends import (
+    FILES,
+    FILES_FIELD,
+    BackendError,
+    StateBackend,
+    needs_store,
+    resolve_backend,
+)
+from plait.errors import ConfigError
+from plait.messages import ToolMessage
+from plait.middleware import Middleware
+from plait.tools import Tool
+from plait.types import AgentConfig, Command, StateField, ToolRuntime
+from plait_anthropic._editor import Editor, answer, check_prefixes, error, positive_or_none
+
+__all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "TOOL_TYPE", "AnthropicTextEditorMiddleware"]
+
+PLUGIN = "anthropic_text_editor"
+TOOL_NAME = "str_replace_based_edit_tool"
+TOOL_TYPE = "text_editor_20250728"
+
+TOOL_DESCRIPTION = """View, create and edit text files. Paths are absolute ("/src/app.py").
+
+Commands (the `command` argument):
+- `view`: show a file with numbered lines, or list a directory. `view_range` [start, end]
+  shows lines start to end (numbered from 1; end -1 means to the end of the file).
+- `create`: write `file_text` to `path`, creating the file or replacing its content.
+- `str_replace`: replace `old_str` by `new_str` in `path`. `old_str` must match the file
+  exactly (whitespace included, without the line numbers `view` shows) and occur exactly
+  once: include surrounding lines to make it unique.
+- `insert`: insert `insert_text` after line `insert_line` of `path` (0 inserts at the start).
+
+View a file before editing it."""
+
+Command_ = Literal["view", "create", "str_replace", "insert"]
+
+
+@attrs.frozen(kw_only=True)
+class AnthropicTextEditorMiddleware(Middleware):
+    """Gives the agent Anthropic's text-editor tool over ``backend``."""
+
+    backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
+    """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
+    allowed_path_prefixes: list[str] | None = attrs.field(default=None, validator=check_prefixes)
+    """Only paths under one of these directories may be used; None: any path."""
+    max_file_size_mb: int | None = attrs.field(default=10, validator=positive_or_none)
+    """A file over this many megabytes is not viewed or written; None: no limit."""
+    max_characters: int | None = attrs.field(default=None, validator=positive_or_none)
+    """``view`` output is cut to this many characters (also sent to Anthropic); None: whole."""
+
+    def state_fields(self) -> dict[str, StateField]:
+        return {FILES: FILES_FIELD}
+
+    def validate_agent(self, agent_config: AgentConfig) -> None:
+        if agent_config.store is None and needs_store(self.backend):
+            raise ConfigError(
+                f"plugin {PLUGIN!r}: option 'backend': a StoreBackend needs the agent's "
+                "store, and this agent has none (create it with store=...)"
+            )
+
+    def _editor(self, runtime: ToolRuntime) -> Editor:
+        return Editor(
+            fs=self.backend.bind(runtime),
+            allowed_path_prefixes=self.allowed_path_prefixes,
+            max_file_size_mb=self.max_file_size_mb,
+            max_characters=self.max_characters,
+        )
+
+    def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
+        editor = self._editor
+
+        def str_replace_based_edit_tool(
+            command: Command_,
+            path: str,
+            runtime: ToolRuntime,
+            file_text: str | None = None,
+            old_str: str | None = None,
+            new_str: str | None = None,
+            insert_line: int | None = None,
+            insert_text: str | None = None,
+            view_range: list[int] | None = None,
+        ) -> ToolMessage | Command:
+            """Run one editor command.
+
+            Args:
+                command: what to do: view, create, str_replace or insert.
+                path: the absolute path of the file (or, for view, directory).
+                file_text: create: the whole content of the file.
+                old_str: str_replace: the exact text to replace (it must occur once).
+                new_str: str_replace: the text to put instead (empty deletes old_str).
+                insert_line: insert: the line after which to insert (0: at the start).
+                insert_text: insert: the text to insert.
+                view_range: view: [start, end] line numbers from 1; end -1 is the last line.
+            """
+            if command == "insert" and insert_text is None:
+                # Anthropic's documentation once named the inserted text new_str.
+                insert_text = new_str
+            try:
+                outcome = editor(runtime).run(
+                    command,
+                    path=path,
+                    file_text=file_text,
+                    old_str=old_str,
+                    new_str=new_str,
+                    insert_line=insert_line,
+                    insert_text=insert_text,
+                    view_range=view_range,
+                )
+            except BackendError as problem:
+                return error(runtime, TOOL_NAME, problem)
+            return answer(runtime, TOOL_NAME, outcome)
+
+        anthropic: dict[str, Any] = {"type": TOOL_TYPE}
+        if self.max_characters is not None:
+            anthropic["max_characters"] = self.max_characters
+        return [
+            Tool.from_function(
+                str_replace_based_edit_tool,
+                name=TOOL_NAME,
+                description=TOOL_DESCRIPTION,
+                provider_options={"anthropic": anthropic},
+            )
+        ]
