@@ -1,0 +1,184 @@
+"""``anthropic_memory``: Anthropic's memory tool (``memory_20250818``) over a
+``plait.backends`` backend, confined to ``/memories``.
+
+One tool, ``memory``, with the commands ``view``, ``create``, ``str_replace``, ``insert``,
+``delete`` and ``rename``, and a system-prompt section asking the model to read its memory
+before it starts and to keep its progress there. An Anthropic model is sent the tool by its
+type; every other provider gets an ordinary function tool with the same arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import attrs
+
+from plait.backends import (
+    FILES,
+    FILES_FIELD,
+    BackendError,
+    StateBackend,
+    needs_store,
+    resolve_backend,
+)
+from plait.errors import ConfigError
+from plait.messages import ToolMessage
+from plait.middleware import Middleware
+from plait.tools import Tool
+from plait.types import (
+    AgentConfig,
+    Command,
+    ModelRequest,
+    ModelResponse,
+    StateField,
+    ToolRuntime,
+)
+from plait_anthropic._editor import Editor, answer, check_prefixes, error, positive_or_none
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "MEMORY_DIR",
+    "TOOL_DESCRIPTION",
+    "TOOL_NAME",
+    "TOOL_TYPE",
+    "AnthropicMemoryMiddleware",
+]
+
+PLUGIN = "anthropic_memory"
+TOOL_NAME = "memory"
+TOOL_TYPE = "memory_20250818"
+MEMORY_DIR = "/memories"
+
+TOOL_DESCRIPTION = """Your memory: a directory of files under /memories that you keep between
+conversations. Paths are absolute and must be under /memories ("/memories/notes.md").
+
+Commands (the `command` argument):
+- `view`: list a directory, or show a file with numbered lines (`view_range` [start, end],
+  numbered from 1; end -1 means to the end).
+- `create`: write `file_text` to `path`, creating the file or replacing its content.
+- `str_replace`: replace `old_str` (which must occur exactly once) by `new_str` in `path`.
+- `insert`: insert `insert_text` after line `insert_line` of `path` (0: at the start).
+- `delete`: delete the file or directory `path`.
+- `rename`: move `old_path` to `new_path` (which must not exist)."""
+
+DEFAULT_SYSTEM_PROMPT = """## Memory
+
+You have a memory directory, /memories, that you keep with the `memory` tool. It may hold
+what you learned and did in earlier conversations.
+
+- Before anything else, view /memories and read what is relevant to the task.
+- Your context may be cleared at any moment: as you work, record your progress, findings and
+  next steps in memory files, so a fresh start can pick up where you left off.
+- Keep it tidy: short files named by topic, updated rather than duplicated; delete what is no
+  longer true.
+- Keep secrets and personal data out of memory unless the user asks you to remember them."""
+
+Command_ = Literal["view", "create", "str_replace", "insert", "delete", "rename"]
+
+
+@attrs.frozen(kw_only=True)
+class AnthropicMemoryMiddleware(Middleware):
+    """Gives the agent Anthropic's memory tool over ``backend`` and a system-prompt section
+    asking it to use its memory."""
+
+    backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
+    """Where memories live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
+    allowed_path_prefixes: list[str] = attrs.field(
+        factory=lambda: [MEMORY_DIR], validator=check_prefixes
+    )
+    """Only paths under one of these directories may be used (each always exists)."""
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
+    """The section added to the system prompt of calls offering the tool; None or "" for none."""
+    max_file_size_mb: int | None = attrs.field(default=10, validator=positive_or_none)
+    """A memory file over this many megabytes is not viewed or written; None: no limit."""
+
+    def state_fields(self) -> dict[str, StateField]:
+        return {FILES: FILES_FIELD}
+
+    def validate_agent(self, agent_config: AgentConfig) -> None:
+        if agent_config.store is None and needs_store(self.backend):
+            raise ConfigError(
+                f"plugin {PLUGIN!r}: option 'backend': a StoreBackend needs the agent's "
+                "store, and this agent has none (create it with store=...)"
+            )
+
+    def _editor(self, runtime: ToolRuntime) -> Editor:
+        return Editor(
+            fs=self.backend.bind(runtime),
+            allowed_path_prefixes=self.allowed_path_prefixes,
+            max_file_size_mb=self.max_file_size_mb,
+        )
+
+    def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
+        editor = self._editor
+
+        def memory(
+            command: Command_,
+            runtime: ToolRuntime,
+            path: str | None = None,
+            file_text: str | None = None,
+            old_str: str | None = None,
+            new_str: str | None = None,
+            insert_line: int | None = None,
+            insert_text: str | None = None,
+            view_range: list[int] | None = None,
+            old_path: str | None = None,
+            new_path: str | None = None,
+        ) -> ToolMessage | Command:
+            """Run one memory command.
+
+            Args:
+                command: what to do: view, create, str_replace, insert, delete or rename.
+                path: the file or directory under /memories (every command but rename).
+                file_text: create: the whole content of the file.
+                old_str: str_replace: the exact text to replace (it must occur once).
+                new_str: str_replace: the text to put instead (empty deletes old_str).
+                insert_line: insert: the line after which to insert (0: at the start).
+                insert_text: insert: the text to insert.
+                view_range: view: [start, end] line numbers from 1; end -1 is the last line.
+                old_path: rename: the file or directory to move.
+                new_path: rename: where to move it (it must not exist).
+            """
+            try:
+                outcome = editor(runtime).run(
+                    command,
+                    path=path,
+                    file_text=file_text,
+                    old_str=old_str,
+                    new_str=new_str,
+                    insert_line=insert_line,
+                    insert_text=insert_text,
+                    view_range=view_range,
+                    old_path=old_path,
+                    new_path=new_path,
+                )
+            except BackendError as problem:
+                return error(runtime, TOOL_NAME, problem)
+            return answer(runtime, TOOL_NAME, outcome)
+
+        return [
+            Tool.from_function(
+                memory,
+                name=TOOL_NAME,
+                description=TOOL_DESCRIPTION,
+                provider_options={"anthropic": {"type": TOOL_TYPE}},
+            )
+        ]
+
+    # -- the prompt --------------------------------------------------------------------
+
+    def _with_section(self, request: ModelRequest) -> ModelRequest:
+        return request.with_prompt_section(self.system_prompt, when_tools=(TOOL_NAME,))
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(self._with_section(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        return await handler(self._with_section(request))
