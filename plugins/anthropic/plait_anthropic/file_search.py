@@ -1,0 +1,193 @@
+"""``anthropic_file_search``: ``glob_search`` and ``grep_search`` over a ``plait.backends``
+backend — typically the files the text-editor or memory tool keeps.
+
+``grep_search`` takes a Python regular expression (like LangChain's), matched line by line
+over the text of the files ``glob`` finds, with caps on file size and count. Both are plain
+function tools on every provider.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any, Literal
+
+import attrs
+
+from plait.backends import (
+    FILES,
+    FILES_FIELD,
+    BackendError,
+    FileSystem,
+    StateBackend,
+    needs_store,
+    resolve_backend,
+)
+from plait.errors import ConfigError
+from plait.messages import ToolMessage
+from plait.middleware import Middleware
+from plait.tools import Tool
+from plait.types import AgentConfig, StateField, ToolRuntime
+from plait_anthropic._editor import MB, error, positive_or_none
+
+__all__ = ["TOOL_DESCRIPTIONS", "TOOL_NAMES", "AnthropicFileSearchMiddleware"]
+
+PLUGIN = "anthropic_file_search"
+TOOL_NAMES = ("glob_search", "grep_search")
+
+TOOL_DESCRIPTIONS: dict[str, str] = {
+    "glob_search": (
+        "Find files by path pattern: '*' and '?' match within one name, '**/' spans "
+        "directories (e.g. '**/*.py', 'src/**/*.ts'). Relative patterns are matched against "
+        "paths relative to path. Returns the matching paths, one a line, sorted."
+    ),
+    "grep_search": (
+        "Search file contents with a regular expression (Python syntax, e.g. 'def \\w+' or "
+        "'TODO|FIXME'), line by line. Narrow with path (a directory or file) and include (a "
+        "file-name pattern such as '*.py' or '*.{ts,tsx}'). output_mode: "
+        "'files_with_matches' (the default) lists matching files, 'content' shows "
+        "path:line: text for each matching line, 'count' shows path:number of matching lines."
+    ),
+}
+
+OutputMode = Literal["files_with_matches", "content", "count"]
+
+
+def _expand_braces(pattern: str) -> list[str]:
+    """``*.{ts,tsx}`` → ``['*.ts', '*.tsx']`` (nested and repeated groups too)."""
+    start = pattern.find("{")
+    end = pattern.find("}", start + 1)
+    if start == -1 or end == -1:
+        return [pattern]
+    head, body, tail = pattern[:start], pattern[start + 1 : end], pattern[end + 1 :]
+    return [alt for part in body.split(",") for alt in _expand_braces(head + part + tail)]
+
+
+def _included(fs: FileSystem, files: list[str], include: str, path: str) -> list[str]:
+    """The ``files`` whose name (or, for a pattern with '/', relative path) matches."""
+    keep: set[str] = set()
+    for alternative in _expand_braces(include):
+        if "/" in alternative:
+            keep.update(info.path for info in fs.glob(alternative, path))
+        else:
+            keep.update(f for f in files if fnmatch.fnmatchcase(f.rsplit("/", 1)[-1], alternative))
+    return [f for f in files if f in keep]
+
+
+@attrs.frozen(kw_only=True)
+class AnthropicFileSearchMiddleware(Middleware):
+    """Gives the agent ``glob_search`` and ``grep_search`` over ``backend``."""
+
+    backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
+    """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
+    max_file_size_mb: int | None = attrs.field(default=10, validator=positive_or_none)
+    """``grep_search`` skips files over this many megabytes (and says so); None: no limit."""
+    max_files: int | None = attrs.field(default=10000, validator=positive_or_none)
+    """``grep_search`` reads at most this many files per call (and says so); None: all."""
+
+    def state_fields(self) -> dict[str, StateField]:
+        return {FILES: FILES_FIELD}
+
+    def validate_agent(self, agent_config: AgentConfig) -> None:
+        if agent_config.store is None and needs_store(self.backend):
+            raise ConfigError(
+                f"plugin {PLUGIN!r}: option 'backend': a StoreBackend needs the agent's "
+                "store, and this agent has none (create it with store=...)"
+            )
+
+    def _bind(self, runtime: ToolRuntime) -> FileSystem:
+        return self.backend.bind(runtime)  # type: ignore[no-any-return]
+
+    def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
+        bind = self._bind
+        max_bytes = None if self.max_file_size_mb is None else self.max_file_size_mb * MB
+        max_files = self.max_files
+        limit_mb = self.max_file_size_mb
+
+        def glob_search(pattern: str, runtime: ToolRuntime, path: str = "/") -> ToolMessage | str:
+            """Find files by path pattern.
+
+            Args:
+                pattern: a glob pattern such as "**/*.py" or "/docs/*.md".
+                path: the directory to search under.
+            """
+            try:
+                found = bind(runtime).glob(pattern, path)
+            except BackendError as problem:
+                return error(runtime, "glob_search", problem)
+            if not found:
+                return f"No files match {pattern!r} under {path}"
+            return "\n".join(info.path for info in found)
+
+        def grep_search(
+            pattern: str,
+            runtime: ToolRuntime,
+            path: str = "/",
+            include: str | None = None,
+            output_mode: OutputMode = "files_with_matches",
+        ) -> ToolMessage | str:
+            """Search file contents with a regular expression.
+
+            Args:
+                pattern: a Python regular expression, matched against each line.
+                path: the directory (or file) to search.
+                include: only search files whose name matches this pattern, e.g. "*.py".
+                output_mode: files_with_matches, content or count.
+            """
+            try:
+                regex = re.compile(pattern)
+            except re.error as problem:
+                return error(
+                    runtime,
+                    "grep_search",
+                    BackendError(f"Error: invalid regular expression {pattern!r}: {problem}"),
+                )
+            try:
+                fs = bind(runtime)
+                files = [info.path for info in fs.glob("**/*", path)]
+                if include:
+                    files = _included(fs, files, include, path)
+            except BackendError as problem:
+                return error(runtime, "grep_search", problem)
+            notes = []
+            if max_files is not None and len(files) > max_files:
+                notes.append(
+                    f"(searched the first {max_files} of {len(files)} files: narrow path or "
+                    "include to search the rest)"
+                )
+                files = files[:max_files]
+            hits: dict[str, list[tuple[int, str]]] = {}
+            too_big = 0
+            for file in files:
+                try:
+                    text = fs.read_text(file)
+                except BackendError:
+                    continue
+                if max_bytes is not None and len(text.encode()) > max_bytes:
+                    too_big += 1
+                    continue
+                found = [
+                    (n, line) for n, line in enumerate(text.splitlines(), 1) if regex.search(line)
+                ]
+                if found:
+                    hits[file] = found
+            if too_big:
+                notes.append(
+                    f"({too_big} file{'' if too_big == 1 else 's'} over {limit_mb} MB not searched)"
+                )
+            if not hits:
+                shown = f"No matches for {pattern!r} under {path}"
+            elif output_mode == "content":
+                shown = "\n".join(
+                    f"{file}:{n}: {line}" for file, found in hits.items() for n, line in found
+                )
+            elif output_mode == "count":
+                shown = "\n".join(f"{file}:{len(found)}" for file, found in hits.items())
+            else:
+                shown = "\n".join(hits)
+            return "\n".join([shown, *notes])
+
+        return [
+            Tool.from_function(f, name=f.__name__, description=TOOL_DESCRIPTIONS[f.__name__])
+            for f in (glob_search, grep_search)
+        ]

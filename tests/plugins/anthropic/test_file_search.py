@@ -1,0 +1,219 @@
+"""``anthropic_file_search``: ``glob_search`` and ``grep_search`` (regular expressions, the
+three output modes, include filters with braces, the size and count caps) over files the
+text editor wrote in thread state, on disk and in the store; options and their errors;
+plain function tools on the Anthropic wire."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import plait
+from plait.errors import ConfigError
+from plait.messages import ToolMessage
+from plait.models.anthropic import AnthropicChatModel
+from plait.store import MemoryStore
+from plait.testing import ai, call
+from plait_anthropic.file_search import TOOL_DESCRIPTIONS, AnthropicFileSearchMiddleware
+from plait_anthropic.text_editor import AnthropicTextEditorMiddleware
+
+FILES = {
+    "/src/app.py": "import os\n\ndef main():\n    print('hi')  # TODO\n",
+    "/src/util/helpers.py": "def helper():\n    return 1\n",
+    "/web/index.ts": "export function main() {}\n",
+    "/web/view.tsx": "// TODO: render\n",
+    "/README.md": "# App\nRun main.\n",
+}
+
+
+def answers(result: Any) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in result.messages if isinstance(m, ToolMessage)}
+
+
+def search(make_agent: Any, *calls: Any, middleware: Any = None, **kwargs: Any) -> Any:
+    """Files written by the text editor, then each search call in turn, in one turn."""
+    agent = make_agent(
+        [
+            ai(
+                "",
+                *(
+                    call("str_replace_based_edit_tool", command="create", path=p, file_text=t)
+                    for p, t in FILES.items()
+                ),
+            ),
+            *(ai("", c) for c in calls),
+            "done",
+        ],
+        middleware=[AnthropicTextEditorMiddleware(), middleware or AnthropicFileSearchMiddleware()],
+        **kwargs,
+    )
+    return agent.invoke("go", thread_id="t")
+
+
+def test_the_tools_are_plain_function_tools(make_agent: Any) -> None:
+    agent = make_agent(["hi"], middleware=[AnthropicFileSearchMiddleware()])
+    agent.invoke("hello")
+    tools = {tool.name: tool for tool in agent.model.requests[0].tools}
+    assert set(tools) == {"glob_search", "grep_search"}
+    assert all(tool.provider_options == {} for tool in tools.values())
+    assert tools["grep_search"].description == TOOL_DESCRIPTIONS["grep_search"]
+    grep = tools["grep_search"].parameters
+    assert set(grep["properties"]) == {"pattern", "path", "include", "output_mode"}
+    assert grep["required"] == ["pattern"]
+    assert grep["properties"]["output_mode"]["enum"] == ["files_with_matches", "content", "count"]
+    assert grep["properties"]["output_mode"]["default"] == "files_with_matches"
+    assert grep["properties"]["path"]["default"] == "/"
+    assert set(tools["glob_search"].parameters["properties"]) == {"pattern", "path"}
+
+
+def test_glob_search(make_agent: Any) -> None:
+    result = search(
+        make_agent,
+        call("glob_search", "all", pattern="**/*.py"),
+        call("glob_search", "rel", pattern="*.py", path="/src"),
+        call("glob_search", "abs", pattern="/web/*.ts*"),
+        call("glob_search", "none", pattern="**/*.rs"),
+        call("glob_search", "bad", pattern="*", path="src"),
+    )
+    got = answers(result)
+    assert got["all"].content == "/src/app.py\n/src/util/helpers.py"
+    assert got["rel"].content == "/src/app.py"
+    assert got["abs"].content == "/web/index.ts\n/web/view.tsx"
+    assert got["none"].content == "No files match '**/*.rs' under /"
+    assert got["bad"].status == "error" and "must be absolute" in got["bad"].content
+
+
+def test_grep_search_modes_and_filters(make_agent: Any) -> None:
+    result = search(
+        make_agent,
+        call("grep_search", "files", pattern=r"def \w+\("),
+        call("grep_search", "content", pattern="TODO", output_mode="content"),
+        call("grep_search", "count", pattern="main|helper", output_mode="count"),
+        call("grep_search", "include", pattern="main", include="*.{ts,tsx}"),
+        call("grep_search", "nested", pattern="def", include="util/*.py", path="/src"),
+        call("grep_search", "under", pattern="main", path="/src"),
+        call("grep_search", "file", pattern="print", path="/src/app.py", output_mode="content"),
+        call("grep_search", "none", pattern="^zzz$"),
+        call("grep_search", "badre", pattern="(unclosed"),
+        call("grep_search", "badmode", pattern="x", output_mode="lines"),
+    )
+    got = answers(result)
+    assert got["files"].content == "/src/app.py\n/src/util/helpers.py"
+    assert got["content"].content == (
+        "/src/app.py:4:     print('hi')  # TODO\n/web/view.tsx:1: // TODO: render"
+    )
+    assert got["count"].content == (
+        "/README.md:1\n/src/app.py:1\n/src/util/helpers.py:1\n/web/index.ts:1"
+    )
+    assert got["include"].content == "/web/index.ts"
+    assert got["nested"].content == "/src/util/helpers.py"
+    assert got["under"].content == "/src/app.py"
+    assert got["file"].content == "/src/app.py:4:     print('hi')  # TODO"
+    assert got["none"].content == "No matches for '^zzz$' under /"
+    assert got["badre"].status == "error"
+    assert got["badre"].content == (
+        "Error: invalid regular expression '(unclosed': missing ), unterminated subpattern "
+        "at position 0"
+    )
+    assert got["badmode"].status == "error"
+    assert "expected one of 'files_with_matches'" in got["badmode"].content
+
+
+def test_caps_on_file_size_and_count(make_agent: Any, tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_text("needle\n" * (1024 * 1024 // 7 + 1))
+    for n in range(3):
+        (tmp_path / f"small{n}.txt").write_text("needle\n")
+    mw = AnthropicFileSearchMiddleware(backend=f"disk:{tmp_path}", max_file_size_mb=1, max_files=3)
+    agent = make_agent(
+        [ai("", call("grep_search", "g", pattern="needle")), "done"], middleware=[mw]
+    )
+    got = answers(agent.invoke("go"))
+    assert got["g"].content == (
+        "/small0.txt\n/small1.txt\n"
+        "(searched the first 3 of 4 files: narrow path or include to search the rest)\n"
+        "(1 file over 1 MB not searched)"
+    )
+
+
+def test_on_disk_and_in_the_store(make_agent: Any, tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("alpha\nbeta\n")
+    disk = make_agent(
+        [
+            ai("", call("glob_search", "g", pattern="**/*.md")),
+            ai("", call("grep_search", "s", pattern="^b", output_mode="content")),
+            "done",
+        ],
+        middleware=[AnthropicFileSearchMiddleware(backend=f"disk:{tmp_path}")],
+    )
+    got = answers(disk.invoke("go"))
+    assert got["g"].content == "/notes/a.md"
+    assert got["s"].content == "/notes/a.md:2: beta"
+
+    store = MemoryStore()
+    writer = make_agent(
+        [
+            ai(
+                "",
+                call(
+                    "str_replace_based_edit_tool", command="create", path="/k.md", file_text="key"
+                ),
+            ),
+            "ok",
+        ],
+        middleware=[AnthropicTextEditorMiddleware(backend="store:shared")],
+        store=store,
+    )
+    writer.invoke("go", thread_id="a")
+    reader = make_agent(
+        [ai("", call("grep_search", "s", pattern="k.y")), "done"],
+        middleware=[AnthropicFileSearchMiddleware(backend="store:shared")],
+        store=store,
+    )
+    assert answers(reader.invoke("go", thread_id="b"))["s"].content == "/k.md"
+
+
+def test_options_and_their_errors() -> None:
+    def build(**options: Any) -> Any:
+        return plait.create_agent(
+            plait.testing.scripted("hi"), middleware=[("anthropic_file_search", options)]
+        )
+
+    assert build(max_file_size_mb=None, max_files=None).invoke("x").text == "hi"
+    with pytest.raises(ConfigError, match=r"plugin 'anthropic_file_search'.*max_files"):
+        build(max_files=0)
+    with pytest.raises(ConfigError, match=r"plugin 'anthropic_file_search'.*max_file_size_mb"):
+        build(max_file_size_mb=1.5)
+    with pytest.raises(ConfigError, match=r"plugin 'anthropic_file_search': option 'backend'"):
+        build(backend="nowhere")
+    with pytest.raises(ConfigError, match=r"option 'backend'.*store"):
+        build(backend="store")
+
+
+def test_on_the_anthropic_wire_they_are_custom_tools(server: Any) -> None:
+    server.json(
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": "ok"}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 1},
+        }
+    )
+    model = AnthropicChatModel("claude-sonnet-4-5", api_key="k", base_url=server.url)
+    plait.create_agent(model, middleware=[AnthropicFileSearchMiddleware()]).invoke("x")
+    tools = {tool["name"]: tool for tool in server.requests[0].body["tools"]}
+    assert set(tools) == {"glob_search", "grep_search"}
+    assert "type" not in tools["grep_search"]
+    assert tools["grep_search"]["description"] == TOOL_DESCRIPTIONS["grep_search"]
+    assert set(tools["grep_search"]["input_schema"]["properties"]) == {
+        "pattern",
+        "path",
+        "include",
+        "output_mode",
+    }
