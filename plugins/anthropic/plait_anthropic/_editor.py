@@ -249,6 +249,17 @@ class Editor:
 
     # -- create, str_replace, insert -------------------------------------------------
 
+    def _read(self, path: str) -> str:
+        """The file's text; a directory is refused in this tool's words (it has no ``ls``)."""
+        try:
+            return self.fs.read_text(path)
+        except BackendError as problem:
+            if "is a directory" in str(problem):
+                raise BackendError(
+                    f"Error: {path} is a directory, not a file; view it to list its entries"
+                ) from None
+            raise
+
     def _replace_text(self, path: str, old: str, new: str) -> FilesUpdate | None:
         """Write ``new`` over a file whose whole text is ``old``, keeping its creation date."""
         if old:
@@ -272,7 +283,7 @@ class Editor:
         if not old_str:
             raise _missing("str_replace", "old_str (the exact text to replace)")
         new_str = new_str or ""
-        text = self.fs.read_text(path)
+        text = self._read(path)
         count = text.count(old_str)
         if count == 0:
             raise BackendError(
@@ -282,11 +293,14 @@ class Editor:
         if count > 1:
             lines, start = [], text.find(old_str)
             while start != -1:
-                lines.append(str(text.count("\n", 0, start) + 1))
-                start = text.find(old_str, start + 1)
+                line = text.count("\n", 0, start) + 1
+                if line not in lines:
+                    lines.append(line)
+                start = text.find(old_str, start + len(old_str))
+            where = f"line {lines[0]}" if len(lines) == 1 else f"lines {', '.join(map(str, lines))}"
             raise BackendError(
-                f"Error: old_str occurs {count} times in {path} (at lines "
-                f"{', '.join(lines)}); include more surrounding text so it matches exactly once"
+                f"Error: old_str occurs {count} times in {path} (at {where}); include more "
+                "surrounding text so it matches exactly once"
             )
         result = text.replace(old_str, new_str, 1)
         check_file_size(path, result, self.max_file_size_mb)
@@ -301,7 +315,7 @@ class Editor:
             raise _missing("insert", "insert_line (0 inserts at the start)")
         if insert_text is None:
             raise _missing("insert", "insert_text")
-        text = self.fs.read_text(path)
+        text = self._read(path)
         lines = text.splitlines(keepends=True)
         if not 0 <= insert_line <= len(lines):
             raise BackendError(

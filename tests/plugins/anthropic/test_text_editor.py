@@ -4,6 +4,7 @@ options and their errors, and the tool on the Anthropic wire (type only, no sche
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -378,3 +379,36 @@ def test_on_the_anthropic_wire_the_tool_is_its_type(server: Any) -> None:
     assert results[0]["tool_use_id"] == "toolu_1"
     assert "Created /a.md" in str(results[0]["content"])
     assert result.state["files"]["/a.md"]["content"] == "hi\n"
+
+
+def test_editing_a_directory_or_a_missing_file_and_same_line_matches(make_agent: Any) -> None:
+    _, result = run(
+        make_agent,
+        ed("c", "create", path="/d/a.txt", file_text="x = x + 1\n"),
+        ed("dir", "str_replace", path="/d", old_str="x", new_str="y"),
+        ed("nx", "insert", path="/d/none.txt", insert_line=0, insert_text="y"),
+        ed("same", "str_replace", path="/d/a.txt", old_str="x", new_str="y"),
+        ed("over", "create", path="/d", file_text="y"),
+    )
+    got = answers(result)
+    assert got["dir"].content == "Error: /d is a directory, not a file; view it to list its entries"
+    assert got["nx"].content == "Error: file /d/none.txt not found"
+    assert got["same"].content == (
+        "Error: old_str occurs 2 times in /d/a.txt (at line 1); include more surrounding text "
+        "so it matches exactly once"
+    )
+    assert got["over"].content == "Error: /d is a directory"
+    assert all(got[k].status == "error" for k in ("dir", "nx", "same", "over"))
+
+
+def test_concurrent_creates_on_the_async_path_all_land(make_agent: Any) -> None:
+    agent = make_agent(
+        [
+            ai("", *(ed(f"c{n}", "create", path=f"/f{n}.txt", file_text=str(n)) for n in range(5))),
+            "done",
+        ],
+        middleware=[AnthropicTextEditorMiddleware()],
+    )
+    asyncio.run(agent.ainvoke("go", thread_id="t"))
+    files = agent.get_state("t")["files"]
+    assert {p: f["content"] for p, f in files.items()} == {f"/f{n}.txt": str(n) for n in range(5)}
