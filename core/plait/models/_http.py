@@ -292,6 +292,8 @@ class PreparedCall:
     url: str
     body: dict[str, Any]
     context: Any = None
+    headers: dict[str, str] = attrs.Factory(dict)
+    """Headers this request adds to the model's own (e.g. Anthropic's ``anthropic-beta``)."""
 
 
 _NAMED_OPTIONS = frozenset(
@@ -467,7 +469,7 @@ class HTTPChatModel(ChatModel):
         )
         with self._guard():
             response = self._sync_client().post(
-                call.url, json=call.body, headers=self._headers(stream=False)
+                call.url, json=call.body, headers=self._headers(stream=False, call=call)
             )
             content = response.read()
         return self._answer(call, response, content)
@@ -476,7 +478,7 @@ class HTTPChatModel(ChatModel):
         call = self._call(messages, options, stream=False)
         with self._guard():
             response = await self._async_client().post(
-                call.url, json=call.body, headers=self._headers(stream=False)
+                call.url, json=call.body, headers=self._headers(stream=False, call=call)
             )
             content = await response.aread()
         return self._answer(call, response, content)
@@ -486,7 +488,7 @@ class HTTPChatModel(ChatModel):
         client = self._sync_client()
         with self._guard():
             request = client.build_request(
-                "POST", call.url, json=call.body, headers=self._headers(stream=True)
+                "POST", call.url, json=call.body, headers=self._headers(stream=True, call=call)
             )
             response = client.send(request, stream=True)
         try:
@@ -518,7 +520,7 @@ class HTTPChatModel(ChatModel):
         client = self._async_client()
         with self._guard():
             request = client.build_request(
-                "POST", call.url, json=call.body, headers=self._headers(stream=True)
+                "POST", call.url, json=call.body, headers=self._headers(stream=True, call=call)
             )
             response = await client.send(request, stream=True)
         try:
@@ -547,12 +549,17 @@ class HTTPChatModel(ChatModel):
 
     # -- shared plumbing -----------------------------------------------------------------
 
-    def _headers(self, *, stream: bool) -> dict[str, str]:
+    def _headers(self, *, stream: bool, call: PreparedCall | None = None) -> dict[str, str]:
         headers = {"content-type": "application/json", **self.extra_headers}
         headers["accept"] = "text/event-stream" if stream else "application/json"
         key = self._api_key.get()
         if key:
             headers.update(self._auth_headers(key))
+        for name, value in (call.headers if call is not None else {}).items():
+            # The request's header replaces the model's, however either is capitalised.
+            for same in [k for k in headers if k.lower() == name.lower()]:
+                del headers[same]
+            headers[name] = value
         return headers
 
     def _secrets(self) -> tuple[str, ...]:

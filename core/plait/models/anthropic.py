@@ -60,6 +60,9 @@ _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 CACHE_BREAKPOINTS = "cache_breakpoints"
 """The request option (``provider_options={"anthropic": {"cache_breakpoints": {...}}}``)
 asking for cache marks where the request is laid out; never sent itself."""
+BETAS = "betas"
+"""The request option (``{"anthropic": {"betas": ["context-management-2025-06-27"]}}``)
+sent as the ``anthropic-beta`` header, as the official SDKs' ``betas`` argument is."""
 MAX_CACHE_BREAKPOINTS = 4
 """The most ``cache_control`` marks the Messages API accepts in one request."""
 _UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
@@ -295,10 +298,29 @@ class AnthropicChatModel(HTTPChatModel):
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"x-api-key": key, "anthropic-version": API_VERSION}
 
-    def _headers(self, *, stream: bool) -> dict[str, str]:
-        headers = super()._headers(stream=stream)
+    def _headers(self, *, stream: bool, call: PreparedCall | None = None) -> dict[str, str]:
+        headers = super()._headers(stream=stream, call=call)
         headers.setdefault("anthropic-version", API_VERSION)
         return headers
+
+    def _betas(self, value: Any) -> dict[str, str]:
+        """The ``anthropic-beta`` header for the ``betas`` request option: the model's own
+        betas (its ``headers``) and the request's, each once."""
+        if (
+            isinstance(value, str)
+            or not isinstance(value, Sequence)
+            or not all(isinstance(item, str) and item for item in value)
+        ):
+            raise ConfigError(
+                f"anthropic: provider option {BETAS!r} must be a list of beta names such as "
+                f'["context-management-2025-06-27"], got {value!r}'
+            )
+        configured = next(
+            (v for k, v in self.extra_headers.items() if k.lower() == "anthropic-beta"), ""
+        )
+        names = [name.strip() for name in configured.split(",") if name.strip()]
+        names.extend(value)
+        return {"anthropic-beta": ",".join(dict.fromkeys(names))} if names else {}
 
     def _is_overflow(self, status: int, error_type: str | None, message: str) -> bool:
         text = message.lower()
@@ -370,6 +392,7 @@ class AnthropicChatModel(HTTPChatModel):
             body["stream"] = True
         options = dict((provider_options or {}).get("anthropic", {}))
         breakpoints = options.pop(CACHE_BREAKPOINTS, None)
+        headers = self._betas(options.pop(BETAS)) if BETAS in options else {}
         body.update(options)
         if breakpoints is not None:
             _place_breakpoints(body, _breakpoints(breakpoints))
@@ -378,7 +401,7 @@ class AnthropicChatModel(HTTPChatModel):
             if thinking.get("type") == "enabled":
                 # Extended thinking cannot be combined with a forced tool: offer it instead.
                 body["tool_choice"] = {"type": "auto"}
-        return PreparedCall(f"{self.base_url}/v1/messages", body, answer_tool)
+        return PreparedCall(f"{self.base_url}/v1/messages", body, answer_tool, headers)
 
     @staticmethod
     def _turn(message: AnyMessage) -> tuple[str, list[dict[str, Any]]]:

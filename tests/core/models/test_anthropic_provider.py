@@ -750,3 +750,24 @@ def test_streamed_thinking_and_server_tool_blocks_are_kept(server: Any) -> None:
 
     assert streamed.content == answer.content == [thinking, search, text("42")]
     assert streamed.text == "42"
+
+
+def test_betas_become_the_anthropic_beta_header_joined_to_the_models_own(server: Any) -> None:
+    server.json(message(text("ok")))
+    server.json(message(text("ok")))
+    llm = model(server, headers={"Anthropic-Beta": "files-api-2025-04-14"})
+    betas = {"anthropic": {"betas": ["context-management-2025-06-27", "files-api-2025-04-14"]}}
+    llm.invoke([HumanMessage("Hi")], provider_options=betas)
+    first = server.last
+    assert first.headers["anthropic-beta"] == "files-api-2025-04-14,context-management-2025-06-27"
+    assert "betas" not in first.body
+    llm.invoke([HumanMessage("Hi")])
+    assert server.last.headers["anthropic-beta"] == "files-api-2025-04-14"
+
+
+def test_betas_must_be_a_list_of_names(server: Any) -> None:
+    with pytest.raises(ConfigError, match="anthropic: provider option 'betas' must be a list"):
+        model(server).invoke(
+            [HumanMessage("Hi")], provider_options={"anthropic": {"betas": "context-management"}}
+        )
+    assert server.requests == []
