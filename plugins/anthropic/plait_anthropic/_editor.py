@@ -269,6 +269,10 @@ class Editor:
 
     def create(self, path: str | None, file_text: str | None) -> Outcome:
         path = self.guard(path, "create")
+        if self._is_root(path):
+            raise BackendError(
+                f"Error: {path} is a directory; create a file inside it, e.g. {path}/notes.md"
+            )
         if file_text is None:
             raise _missing("create", "file_text")
         check_file_size(path, file_text, self.max_file_size_mb)

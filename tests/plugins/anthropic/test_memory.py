@@ -136,6 +136,7 @@ def test_errors(make_agent: Any) -> None:
         mem("dx", "delete", path="/memories/none.md"),
         mem("dr", "delete", path="/memories"),
         mem("np", "view"),
+        mem("cr", "create", path="/memories/", file_text="x"),
         mem("vx", "view", path="/memories/none.md"),
     )
     got = answers(result)
@@ -157,6 +158,9 @@ def test_errors(make_agent: Any) -> None:
     assert got["dx"].content == "Error: /memories/none.md not found"
     assert got["dr"].content == "Error: /memories itself cannot be deleted; delete what is in it"
     assert got["np"].content == "Error: the view command needs path"
+    assert got["cr"].content == (
+        "Error: /memories is a directory; create a file inside it, e.g. /memories/notes.md"
+    )
     assert got["vx"].content.startswith("Error: /memories/none.md does not exist")
     assert all(got[k].status == "error" for k in got if k not in ("c", "c2"))
     assert set(result.state["files"]) == {"/memories/a.md", "/memories/b.md"}
