@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import plait
-from plait.backends import DiskBackend, StoreBackend
+from plait.backends import BackendError, DiskBackend, StateBackend, StoreBackend
 from plait.errors import ConfigError
 from plait.messages import ToolMessage
 from plait.models.anthropic import AnthropicChatModel
 from plait.store import MemoryStore
 from plait.testing import ai, call
+from plait_anthropic._editor import Editor
 from plait_anthropic.text_editor import (
     TOOL_DESCRIPTION,
     TOOL_NAME,
@@ -412,3 +416,43 @@ def test_concurrent_creates_on_the_async_path_all_land(make_agent: Any) -> None:
     asyncio.run(agent.ainvoke("go", thread_id="t"))
     files = agent.get_state("t")["files"]
     assert {p: f["content"] for p, f in files.items()} == {f"/f{n}.txt": str(n) for n in range(5)}
+
+
+# -- properties of the shared commands (hypothesis) ------------------------------------------
+
+LINES = st.lists(st.text(alphabet="ab x", max_size=6), max_size=6)
+
+
+def state_editor(text: str) -> Editor:
+    """The editor over thread state holding one file, ``/f.txt``."""
+    runtime: Any = SimpleNamespace(state={"files": {"/f.txt": {"content": text}}})
+    return Editor(fs=StateBackend().bind(runtime))
+
+
+@settings(max_examples=200, deadline=None)
+@given(LINES, LINES, st.data())
+def test_insert_puts_the_lines_exactly_after_the_line(
+    lines: list[str], new: list[str], data: st.DataObject
+) -> None:
+    text = "".join(f"{line}\n" for line in lines)
+    at = data.draw(st.integers(0, len(lines)))
+    inserted = "".join(f"{line}\n" for line in new) or "\n"
+    outcome = state_editor(text).insert("/f.txt", at, inserted)
+    assert outcome.update is not None
+    result = outcome.update["/f.txt"]
+    assert result is not None
+    assert result["content"].splitlines() == lines[:at] + inserted.splitlines() + lines[at:]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab\n", max_size=12), st.text(alphabet="ab\n", min_size=1, max_size=3))
+def test_str_replace_edits_only_a_unique_match(text: str, old: str) -> None:
+    editor = state_editor(text)
+    if text.count(old) != 1:
+        with pytest.raises(BackendError):
+            editor.str_replace("/f.txt", old, "Z")
+        return
+    outcome = editor.str_replace("/f.txt", old, "Z")
+    assert outcome.update is not None
+    result = outcome.update["/f.txt"]
+    assert result is not None and result["content"] == text.replace(old, "Z")
