@@ -50,8 +50,8 @@ TOOL_NAME = "memory"
 TOOL_TYPE = "memory_20250818"
 MEMORY_DIR = "/memories"
 
-TOOL_DESCRIPTION = """Your memory: a directory of files under /memories that you keep between
-conversations. Paths are absolute and must be under /memories ("/memories/notes.md").
+_DESCRIPTION = """Your memory: files under {where} that you keep between conversations.
+Paths are absolute and must be under {where} ("{example}").
 
 Commands (the `command` argument):
 - `view`: list a directory, or show a file with numbered lines (`view_range` [start, end],
@@ -61,6 +61,16 @@ Commands (the `command` argument):
 - `insert`: insert `insert_text` after line `insert_line` of `path` (0: at the start).
 - `delete`: delete the file or directory `path`.
 - `rename`: move `old_path` to `new_path` (which must not exist)."""
+
+
+def _description(prefixes: list[str]) -> str:
+    roots = [prefix.rstrip("/") or "/" for prefix in prefixes]
+    example = roots[0].rstrip("/") + "/notes.md"
+    return _DESCRIPTION.format(where=" or ".join(roots), example=example)
+
+
+TOOL_DESCRIPTION = _description([MEMORY_DIR])
+"""The description non-Anthropic models read, for the default ``allowed_path_prefixes``."""
 
 DEFAULT_SYSTEM_PROMPT = """## Memory
 
@@ -161,7 +171,7 @@ class AnthropicMemoryMiddleware(Middleware):
             Tool.from_function(
                 memory,
                 name=TOOL_NAME,
-                description=TOOL_DESCRIPTION,
+                description=_description(self.allowed_path_prefixes),
                 provider_options={"anthropic": {"type": TOOL_TYPE}},
             )
         ]

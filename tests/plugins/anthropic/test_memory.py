@@ -233,7 +233,16 @@ def test_options_and_their_errors() -> None:
             plait.testing.scripted("hi"), middleware=[("anthropic_memory", options)]
         )
 
-    assert build(allowed_path_prefixes=["/memories", "/team"]).invoke("x").text == "hi"
+    agent = build(allowed_path_prefixes=["/memories", "/team/"])
+    assert agent.invoke("x").text == "hi"
+    assert (
+        agent.model.requests[0]
+        .tools[0]
+        .description.startswith(
+            "Your memory: files under /memories or /team that you keep between conversations.\n"
+            'Paths are absolute and must be under /memories or /team ("/memories/notes.md").'
+        )
+    )
     with pytest.raises(ConfigError, match=r"plugin 'anthropic_memory'.*allowed_path_prefixes"):
         build(allowed_path_prefixes="/memories")
     with pytest.raises(ConfigError, match=r"allowed_path_prefixes.*must be absolute"):
