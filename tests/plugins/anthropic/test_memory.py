@@ -5,6 +5,7 @@ options and their errors, and the tool on the Anthropic wire."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from plait.backends import CompositeBackend, DiskBackend, StateBackend, StoreBac
 from plait.errors import ConfigError
 from plait.messages import ToolMessage
 from plait.models.anthropic import AnthropicChatModel
+from plait.models.openai import OpenAIChatModel
 from plait.store import MemoryStore
 from plait.testing import ai, call
 from plait.types import ModelRequest, ModelResponse
@@ -284,3 +286,47 @@ def test_on_the_anthropic_wire_the_tool_is_its_type(server: Any) -> None:
     assert body["tools"] == [{"name": "memory", "type": "memory_20250818"}]
     assert "view /memories" in str(body["system"])
     assert "Directory /memories is empty" in str(server.requests[1].body["messages"])
+
+
+def test_on_an_openai_model_it_is_a_function_tool_that_works_the_same(server: Any) -> None:
+    def gpt(content: str | None, *calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": id,
+                    "type": "function",
+                    "function": {"name": "memory", "arguments": json.dumps(args)},
+                }
+                for id, args in calls
+            ]
+        return {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": "gpt-4.1",
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+            ],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
+        }
+
+    create = {"command": "create", "path": "/memories/a.md", "file_text": "tea"}
+    server.json(gpt(None, ("call_1", create)))
+    server.json(gpt("Noted."))
+    model = OpenAIChatModel("gpt-4.1", api_key="k", base_url=server.url + "/v1")
+    agent = plait.create_agent(model, middleware=[AnthropicMemoryMiddleware()])
+    result = agent.invoke("I like tea")
+    assert result.text == "Noted."
+    body = server.requests[0].body
+    [tool] = body["tools"]
+    assert tool["type"] == "function"
+    assert tool["function"]["name"] == "memory"
+    assert tool["function"]["description"] == TOOL_DESCRIPTION
+    assert tool["function"]["parameters"]["properties"]["command"]["enum"][-2:] == [
+        "delete",
+        "rename",
+    ]
+    assert "memory_20250818" not in json.dumps(body)
+    assert DEFAULT_SYSTEM_PROMPT in json.dumps(body["messages"][0]["content"]).replace("\\n", "\n")
+    assert result.state["files"]["/memories/a.md"]["content"] == "tea"
