@@ -38,6 +38,7 @@ from plait_anthropic._editor import Editor, answer, check_prefixes, error, posit
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
+    "MEMORY_BETA",
     "MEMORY_DIR",
     "TOOL_DESCRIPTION",
     "TOOL_NAME",
@@ -49,6 +50,8 @@ PLUGIN = "anthropic_memory"
 TOOL_NAME = "memory"
 TOOL_TYPE = "memory_20250818"
 MEMORY_DIR = "/memories"
+MEMORY_BETA = "context-management-2025-06-27"
+"""The Anthropic beta the memory tool is released under (sent as ``anthropic-beta``)."""
 
 _DESCRIPTION = """Your memory: files under {where} that you keep between conversations.
 Paths are absolute and must be under {where} ("{example}").
@@ -84,6 +87,15 @@ what you learned and did in earlier conversations.
   longer true.
 - Keep secrets and personal data out of memory unless the user asks you to remember them."""
 
+
+def _check_betas(_: Any, attribute: attrs.Attribute[Any], value: list[str]) -> None:
+    if isinstance(value, str) or not all(isinstance(name, str) and name for name in value):
+        raise ValueError(
+            f"{attribute.name} must be a list of beta names such as [{MEMORY_BETA!r}], "
+            f"got {value!r}"
+        )
+
+
 Command_ = Literal["view", "create", "str_replace", "insert", "delete", "rename"]
 
 
@@ -102,6 +114,8 @@ class AnthropicMemoryMiddleware(Middleware):
     """The section added to the system prompt of calls offering the tool; None or "" for none."""
     max_file_size_mb: int | None = attrs.field(default=10, validator=positive_or_none)
     """A memory file over this many megabytes is not viewed or written; None: no limit."""
+    anthropic_betas: list[str] = attrs.field(factory=lambda: [MEMORY_BETA], validator=_check_betas)
+    """Anthropic beta names sent with calls offering the tool (other providers ignore them)."""
 
     def state_fields(self) -> dict[str, StateField]:
         return {FILES: FILES_FIELD}
@@ -179,7 +193,16 @@ class AnthropicMemoryMiddleware(Middleware):
     # -- the prompt --------------------------------------------------------------------
 
     def _with_section(self, request: ModelRequest) -> ModelRequest:
-        return request.with_prompt_section(self.system_prompt, when_tools=(TOOL_NAME,))
+        """The prompt section and, on a call offering the tool, the Anthropic betas."""
+        request = request.with_prompt_section(self.system_prompt, when_tools=(TOOL_NAME,))
+        if not self.anthropic_betas or not any(t.name == TOOL_NAME for t in request.tools):
+            return request
+        options = dict(request.provider_options)
+        anthropic = dict(options.get("anthropic") or {})
+        betas = list(anthropic.get("betas") or [])
+        betas.extend(name for name in self.anthropic_betas if name not in betas)
+        options["anthropic"] = {**anthropic, "betas": betas}
+        return request.override(provider_options=options)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

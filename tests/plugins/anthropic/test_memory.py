@@ -253,6 +253,10 @@ def test_options_and_their_errors() -> None:
         build(max_file_size_mb=0)
     with pytest.raises(ConfigError, match=r"plugin 'anthropic_memory'.*system_prompt"):
         build(system_prompt=3)
+    with pytest.raises(ConfigError, match=r"plugin 'anthropic_memory'.*anthropic_betas"):
+        build(anthropic_betas="context-management-2025-06-27")
+    with pytest.raises(ValueError, match="anthropic_betas must be a list of beta names"):
+        AnthropicMemoryMiddleware(anthropic_betas=[""])
     with pytest.raises(ConfigError, match=r"plugin 'anthropic_memory': option 'backend'.*store"):
         build(backend="store:memories")
 
@@ -284,6 +288,7 @@ def test_on_the_anthropic_wire_the_tool_is_its_type(server: Any) -> None:
     assert agent.invoke("what do you remember?").text == "nothing yet"
     body = server.requests[0].body
     assert body["tools"] == [{"name": "memory", "type": "memory_20250818"}]
+    assert server.requests[0].headers["anthropic-beta"] == "context-management-2025-06-27"
     assert "view /memories" in str(body["system"])
     assert "Directory /memories is empty" in str(server.requests[1].body["messages"])
 
@@ -330,3 +335,36 @@ def test_on_an_openai_model_it_is_a_function_tool_that_works_the_same(server: An
     assert "memory_20250818" not in json.dumps(body)
     assert DEFAULT_SYSTEM_PROMPT in json.dumps(body["messages"][0]["content"]).replace("\\n", "\n")
     assert result.state["files"]["/memories/a.md"]["content"] == "tea"
+
+
+def test_the_beta_joins_the_requests_own_and_only_with_the_tool(make_agent: Any) -> None:
+    @plait.wrap_model_call
+    def other_beta(
+        request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(request.override(provider_options={"anthropic": {"betas": ["b-1"]}}))
+
+    seen: list[Any] = []
+
+    @plait.wrap_model_call
+    def spy(
+        request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        seen.append(request.provider_options)
+        return handler(request)
+
+    agent = make_agent(["hi"], middleware=[other_beta, AnthropicMemoryMiddleware(), spy])
+    agent.invoke("x")
+    assert seen[-1] == {"anthropic": {"betas": ["b-1", "context-management-2025-06-27"]}}
+
+    @plait.wrap_model_call
+    def no_tools(
+        request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(request.override(tools=[]))
+
+    make_agent(["hi"], middleware=[no_tools, AnthropicMemoryMiddleware(), spy]).invoke("x")
+    assert seen[-1] == {}
+    none = AnthropicMemoryMiddleware(anthropic_betas=[])
+    make_agent(["hi"], middleware=[none, spy]).invoke("x")
+    assert seen[-1] == {}
