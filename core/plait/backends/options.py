@@ -4,15 +4,19 @@ work on files, so the spelling is the same everywhere."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.backends.composite import CompositeBackend
 from plait.backends.disk import DiskBackend
 from plait.backends.protocol import Backend
 from plait.backends.state import StateBackend
 from plait.backends.store import StoreBackend
+from plait.errors import ConfigError
 
-__all__ = ["BACKEND_SPELLINGS", "needs_store", "resolve_backend"]
+if TYPE_CHECKING:
+    from plait.types import AgentConfig
+
+__all__ = ["BACKEND_SPELLINGS", "check_store", "needs_store", "resolve_backend"]
 
 BACKEND_SPELLINGS = "'state', 'store', 'store:NAMESPACE' (parts separated by '/'), 'disk:/path'"
 
@@ -47,3 +51,19 @@ def needs_store(backend: Backend) -> bool:
     if isinstance(backend, CompositeBackend):
         return needs_store(backend.default) or any(map(needs_store, backend.routes.values()))
     return False
+
+
+def check_store(
+    backend: Backend, agent_config: AgentConfig, *, plugin: str, option: str = "backend"
+) -> None:
+    """Fail at ``create_agent`` when ``backend`` needs a store the agent was built without.
+
+    Call it from ``validate_agent``: otherwise the first file tool call would fail instead.
+
+    :raises ConfigError: naming the plugin and the option.
+    """
+    if agent_config.store is None and needs_store(backend):
+        raise ConfigError(
+            f"plugin {plugin!r}: option {option!r}: a StoreBackend needs the agent's store, "
+            "and this agent has none (create it with store=...)"
+        )

@@ -19,10 +19,9 @@ from plait.backends import (
     FILES_FIELD,
     BackendError,
     StateBackend,
-    needs_store,
+    check_store,
     resolve_backend,
 )
-from plait.errors import ConfigError
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
 from plait.tools import Tool
@@ -121,11 +120,7 @@ class AnthropicMemoryMiddleware(Middleware):
         return {FILES: FILES_FIELD}
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
-        if agent_config.store is None and needs_store(self.backend):
-            raise ConfigError(
-                f"plugin {PLUGIN!r}: option 'backend': a StoreBackend needs the agent's "
-                "store, and this agent has none (create it with store=...)"
-            )
+        check_store(self.backend, agent_config, plugin=PLUGIN)
 
     def _editor(self, runtime: ToolRuntime) -> Editor:
         return Editor(

@@ -27,8 +27,8 @@ from plait.backends import (
     FileSystem,
     StateBackend,
     StoreBackend,
+    check_store,
     format_lines,
-    needs_store,
     resolve_backend,
 )
 from plait.errors import ConfigError
@@ -169,11 +169,7 @@ class FilesystemMiddleware(Middleware):
         return {FILES: FILES_FIELD}
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
-        if agent_config.store is None and needs_store(self.backend):
-            raise ConfigError(
-                f"plugin {PLUGIN!r}: option 'backend': a StoreBackend needs the agent's "
-                "store, and this agent has none (create it with store=...)"
-            )
+        check_store(self.backend, agent_config, plugin=PLUGIN)
 
     def _bind(self, runtime: ToolRuntime) -> FileSystem:
         return self.backend.bind(runtime)  # type: ignore[no-any-return]
