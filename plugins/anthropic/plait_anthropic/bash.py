@@ -1,0 +1,351 @@
+"""``anthropic_bash``: Anthropic's bash tool (``bash_20250124``) run in a real, persistent
+bash process.
+
+One tool, ``bash(command=None, restart=False)``. An Anthropic model is sent the tool by its
+type (Claude knows its schema); every other provider gets an ordinary function tool with
+the same two arguments. Each thread has its own bash session (started on the first
+command, in ``workspace_root``, with a minimal environment), so ``cd`` and exported
+variables survive from one command to the next and from one run to the next.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+from plait.errors import ConfigError
+from plait.messages import ToolMessage
+from plait.middleware import Middleware
+from plait.tools import Tool
+from plait.types import AgentConfig, Runtime, ToolRuntime
+from plait_anthropic._shell import CommandResult, ShellError, ShellSession, refused
+
+__all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "TOOL_TYPE", "AnthropicBashMiddleware"]
+
+PLUGIN = "anthropic_bash"
+TOOL_NAME = "bash"
+TOOL_TYPE = "bash_20250124"
+NO_THREAD = ""
+"""The session key of runs without a thread id: they share one session."""
+
+TOOL_DESCRIPTION = """Run a command in a persistent bash shell and get its output.
+
+The shell keeps its state between calls: the current directory (`cd`), exported
+variables and shell functions carry over, and files you create stay. stdout and stderr
+come back together, followed by the exit code when it is not 0. Commands cannot read
+from stdin and have no terminal, so avoid interactive programs (editors, pagers, prompts):
+pass flags such as `-y` or `--no-pager` instead. A command that runs too long is killed
+and the shell restarted, which loses its state. Long output is cut: redirect it to a file
+and inspect it with `head`, `tail` or `grep`.
+
+Set `restart` to true (without a command) to start a fresh shell."""
+
+
+def _positive_number(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{attribute.name} must be a positive number of seconds, got {value!r}")
+
+
+def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{attribute.name} must be a positive int or None, got {value!r}")
+
+
+def _directory(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and not os.path.isdir(value):
+        raise ValueError(f"{attribute.name} must be an existing directory, got {value!r}")
+
+
+def _absolute(value: str | os.PathLike[str] | None) -> str | None:
+    return None if value is None else os.path.abspath(os.fspath(value))
+
+
+def _names(_: Any, attribute: attrs.Attribute[Any], value: list[str] | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, str) or not all(isinstance(n, str) and n.strip() for n in value):
+        raise ValueError(
+            f"{attribute.name} must be a list of command names (e.g. ['rm', 'curl']) or "
+            f"None, got {value!r}"
+        )
+    if any("/" in n or n != n.strip() for n in value):
+        raise ValueError(
+            f"{attribute.name}: give bare command names without paths or spaces (e.g. 'rm', "
+            f"not '/bin/rm'), got {value!r}"
+        )
+
+
+def _commands(_: Any, attribute: attrs.Attribute[Any], value: list[str]) -> None:
+    if isinstance(value, str) or not all(isinstance(c, str) for c in value):
+        raise ValueError(f"{attribute.name} must be a list of shell commands, got {value!r}")
+
+
+def _environment(_: Any, attribute: attrs.Attribute[Any], value: Mapping[str, str]) -> None:
+    for key, item in value.items():
+        if not isinstance(key, str) or not key or "=" in key or not isinstance(item, str):
+            raise ValueError(
+                f"{attribute.name} must map variable names to string values, got {key!r}: {item!r}"
+            )
+
+
+class _Sessions:
+    """The live bash sessions of one middleware instance, and the temporary workspaces it
+    made, by thread id."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_thread: dict[str, ShellSession] = {}
+        self.tmpdirs: dict[str, str] = {}
+
+    def workspace(self, key: str) -> str:
+        """``key``'s temporary workspace, made on first use (the caller holds ``lock``)."""
+        if key not in self.tmpdirs:
+            self.tmpdirs[key] = tempfile.mkdtemp(prefix="plait-bash-")
+        return self.tmpdirs[key]
+
+    def forget(self, key: str | None) -> list[str]:
+        """Drop ``key``'s temporary workspace (every one for None), returning the paths."""
+        with self.lock:
+            if key is None:
+                gone = list(self.tmpdirs.values())
+                self.tmpdirs.clear()
+                return gone
+            path = self.tmpdirs.pop(key, None)
+            return [] if path is None else [path]
+
+    def pop(self, key: str | None) -> list[ShellSession]:
+        with self.lock:
+            if key is None:
+                gone = list(self.by_thread.values())
+                self.by_thread.clear()
+                return gone
+            session = self.by_thread.pop(key, None)
+            return [] if session is None else [session]
+
+    def discard(self, key: str, session: ShellSession) -> None:
+        """Forget ``session`` if it is still ``key``'s (another call may have replaced it)."""
+        with self.lock:
+            if self.by_thread.get(key) is session:
+                del self.by_thread[key]
+
+
+def _close_all(sessions: _Sessions) -> None:
+    """The safety net (garbage collection or interpreter exit): kill, then clean up."""
+    for session in sessions.pop(None):
+        session.close()
+    for path in sessions.forget(None):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@attrs.frozen(kw_only=True)
+class AnthropicBashMiddleware(Middleware):
+    """Gives the agent Anthropic's bash tool, run in a persistent bash session per thread."""
+
+    workspace_root: str | None = attrs.field(
+        default=None, converter=_absolute, validator=_directory
+    )
+    """The directory every session starts in (an existing directory); None: a fresh
+    temporary directory per session, removed when the session closes."""
+    timeout: float = attrs.field(default=30.0, validator=_positive_number)
+    """Seconds one command may run; then its process group is killed and the shell restarted."""
+    max_output_lines: int | None = attrs.field(default=100, validator=_positive_or_none)
+    """Output is cut to its first this many lines, with a note; None: no line limit."""
+    max_output_bytes: int | None = attrs.field(default=100_000, validator=_positive_or_none)
+    """Output is cut to its first this many bytes, with a note; None: no byte limit."""
+    env: dict[str, str] = attrs.field(factory=dict, validator=_environment)
+    """Extra environment variables for the shell (they override the defaults)."""
+    inherit_env: bool = False
+    """Start from this process's whole environment instead of only PATH, HOME and LANG."""
+    startup_commands: list[str] = attrs.field(factory=list, validator=_commands)
+    """Commands run, in order, each time a session starts (any failure stops the start)."""
+    shutdown_commands: list[str] = attrs.field(factory=list, validator=_commands)
+    """Commands run, in order, when a session closes (failures are ignored)."""
+    allowed_commands: list[str] | None = attrs.field(default=None, validator=_names)
+    """Only these command names may run (checked for every command in the line); None: any."""
+    denied_commands: list[str] | None = attrs.field(default=None, validator=_names)
+    """These command names may not run (checked for every command in the line)."""
+    session_scope: Literal["thread", "run"] = "thread"
+    """How long a session lives: for "thread", until ``close()`` (or exit); for "run", until
+    the run ends."""
+    tool_description: str | None = None
+    """Replaces the tool's description shown to non-Anthropic models; None: the default."""
+
+    _sessions: _Sessions = attrs.field(init=False, factory=_Sessions, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.allowed_commands is not None and self.denied_commands is not None:
+            raise ConfigError(
+                f"plugin {PLUGIN!r}: options 'allowed_commands' and 'denied_commands' cannot "
+                "both be given: choose an allow-list or a deny-list"
+            )
+        weakref.finalize(self, _close_all, self._sessions)
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def close(self, thread_id: str | None = None) -> None:
+        """Close one thread's session (``thread_id``; ``""`` for runs without one), or
+        every session (None): run the shutdown commands, kill the shells and everything
+        they started, and remove the temporary workspaces."""
+        for session in self._sessions.pop(thread_id):
+            with session.lock:
+                self._shut_down(session)
+        for path in self._sessions.forget(thread_id):
+            shutil.rmtree(path, ignore_errors=True)
+
+    def _shut_down(self, session: ShellSession) -> None:
+        for command in self.shutdown_commands:
+            if not session.alive:
+                break
+            session.run(command, timeout=self.timeout, max_bytes=0)
+        session.close()
+
+    def _environment(self, cwd: str) -> dict[str, str]:
+        if self.inherit_env:
+            environ = dict(os.environ)
+        else:
+            environ = {
+                "PATH": os.environ.get("PATH", os.defpath),
+                "HOME": cwd,
+                "LANG": os.environ.get("LANG", "C.UTF-8"),
+            }
+        return {**environ, **self.env}
+
+    def _start(self, cwd: str) -> ShellSession:
+        session = ShellSession(cwd=cwd, env=self._environment(cwd))
+        for command in self.startup_commands:
+            result = session.run(command, timeout=self.timeout, max_bytes=self.max_output_bytes)
+            if result.exit_code != 0 or result.timed_out:
+                session.close()
+                raise ShellError(
+                    f"the startup command {command!r} failed "
+                    f"({self._status(result)}): {result.output.strip() or '(no output)'}"
+                )
+        return session
+
+    def _session(self, key: str) -> ShellSession:
+        with self._sessions.lock:
+            session = self._sessions.by_thread.get(key)
+            if session is not None and session.alive:
+                return session
+            cwd = self.workspace_root or self._sessions.workspace(key)
+            session = self._start(cwd)
+            self._sessions.by_thread[key] = session
+            return session
+
+    def sessions(self) -> dict[str, ShellSession]:
+        """The live sessions by thread id (``""`` for runs without one), for inspection."""
+        with self._sessions.lock:
+            return {k: s for k, s in self._sessions.by_thread.items() if s.alive}
+
+    def after_agent(self, runtime: Runtime) -> None:
+        if self.session_scope == "run":
+            self.close(runtime.thread_id or NO_THREAD)
+
+    # -- the tool ------------------------------------------------------------------------
+
+    def _status(self, result: CommandResult) -> str:
+        if result.timed_out:
+            return f"timed out after {self.timeout:g} s"
+        return f"exit code {result.exit_code}"
+
+    def _format(self, result: CommandResult) -> str:
+        text = result.output.removesuffix("\n")
+        notes: list[str] = []
+        if self.max_output_lines is not None:
+            lines = text.split("\n")
+            if len(lines) > self.max_output_lines:
+                omitted = len(lines) - self.max_output_lines
+                text = "\n".join(lines[: self.max_output_lines])
+                notes.append(f"[output truncated: {omitted} more lines omitted]")
+        if result.omitted_bytes:
+            notes.append(f"[output truncated: {result.omitted_bytes} more bytes omitted]")
+        if result.exit_code not in (0, None):
+            notes.append(f"[exit code {result.exit_code}]")
+        if not text and not notes:
+            return "(no output)"
+        return "\n".join(part for part in (text, *notes) if part)
+
+    def _run(self, key: str, command: str | None, restart: bool) -> tuple[str, bool]:
+        """The answer's text, and whether it is an error."""
+        if restart:
+            for old in self._sessions.pop(key):
+                with old.lock:
+                    self._shut_down(old)
+            session = self._session(key)
+            if not command:
+                return (
+                    f"bash session restarted in {session.cwd}: variables, functions and the "
+                    "current directory are back to their start",
+                    False,
+                )
+        if not command or not command.strip():
+            return "Error: give a command to run, or restart=true to restart the session", True
+        why = refused(command, allowed=self.allowed_commands, denied=self.denied_commands)
+        if why is not None:
+            return f"Error: {why}", True
+        session = self._session(key)
+        with session.lock:
+            if not session.alive:  # closed by another call while we waited
+                session = self._session(key)
+            result = session.run(command, timeout=self.timeout, max_bytes=self.max_output_bytes)
+        text = self._format(result)
+        if result.timed_out:
+            self._sessions.discard(key, session)
+            try:
+                self._session(key)
+            except ShellError:
+                pass  # a failing startup command: the next command reports it
+            return (
+                f"Error: the command timed out after {self.timeout:g} s and was killed; the "
+                "bash session was restarted, so its state (current directory, variables) is "
+                "lost." + (f" Output before the timeout:\n{text}" if result.output else ""),
+                True,
+            )
+        if result.shell_exited:
+            self._sessions.discard(key, session)
+            return (
+                f"{text}\n[the shell exited with code {result.exit_code}; the next command "
+                "starts a fresh session]",
+                False,
+            )
+        return text, False
+
+    def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
+        run = self._run
+
+        def bash(
+            runtime: ToolRuntime, command: str | None = None, restart: bool = False
+        ) -> ToolMessage:
+            """Run a bash command, or restart the shell.
+
+            Args:
+                command: the bash command to run (several lines, pipes and && are fine).
+                restart: true to kill the shell and start a fresh one.
+            """
+            key = runtime.runtime.thread_id or NO_THREAD
+            try:
+                text, failed = run(key, command, restart)
+            except ShellError as problem:
+                text, failed = f"Error: {problem}", True
+            return ToolMessage(
+                text,
+                tool_call_id=runtime.tool_call_id,
+                name=TOOL_NAME,
+                status="error" if failed else "success",
+            )
+
+        return [
+            Tool.from_function(
+                bash,
+                name=TOOL_NAME,
+                description=self.tool_description or TOOL_DESCRIPTION,
+                provider_options={"anthropic": {"type": TOOL_TYPE}},
+            )
+        ]
