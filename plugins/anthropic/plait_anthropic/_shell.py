@@ -222,7 +222,8 @@ def _tokens(line: str) -> list[str]:
 
 
 def command_names(line: str) -> list[str]:
-    """The name of every simple command in ``line`` (``/bin/rm`` → ``rm``), in order.
+    """The name of every simple command in ``line`` (``/bin/rm`` → ``rm``), each once:
+    those inside substitutions first, then in order.
 
     Commands are separated by ``;``, ``&``, ``&&``, ``||``, ``|``, newlines, parentheses,
     and found inside ``$(...)`` and backticks; the words after ``sudo``, ``env``,
@@ -269,7 +270,7 @@ def command_names(line: str) -> list[str]:
                 index += 2 if tokens[index] in _VALUE_OPTIONS and name != "env" else 1
             continue
         expect = False
-    return names
+    return list(dict.fromkeys(names))
 
 
 def refused(

@@ -29,7 +29,6 @@ from plait_anthropic._shell import CommandResult, ShellError, ShellSession, refu
 
 __all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "TOOL_TYPE", "AnthropicBashMiddleware"]
 
-PLUGIN = "anthropic_bash"
 TOOL_NAME = "bash"
 TOOL_TYPE = "bash_20250124"
 NO_THREAD = ""
@@ -182,8 +181,8 @@ class AnthropicBashMiddleware(Middleware):
     def __attrs_post_init__(self) -> None:
         if self.allowed_commands is not None and self.denied_commands is not None:
             raise ConfigError(
-                f"plugin {PLUGIN!r}: options 'allowed_commands' and 'denied_commands' cannot "
-                "both be given: choose an allow-list or a deny-list"
+                "allowed_commands and denied_commands cannot both be given: choose an "
+                "allow-list or a deny-list"
             )
         weakref.finalize(self, _close_all, self._sessions)
 
