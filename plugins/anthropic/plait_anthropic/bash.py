@@ -289,11 +289,14 @@ class AnthropicBashMiddleware(Middleware):
         why = refused(command, allowed=self.allowed_commands, denied=self.denied_commands)
         if why is not None:
             return f"Error: {why}", True
-        session = self._session(key)
-        with session.lock:
-            if not session.alive:  # closed by another call while we waited
-                session = self._session(key)
-            result = session.run(command, timeout=self.timeout, max_bytes=self.max_output_bytes)
+        while True:
+            session = self._session(key)
+            with session.lock:
+                if session.alive:  # not closed by another call while this one waited
+                    result = session.run(
+                        command, timeout=self.timeout, max_bytes=self.max_output_bytes
+                    )
+                    break
         text = self._format(result)
         if result.timed_out:
             self._sessions.discard(key, session)
