@@ -167,11 +167,17 @@ _OPERATORS = set(";&|()\n")
 _KEYWORDS = frozenset(
     "if then else elif fi do done while until case esac in function select time ! { } [[ ]]".split()
 )
-_WRAPPERS = frozenset("sudo doas env command builtin exec nohup nice time timeout xargs".split())
+_WRAPPERS = frozenset(
+    "sudo doas env command builtin exec nohup nice ionice time timeout xargs watch stdbuf "
+    "setsid chrt taskset flock".split()
+)
+_SHELLS = frozenset("bash sh dash zsh ksh".split())
+"""Shells whose ``-c`` string is checked as a command line of its own."""
 _VALUE_OPTIONS = frozenset("-u -g -h -p -C -D -U -r -t -n -s -k -S -E".split())
 """Wrapper options whose value is the next word (``sudo -u bob``, ``nice -n 5``)."""
 _LOOP_HEADERS = frozenset({"for", "select", "case"})
 _HEREDOC = re.compile(r"(?<!<)<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
+_ARITHMETIC = re.compile(r"\$\(\([^()]*(\([^()]*\)[^()]*)*\)\)")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 
 
@@ -191,12 +197,38 @@ def _without_heredoc_bodies(line: str) -> str:
     return "\n".join(out)
 
 
-def _substitutions(line: str) -> Iterator[str]:
-    """The text inside every ``$(...)`` and backtick pair, quoting ignored (so a quoted
-    ``'$(rm x)'`` is checked too: the guard errs on the side of refusing)."""
+def _without_comments(line: str) -> str:
+    """``line`` without its comments: a ``#`` starting a word, outside quotes, to the end of
+    its line (``a#b`` and ``${#x}`` are words, not comments)."""
+    out: list[str] = []
+    quote = ""
     index = 0
     while index < len(line):
-        if line.startswith("$(", index) and not line.startswith("$((", index):
+        char = line[index]
+        if char == "\\" and quote != "'":
+            out.append(line[index : index + 2])
+            index += 2
+            continue
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1] in " \t\n;&|()<>"):
+            end = line.find("\n", index)
+            index = len(line) if end < 0 else end
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def _substitutions(line: str) -> Iterator[str]:
+    """The text inside every ``$(...)``, ``<(...)``, ``>(...)`` and backtick pair, quoting
+    ignored (so a quoted ``'$(rm x)'`` is checked too: the guard errs towards refusing)."""
+    index = 0
+    while index < len(line):
+        if line[index : index + 2] in ("$(", "<(", ">(") and not line.startswith("$((", index):
             depth, start = 1, index + 2
             end = start
             while end < len(line) and depth:
@@ -217,7 +249,7 @@ def _tokens(line: str) -> list[str]:
     lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>\n")
     lexer.whitespace = " \t\r"
     lexer.whitespace_split = True
-    lexer.commenters = "#"
+    lexer.commenters = ""  # comments are removed first, the way bash sees them
     return list(lexer)
 
 
@@ -226,15 +258,16 @@ def command_names(line: str) -> list[str]:
     those inside substitutions first, then in order.
 
     Commands are separated by ``;``, ``&``, ``&&``, ``||``, ``|``, newlines, parentheses,
-    and found inside ``$(...)`` and backticks; the words after ``sudo``, ``env``,
-    ``xargs`` and similar wrappers count as commands too. Raises ``ValueError`` for a
-    line ``shlex`` cannot split (an unclosed quote).
+    and found inside ``$(...)``, ``<(...)`` and backticks; the word after ``sudo``,
+    ``env``, ``xargs`` and similar wrappers is a command too, and so are the commands of
+    ``eval`` and of ``bash -c``. Comments and here-document bodies are not commands.
+    Raises ``ValueError`` for a line ``shlex`` cannot split (an unclosed quote).
     """
-    line = _without_heredoc_bodies(line)
+    line = _without_comments(_without_heredoc_bodies(line).replace("\\\n", ""))
     names: list[str] = []
     for inner in _substitutions(line):
         names.extend(command_names(inner))
-    tokens = _tokens(line.replace("`", "\n"))
+    tokens = _tokens(_ARITHMETIC.sub(" 0 ", line).replace("`", "\n"))
     expect = True
     skip_until_separator = False
     index = 0
@@ -259,6 +292,22 @@ def command_names(line: str) -> list[str]:
             continue
         name = os.path.basename(token) or token
         names.append(name)
+        if name == "eval":  # its words are a command line
+            words: list[str] = []
+            while index < len(tokens) and not set(tokens[index]) <= _OPERATORS:
+                words.append(tokens[index])
+                index += 1
+            names.extend(command_names(" ".join(words)))
+            continue
+        if name in _SHELLS:  # bash -c 'a; b' (options before -c skipped)
+            while index < len(tokens) and tokens[index].startswith("-"):
+                index += 1
+                if tokens[index - 1].endswith("c") and index < len(tokens):
+                    names.extend(command_names(tokens[index]))
+                    index += 1
+                    break
+            expect = False
+            continue
         if name in _WRAPPERS:
             # Its options (and env's assignments, timeout's duration) come next, then the
             # wrapped command.

@@ -449,6 +449,16 @@ def test_allowed_commands_only(make_agent: Any, bash: Any, tmp_path: Path) -> No
         ("cat > f.py << 'EOF'\nprint('don't')\nEOF\npython f.py", ["cat", "python"]),
         ("echo hi # rm x", ["echo"]),
         ("/bin/rm x", ["rm"]),
+        ("echo a#b; rm x", ["echo", "rm"]),
+        ("echo ${#X}; rm y", ["echo", "rm"]),
+        ('echo "a # b"; rm w', ["echo", "rm"]),
+        ("# a comment: rm\nls", ["ls"]),
+        ("ls && \\\nrm q", ["ls", "rm"]),
+        ("echo $(( (1 + 2) * 3 )); rm v", ["echo", "rm"]),
+        ("diff <(ls a) >(cat)", ["ls", "cat", "diff"]),
+        ('bash -c "rm k; curl j"', ["bash", "rm", "curl"]),
+        ("eval 'touch x'; ls", ["eval", "touch", "ls"]),
+        ("watch -n 1 rm l", ["watch", "rm"]),
     ],
 )
 def test_command_names(line: str, names: list[str]) -> None:
