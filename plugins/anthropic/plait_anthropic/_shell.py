@@ -336,6 +336,11 @@ def refused(
             f"commands ({problem}); nothing was run"
         )
     for name in names:
+        if "$" in name:
+            return (
+                f"the command name {name!r} comes from a variable or substitution, so it "
+                "cannot be checked against the allowed and denied commands; nothing was run"
+            )
         if denied is not None and name in denied:
             return (
                 f"the command {name!r} is refused: it is one of the denied commands "

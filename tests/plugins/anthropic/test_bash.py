@@ -394,6 +394,7 @@ def test_denied_commands_never_run(make_agent: Any, bash: Any, tmp_path: Path) -
         sh("sudo", "sudo -u root rm keep.txt"),
         sh("pipe", "ls | xargs rm"),
         sh("quoted", "echo 'rm is fine as an argument'; echo touch"),
+        sh("variable", "T=touch; $T made.txt"),
     )
     assert got["ok"].content == "keep.txt"
     assert got["rm"].status == "error"
@@ -405,6 +406,11 @@ def test_denied_commands_never_run(make_agent: Any, bash: Any, tmp_path: Path) -
         assert got[key].status == "error"
         assert f"the command {name!r} is refused" in got[key].content
     assert got["quoted"].content == "rm is fine as an argument\ntouch"
+    assert got["variable"].status == "error"
+    assert got["variable"].content == (
+        "Error: the command name '$T' comes from a variable or substitution, so it cannot be "
+        "checked against the allowed and denied commands; nothing was run"
+    )
     assert (tmp_path / "keep.txt").exists()
     assert not (tmp_path / "made.txt").exists()
 
