@@ -151,7 +151,7 @@ class AnthropicBashMiddleware(Middleware):
         default=None, converter=_absolute, validator=_directory
     )
     """The directory every session starts in (an existing directory); None: a fresh
-    temporary directory per session, removed when the session closes."""
+    temporary directory per thread, removed when ``close()`` closes its session."""
     timeout: float = attrs.field(default=30.0, validator=_positive_number)
     """Seconds one command may run; then its process group is killed and the shell restarted."""
     max_output_lines: int | None = attrs.field(default=100, validator=_positive_or_none)
@@ -165,7 +165,8 @@ class AnthropicBashMiddleware(Middleware):
     startup_commands: list[str] = attrs.field(factory=list, validator=_commands)
     """Commands run, in order, each time a session starts (any failure stops the start)."""
     shutdown_commands: list[str] = attrs.field(factory=list, validator=_commands)
-    """Commands run, in order, when a session closes (failures are ignored)."""
+    """Commands run, in order, when ``close()`` or a restart ends a session (failures are
+    ignored)."""
     allowed_commands: list[str] | None = attrs.field(default=None, validator=_names)
     """Only these command names may run (checked for every command in the line); None: any."""
     denied_commands: list[str] | None = attrs.field(default=None, validator=_names)
