@@ -525,6 +525,28 @@ def test_async_path_and_parallel_calls_share_the_session_safely(
     assert sorted((tmp_path / "log.txt").read_text().split()) == [str(i) for i in range(5)]
 
 
+def test_threads_sharing_a_session_with_a_restart_do_not_mix_answers(bash: Any) -> None:
+    import threading
+
+    middleware = bash()
+    problems: list[str] = []
+
+    def work(n: int) -> None:
+        for i in range(5):
+            text, failed = middleware._run("k", f"echo {n}-{i}", False)
+            if failed or text != f"{n}-{i}":
+                problems.append(text)
+
+    workers = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    assert middleware._run("k", None, True)[0].startswith("bash session restarted")
+    for worker in workers:
+        worker.join(10)
+    assert problems == []
+    assert len(middleware.sessions()) == 1
+
+
 # -- on the wire ---------------------------------------------------------------------------
 
 
