@@ -718,10 +718,25 @@ def _reported(err: IO[str]) -> Iterator[list[int]]:
         code[0] = EXIT_ERROR
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``plait`` console script; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if rest:
+        # Options after the prompt, or between the file and the prompt ("run a.toml --model
+        # X hi"), which plain parse_args refuses: parse the subcommand's words intermixed.
+        words = list(sys.argv[1:] if argv is None else argv)
+        subparser = _subparsers(parser)[args.command]
+        command = args.command
+        args = subparser.parse_intermixed_args(words[words.index(command) + 1 :])
+        args.command = command
     out, err = sys.stdout, sys.stderr
     with _reported(err) as code:
         code[0] = args.func(args, out, err)

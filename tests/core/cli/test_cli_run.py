@@ -162,3 +162,13 @@ def test_model_override_replaces_the_files_model(plait_cli, examples) -> None:
     done = plait_cli("run", str(examples / "hello.toml"), "hi", "--model", "scripted:other")
     assert done.returncode == 1
     assert "ScriptedChatModel 'other' has 0 response(s)" in done.stderr
+
+
+def test_options_may_come_between_the_file_and_the_prompt(plait_cli, examples) -> None:
+    # As examples/hello.toml's header shows it: plait run FILE --model ID "prompt".
+    done = plait_cli("run", str(examples / "hello.toml"), "--model", "scripted:other", "hi")
+    assert done.returncode == 1
+    assert "ScriptedChatModel 'other' has 0 response(s)" in done.stderr
+    done = plait_cli("run", str(examples / "hello.toml"), "--json", "Paris?", "--frob")
+    assert done.returncode == 2
+    assert "unrecognized arguments: --frob" in done.stderr
