@@ -408,8 +408,12 @@ class AgentSpec:
             raise AgentFileError(self.path, "", str(exc)) from None
 
 
-def read_agent_file(path: str | Path) -> AgentSpec:
-    """Read, check and resolve the agent file at ``path`` (``AgentFileError`` if wrong)."""
+def read_agent_file(path: str | Path, *, model: Any = None) -> AgentSpec:
+    """Read, check and resolve the agent file at ``path`` (``AgentFileError`` if wrong).
+
+    ``model`` (an id or a ``ChatModel``) replaces the file's, which is then not built: a
+    file written for one provider runs on another without the first one's API key.
+    """
     from plait import _resolve
     from plait.models import init_chat_model
 
@@ -438,7 +442,7 @@ def read_agent_file(path: str | Path) -> AgentSpec:
     if provider == "scripted" and "responses" in settings:
         settings["responses"] = _scripted_responses(file, data, settings["responses"], base)
     try:
-        model = init_chat_model(agent.model, **settings)
+        model = init_chat_model(agent.model, **settings) if model is None else model
     except ConfigError as exc:
         raise AgentFileError(file, "[agent] model", str(exc)) from None
     except TypeError as exc:
@@ -488,4 +492,4 @@ def read_agent_file(path: str | Path) -> AgentSpec:
 def load_agent(path: str | Path, **overrides: Any) -> Agent:
     """Build the agent an agent file describes; ``overrides`` replace ``create_agent``
     arguments (``checkpointer="memory"``, ``model=...``)."""
-    return read_agent_file(path).build(**overrides)
+    return read_agent_file(path, model=overrides.pop("model", None)).build(**overrides)

@@ -252,10 +252,10 @@ def result_to_json(result: AgentResult) -> dict[str, Any]:
 # --------------------------------------------------------------------------- run
 
 
-def _load(path: str) -> AgentSpec:
+def _load(path: str, model: str | None = None) -> AgentSpec:
     from plait.agentfile import read_agent_file
 
-    return read_agent_file(path)
+    return read_agent_file(path, model=model)
 
 
 def _parse_json(text: str, what: str) -> Any:
@@ -268,7 +268,7 @@ def _parse_json(text: str, what: str) -> Any:
 def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from plait.types import Command
 
-    spec = _load(args.agent)
+    spec = _load(args.agent, args.model)
     if args.thread and spec.checkpointer is None:
         raise CLIError(
             f"--thread needs a checkpointer: set checkpointer in the [agent] table of "
@@ -296,8 +296,6 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         thread = f"run-{uuid.uuid4().hex[:12]}"
 
     overrides: dict[str, Any] = {}
-    if args.model:
-        overrides["model"] = args.model
     console: Console | None = None
     if not args.json:
         console = Console(out, Spinner(err))
@@ -465,12 +463,10 @@ def answer_interrupts(interrupts: Sequence[Interrupt], asker: Asker) -> dict[str
 def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from plait.types import Command
 
-    spec = _load(args.agent)
+    spec = _load(args.agent, args.model)
     overrides: dict[str, Any] = {}
     if spec.checkpointer is None:
         overrides["checkpointer"] = "memory"  # a chat is one thread: it needs its history
-    if args.model:
-        overrides["model"] = args.model
     console = Console(out, Spinner(err), prefix="agent> ")
     first, last = console.middleware()
     agent = spec.build(first=first, last=last, **overrides)

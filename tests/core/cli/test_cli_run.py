@@ -172,3 +172,13 @@ def test_options_may_come_between_the_file_and_the_prompt(plait_cli, examples) -
     done = plait_cli("run", str(examples / "hello.toml"), "--json", "Paris?", "--frob")
     assert done.returncode == 2
     assert "unrecognized arguments: --frob" in done.stderr
+
+
+def test_model_override_does_not_build_the_files_model(plait_cli, write) -> None:
+    # The file's provider needs a key this machine does not have; --model never builds it.
+    agent = write("agent.toml", '[agent]\nmodel = "anthropic:claude-sonnet-4-5"\n')
+    done = plait_cli(
+        "run", str(agent), "--model", "scripted:other", "hi", env={"ANTHROPIC_API_KEY": ""}
+    )
+    assert "no API key" not in done.stderr
+    assert "ScriptedChatModel 'other' has 0 response(s)" in done.stderr

@@ -284,7 +284,9 @@ def test_options_by_name_and_their_errors(tmp_path: Path) -> None:
             plait.testing.scripted("hi"),
             middleware=[("filesystem", {"custom_tool_descriptions": {"cat": "x"}})],
         )
-    with pytest.raises(ConfigError, match=r"plugin 'filesystem': option 'backend': expected a Backend"):
+    with pytest.raises(
+        ConfigError, match=r"plugin 'filesystem': option 'backend': expected a Backend"
+    ):
         plait.create_agent(
             plait.testing.scripted("hi"), middleware=[("filesystem", {"backend": "s3"})]
         )
