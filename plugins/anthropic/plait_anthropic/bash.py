@@ -128,6 +128,16 @@ class _Sessions:
             session = self.by_thread.pop(key, None)
             return [] if session is None else [session]
 
+    def idle(self, keep: str) -> ShellSession | None:
+        """The least recently used live session other than ``keep``'s that is not running
+        a command, taken out of the map (the caller holds ``lock``)."""
+        for key, session in self.by_thread.items():
+            if key != keep and session.lock.acquire(blocking=False):
+                session.lock.release()
+                del self.by_thread[key]
+                return session
+        return None
+
     def discard(self, key: str, session: ShellSession) -> None:
         """Forget ``session`` if it is still ``key``'s (another call may have replaced it)."""
         with self.lock:
@@ -171,6 +181,9 @@ class AnthropicBashMiddleware(Middleware):
     """Only these command names may run (checked for every command in the line); None: any."""
     denied_commands: list[str] | None = attrs.field(default=None, validator=_names)
     """These command names may not run (checked for every command in the line)."""
+    max_sessions: int | None = attrs.field(default=16, validator=_positive_or_none)
+    """At most this many shells run at once; starting one more closes the least recently
+    used idle shell (its files stay; its thread's next command gets a fresh shell)."""
     session_scope: Literal["thread", "run"] = "thread"
     """How long a session lives: for "thread", until ``close()`` (or exit); for "run", until
     the run ends."""
@@ -230,14 +243,25 @@ class AnthropicBashMiddleware(Middleware):
         return session
 
     def _session(self, key: str) -> ShellSession:
-        with self._sessions.lock:
-            session = self._sessions.by_thread.get(key)
+        sessions = self._sessions
+        evicted: list[ShellSession] = []
+        with sessions.lock:
+            session = sessions.by_thread.pop(key, None)
             if session is not None and session.alive:
+                sessions.by_thread[key] = session  # now the most recently used
                 return session
-            cwd = self.workspace_root or self._sessions.workspace(key)
+            while self.max_sessions is not None and len(sessions.by_thread) >= self.max_sessions:
+                oldest = sessions.idle(keep=key)
+                if oldest is None:
+                    break  # every other shell is busy: go over the cap rather than wait
+                evicted.append(oldest)
+            cwd = self.workspace_root or sessions.workspace(key)
             session = self._start(cwd)
-            self._sessions.by_thread[key] = session
-            return session
+            sessions.by_thread[key] = session
+        for old in evicted:
+            with old.lock:
+                self._shut_down(old)
+        return session
 
     def sessions(self) -> dict[str, ShellSession]:
         """The live sessions by thread id (``""`` for runs without one), for inspection."""

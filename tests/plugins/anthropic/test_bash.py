@@ -356,6 +356,21 @@ def test_session_scope_run_closes_when_the_run_ends(make_agent: Any, bash: Any) 
 # -- no leaked processes -------------------------------------------------------------------
 
 
+def test_past_max_sessions_the_least_recently_used_shell_is_closed(bash: Any) -> None:
+    middleware = bash(max_sessions=2, workspace_root=None)
+    for key in ("t1", "t2"):
+        middleware._run(key, f"export X={key}; echo kept > file.txt", False)
+    middleware._run("t1", "true", False)  # t1 is now more recent than t2
+    oldest = middleware.sessions()["t2"].process.pid
+    middleware._run("t3", "true", False)
+    assert set(middleware.sessions()) == {"t1", "t3"}
+    assert gone(oldest)
+    # t2's next command gets a fresh shell in the same workspace: files kept, state not.
+    assert middleware._run("t2", "echo ${X:-unset}; cat file.txt", False) == ("unset\nkept", False)
+    assert set(middleware.sessions()) == {"t3", "t2"}  # t1 made room for t2
+    assert middleware._run("t1", "echo ${X:-unset}", False) == ("unset", False)
+
+
 def test_close_kills_the_shell_and_its_background_jobs(bash: Any, tmp_path: Path) -> None:
     middleware = bash()
     text, _ = middleware._run("k", "sleep 30 & echo $!", False)
