@@ -8,23 +8,29 @@ Each command returns the text the model reads and the ``files`` state update to 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
 from plait.backends import (
     FILES,
+    FILES_FIELD,
     BackendError,
     FilesUpdate,
     FileSystem,
+    StateBackend,
     check_path,
+    check_store,
     format_lines,
+    resolve_backend,
 )
 from plait.messages import ToolMessage
-from plait.types import Command, ToolRuntime
+from plait.middleware import Middleware
+from plait.types import AgentConfig, Command, StateField, ToolRuntime
 
 __all__ = [
     "Editor",
+    "EditorMiddleware",
     "Outcome",
     "answer",
     "check_file_size",
@@ -363,3 +369,48 @@ class Editor:
             root = old if self._is_root(old) else new
             raise BackendError(f"Error: {root} itself cannot be renamed or replaced")
         return Outcome(f"Renamed {old} to {new}", self.fs.rename(old, new).files_update)
+
+
+# -- the middleware ------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class EditorMiddleware(Middleware):
+    """What the text-editor and memory middleware share: where files live, the limits on
+    paths and sizes, the shared ``files`` state key, and one command run as a tool call."""
+
+    plugin: ClassVar[str]
+    tool_name: ClassVar[str]
+
+    backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
+    """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
+    allowed_path_prefixes: list[str] | None = attrs.field(default=None, validator=check_prefixes)
+    """Only paths under one of these directories may be used; None: any path."""
+    max_file_size_mb: int | None = attrs.field(default=10, validator=positive_or_none)
+    """A file over this many megabytes is not viewed or written; None: no limit."""
+
+    def state_fields(self) -> dict[str, StateField]:
+        return {FILES: FILES_FIELD}
+
+    def validate_agent(self, agent_config: AgentConfig) -> None:
+        check_store(self.backend, agent_config, plugin=self.plugin)
+
+    def view_limit(self) -> int | None:
+        """How many characters ``view`` shows at most (None: all)."""
+        return None
+
+    def respond(
+        self, runtime: ToolRuntime, command: str, **arguments: Any
+    ) -> ToolMessage | Command:
+        """Run ``command`` with the tool call's ``arguments``; a refusal is an error message."""
+        editor = Editor(
+            fs=self.backend.bind(runtime),
+            allowed_path_prefixes=self.allowed_path_prefixes,
+            max_file_size_mb=self.max_file_size_mb,
+            max_characters=self.view_limit(),
+        )
+        try:
+            outcome = editor.run(command, **arguments)
+        except BackendError as problem:
+            return error(runtime, self.tool_name, problem)
+        return answer(runtime, self.tool_name, outcome)

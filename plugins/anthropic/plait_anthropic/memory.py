@@ -10,30 +10,24 @@ type; every other provider gets an ordinary function tool with the same argument
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
 from plait.backends import (
-    FILES,
-    FILES_FIELD,
-    BackendError,
     StateBackend,
-    check_store,
     resolve_backend,
 )
 from plait.messages import ToolMessage
-from plait.middleware import Middleware
 from plait.tools import Tool
 from plait.types import (
     AgentConfig,
     Command,
     ModelRequest,
     ModelResponse,
-    StateField,
     ToolRuntime,
 )
-from plait_anthropic._editor import Editor, answer, check_prefixes, error, positive_or_none
+from plait_anthropic._editor import EditorMiddleware, check_prefixes
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -99,9 +93,12 @@ Command_ = Literal["view", "create", "str_replace", "insert", "delete", "rename"
 
 
 @attrs.frozen(kw_only=True)
-class AnthropicMemoryMiddleware(Middleware):
+class AnthropicMemoryMiddleware(EditorMiddleware):
     """Gives the agent Anthropic's memory tool over ``backend`` and a system-prompt section
     asking it to use its memory."""
+
+    plugin: ClassVar[str] = PLUGIN
+    tool_name: ClassVar[str] = TOOL_NAME
 
     backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
     """Where memories live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
@@ -111,26 +108,12 @@ class AnthropicMemoryMiddleware(Middleware):
     """Only paths under one of these directories may be used (each always exists)."""
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
     """The section added to the system prompt of calls offering the tool; None or "" for none."""
-    max_file_size_mb: int | None = attrs.field(default=10, validator=positive_or_none)
-    """A memory file over this many megabytes is not viewed or written; None: no limit."""
     anthropic_betas: list[str] = attrs.field(factory=lambda: [MEMORY_BETA], validator=_check_betas)
     """Anthropic beta names sent with calls offering the tool (other providers ignore them)."""
 
-    def state_fields(self) -> dict[str, StateField]:
-        return {FILES: FILES_FIELD}
-
-    def validate_agent(self, agent_config: AgentConfig) -> None:
-        check_store(self.backend, agent_config, plugin=PLUGIN)
-
-    def _editor(self, runtime: ToolRuntime) -> Editor:
-        return Editor(
-            fs=self.backend.bind(runtime),
-            allowed_path_prefixes=self.allowed_path_prefixes,
-            max_file_size_mb=self.max_file_size_mb,
-        )
-
     def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
-        editor = self._editor
+        respond = self.respond
+        assert self.allowed_path_prefixes is not None
 
         def memory(
             command: Command_,
@@ -159,22 +142,19 @@ class AnthropicMemoryMiddleware(Middleware):
                 old_path: rename: the file or directory to move.
                 new_path: rename: where to move it (it must not exist).
             """
-            try:
-                outcome = editor(runtime).run(
-                    command,
-                    path=path,
-                    file_text=file_text,
-                    old_str=old_str,
-                    new_str=new_str,
-                    insert_line=insert_line,
-                    insert_text=insert_text,
-                    view_range=view_range,
-                    old_path=old_path,
-                    new_path=new_path,
-                )
-            except BackendError as problem:
-                return error(runtime, TOOL_NAME, problem)
-            return answer(runtime, TOOL_NAME, outcome)
+            return respond(
+                runtime,
+                command,
+                path=path,
+                file_text=file_text,
+                old_str=old_str,
+                new_str=new_str,
+                insert_line=insert_line,
+                insert_text=insert_text,
+                view_range=view_range,
+                old_path=old_path,
+                new_path=new_path,
+            )
 
         return [
             Tool.from_function(

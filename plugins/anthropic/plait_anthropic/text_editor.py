@@ -8,23 +8,14 @@ its schema); every other provider gets an ordinary function tool with the same a
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
-from plait.backends import (
-    FILES,
-    FILES_FIELD,
-    BackendError,
-    StateBackend,
-    check_store,
-    resolve_backend,
-)
 from plait.messages import ToolMessage
-from plait.middleware import Middleware
 from plait.tools import Tool
-from plait.types import AgentConfig, Command, StateField, ToolRuntime
-from plait_anthropic._editor import Editor, answer, check_prefixes, error, positive_or_none
+from plait.types import AgentConfig, Command, ToolRuntime
+from plait_anthropic._editor import EditorMiddleware, positive_or_none
 
 __all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "TOOL_TYPE", "AnthropicTextEditorMiddleware"]
 
@@ -49,34 +40,20 @@ Command_ = Literal["view", "create", "str_replace", "insert"]
 
 
 @attrs.frozen(kw_only=True)
-class AnthropicTextEditorMiddleware(Middleware):
+class AnthropicTextEditorMiddleware(EditorMiddleware):
     """Gives the agent Anthropic's text-editor tool over ``backend``."""
 
-    backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
-    """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
-    allowed_path_prefixes: list[str] | None = attrs.field(default=None, validator=check_prefixes)
-    """Only paths under one of these directories may be used; None: any path."""
-    max_file_size_mb: int | None = attrs.field(default=10, validator=positive_or_none)
-    """A file over this many megabytes is not viewed or written; None: no limit."""
+    plugin: ClassVar[str] = PLUGIN
+    tool_name: ClassVar[str] = TOOL_NAME
+
     max_characters: int | None = attrs.field(default=None, validator=positive_or_none)
     """``view`` output is cut to this many characters (also sent to Anthropic); None: whole."""
 
-    def state_fields(self) -> dict[str, StateField]:
-        return {FILES: FILES_FIELD}
-
-    def validate_agent(self, agent_config: AgentConfig) -> None:
-        check_store(self.backend, agent_config, plugin=PLUGIN)
-
-    def _editor(self, runtime: ToolRuntime) -> Editor:
-        return Editor(
-            fs=self.backend.bind(runtime),
-            allowed_path_prefixes=self.allowed_path_prefixes,
-            max_file_size_mb=self.max_file_size_mb,
-            max_characters=self.max_characters,
-        )
+    def view_limit(self) -> int | None:
+        return self.max_characters
 
     def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
-        editor = self._editor
+        respond = self.respond
 
         def str_replace_based_edit_tool(
             command: Command_,
@@ -104,20 +81,17 @@ class AnthropicTextEditorMiddleware(Middleware):
             if command == "insert" and insert_text is None:
                 # Anthropic's documentation once named the inserted text new_str.
                 insert_text = new_str
-            try:
-                outcome = editor(runtime).run(
-                    command,
-                    path=path,
-                    file_text=file_text,
-                    old_str=old_str,
-                    new_str=new_str,
-                    insert_line=insert_line,
-                    insert_text=insert_text,
-                    view_range=view_range,
-                )
-            except BackendError as problem:
-                return error(runtime, TOOL_NAME, problem)
-            return answer(runtime, TOOL_NAME, outcome)
+            return respond(
+                runtime,
+                command,
+                path=path,
+                file_text=file_text,
+                old_str=old_str,
+                new_str=new_str,
+                insert_line=insert_line,
+                insert_text=insert_text,
+                view_range=view_range,
+            )
 
         anthropic: dict[str, Any] = {"type": TOOL_TYPE}
         if self.max_characters is not None:
