@@ -177,3 +177,55 @@ class ReplayServer:
             event.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+# -- answers in each provider's format -----------------------------------------------------
+
+
+def claude_message(
+    *content: dict[str, Any] | str, usage: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """A Messages API answer; text given as ``str``, tool calls as ``claude_tool_use``. It
+    stops for ``tool_use`` when it holds a tool call, else at ``end_turn``."""
+    blocks = [{"type": "text", "text": c} if isinstance(c, str) else c for c in content]
+    calls = any(block["type"] == "tool_use" for block in blocks)
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": blocks,
+        "stop_reason": "tool_use" if calls else "end_turn",
+        "stop_sequence": None,
+        "usage": usage or {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def claude_tool_use(id: str, name: str, input: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": id, "name": name, "input": input}
+
+
+def openai_completion(
+    content: str | None, *calls: tuple[str, str, dict[str, Any]]
+) -> dict[str, Any]:
+    """A Chat Completions answer; each call is ``(id, tool name, arguments)``."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for id, name, args in calls
+        ]
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "gpt-4.1",
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+        ],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
+    }

@@ -11,9 +11,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-from replay_server import ReplayServer
+from replay_server import ReplayServer, claude_message, claude_tool_use, openai_completion
 
 AGENT = """
 [agent]
@@ -53,57 +52,16 @@ def run_plait(tmp_path: Path, *args: str, env: dict[str, str]) -> subprocess.Com
     )
 
 
-def claude_says(*content: dict[str, Any], stop: str = "end_turn") -> dict[str, Any]:
-    usage = {"input_tokens": 5, "output_tokens": 3, "cache_read_input_tokens": 0}
-    return {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5",
-        "content": list(content),
-        "stop_reason": stop,
-        "usage": usage,
-    }
-
-
-def tool_use(id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "tool_use", "id": id, "name": name, "input": args}
-
-
-def gpt_says(content: str | None, *calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        message["tool_calls"] = [
-            {
-                "id": id,
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)},
-            }
-            for id, name, args in calls
-        ]
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1700000000,
-        "model": "gpt-4.1",
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
-        ],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
-    }
-
-
 def test_the_same_agent_file_on_anthropic_then_openai(tmp_path: Path) -> None:
     (tmp_path / "agent.toml").write_text(AGENT, encoding="utf-8")
     work = tmp_path / "work"
     work.mkdir()
     server = ReplayServer()
     try:
-        server.json(
-            claude_says(tool_use("toolu_1", "str_replace_based_edit_tool", CREATE), stop="tool_use")
-        )
-        server.json(claude_says(tool_use("toolu_2", "bash", CAT), stop="tool_use"))
-        server.json(claude_says({"type": "text", "text": "Noted."}))
+        editor_call = claude_tool_use("toolu_1", "str_replace_based_edit_tool", CREATE)
+        server.json(claude_message(editor_call))
+        server.json(claude_message(claude_tool_use("toolu_2", "bash", CAT)))
+        server.json(claude_message("Noted."))
         done = run_plait(
             tmp_path,
             "Write a first note.",
@@ -131,8 +89,8 @@ def test_the_same_agent_file_on_anthropic_then_openai(tmp_path: Path) -> None:
             "old_str": "first",
             "new_str": "second",
         }
-        server.json(gpt_says(None, ("call_1", "str_replace_based_edit_tool", edit)))
-        server.json(gpt_says("Changed."))
+        server.json(openai_completion(None, ("call_1", "str_replace_based_edit_tool", edit)))
+        server.json(openai_completion("Changed."))
         done = run_plait(
             tmp_path,
             "--model",

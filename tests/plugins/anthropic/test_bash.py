@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replay_server import claude_message, claude_tool_use, openai_completion
 
 import plait
 from plait.errors import ConfigError
@@ -565,35 +566,9 @@ def test_threads_sharing_a_session_with_a_restart_do_not_mix_answers(bash: Any) 
 # -- on the wire ---------------------------------------------------------------------------
 
 
-def anthropic_message(id: str, content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
-    return {
-        "id": id,
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5",
-        "content": content,
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 5},
-    }
-
-
 def test_on_the_anthropic_wire_the_tool_is_its_type(server: Any, bash: Any) -> None:
-    server.json(
-        anthropic_message(
-            "msg_1",
-            [
-                {
-                    "type": "tool_use",
-                    "id": "toolu_1",
-                    "name": "bash",
-                    "input": {"command": "echo hi"},
-                }
-            ],
-            "tool_use",
-        )
-    )
-    server.json(anthropic_message("msg_2", [{"type": "text", "text": "done"}], "end_turn"))
+    server.json(claude_message(claude_tool_use("toolu_1", "bash", {"command": "echo hi"})))
+    server.json(claude_message("done"))
     model = AnthropicChatModel("claude-sonnet-4-5", api_key="k", base_url=server.url)
     agent = plait.create_agent(model, middleware=[bash()])
     result = agent.invoke("say hi")
@@ -612,22 +587,7 @@ def test_on_the_anthropic_wire_the_tool_is_its_type(server: Any, bash: Any) -> N
 
 
 def test_on_the_openai_wire_the_tool_is_a_function_with_a_schema(server: Any, bash: Any) -> None:
-    server.json(
-        {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 1700000000,
-            "model": "gpt-4.1-mini",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": "done"},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
-        }
-    )
+    server.json(openai_completion("done"))
     model = OpenAIChatModel("gpt-4.1-mini", api_key="k", base_url=server.url + "/v1")
     agent = plait.create_agent(model, middleware=[bash()])
     assert agent.invoke("hi").text == "done"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replay_server import claude_message
 
 import plait
 from plait.errors import ConfigError
@@ -193,18 +194,7 @@ def test_options_and_their_errors() -> None:
 
 
 def test_on_the_anthropic_wire_they_are_custom_tools(server: Any) -> None:
-    server.json(
-        {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-sonnet-4-5",
-            "content": [{"type": "text", "text": "ok"}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 1},
-        }
-    )
+    server.json(claude_message("ok"))
     model = AnthropicChatModel("claude-sonnet-4-5", api_key="k", base_url=server.url)
     plait.create_agent(model, middleware=[AnthropicFileSearchMiddleware()]).invoke("x")
     tools = {tool["name"]: tool for tool in server.requests[0].body["tools"]}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replay_server import claude_message, claude_tool_use, openai_completion
 
 import plait
 from plait.backends import CompositeBackend, DiskBackend, StateBackend, StoreBackend
@@ -262,27 +263,9 @@ def test_options_and_their_errors() -> None:
 
 
 def test_on_the_anthropic_wire_the_tool_is_its_type(server: Any) -> None:
-    def message(id: str, content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
-        return {
-            "id": id,
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-sonnet-4-5",
-            "content": content,
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 5},
-        }
-
     view = {"command": "view", "path": "/memories"}
-    server.json(
-        message(
-            "m1",
-            [{"type": "tool_use", "id": "toolu_1", "name": "memory", "input": view}],
-            "tool_use",
-        )
-    )
-    server.json(message("m2", [{"type": "text", "text": "nothing yet"}], "end_turn"))
+    server.json(claude_message(claude_tool_use("toolu_1", "memory", view)))
+    server.json(claude_message("nothing yet"))
     model = AnthropicChatModel("claude-sonnet-4-5", api_key="k", base_url=server.url)
     agent = plait.create_agent(model, middleware=[AnthropicMemoryMiddleware()])
     assert agent.invoke("what do you remember?").text == "nothing yet"
@@ -294,31 +277,9 @@ def test_on_the_anthropic_wire_the_tool_is_its_type(server: Any) -> None:
 
 
 def test_on_an_openai_model_it_is_a_function_tool_that_works_the_same(server: Any) -> None:
-    def gpt(content: str | None, *calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": content}
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": id,
-                    "type": "function",
-                    "function": {"name": "memory", "arguments": json.dumps(args)},
-                }
-                for id, args in calls
-            ]
-        return {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 1700000000,
-            "model": "gpt-4.1",
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
-            ],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
-        }
-
     create = {"command": "create", "path": "/memories/a.md", "file_text": "tea"}
-    server.json(gpt(None, ("call_1", create)))
-    server.json(gpt("Noted."))
+    server.json(openai_completion(None, ("call_1", "memory", create)))
+    server.json(openai_completion("Noted."))
     model = OpenAIChatModel("gpt-4.1", api_key="k", base_url=server.url + "/v1")
     agent = plait.create_agent(model, middleware=[AnthropicMemoryMiddleware()])
     result = agent.invoke("I like tea")

@@ -11,6 +11,7 @@ import warnings
 from typing import Any
 
 import pytest
+from replay_server import claude_message
 
 import plait
 from plait.errors import ConfigError
@@ -51,21 +52,8 @@ WEATHER_TOOL = {
 }
 
 
-def answer(*content: dict[str, Any], stop: str = "end_turn") -> dict[str, Any]:
-    return {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5-20250929",
-        "content": list(content),
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": USAGE,
-    }
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"type": "text", "text": value}
+def answer(*content: dict[str, Any] | str) -> dict[str, Any]:
+    return claude_message(*content, usage=USAGE)
 
 
 def claude(server: Any) -> AnthropicChatModel:
@@ -84,8 +72,8 @@ def weather_agent(server: Any, **options: Any) -> Any:
 
 def script_tool_round(server: Any) -> None:
     call = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}
-    server.json(answer(call, stop="tool_use"))
-    server.json(answer(text("It is cold.")))
+    server.json(answer(call))
+    server.json(answer("It is cold."))
 
 
 def marks(body: Any) -> int:
@@ -156,7 +144,7 @@ def test_the_mark_is_not_stored_in_the_thread(server: Any) -> None:
 
 
 def test_one_hour_ttl(server: Any) -> None:
-    server.json(answer(text("hi")))
+    server.json(answer("hi"))
     weather_agent(server, ttl="1h").invoke("hello")
     body = server.last.body
     hour = {"type": "ephemeral", "ttl": "1h"}
@@ -183,7 +171,11 @@ def test_streaming_and_async_calls_are_marked_too(server: Any) -> None:
     server.anthropic_stream(
         [
             {"type": "message_start", "message": start},
-            {"type": "content_block_start", "index": 0, "content_block": text("")},
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
             {
                 "type": "content_block_delta",
                 "index": 0,
@@ -273,7 +265,7 @@ def test_fallback_to_another_provider_sends_no_marks(server: Any) -> None:
 
 
 def test_options_by_name_and_their_errors(server: Any) -> None:
-    server.json(answer(text("hi")))
+    server.json(answer("hi"))
     agent = plait.create_agent(
         claude(server),
         middleware=[("anthropic_prompt_caching", {"ttl": "1h", "min_messages_to_cache": 1})],

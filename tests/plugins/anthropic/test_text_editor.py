@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from replay_server import claude_message, claude_tool_use
 
 import plait
 from plait.backends import BackendError, DiskBackend, StateBackend, StoreBackend
@@ -335,37 +336,9 @@ def test_options_and_their_errors(tmp_path: Path) -> None:
 
 
 def test_on_the_anthropic_wire_the_tool_is_its_type(server: Any) -> None:
-    server.json(
-        {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-sonnet-4-5",
-            "content": [
-                {
-                    "type": "tool_use",
-                    "id": "toolu_1",
-                    "name": NAME,
-                    "input": {"command": "create", "path": "/a.md", "file_text": "hi\n"},
-                }
-            ],
-            "stop_reason": "tool_use",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 5},
-        }
-    )
-    server.json(
-        {
-            "id": "msg_2",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-sonnet-4-5",
-            "content": [{"type": "text", "text": "done"}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 20, "output_tokens": 1},
-        }
-    )
+    create = {"command": "create", "path": "/a.md", "file_text": "hi\n"}
+    server.json(claude_message(claude_tool_use("toolu_1", NAME, create)))
+    server.json(claude_message("done"))
     model = AnthropicChatModel("claude-sonnet-4-5", api_key="k", base_url=server.url)
     agent = plait.create_agent(model, middleware=[AnthropicTextEditorMiddleware()])
     result = agent.invoke("write a file")
