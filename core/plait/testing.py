@@ -18,7 +18,7 @@ import pytest
 from plait.agent import Agent, create_agent
 from plait.checkpoint import MemoryCheckpointer
 from plait.hookspecs import NODE_HOOKS
-from plait.messages import AIMessage, Message, ToolCall
+from plait.messages import AIMessage, Message, ToolCall, ToolMessage
 from plait.middleware import Middleware
 from plait.models.base import ChatModel
 from plait.models.scripted import ScriptedChatModel
@@ -29,6 +29,7 @@ __all__ = [
     "ai",
     "call",
     "scripted",
+    "tool_answers",
     "transcript",
 ]
 
@@ -52,6 +53,12 @@ def ai(text: str = "", *tool_calls: ToolCall, **kwargs: Any) -> AIMessage:
 def transcript(messages: Sequence[Message]) -> list[tuple[str, str]]:
     """``(type, text)`` per message, for asserting a conversation's shape."""
     return [(m.type, m.text) for m in messages]
+
+
+def tool_answers(messages: Sequence[Message]) -> dict[str, ToolMessage]:
+    """The tool messages of a conversation by the id of the call each answers:
+    ``tool_answers(result.messages)["call_1"].content``."""
+    return {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
 
 
 class FakeSleeper:

@@ -16,10 +16,9 @@ from replay_server import claude_message, claude_tool_use, openai_completion
 
 import plait
 from plait.errors import ConfigError
-from plait.messages import ToolMessage
 from plait.models.anthropic import AnthropicChatModel
 from plait.models.openai import OpenAIChatModel
-from plait.testing import ai, call
+from plait.testing import ai, call, tool_answers
 from plait_anthropic._shell import command_names
 from plait_anthropic.bash import TOOL_DESCRIPTION, AnthropicBashMiddleware
 
@@ -46,14 +45,10 @@ def sh(id: str, command: str | None = None, **args: Any) -> Any:
     return call("bash", id, **args)
 
 
-def answers(result: Any) -> dict[str, ToolMessage]:
-    return {m.tool_call_id: m for m in result.messages if isinstance(m, ToolMessage)}
-
-
 def run(make_agent: Any, middleware: Any, *calls: Any, thread_id: str | None = "t") -> Any:
     """One turn where the model makes each call in turn (one per AI message), then says done."""
     agent = make_agent([*(ai("", c) for c in calls), "done"], middleware=[middleware])
-    return answers(agent.invoke("go", thread_id=thread_id))
+    return tool_answers(agent.invoke("go", thread_id=thread_id).messages)
 
 
 def running(pid: int) -> bool:
@@ -143,8 +138,8 @@ def test_state_survives_runs_of_the_same_thread_not_other_threads(
         middleware=[middleware],
     )
     agent.invoke("1", thread_id="t1")
-    second = answers(agent.invoke("2", thread_id="t1"))
-    other = answers(agent.invoke("3", thread_id="t2"))
+    second = tool_answers(agent.invoke("2", thread_id="t1").messages)
+    other = tool_answers(agent.invoke("3", thread_id="t2").messages)
     assert second["b"].content == "one"
     assert other["c"].content == "unset"
     assert set(middleware.sessions()) == {"t1", "t2"}
@@ -319,7 +314,7 @@ def test_runs_without_a_thread_share_one_session(make_agent: Any, bash: Any) -> 
         checkpointer=None,
     )
     agent.invoke("1")
-    assert answers(agent.invoke("2"))["b"].content == "1"
+    assert tool_answers(agent.invoke("2").messages)["b"].content == "1"
     assert list(middleware.sessions()) == [""]
 
 
@@ -348,10 +343,10 @@ def test_session_scope_run_closes_when_the_run_ends(make_agent: Any, bash: Any) 
         [ai("", sh("a", "export X=1; echo $$")), "ok", ai("", sh("b", "echo ${X:-unset}")), "ok"],
         middleware=[middleware],
     )
-    pid = int(answers(agent.invoke("1", thread_id="t"))["a"].content)
+    pid = int(tool_answers(agent.invoke("1", thread_id="t").messages)["a"].content)
     assert middleware.sessions() == {}
     assert gone(pid)
-    assert answers(agent.invoke("2", thread_id="t"))["b"].content == "unset"
+    assert tool_answers(agent.invoke("2", thread_id="t").messages)["b"].content == "unset"
 
 
 # -- no leaked processes -------------------------------------------------------------------
@@ -520,7 +515,7 @@ def test_options_by_name_and_a_path_workspace(make_agent: Any, tmp_path: Path) -
         middleware=[("anthropic_bash", {"workspace_root": str(tmp_path), "timeout": 5})],
     )
     try:
-        assert answers(agent.invoke("go"))["a"].content == str(tmp_path)
+        assert tool_answers(agent.invoke("go").messages)["a"].content == str(tmp_path)
     finally:
         for middleware in agent.middleware if hasattr(agent, "middleware") else ():
             if isinstance(middleware, AnthropicBashMiddleware):
@@ -536,7 +531,7 @@ def test_async_path_and_parallel_calls_share_the_session_safely(
 ) -> None:
     calls = [sh(f"c{i}", f"echo {i} >> log.txt; echo {i}") for i in range(5)]
     agent = make_agent([ai("", *calls), "done"], middleware=[bash()])
-    got = answers(asyncio.run(agent.ainvoke("go", thread_id="t")))
+    got = tool_answers(asyncio.run(agent.ainvoke("go", thread_id="t")).messages)
     assert {got[f"c{i}"].content for i in range(5)} == {str(i) for i in range(5)}
     assert sorted((tmp_path / "log.txt").read_text().split()) == [str(i) for i in range(5)]
 

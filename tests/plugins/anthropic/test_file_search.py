@@ -13,10 +13,9 @@ from replay_server import claude_message
 
 import plait
 from plait.errors import ConfigError
-from plait.messages import ToolMessage
 from plait.models.anthropic import AnthropicChatModel
 from plait.store import MemoryStore
-from plait.testing import ai, call
+from plait.testing import ai, call, tool_answers
 from plait_anthropic.file_search import TOOL_DESCRIPTIONS, AnthropicFileSearchMiddleware
 from plait_anthropic.text_editor import AnthropicTextEditorMiddleware
 
@@ -27,10 +26,6 @@ FILES = {
     "/web/view.tsx": "// TODO: render\n",
     "/README.md": "# App\nRun main.\n",
 }
-
-
-def answers(result: Any) -> dict[str, ToolMessage]:
-    return {m.tool_call_id: m for m in result.messages if isinstance(m, ToolMessage)}
 
 
 def search(make_agent: Any, *calls: Any, middleware: Any = None, **kwargs: Any) -> Any:
@@ -78,7 +73,7 @@ def test_glob_search(make_agent: Any) -> None:
         call("glob_search", "none", pattern="**/*.rs"),
         call("glob_search", "bad", pattern="*", path="src"),
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["all"].content == "/src/app.py\n/src/util/helpers.py"
     assert got["rel"].content == "/src/app.py"
     assert got["abs"].content == "/web/index.ts\n/web/view.tsx"
@@ -100,7 +95,7 @@ def test_grep_search_modes_and_filters(make_agent: Any) -> None:
         call("grep_search", "badre", pattern="(unclosed"),
         call("grep_search", "badmode", pattern="x", output_mode="lines"),
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["files"].content == "/src/app.py\n/src/util/helpers.py"
     assert got["content"].content == (
         "/src/app.py:4:     print('hi')  # TODO\n/web/view.tsx:1: // TODO: render"
@@ -130,7 +125,7 @@ def test_caps_on_file_size_and_count(make_agent: Any, tmp_path: Path) -> None:
     agent = make_agent(
         [ai("", call("grep_search", "g", pattern="needle")), "done"], middleware=[mw]
     )
-    got = answers(agent.invoke("go"))
+    got = tool_answers(agent.invoke("go").messages)
     assert got["g"].content == (
         "/small0.txt\n/small1.txt\n"
         "(searched the first 3 of 4 files: narrow path or include to search the rest)\n"
@@ -149,7 +144,7 @@ def test_on_disk_and_in_the_store(make_agent: Any, tmp_path: Path) -> None:
         ],
         middleware=[AnthropicFileSearchMiddleware(backend=f"disk:{tmp_path}")],
     )
-    got = answers(disk.invoke("go"))
+    got = tool_answers(disk.invoke("go").messages)
     assert got["g"].content == "/notes/a.md"
     assert got["s"].content == "/notes/a.md:2: beta"
 
@@ -173,7 +168,7 @@ def test_on_disk_and_in_the_store(make_agent: Any, tmp_path: Path) -> None:
         middleware=[AnthropicFileSearchMiddleware(backend="store:shared")],
         store=store,
     )
-    assert answers(reader.invoke("go", thread_id="b"))["s"].content == "/k.md"
+    assert tool_answers(reader.invoke("go", thread_id="b").messages)["s"].content == "/k.md"
 
 
 def test_options_and_their_errors() -> None:

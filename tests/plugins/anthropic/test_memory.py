@@ -16,11 +16,10 @@ from replay_server import claude_message, claude_tool_use, openai_completion
 import plait
 from plait.backends import CompositeBackend, DiskBackend, StateBackend, StoreBackend
 from plait.errors import ConfigError
-from plait.messages import ToolMessage
 from plait.models.anthropic import AnthropicChatModel
 from plait.models.openai import OpenAIChatModel
 from plait.store import MemoryStore
-from plait.testing import ai, call
+from plait.testing import ai, call, tool_answers
 from plait.types import ModelRequest, ModelResponse
 from plait_anthropic.memory import (
     DEFAULT_SYSTEM_PROMPT,
@@ -31,10 +30,6 @@ from plait_anthropic.memory import (
 
 def mem(id: str, command: str, **args: Any) -> Any:
     return call("memory", id, command=command, **args)
-
-
-def answers(result: Any) -> dict[str, ToolMessage]:
-    return {m.tool_call_id: m for m in result.messages if isinstance(m, ToolMessage)}
 
 
 def run(make_agent: Any, *calls: Any, middleware: Any = None, **kwargs: Any) -> Any:
@@ -101,7 +96,7 @@ def test_every_command_and_its_answers(make_agent: Any) -> None:
         mem("d", "delete", path="/memories/project/todo.md"),
         mem("v2", "view", path="/memories"),
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["v0"].content == "Directory /memories is empty"
     assert got["c"].content == "Created /memories/prefs.md"
     assert got["v1"].content == "Directory /memories:\n/memories/prefs.md\n/memories/work/"
@@ -142,7 +137,7 @@ def test_errors(make_agent: Any) -> None:
         mem("cr", "create", path="/memories/", file_text="x"),
         mem("vx", "view", path="/memories/none.md"),
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["out"].content == (
         "Error: access to /notes.md is not allowed: paths must be under /memories"
     )
@@ -182,8 +177,10 @@ def test_memories_in_state_survive_turns_but_not_threads(make_agent: Any) -> Non
         middleware=[AnthropicMemoryMiddleware()],
     )
     agent.invoke("remember", thread_id="t")
-    assert answers(agent.invoke("recall", thread_id="t"))["v"].content == "     1\tAda"
-    assert answers(agent.invoke("new", thread_id="u"))["w"].content == (
+    assert (
+        tool_answers(agent.invoke("recall", thread_id="t").messages)["v"].content == "     1\tAda"
+    )
+    assert tool_answers(agent.invoke("new", thread_id="u").messages)["w"].content == (
         "Directory /memories is empty"
     )
 
@@ -206,7 +203,7 @@ def test_memories_in_the_store_outlive_the_thread(make_agent: Any, kind: str) ->
     second = make_agent(
         [ai("", mem("v", "view", path="/memories")), "ok"], middleware=[mw], store=store
     )
-    assert answers(second.invoke("recall", thread_id="t2"))["v"].content == (
+    assert tool_answers(second.invoke("recall", thread_id="t2").messages)["v"].content == (
         "Directory /memories:\n/memories/name.md"
     )
     key = "/memories/name.md" if kind == "store" else "/name.md"
@@ -223,7 +220,7 @@ def test_memories_on_disk(make_agent: Any, tmp_path: Path) -> None:
         mem("r", "rename", old_path="/memories/a.md", new_path="/memories/b.md"),
         middleware=mw,
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["v"].content == "Directory /memories is empty"
     assert got["r"].content == "Renamed /memories/a.md to /memories/b.md"
     assert (tmp_path / "memories" / "b.md").read_text() == "x\n"

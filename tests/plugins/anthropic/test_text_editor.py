@@ -17,10 +17,9 @@ from replay_server import claude_message, claude_tool_use
 import plait
 from plait.backends import BackendError, DiskBackend, StateBackend, StoreBackend
 from plait.errors import ConfigError
-from plait.messages import ToolMessage
 from plait.models.anthropic import AnthropicChatModel
 from plait.store import MemoryStore
-from plait.testing import ai, call
+from plait.testing import ai, call, tool_answers
 from plait_anthropic._editor import Editor
 from plait_anthropic.text_editor import (
     TOOL_DESCRIPTION,
@@ -33,10 +32,6 @@ NAME = "str_replace_based_edit_tool"
 
 def ed(id: str, command: str, **args: Any) -> Any:
     return call(NAME, id, command=command, **args)
-
-
-def answers(result: Any) -> dict[str, ToolMessage]:
-    return {m.tool_call_id: m for m in result.messages if isinstance(m, ToolMessage)}
 
 
 def run(make_agent: Any, *calls: Any, middleware: Any = None, **kwargs: Any) -> Any:
@@ -87,7 +82,7 @@ def test_every_command_and_its_answers(make_agent: Any) -> None:
         ed("iend", "insert", path="/a.txt", insert_line=4, insert_text="last\n"),
         ed("i9", "insert", path="/a.txt", insert_line=9, insert_text="x"),
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["c"].content == "Created /a.txt"
     assert got["v"].content == "     1\tone\n     2\ttwo\n     3\ttwo"
     assert got["vr"].content == "     2\ttwo\n     3\ttwo"
@@ -132,7 +127,7 @@ def test_create_overwrites_and_edits_keep_the_creation_date(make_agent: Any) -> 
         ed("c4", "create", path="/e.md", file_text="filled"),
         ed("v", "view", path="/e.md"),
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["c1"].content == "Created /n.md"
     assert got["c2"].content == "Overwrote /n.md"
     assert got["c4"].content == "Overwrote /e.md"
@@ -155,7 +150,7 @@ def test_view_edge_cases(make_agent: Any) -> None:
         ed("r3", "view", path="/dir/a.txt", view_range=[1, 2, 3]),
         ed("rd", "view", path="/dir", view_range=[1, 2]),
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["e"].content == "(the file /empty.txt is empty)"
     assert got["dir"].content == "Directory /dir:\n/dir/a.txt"
     assert got["nx"].content == (
@@ -187,7 +182,7 @@ def test_missing_arguments_and_the_new_str_spelling_of_insert(make_agent: Any) -
         ed("del", "str_replace", path="/a.txt", old_str="x\n"),
         ed("bad", "move", path="/a.txt"),
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["c"].content == "Error: the create command needs file_text"
     assert got["s"].content == (
         "Error: the str_replace command needs old_str (the exact text to replace)"
@@ -213,7 +208,7 @@ def test_paths_are_guarded_and_confined_to_the_allowed_prefixes(make_agent: Any)
         ed("rel", "view", path="project/a.py"),
         middleware=mw,
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["ok"].content == "Created /project/a.py"
     assert got["ok2"].content == "Created /notes/n.md"
     assert got["out"].content == (
@@ -242,10 +237,10 @@ def test_files_survive_a_second_turn_and_stay_in_the_thread(make_agent: Any) -> 
     )
     agent.invoke("write", thread_id="t")
     second = agent.invoke("edit", thread_id="t")
-    assert answers(second)["v"].content == "     1\ttea"
+    assert tool_answers(second.messages)["v"].content == "     1\ttea"
     assert agent.get_state("t")["files"]["/todo.txt"]["content"] == "tea\n"
     other = agent.invoke("read", thread_id="u")
-    assert answers(other)["x"].status == "error"
+    assert tool_answers(other.messages)["x"].status == "error"
 
 
 def test_disk_backend_edits_real_files(make_agent: Any, tmp_path: Path) -> None:
@@ -261,7 +256,7 @@ def test_disk_backend_edits_real_files(make_agent: Any, tmp_path: Path) -> None:
         ed("v", "view", path="/src"),
         middleware=mw,
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["s"].status == "success", got["s"].content
     assert got["v"].content == "Directory /src:\n/src/app.py"
     assert (tmp_path / "src" / "app.py").read_text() == "import os\nprint('bye')\n"
@@ -281,7 +276,7 @@ def test_store_backend_is_shared_across_threads(make_agent: Any) -> None:
     reader = make_agent(
         [ai("", ed("v", "view", path="/shared.md")), "ok"], middleware=[mw], store=store
     )
-    assert answers(reader.invoke("go", thread_id="b"))["v"].content == "     1\thello"
+    assert tool_answers(reader.invoke("go", thread_id="b").messages)["v"].content == "     1\thello"
     assert store.get(("editor",), "/shared.md") is not None
 
 
@@ -295,7 +290,7 @@ def test_size_and_character_limits(make_agent: Any) -> None:
         ed("v", "view", path="/a.txt"),
         middleware=mw,
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["big"].content == "Error: /big.txt would be 1.0 MB, over the 1 MB limit"
     assert got["v"].content == (
         "     1\tline one\n    \n... [output truncated at 20 characters: view a smaller view_range]"
@@ -367,7 +362,7 @@ def test_editing_a_directory_or_a_missing_file_and_same_line_matches(make_agent:
         ed("same", "str_replace", path="/d/a.txt", old_str="x", new_str="y"),
         ed("over", "create", path="/d", file_text="y"),
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["dir"].content == "Error: /d is a directory, not a file; view it to list its entries"
     assert got["nx"].content == "Error: file /d/none.txt not found"
     assert got["same"].content == (

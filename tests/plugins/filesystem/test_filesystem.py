@@ -14,7 +14,7 @@ import plait
 from plait.errors import ConfigError
 from plait.messages import ToolMessage
 from plait.store import MemoryStore
-from plait.testing import ai, call
+from plait.testing import ai, call, tool_answers
 from plait_filesystem import (
     DEFAULT_SYSTEM_PROMPT,
     TOOL_DESCRIPTIONS,
@@ -24,10 +24,6 @@ from plait_filesystem import (
     StateBackend,
     StoreBackend,
 )
-
-
-def answers(result: Any) -> dict[str, ToolMessage]:
-    return {m.tool_call_id: m for m in result.messages if isinstance(m, ToolMessage)}
 
 
 def run(make_agent: Any, *calls: Any, middleware: Any = None, **kwargs: Any) -> Any:
@@ -87,7 +83,7 @@ def test_write_read_edit_ls_glob_grep_through_an_agent(make_agent: Any) -> None:
         call("read_file", "r2", file_path="/notes/a.md", offset=10),
         call("read_file", "r3", file_path="relative.md"),
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["w"].content == "Wrote /notes/a.md"
     assert got["r"].content == "     2\tbeta\n... [1 more line: read with offset=2]"
     assert got["e1"].status == "error" and "occurs 2 times" in got["e1"].content
@@ -120,13 +116,13 @@ def test_state_files_persist_across_turns_and_agents(
     )
     first.invoke("write", thread_id="t")
     second_turn = first.invoke("read", thread_id="t")
-    assert answers(second_turn)["r"].content == "     1\tbuy milk"
+    assert tool_answers(second_turn.messages)["r"].content == "     1\tbuy milk"
     other_thread = make_agent(
         [ai("", call("read_file", "x", file_path="/todo.txt")), "ok"],
         middleware=[mw],
         checkpointer=checkpointer,
     )
-    assert answers(other_thread.invoke("read", thread_id="u"))["x"].status == "error"
+    assert tool_answers(other_thread.invoke("read", thread_id="u").messages)["x"].status == "error"
     if database == "sqlite":
         fresh = make_agent(
             [
@@ -159,7 +155,9 @@ def test_store_backend_is_shared_across_threads(make_agent: Any) -> None:
         middleware=[mw],
         store=store,
     )
-    assert answers(reader.invoke("go", thread_id="b"))["r"].content == "     1\thi all"
+    assert (
+        tool_answers(reader.invoke("go", thread_id="b").messages)["r"].content == "     1\thi all"
+    )
     assert "files" not in writer.get_state("a") or writer.get_state("a")["files"] == {}
 
 
@@ -185,7 +183,7 @@ def test_composite_routes_memories_to_the_store(make_agent: Any) -> None:
         middleware=FilesystemMiddleware(backend=backend),
         store=store,
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert got["l"].content == "/memories/\n/scratch.md"
     assert got["g"].content == "/memories/prefs.md:1: likes tea"
     assert set(agent.get_state("t")["files"]) == {"/scratch.md"}
@@ -198,7 +196,7 @@ def test_concurrent_writes_in_one_message_all_land_on_the_async_path(make_agent:
     )
     agent = make_agent([ai("", *writes), "done"], middleware=[FilesystemMiddleware()])
     result = asyncio.run(agent.ainvoke("go", thread_id="t"))
-    assert all(m.status == "success" for m in answers(result).values())
+    assert all(m.status == "success" for m in tool_answers(result.messages).values())
     files = agent.get_state("t")["files"]
     assert {path: f["content"] for path, f in files.items()} == {
         f"/f{n}.txt": str(n) for n in range(5)
@@ -226,7 +224,7 @@ def test_a_large_tool_result_is_saved_to_a_file_and_replaced_by_a_pointer(make_a
         middleware=[mw],
     )
     result = agent.invoke("go", thread_id="t")
-    got = answers(result)
+    got = tool_answers(result.messages)
     pointer = got["big1"].content
     assert "saved to /large_tool_results/big1" in pointer
     assert "read_file(file_path='/large_tool_results/big1', offset=0, limit=100)" in pointer
@@ -243,7 +241,7 @@ def test_eviction_can_be_disabled_and_small_results_stay(make_agent: Any) -> Non
             middleware=[FilesystemMiddleware(tool_token_limit_before_evict=limit)],
         )
         result = agent.invoke("go", thread_id="t")
-        assert answers(result)["b"].content == REPORT
+        assert tool_answers(result.messages)["b"].content == REPORT
         assert agent.get_state("t")["files"] == {}
 
 
@@ -259,7 +257,7 @@ def test_disk_backend_through_an_agent_stays_in_root(make_agent: Any, tmp_path: 
         call("write_file", "ln", file_path="/link/x.txt", content="out"),
         middleware=FilesystemMiddleware(backend="disk:" + str(root)),
     )
-    got = answers(result)
+    got = tool_answers(result.messages)
     assert (root / "in" / "a.txt").read_text() == "inside"
     assert got["up"].status == "error" and "'..' segments" in got["up"].content
     assert got["ln"].status == "error" and "resolves outside" in got["ln"].content
@@ -320,7 +318,7 @@ def test_concurrent_evictions_on_the_async_path_keep_every_file(make_agent: Any)
         middleware=[mw],
     )
     result = asyncio.run(agent.ainvoke("go", thread_id="t"))
-    got = answers(result)
+    got = tool_answers(result.messages)
     for call_id in ("b1", "b2", "c1"):
         assert f"saved to /large_tool_results/{call_id}" in got[call_id].content
     files = agent.get_state("t")["files"]

@@ -11,8 +11,7 @@ import pytest
 
 import plait
 from plait.errors import ConfigError
-from plait.messages import ToolMessage
-from plait.testing import ai, call, transcript
+from plait.testing import ai, call, tool_answers, transcript
 from plait_todo_list import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOL_DESCRIPTION, TodoListMiddleware
 
 PLAN = [
@@ -42,10 +41,6 @@ def search(q: str) -> str:
 
 def write(call_id: str, todos: list[dict[str, Any]]) -> Any:
     return call("write_todos", call_id, todos=todos)
-
-
-def answers(messages: list[Any]) -> dict[str, ToolMessage]:
-    return {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
 
 
 def test_write_todos_is_offered_with_a_validated_item_schema(make_agent: Any) -> None:
@@ -98,7 +93,7 @@ def test_the_list_is_in_state_and_survives_across_turns(make_agent: Any) -> None
     assert before.state["todos"] == []
     result = agent.invoke("compare vendors", thread_id="t")
     assert result.state["todos"] == PLAN
-    assert answers(result.messages)["w1"].text == (
+    assert tool_answers(result.messages)["w1"].text == (
         "Updated the todo list (3 items):\n"
         "1. [completed] Find the vendors\n"
         "2. [in_progress] Compare prices\n"
@@ -120,7 +115,7 @@ def test_each_write_replaces_the_whole_list(make_agent: Any) -> None:
     )
     result = agent.invoke("go", thread_id="t")
     assert result.state["todos"] == [{"content": "Only this", "status": "pending"}]
-    assert answers(result.messages)["w2"].text == (
+    assert tool_answers(result.messages)["w2"].text == (
         "Updated the todo list (1 item):\n1. [pending] Only this"
     )
 
@@ -146,7 +141,7 @@ def test_bad_items_are_an_error_message_and_leave_the_list(
         middleware=[TodoListMiddleware()],
     )
     result = agent.invoke("go", thread_id="t")
-    bad = answers(result.messages)["w2"]
+    bad = tool_answers(result.messages)["w2"]
     assert bad.status == "error"
     assert problem in bad.text
     assert result.state["todos"] == PLAN
@@ -162,7 +157,7 @@ def test_several_writes_in_one_message_are_all_refused(make_agent: Any) -> None:
         tools=[search],
     )
     result = agent.invoke("go", thread_id="t")
-    got = answers(result.messages)
+    got = tool_answers(result.messages)
     for call_id in ("w1", "w2"):
         assert got[call_id].status == "error"
         assert got[call_id].text == (
@@ -228,5 +223,5 @@ def test_async_path(make_agent: Any) -> None:
     )
     result = asyncio.run(agent.ainvoke("plan", thread_id="t"))
     assert result.state["todos"] == PLAN
-    assert answers(result.messages)["w3"].status == "error"
+    assert tool_answers(result.messages)["w3"].status == "error"
     assert all(r.system_prompt == DEFAULT_SYSTEM_PROMPT for r in agent.model.requests)
