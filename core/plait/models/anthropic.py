@@ -198,14 +198,21 @@ def _breakpoints(value: Any) -> _Breakpoints:
         ) from None
 
 
-def _marks(value: Any) -> int:
-    """How many ``cache_control`` marks ``value`` (a body part) already carries."""
-    if isinstance(value, Mapping):
-        own = 1 if value.get("cache_control") else 0
-        return own + sum(_marks(v) for k, v in value.items() if k != "cache_control")
-    if isinstance(value, list):
-        return sum(_marks(v) for v in value)
-    return 0
+def _marks(body: dict[str, Any]) -> int:
+    """How many ``cache_control`` marks ``body`` already carries, in the places the API
+    reads them: the request itself, tools, system blocks, message blocks (and the blocks
+    inside a ``tool_result``)."""
+
+    def count(blocks: Any) -> int:
+        if not isinstance(blocks, list):
+            return 0
+        marked = sum(1 for b in blocks if isinstance(b, Mapping) and "cache_control" in b)
+        nested = sum(count(b.get("content")) for b in blocks if isinstance(b, Mapping))
+        return marked + nested
+
+    turns = sum(count(turn.get("content")) for turn in body.get("messages") or ())
+    top = 1 if "cache_control" in body else 0
+    return top + count(body.get("tools")) + count(body.get("system")) + turns
 
 
 def _last_markable(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
