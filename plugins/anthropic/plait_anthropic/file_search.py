@@ -42,7 +42,7 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     ),
     "grep_search": (
         "Search file contents with a regular expression (Python syntax, e.g. 'def \\w+' or "
-        "'TODO|FIXME'), line by line. Narrow with path (a directory or file) and include (a "
+        "'error|warning'), line by line. Narrow with path (a directory or file) and include (a "
         "file-name pattern such as '*.py' or '*.{ts,tsx}'). output_mode: "
         "'files_with_matches' (the default) lists matching files, 'content' shows "
         "path:line: text for each matching line, 'count' shows path:number of matching lines."
