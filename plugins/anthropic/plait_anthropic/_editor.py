@@ -14,19 +14,15 @@ import attrs
 
 from plait.backends import (
     FILES,
-    FILES_FIELD,
     BackendError,
+    BackendMiddleware,
     FilesUpdate,
     FileSystem,
-    StateBackend,
     check_path,
-    check_store,
     format_lines,
-    resolve_backend,
 )
 from plait.messages import ToolMessage
-from plait.middleware import Middleware
-from plait.types import AgentConfig, Command, StateField, ToolRuntime
+from plait.types import Command, ToolRuntime
 
 __all__ = [
     "Editor",
@@ -375,25 +371,16 @@ class Editor:
 
 
 @attrs.frozen(kw_only=True)
-class EditorMiddleware(Middleware):
-    """What the text-editor and memory middleware share: where files live, the limits on
-    paths and sizes, the shared ``files`` state key, and one command run as a tool call."""
+class EditorMiddleware(BackendMiddleware):
+    """What the text-editor and memory middleware share on top of a backend: the limits on
+    paths and sizes, and one command run as a tool call."""
 
-    plugin: ClassVar[str]
     tool_name: ClassVar[str]
 
-    backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
-    """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
     allowed_path_prefixes: list[str] | None = attrs.field(default=None, validator=check_prefixes)
     """Only paths under one of these directories may be used; None: any path."""
     max_file_size_mb: int | None = attrs.field(default=10, validator=positive_or_none)
     """A file over this many megabytes is not viewed or written; None: no limit."""
-
-    def state_fields(self) -> dict[str, StateField]:
-        return {FILES: FILES_FIELD}
-
-    def validate_agent(self, agent_config: AgentConfig) -> None:
-        check_store(self.backend, agent_config, plugin=self.plugin)
 
     def view_limit(self) -> int | None:
         """How many characters ``view`` shows at most (None: all)."""
@@ -404,7 +391,7 @@ class EditorMiddleware(Middleware):
     ) -> ToolMessage | Command:
         """Run ``command`` with the tool call's ``arguments``; a refusal is an error message."""
         editor = Editor(
-            fs=self.backend.bind(runtime),
+            fs=self.bind(runtime),
             allowed_path_prefixes=self.allowed_path_prefixes,
             max_file_size_mb=self.max_file_size_mb,
             max_characters=self.view_limit(),

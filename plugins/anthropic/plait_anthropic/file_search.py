@@ -10,23 +10,18 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
 import attrs
 
 from plait.backends import (
-    FILES,
-    FILES_FIELD,
     BackendError,
+    BackendMiddleware,
     FileSystem,
-    StateBackend,
-    check_store,
-    resolve_backend,
 )
 from plait.messages import ToolMessage
-from plait.middleware import Middleware
 from plait.tools import Tool
-from plait.types import AgentConfig, StateField, ToolRuntime
+from plait.types import AgentConfig, ToolRuntime
 from plait_anthropic._editor import MB, error, positive_or_none
 
 __all__ = ["TOOL_DESCRIPTIONS", "TOOL_NAMES", "AnthropicFileSearchMiddleware"]
@@ -74,27 +69,18 @@ def _included(fs: FileSystem, files: list[str], include: str, path: str) -> list
 
 
 @attrs.frozen(kw_only=True)
-class AnthropicFileSearchMiddleware(Middleware):
+class AnthropicFileSearchMiddleware(BackendMiddleware):
     """Gives the agent ``glob_search`` and ``grep_search`` over ``backend``."""
 
-    backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
-    """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
+    plugin: ClassVar[str] = PLUGIN
+
     max_file_size_mb: int | None = attrs.field(default=10, validator=positive_or_none)
     """``grep_search`` skips files over this many megabytes (and says so); None: no limit."""
     max_files: int | None = attrs.field(default=10000, validator=positive_or_none)
     """``grep_search`` reads at most this many files per call (and says so); None: all."""
 
-    def state_fields(self) -> dict[str, StateField]:
-        return {FILES: FILES_FIELD}
-
-    def validate_agent(self, agent_config: AgentConfig) -> None:
-        check_store(self.backend, agent_config, plugin=PLUGIN)
-
-    def _bind(self, runtime: ToolRuntime) -> FileSystem:
-        return self.backend.bind(runtime)  # type: ignore[no-any-return]
-
     def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
-        bind = self._bind
+        bind = self.bind
         max_bytes = None if self.max_file_size_mb is None else self.max_file_size_mb * MB
         max_files = self.max_files
         limit_mb = self.max_file_size_mb

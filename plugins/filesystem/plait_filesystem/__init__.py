@@ -11,36 +11,31 @@ replaced by a pointer the model can page through with ``read_file``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
 from plait.backends import (
     FILES,
-    FILES_FIELD,
     Backend,
     BackendError,
+    BackendMiddleware,
     CompositeBackend,
     DiskBackend,
     FileInfo,
     FilesUpdate,
-    FileSystem,
     StateBackend,
     StoreBackend,
-    check_store,
     format_lines,
-    resolve_backend,
 )
 from plait.errors import ConfigError
 from plait.messages import ToolMessage
-from plait.middleware import Middleware
 from plait.tools import Tool
 from plait.types import (
     AgentConfig,
     Command,
     ModelRequest,
     ModelResponse,
-    StateField,
     ToolCallRequest,
     ToolRuntime,
 )
@@ -148,12 +143,12 @@ def _listing(infos: list[FileInfo], empty: str) -> str:
 
 
 @attrs.frozen(kw_only=True)
-class FilesystemMiddleware(Middleware):
+class FilesystemMiddleware(BackendMiddleware):
     """Gives the agent file tools over ``backend`` and a system-prompt section on them;
     evicts oversized tool results to files."""
 
-    backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
-    """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
+    plugin: ClassVar[str] = PLUGIN
+
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
     """The section added to the system prompt of calls offering the tools; None or "" for none."""
     custom_tool_descriptions: dict[str, str] = attrs.field(
@@ -165,17 +160,8 @@ class FilesystemMiddleware(Middleware):
     )
     """A tool result above this many tokens (4 characters each) is saved to a file; None: never."""
 
-    def state_fields(self) -> dict[str, StateField]:
-        return {FILES: FILES_FIELD}
-
-    def validate_agent(self, agent_config: AgentConfig) -> None:
-        check_store(self.backend, agent_config, plugin=PLUGIN)
-
-    def _bind(self, runtime: ToolRuntime) -> FileSystem:
-        return self.backend.bind(runtime)  # type: ignore[no-any-return]
-
     def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
-        bind = self._bind
+        bind = self.bind
 
         def ls(path: str, runtime: ToolRuntime) -> ToolMessage | str:
             """List a directory.

@@ -1,0 +1,38 @@
+"""``BackendMiddleware``: the base of a middleware whose tools work on files in a backend."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from plait.backends.options import check_store, resolve_backend
+from plait.backends.protocol import FileSystem
+from plait.backends.state import FILES, FILES_FIELD, StateBackend
+from plait.middleware import Middleware
+from plait.types import AgentConfig, StateField, ToolRuntime
+
+__all__ = ["BackendMiddleware"]
+
+
+@attrs.frozen(kw_only=True)
+class BackendMiddleware(Middleware):
+    """A ``backend`` option (an object, or "state" / "store[:NS]" / "disk:/path" in an
+    agent file), the shared ``files`` state key a ``StateBackend`` keeps files in, and the
+    build-time check that a store-backed backend has a store. Subclasses set ``plugin``
+    (their entry-point name, for error messages) and call ``bind`` in their tools."""
+
+    plugin: ClassVar[str]
+
+    backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
+    """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
+
+    def state_fields(self) -> dict[str, StateField]:
+        return {FILES: FILES_FIELD}
+
+    def validate_agent(self, agent_config: AgentConfig) -> None:
+        check_store(self.backend, agent_config, plugin=self.plugin)
+
+    def bind(self, runtime: ToolRuntime) -> FileSystem:
+        """The backend's file system for one tool call."""
+        return self.backend.bind(runtime)  # type: ignore[no-any-return]
