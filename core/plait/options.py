@@ -25,7 +25,13 @@ if TYPE_CHECKING:
     from plait.tools import Tool
     from plait.types import AgentConfig
 
-__all__ = ["OptionInfo", "check_tool_names", "describe_options", "structure_options"]
+__all__ = [
+    "OptionInfo",
+    "check_tool_names",
+    "describe_options",
+    "positive_or_none",
+    "structure_options",
+]
 
 T = TypeVar("T")
 
@@ -76,6 +82,13 @@ def _describe(problem: _convert.Problem) -> str:
     if not problem.path:
         return problem.message
     return f"option {problem.path!r}: {problem.message}"
+
+
+def positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    """An attrs validator for a count option that may be switched off with ``None``
+    (``max_files``, ``max_output_lines``...): an int of at least 1, or ``None``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{attribute.name} must be a positive int or None, got {value!r}")
 
 
 def check_tool_names(

@@ -22,6 +22,7 @@ from plait.backends import (
     format_lines,
 )
 from plait.messages import ToolMessage
+from plait.options import positive_or_none
 from plait.types import Command, ToolRuntime
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "check_file_size",
     "check_prefixes",
     "error",
-    "positive_or_none",
 ]
 
 SNIPPET_CONTEXT = 3
@@ -66,11 +66,6 @@ def check_prefixes(_: Any, attribute: attrs.Attribute[Any], value: Sequence[str]
             check_path(prefix)
         except BackendError as problem:
             raise ValueError(f"{attribute.name}: {str(problem).removeprefix('Error: ')}") from None
-
-
-def positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{attribute.name} must be a positive int or None, got {value!r}")
 
 
 def check_file_size(

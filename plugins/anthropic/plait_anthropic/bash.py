@@ -23,6 +23,7 @@ import attrs
 from plait.errors import ConfigError
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
+from plait.options import positive_or_none
 from plait.tools import Tool
 from plait.types import AgentConfig, Runtime, ToolRuntime
 from plait_anthropic._shell import CommandResult, ShellError, ShellSession, refused
@@ -50,11 +51,6 @@ Set `restart` to true (without a command) to start a fresh shell."""
 def _positive_number(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise ValueError(f"{attribute.name} must be a positive number of seconds, got {value!r}")
-
-
-def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{attribute.name} must be a positive int or None, got {value!r}")
 
 
 def _directory(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -164,9 +160,9 @@ class AnthropicBashMiddleware(Middleware):
     temporary directory per thread, removed when ``close()`` closes its session."""
     timeout: float = attrs.field(default=30.0, validator=_positive_number)
     """Seconds one command may run; then its process group is killed and the shell restarted."""
-    max_output_lines: int | None = attrs.field(default=100, validator=_positive_or_none)
+    max_output_lines: int | None = attrs.field(default=100, validator=positive_or_none)
     """Output is cut to its first this many lines, with a note; None: no line limit."""
-    max_output_bytes: int | None = attrs.field(default=100_000, validator=_positive_or_none)
+    max_output_bytes: int | None = attrs.field(default=100_000, validator=positive_or_none)
     """Output is cut to its first this many bytes, with a note; None: no byte limit."""
     env: dict[str, str] = attrs.field(factory=dict, validator=_environment)
     """Extra environment variables for the shell (they override the defaults)."""
@@ -181,7 +177,7 @@ class AnthropicBashMiddleware(Middleware):
     """Only these command names may run (checked for every command in the line); None: any."""
     denied_commands: list[str] | None = attrs.field(default=None, validator=_names)
     """These command names may not run (checked for every command in the line)."""
-    max_sessions: int | None = attrs.field(default=16, validator=_positive_or_none)
+    max_sessions: int | None = attrs.field(default=16, validator=positive_or_none)
     """At most this many shells run at once; starting one more closes the least recently
     used idle shell (its files stay; its thread's next command gets a fresh shell)."""
     session_scope: Literal["thread", "run"] = "thread"

@@ -20,9 +20,10 @@ from plait.backends import (
     FileSystem,
 )
 from plait.messages import ToolMessage
+from plait.options import positive_or_none
 from plait.tools import Tool
 from plait.types import AgentConfig, ToolRuntime
-from plait_anthropic._editor import MB, error, positive_or_none
+from plait_anthropic._editor import MB, error
 
 __all__ = ["TOOL_DESCRIPTIONS", "TOOL_NAMES", "AnthropicFileSearchMiddleware"]
 

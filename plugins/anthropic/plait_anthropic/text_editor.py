@@ -13,9 +13,10 @@ from typing import Any, ClassVar, Literal
 import attrs
 
 from plait.messages import ToolMessage
+from plait.options import positive_or_none
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, ToolRuntime
-from plait_anthropic._editor import EditorMiddleware, positive_or_none
+from plait_anthropic._editor import EditorMiddleware
 
 __all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "TOOL_TYPE", "AnthropicTextEditorMiddleware"]
 

@@ -30,6 +30,7 @@ from plait.backends import (
 )
 from plait.errors import ConfigError
 from plait.messages import ToolMessage
+from plait.options import positive_or_none
 from plait.tools import Tool
 from plait.types import (
     AgentConfig,
@@ -120,11 +121,6 @@ def _check_descriptions(_: Any, attribute: attrs.Attribute[Any], value: Mapping[
             )
 
 
-def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or value < 1):
-        raise ValueError(f"{attribute.name} must be a positive int or None, got {value!r}")
-
-
 def _error(runtime: ToolRuntime, name: str, error: BackendError) -> ToolMessage:
     return ToolMessage(str(error), tool_call_id=runtime.tool_call_id, name=name, status="error")
 
@@ -156,7 +152,7 @@ class FilesystemMiddleware(BackendMiddleware):
     )
     """Replacement descriptions by tool name."""
     tool_token_limit_before_evict: int | None = attrs.field(
-        default=20000, validator=_positive_or_none
+        default=20000, validator=positive_or_none
     )
     """A tool result above this many tokens (4 characters each) is saved to a file; None: never."""
 
