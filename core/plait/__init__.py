@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "hookimpl": "plait.hookspecs",
     "hookspec": "plait.hookspecs",
     "Middleware": "plait.middleware",
+    "RequestMiddleware": "plait.middleware",
     "can_jump_to": "plait.middleware",
     "before_agent": "plait.middleware",
     "before_model": "plait.middleware",

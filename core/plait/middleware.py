@@ -1,17 +1,21 @@
-"""Writing middleware: the ``Middleware`` base class, one-function middleware decorators,
-and ``can_jump_to``."""
+"""Writing middleware: the ``Middleware`` and ``RequestMiddleware`` base classes,
+one-function middleware decorators, and ``can_jump_to``."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from plait.hookspecs import ALL_HOOKS, hookimpl
+
+if TYPE_CHECKING:
+    from plait.types import ModelRequest, ModelResponse
 
 __all__ = [
     "FunctionMiddleware",
     "Middleware",
+    "RequestMiddleware",
     "after_agent",
     "after_model",
     "before_agent",
@@ -39,6 +43,29 @@ class Middleware:
             method = cls.__dict__.get(name)
             if inspect.isfunction(method) and not hasattr(method, "plait_impl"):
                 hookimpl(method)
+
+
+class RequestMiddleware(Middleware):
+    """Base class for middleware that only rewrites each model call's request (a section
+    of the system prompt, provider options, trimmed messages): implement
+    ``rewrite_request``, and both ``wrap_model_call`` and ``awrap_model_call`` pass the
+    rewritten request on."""
+
+    def rewrite_request(self, request: ModelRequest) -> ModelRequest:
+        """The request to send instead of ``request`` (``request.override(...)``)."""
+        raise NotImplementedError
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(self.rewrite_request(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        return await handler(self.rewrite_request(request))
 
 
 def can_jump_to(*targets: str) -> Callable[[F], F]:

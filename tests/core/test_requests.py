@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import attrs
+
 import plait
 from plait.models import ScriptedChatModel
+from plait.testing import scripted
 from plait.types import ModelRequest
 
 
@@ -42,3 +48,18 @@ def test_when_tools_adds_the_section_only_to_calls_offering_one_of_them() -> Non
     offered = _request("Be brief.", "search", "read_file")
     added = offered.with_prompt_section("## Files", when_tools={"ls", "read_file"})
     assert added.system_prompt == "Be brief.\n\n## Files"
+
+
+def test_request_middleware_rewrites_sync_and_async_calls() -> None:
+    @attrs.frozen
+    class Prefix(plait.RequestMiddleware):
+        prefix: str = "Be concise."
+
+        def rewrite_request(self, request: Any) -> Any:
+            return request.override(system_prompt=f"{self.prefix} {request.system_prompt}")
+
+    model = scripted("a", "b")
+    agent = plait.create_agent(model, system_prompt="Hi.", middleware=[Prefix()])
+    agent.invoke("x")
+    asyncio.run(agent.ainvoke("y"))
+    assert [r.system_prompt for r in model.requests] == ["Be concise. Hi.", "Be concise. Hi."]

@@ -9,7 +9,6 @@ type; every other provider gets an ordinary function tool with the same argument
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Literal
 
 import attrs
@@ -19,12 +18,12 @@ from plait.backends import (
     resolve_backend,
 )
 from plait.messages import ToolMessage
+from plait.middleware import RequestMiddleware
 from plait.tools import Tool
 from plait.types import (
     AgentConfig,
     Command,
     ModelRequest,
-    ModelResponse,
     ToolRuntime,
 )
 from plait_anthropic._editor import EditorMiddleware, check_prefixes
@@ -93,7 +92,7 @@ Command_ = Literal["view", "create", "str_replace", "insert", "delete", "rename"
 
 
 @attrs.frozen(kw_only=True)
-class AnthropicMemoryMiddleware(EditorMiddleware):
+class AnthropicMemoryMiddleware(EditorMiddleware, RequestMiddleware):
     """Gives the agent Anthropic's memory tool over ``backend`` and a system-prompt section
     asking it to use its memory."""
 
@@ -167,7 +166,7 @@ class AnthropicMemoryMiddleware(EditorMiddleware):
 
     # -- the prompt --------------------------------------------------------------------
 
-    def _with_section(self, request: ModelRequest) -> ModelRequest:
+    def rewrite_request(self, request: ModelRequest) -> ModelRequest:
         """The prompt section and, on a call offering the tool, the Anthropic betas."""
         request = request.with_prompt_section(self.system_prompt, when_tools=(TOOL_NAME,))
         if not self.anthropic_betas or not any(t.name == TOOL_NAME for t in request.tools):
@@ -178,15 +177,3 @@ class AnthropicMemoryMiddleware(EditorMiddleware):
         betas.extend(name for name in self.anthropic_betas if name not in betas)
         options["anthropic"] = {**anthropic, "betas": betas}
         return request.override(provider_options=options)
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        return handler(self._with_section(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        return await handler(self._with_section(request))

@@ -12,15 +12,14 @@ the option when it falls back to another provider.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import attrs
 
 from plait.errors import ConfigError
-from plait.middleware import Middleware
+from plait.middleware import RequestMiddleware
 from plait.models import ChatModel
-from plait.types import AgentConfig, ModelRequest, ModelResponse
+from plait.types import AgentConfig, ModelRequest
 
 __all__ = ["AnthropicPromptCachingMiddleware", "PromptCachingWarning"]
 
@@ -42,7 +41,7 @@ def _unsupported(model: ChatModel) -> str:
 
 
 @attrs.frozen(kw_only=True)
-class AnthropicPromptCachingMiddleware(Middleware):
+class AnthropicPromptCachingMiddleware(RequestMiddleware):
     """Marks the tools, the system prompt and the conversation so far for Anthropic's
     prompt cache on every call to an Anthropic model."""
 
@@ -66,7 +65,7 @@ class AnthropicPromptCachingMiddleware(Middleware):
         if self.unsupported_model_behavior == "raise" and model.provider != PROVIDER:
             raise ConfigError(_unsupported(model))
 
-    def _cached(self, request: ModelRequest) -> ModelRequest:
+    def rewrite_request(self, request: ModelRequest) -> ModelRequest:
         if request.model.provider != PROVIDER:
             if self.unsupported_model_behavior == "raise":
                 raise ConfigError(_unsupported(request.model))
@@ -83,15 +82,3 @@ class AnthropicPromptCachingMiddleware(Middleware):
             **options.get("cache_breakpoints", {}),
         }
         return request.override(provider_options={**request.provider_options, PROVIDER: options})
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        return handler(self._cached(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        return await handler(self._cached(request))

@@ -6,17 +6,17 @@ result); with ``persist=True`` the clearing is written to state, so the checkpoi
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 from attrs import validators as v
 
 from plait.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
-from plait.middleware import Middleware
+from plait.middleware import RequestMiddleware
 from plait.models import ChatModel
 from plait.tokens import count_tokens
-from plait.types import ModelRequest, ModelResponse, Runtime
+from plait.types import ModelRequest, Runtime
 
 __all__ = ["ClearToolUsesEdit", "ContextEditingMiddleware"]
 
@@ -130,7 +130,7 @@ def _edits(value: Sequence[ClearToolUsesEdit]) -> tuple[ClearToolUsesEdit, ...]:
 
 
 @attrs.frozen
-class ContextEditingMiddleware(Middleware):
+class ContextEditingMiddleware(RequestMiddleware):
     """Apply ``edits`` before every model call.
 
     ``persist=False`` (the default) edits only the request the model receives; ``True``
@@ -167,20 +167,8 @@ class ContextEditingMiddleware(Middleware):
             return None
         return {"messages": [m for m in edited if m.id in changed]}
 
-    def _request(self, request: ModelRequest) -> ModelRequest:
+    def rewrite_request(self, request: ModelRequest) -> ModelRequest:
         if self.persist:
             return request
         edited, changed = self._apply(request.messages, request.model, self._extra(request))
         return request.override(messages=edited) if changed else request
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        return handler(self._request(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        return await handler(self._request(request))

@@ -30,13 +30,13 @@ from plait.backends import (
 )
 from plait.errors import ConfigError
 from plait.messages import ToolMessage
+from plait.middleware import RequestMiddleware
 from plait.options import positive_or_none
 from plait.tools import Tool
 from plait.types import (
     AgentConfig,
     Command,
     ModelRequest,
-    ModelResponse,
     ToolCallRequest,
     ToolRuntime,
 )
@@ -139,7 +139,7 @@ def _listing(infos: list[FileInfo], empty: str) -> str:
 
 
 @attrs.frozen(kw_only=True)
-class FilesystemMiddleware(BackendMiddleware):
+class FilesystemMiddleware(BackendMiddleware, RequestMiddleware):
     """Gives the agent file tools over ``backend`` and a system-prompt section on them;
     evicts oversized tool results to files."""
 
@@ -261,20 +261,8 @@ class FilesystemMiddleware(BackendMiddleware):
 
     # -- the prompt --------------------------------------------------------------------
 
-    def _with_section(self, request: ModelRequest) -> ModelRequest:
+    def rewrite_request(self, request: ModelRequest) -> ModelRequest:
         return request.with_prompt_section(self.system_prompt, when_tools=TOOL_NAMES)
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        return handler(self._with_section(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        return await handler(self._with_section(request))
 
     # -- large results -------------------------------------------------------------------
 

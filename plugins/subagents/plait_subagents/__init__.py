@@ -19,7 +19,7 @@ sub-agent's updates and custom events are forwarded as ``custom`` events naming 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -28,11 +28,11 @@ from plait import interrupt
 from plait.agent import Agent, AgentResult, create_agent
 from plait.errors import CheckpointerRequiredError, ConfigError, StopRun
 from plait.messages import AIMessage, ToolMessage
-from plait.middleware import Middleware
+from plait.middleware import RequestMiddleware
 from plait.models import ChatModel, init_chat_model
 from plait.options import check_tool_names
 from plait.tools import Tool
-from plait.types import AgentConfig, Command, Interrupt, ModelRequest, ModelResponse, ToolRuntime
+from plait.types import AgentConfig, Command, Interrupt, ModelRequest, ToolRuntime
 
 __all__ = [
     "GENERAL_PURPOSE",
@@ -225,7 +225,7 @@ class _Entry:
 
 
 @attrs.frozen(kw_only=True)
-class SubAgentMiddleware(Middleware):
+class SubAgentMiddleware(RequestMiddleware):
     """Gives the agent a ``task(description, subagent_type)`` tool that runs a sub-agent on
     a fresh context and answers with its final message; a ``general-purpose`` sub-agent
     (the main agent's model, instructions and tools) is always available."""
@@ -371,20 +371,8 @@ class SubAgentMiddleware(Middleware):
 
     # -- the prompt ---------------------------------------------------------------------------
 
-    def _with_section(self, request: ModelRequest) -> ModelRequest:
+    def rewrite_request(self, request: ModelRequest) -> ModelRequest:
         return request.with_prompt_section(self.system_prompt, when_tools={TOOL_NAME})
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        return handler(self._with_section(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        return await handler(self._with_section(request))
 
 
 # -- running a task --------------------------------------------------------------------------

@@ -10,19 +10,18 @@ answers all of them with an error asking for one call.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
 from plait.messages import AIMessage, ToolCall, ToolMessage
-from plait.middleware import Middleware, can_jump_to
+from plait.middleware import RequestMiddleware, can_jump_to
 from plait.tools import Tool
 from plait.types import (
     AgentConfig,
     Command,
     ModelRequest,
-    ModelResponse,
     StateField,
     ToolRuntime,
 )
@@ -102,7 +101,7 @@ def _text(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
 
 
 @attrs.frozen(kw_only=True)
-class TodoListMiddleware(Middleware):
+class TodoListMiddleware(RequestMiddleware):
     """Gives the agent a ``write_todos`` tool and a system-prompt section on planning;
     the list lives in the thread's ``todos`` state key."""
 
@@ -119,20 +118,8 @@ class TodoListMiddleware(Middleware):
 
     # -- the prompt ---------------------------------------------------------------------------
 
-    def _with_section(self, request: ModelRequest) -> ModelRequest:
+    def rewrite_request(self, request: ModelRequest) -> ModelRequest:
         return request.with_prompt_section(self.system_prompt, when_tools={TOOL_NAME})
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        return handler(self._with_section(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
-        return await handler(self._with_section(request))
 
     # -- one write per message --------------------------------------------------------------
 
