@@ -18,19 +18,6 @@ from plait.middleware import JUMPS_ATTR
 
 _trace = logging.getLogger("plait.trace")
 
-_SPEC_ARGS: dict[str, tuple[str, ...]] = {
-    "state_fields": (),
-    "agent_tools": ("agent_config",),
-    "validate_agent": ("agent_config",),
-    **{name: ("state", "runtime") for name in hookspecs.NODE_HOOKS},
-    **{name: ("request", "handler") for name in hookspecs.WRAP_HOOKS},
-    **{name: ("request", "handler") for name in hookspecs.WRAP_HOOKS.values()},
-    **{name: ("chunks", "request") for name in hookspecs.STREAM_HOOKS},
-    **{name: ("chunks", "request") for name in hookspecs.STREAM_HOOKS.values()},
-}
-_REVERSED = frozenset(("after_model", "after_agent"))  # they unwind: C, B, A
-_ASYNC_NAMES = frozenset((*hookspecs.WRAP_HOOKS.values(), *hookspecs.STREAM_HOOKS.values()))
-
 
 class _Registered:
     """What pluggy registers for a middleware: it compares by identity, so attrs value
@@ -41,7 +28,6 @@ class _Registered:
 
     def __init__(self, name: str, target: object) -> None:
         self.__name = name
-        self.target = target
         for attr in dir(target):
             static = inspect.getattr_static(target, attr, None)
             func = getattr(static, "__func__", static)
@@ -101,7 +87,6 @@ class Registry:
 
     def __init__(self, middleware: Sequence[tuple[str, object]]) -> None:
         self.names = [name for name, _ in middleware]
-        self.objects = [obj for _, obj in middleware]
         pm = pluggy.PluginManager("plait")
         pm.add_hookspecs(hookspecs)
         registered: list[_Registered] = []
@@ -122,17 +107,24 @@ class Registry:
         for hook in hookspecs.ALL_HOOKS:
             by_plugin = {id(i.plugin): i for i in getattr(pm.hook, hook).get_hookimpls()}
             found = []
+            spec_args = tuple(getattr(pm.hook, hook).spec.argnames)
             for name, proxy in zip(self.names, registered, strict=True):
                 hookimpl = by_plugin.get(id(proxy))
                 if hookimpl is None:
                     continue
-                found.append(self._impl(name, hook, hookimpl, trace))
-            if hook in _REVERSED:
+                found.append(self._impl(name, hook, hookimpl, spec_args, trace))
+            if hookspecs.HOOKS[hook].unwinds:
                 found.reverse()
             self._impls[hook] = found
-        self.pm = pm
 
-    def _impl(self, name: str, hook: str, hookimpl: pluggy.HookImpl, trace: bool) -> Impl:
+    def _impl(
+        self,
+        name: str,
+        hook: str,
+        hookimpl: pluggy.HookImpl,
+        spec_args: tuple[str, ...],
+        trace: bool,
+    ) -> Impl:
         opts = hookimpl.opts
         for flag in ("tryfirst", "trylast", "wrapper", "hookwrapper"):
             if opts.get(flag):
@@ -142,15 +134,14 @@ class Registry:
                 )
         func = hookimpl.function
         is_async = inspect.iscoroutinefunction(func) or inspect.isasyncgenfunction(func)
-        if hook in _ASYNC_NAMES and not is_async:
+        facts = hookspecs.HOOKS[hook]
+        if facts.is_async and not is_async:
             raise ConfigError(f"middleware {name!r}: {hook} must be an async def")
-        if hook in hookspecs.WRAP_HOOKS and is_async:
+        if facts.twin and not facts.is_async and is_async:
             raise ConfigError(
-                f"middleware {name!r}: {hook} is an async def; name it a{hook} instead"
+                f"middleware {name!r}: {hook} is an async def; name it {facts.twin} instead"
             )
-        if hook in hookspecs.STREAM_HOOKS and is_async:
-            raise ConfigError(f"middleware {name!r}: {hook} is async; name it a{hook} instead")
-        call = _caller(func, hookimpl.argnames, _SPEC_ARGS[hook])
+        call = _caller(func, hookimpl.argnames, spec_args)
         if trace:
             call = _traced(call, name, hook)
         jumps: frozenset[str] = getattr(func, JUMPS_ATTR, frozenset())

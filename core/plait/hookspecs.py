@@ -15,9 +15,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import pluggy
 
 if TYPE_CHECKING:
+    from plait.agent import AgentResult
     from plait.messages import AIMessage, AIMessageChunk, ToolMessage
     from plait.tools import Tool
     from plait.types import (
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
         Command,
         ModelRequest,
         ModelResponse,
+        RunRequest,
         Runtime,
         StateField,
         ToolCallRequest,
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
 hookspec = pluggy.HookspecMarker("plait")
 hookimpl = pluggy.HookimplMarker("plait")
 
-__all__ = ["hookimpl", "hookspec"]
+__all__ = ["HOOKS", "HookFacts", "hookimpl", "hookspec"]
 
 # -------------------------------------------------------------------------------------------
 # Building the agent (once, inside ``create_agent``)
@@ -83,6 +86,39 @@ def validate_agent(agent_config: AgentConfig) -> None:
 # -------------------------------------------------------------------------------------------
 # Running: once per run, then around the model → tools loop
 # -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def wrap_run(request: RunRequest, handler: Callable[[RunRequest], AgentResult]) -> AgentResult:
+    """Runs around one whole run (``invoke`` or ``stream``, sync path): the place to see
+    a run start, pause, resume, fail and end exactly once (tracing, durable execution,
+    audit logs).
+
+    Runs for every call, a resume included (``request.resumed`` is true), before the
+    thread is touched: ``before_agent`` and everything else happen inside ``handler``.
+
+    :param request: the run about to happen: ``input`` as the caller gave it, ``runtime``
+        (thread and run ids, context, the agent's name…), ``resumed``, ``streaming``.
+    :param handler: runs the next middleware and at the end the run itself. Call it
+        exactly once; a second call raises ``PlaitError``.
+    :return: the ``AgentResult`` (``result.interrupts`` non-empty means the run paused).
+        An error of the run propagates out of ``handler``; let it go on (after recording
+        it) or raise your own. Nested, first middleware outermost: A(B(C(run))).
+    """
+    raise AssertionError  # pragma: no cover
+
+
+@hookspec
+async def awrap_run(
+    request: RunRequest, handler: Callable[[RunRequest], Awaitable[AgentResult]]
+) -> AgentResult:
+    """The async form of ``wrap_run``, used by ``ainvoke``/``astream``.
+
+    :param request: as for ``wrap_run``.
+    :param handler: an async function; ``await handler(request)`` exactly once.
+    :return: as for ``wrap_run``.
+    """
+    raise AssertionError  # pragma: no cover
 
 
 @hookspec
@@ -222,15 +258,60 @@ def after_agent(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | 
     raise AssertionError  # pragma: no cover
 
 
-NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
-WRAP_HOOKS = {"wrap_model_call": "awrap_model_call", "wrap_tool_call": "awrap_tool_call"}
-STREAM_HOOKS = {"transform_model_stream": "atransform_model_stream"}
-BUILD_HOOKS = ("state_fields", "agent_tools", "validate_agent")
-ALL_HOOKS = (
-    *BUILD_HOOKS,
-    *NODE_HOOKS,
-    *WRAP_HOOKS,
-    *WRAP_HOOKS.values(),
-    *STREAM_HOOKS,
-    *STREAM_HOOKS.values(),
-)
+@attrs.frozen
+class HookFacts:
+    """What the kernel knows of one hook besides its signature (read from pluggy).
+
+    :param stage: ``"build"`` (once in ``create_agent``), ``"run"`` (around a whole run),
+        ``"node"`` (a step of the loop) or ``"wrap"``/``"stream"`` (around one call).
+    :param twin: the async form of a sync wrap hook, or the sync form of an async one.
+    :param is_async: implementations must be ``async def``.
+    :param unwinds: implementations run in reverse middleware order (C, B, A).
+    :param jumps: where ``Command(jump_to=...)`` may send the loop from this hook.
+    """
+
+    stage: str
+    twin: str | None = None
+    is_async: bool = False
+    unwinds: bool = False
+    jumps: bool = False
+
+
+HOOKS: dict[str, HookFacts] = {
+    "state_fields": HookFacts("build"),
+    "agent_tools": HookFacts("build"),
+    "validate_agent": HookFacts("build"),
+    "wrap_run": HookFacts("run", twin="awrap_run"),
+    "awrap_run": HookFacts("run", twin="wrap_run", is_async=True),
+    "before_agent": HookFacts("node", jumps=True),
+    "before_model": HookFacts("node", jumps=True),
+    "wrap_model_call": HookFacts("wrap", twin="awrap_model_call"),
+    "awrap_model_call": HookFacts("wrap", twin="wrap_model_call", is_async=True),
+    "transform_model_stream": HookFacts("stream", twin="atransform_model_stream"),
+    "atransform_model_stream": HookFacts("stream", twin="transform_model_stream", is_async=True),
+    "after_model": HookFacts("node", unwinds=True, jumps=True),
+    "wrap_tool_call": HookFacts("wrap", twin="awrap_tool_call"),
+    "awrap_tool_call": HookFacts("wrap", twin="wrap_tool_call", is_async=True),
+    "after_agent": HookFacts("node", unwinds=True, jumps=True),
+}
+"""Every hook, in the order it is declared (its place in the loop)."""
+
+
+def _named(stage: str) -> tuple[str, ...]:
+    return tuple(name for name, facts in HOOKS.items() if facts.stage == stage)
+
+
+def _twins(*stages: str) -> dict[str, str]:
+    return {
+        name: facts.twin
+        for name, facts in HOOKS.items()
+        if facts.stage in stages and facts.twin and not facts.is_async
+    }
+
+
+ALL_HOOKS = tuple(HOOKS)
+BUILD_HOOKS = _named("build")
+NODE_HOOKS = _named("node")
+WRAP_HOOKS = _twins("wrap")
+RUN_HOOKS = _twins("run")
+STREAM_HOOKS = _twins("stream")

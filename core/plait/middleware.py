@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, overload
 
-from plait.hookspecs import ALL_HOOKS, hookimpl
+from plait.hookspecs import ALL_HOOKS, HOOKS, hookimpl
+from plait.types import JumpTarget
 
 if TYPE_CHECKING:
     from plait.types import ModelRequest, ModelResponse
@@ -23,12 +24,13 @@ __all__ = [
     "can_jump_to",
     "transform_model_stream",
     "wrap_model_call",
+    "wrap_run",
     "wrap_tool_call",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
 JUMPS_ATTR = "__plait_jumps__"
-_TARGETS = ("model", "tools", "end")
+_TARGETS: tuple[str, ...] = get_args(JumpTarget)
 
 
 class Middleware:
@@ -109,7 +111,9 @@ class FunctionMiddleware:
         return f"<{self.hook} middleware {self.name!r}>"
 
 
-def _decorator(hook: str, async_hook: str | None = None) -> Any:
+def _decorator(hook: str) -> Any:
+    async_hook = HOOKS[hook].twin
+
     @overload
     def decorate(func: Callable[..., Any], /) -> FunctionMiddleware: ...
     @overload
@@ -144,6 +148,7 @@ before_agent = _decorator("before_agent")
 before_model = _decorator("before_model")
 after_model = _decorator("after_model")
 after_agent = _decorator("after_agent")
-wrap_model_call = _decorator("wrap_model_call", "awrap_model_call")
-wrap_tool_call = _decorator("wrap_tool_call", "awrap_tool_call")
-transform_model_stream = _decorator("transform_model_stream", "atransform_model_stream")
+wrap_run = _decorator("wrap_run")
+wrap_model_call = _decorator("wrap_model_call")
+wrap_tool_call = _decorator("wrap_tool_call")
+transform_model_stream = _decorator("transform_model_stream")
