@@ -24,12 +24,22 @@ from plait.errors import (
     StructuredOutputError,
 )
 from plait.interrupts import InterruptSignal, Scope, current_scope
-from plait.messages import AIMessage, Message, RemoveMessage, ToolCall, ToolMessage, Usage
+from plait.messages import (
+    AIMessage,
+    Message,
+    RemoveMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    structure_message,
+    unstructure_message,
+)
 from plait.messages import converter as _converter
 from plait.types import (
     Command,
     Interrupt,
     ModelRequest,
+    RunRequest,
     Runtime,
     StreamEvent,
     ToolCallRequest,
@@ -55,6 +65,9 @@ class RunInfo:
     resume: dict[str, Any] = attrs.field(factory=dict)
     usage: Usage = attrs.field(factory=Usage)
     structured_response: Any = None
+    finished: dict[str, Any] = attrs.field(factory=dict)
+    """The answers of a tools step's calls that finished, by call id, saved as each
+    finishes (when a step has several), so a crash re-runs only the calls in flight."""
 
     def dump(self) -> Any:
         return _converter.unstructure(self)
@@ -84,6 +97,9 @@ class CallModel:
 class CallTools:
     requests: tuple[ToolCallRequest, ...]
     scopes: tuple[Scope, ...]
+    finished: Callable[[ToolCallRequest, Any], Save | None] = lambda _request, _outcome: None
+    """Called by the driver with each call's outcome as it comes; a ``Save`` it returns
+    is performed at once."""
 
 
 @attrs.frozen
@@ -108,6 +124,8 @@ class Run:
         *,
         recursion_limit: int,
         sink: Sink | None,
+        resumed: bool = False,
+        input: Any = None,
     ) -> None:
         self.agent = agent
         self.thread = thread
@@ -115,6 +133,8 @@ class Run:
         self.runtime = runtime
         self.recursion_limit = recursion_limit
         self.sink = sink
+        self.request = RunRequest(input, runtime, resumed, streaming=sink is not None)
+        self.started = False  # the drive began: from then on it releases the thread
         # Interrupt ids derive from where interrupt() is called; hooks and the model run
         # one at a time, so they share one scope the loop re-labels before each call.
         self.scope = Scope(info.run_id, "", info.resume)
@@ -289,7 +309,9 @@ class Run:
         requests: list[ToolCallRequest] = []
         scopes: list[Scope] = []
         for call in calls:
-            if call.error is not None:
+            if call.id in self.info.finished:  # finished before a crash: not run again
+                answers[call.id] = _load_outcome(self.info.finished[call.id])
+            elif call.error is not None:
                 answers[call.id] = ToolMessage(
                     f"Error: the call to {call.name!r} was not run because {call.error}. "
                     "Call the tool again with arguments that are one valid JSON object.",
@@ -305,9 +327,14 @@ class Run:
                 )
                 scopes.append(self.tool_scope(call.id))
         if requests:
-            outcomes = yield CallTools(tuple(requests), tuple(scopes))
+            durable = self.agent.checkpointer is not None and self.runtime.thread_id is not None
+            effect = CallTools(tuple(requests), tuple(scopes))
+            if durable and len(requests) > 1:
+                effect = attrs.evolve(effect, finished=self.tool_finished)
+            outcomes = yield effect
             for request, outcome in zip(requests, outcomes, strict=True):
                 answers[request.tool_call.id] = outcome
+        self.info.finished = {}
         interrupts: list[Interrupt] = []
         stop: BaseException | None = None
         jump: str | None = None
@@ -337,16 +364,20 @@ class Run:
             return "after_agent", True
         return "before_model", True
 
+    def tool_finished(self, request: ToolCallRequest, outcome: Any) -> Save | None:
+        """Record one finished call of a tools step, to be saved before the others end."""
+        assert self.runtime.thread_id is not None
+        dumped = _dump_outcome(request.tool_call, outcome)
+        if dumped is None:
+            return None
+        self.info.finished[request.tool_call.id] = dumped
+        self.thread.set(RUN_KEY, self.info.dump())
+        return Save(self.runtime.thread_id, self.thread)
+
     def apply_tool_outcome(self, call: ToolCall, outcome: Any) -> str | None:
         source = call.name
         if isinstance(outcome, Exception):
-            outcome = ToolMessage(
-                f"Error: tool {call.name!r} raised {type(outcome).__name__}: {outcome}. "
-                "Fix the arguments and call it again, or take another approach.",
-                tool_call_id=call.id,
-                name=call.name,
-                status="error",
-            )
+            outcome = _as_answer(call, outcome)
         if isinstance(outcome, ToolMessage):
             self.apply_update({"messages": [outcome]}, source)
             self.count_usage(outcome)
@@ -392,6 +423,55 @@ class Run:
         return ToolMessage("Final answer recorded.", tool_call_id=call.id, name=call.name)
 
 
+def _as_answer(call: ToolCall, error: Exception) -> ToolMessage:
+    """The error tool message the model gets for an exception a tool call raised."""
+    return ToolMessage(
+        f"Error: tool {call.name!r} raised {type(error).__name__}: {_describe(error)}. "
+        "Fix the arguments and call it again, or take another approach.",
+        tool_call_id=call.id,
+        name=call.name,
+        status="error",
+    )
+
+
+def _describe(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # an exception whose __str__ raises must not end the run
+        return f"<{type(error).__name__} that cannot be shown>"
+
+
+def _dump_outcome(call: ToolCall, outcome: Any) -> dict[str, Any] | None:
+    """A finished call's outcome as JSON-ready data; ``None`` for what is not recorded
+    (interrupts and stops, which the step handles, and updates holding other objects)."""
+    if isinstance(outcome, (InterruptSignal, StopRun)) or not isinstance(
+        outcome, (Exception, ToolMessage, Command)
+    ):
+        return None
+    if isinstance(outcome, Exception):
+        outcome = _as_answer(call, outcome)
+    if isinstance(outcome, ToolMessage):
+        return {"message": unstructure_message(outcome)}
+    update = dict(outcome.update or {})
+    messages = update.get("messages", [])
+    if isinstance(messages, Message):
+        messages = [messages]
+    if any(isinstance(m, RemoveMessage) for m in messages):
+        return None
+    update["messages"] = [unstructure_message(m) for m in messages]
+    return {"update": update, "jump_to": outcome.jump_to}
+
+
+def _load_outcome(data: Mapping[str, Any]) -> ToolMessage | Command:
+    if "message" in data:
+        message = structure_message(data["message"])
+        assert isinstance(message, ToolMessage)
+        return message
+    update = dict(data["update"])
+    update["messages"] = [structure_message(m) for m in update["messages"]]
+    return Command(update=update, jump_to=data.get("jump_to"))
+
+
 # -- drivers ---------------------------------------------------------------------------------
 
 
@@ -434,6 +514,9 @@ def _perform(effect: Effect, agent: Agent) -> Any:
                     break
             finally:
                 current_scope.reset(token)
+            save = effect.finished(request, outcomes[-1])
+            if save is not None:
+                _save(save, agent)
         outcomes.extend(_not_run(effect.requests[len(outcomes) :]))
         return outcomes
     _save(effect, agent)
@@ -489,25 +572,37 @@ async def _aperform(effect: Effect, agent: Agent) -> Any:
     if isinstance(effect, CallModel):
         return await agent.amodel_handler(effect.request)
     if isinstance(effect, CallTools):
+        lock = asyncio.Lock()
         return await asyncio.gather(
-            *(_acall_tool(agent, r, s) for r, s in zip(effect.requests, effect.scopes, strict=True))
+            *(
+                _acall_tool(agent, effect, r, s, lock)
+                for r, s in zip(effect.requests, effect.scopes, strict=True)
+            )
         )
-    saver = getattr(agent.checkpointer, "asave", None)
-    if saver is None:
-        await asyncio.to_thread(_save, effect, agent)
-    else:
-        delta = effect.state.take_delta()
-        await saver(effect.thread_id, delta)
-        effect.state.step = delta.step
+    await _asave(effect, agent)
     return None
 
 
-async def _acall_tool(agent: Agent, request: ToolCallRequest, scope: Scope) -> Any:
+async def _asave(effect: Save, agent: Agent) -> None:
+    assert agent.checkpointer is not None
+    delta = effect.state.take_delta()  # on the loop's thread, where the state changes
+    await asyncio.to_thread(agent.checkpointer.save, effect.thread_id, delta)
+    effect.state.step = delta.step
+
+
+async def _acall_tool(
+    agent: Agent, effect: CallTools, request: ToolCallRequest, scope: Scope, lock: asyncio.Lock
+) -> Any:
     current_scope.set(scope)  # this task's own context copy
     try:
-        return await agent.atool_handler(request)
+        outcome: Any = await agent.atool_handler(request)
     except (Exception, InterruptSignal) as exc:
-        return exc
+        outcome = exc
+    async with lock:  # the calls' saves, one at a time, each a step of its own
+        save = effect.finished(request, outcome)
+        if save is not None:
+            await _asave(save, agent)
+    return outcome
 
 
 def tool_output(result: Any, request: ToolCallRequest) -> ToolMessage | Command:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import threading
-import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from plait import _entrypoints
+from plait import _entrypoints, effects
 from plait._bridge import LoopThread
 from plait._compose import chain_async, chain_sync, transform_async, transform_sync
 from plait._loop import Run, RunInfo, adrive, drive, stream_sink, tool_output
@@ -80,6 +80,7 @@ def create_agent(
     checkpointer: str | Checkpointer | None = None,
     store: str | Store | None = None,
     response_format: Any = None,
+    name: str = "agent",
 ) -> Agent:
     """Build an agent. Every misconfiguration raises ``ConfigError`` here, not later.
 
@@ -92,6 +93,7 @@ def create_agent(
         instance; needed for threads that span runs and for interrupts.
     :param store: a store URL or instance, shared across threads.
     :param response_format: an attrs class or a JSON schema for a structured answer.
+    :param name: the agent's name, in traces, logs and errors (``runtime.agent_name``).
     """
     return Agent(
         model=model,
@@ -101,6 +103,7 @@ def create_agent(
         checkpointer=checkpointer,
         store=store,
         response_format=response_format,
+        name=name,
     )
 
 
@@ -135,7 +138,11 @@ class Agent:
         checkpointer: str | Checkpointer | None,
         store: str | Store | None,
         response_format: Any,
+        name: str = "agent",
     ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"name must be a non-empty string, got {name!r}")
+        self.name = name
         self.model = init_chat_model(model)
         self.system_prompt = system_prompt
         self.checkpointer: Checkpointer | None = _by_url(
@@ -157,6 +164,7 @@ class Agent:
             self.checkpointer,
             self.store,
             response_format,
+            name,
         )
         added: list[Any] = []
         for impl in self.registry.impls("agent_tools"):
@@ -216,6 +224,7 @@ class Agent:
         self.amodel_handler = chain_async(model_layers, self._acall_model, _model_result)
         self.tool_handler = chain_sync(tool_layers, self._call_tool, _tool_result, self.loops)
         self.atool_handler = chain_async(tool_layers, self._acall_tool, _tool_result)
+        self._run_layers = reg.pairs("wrap_run", "awrap_run")
 
     def model_request(self, thread: ThreadState, runtime: Runtime) -> ModelRequest:
         tools = self.tools
@@ -293,6 +302,18 @@ class Agent:
         return found, kwargs
 
     def _call_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+        if effects.active():
+            return effects.perform(effects.ToolRun(request), lambda: self._run_tool(request))
+        return self._run_tool(request)
+
+    async def _acall_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+        if effects.active():
+            return await effects.aperform(
+                effects.ToolRun(request), lambda: self._arun_tool(request)
+            )
+        return await self._arun_tool(request)
+
+    def _run_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
         prepared = self._prepare(request)
         if isinstance(prepared, ToolMessage):
             return prepared
@@ -302,7 +323,7 @@ class Agent:
             result = self.loops.run(result)
         return tool_output(result, request)
 
-    async def _acall_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+    async def _arun_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
         prepared = self._prepare(request)
         if isinstance(prepared, ToolMessage):
             return prepared
@@ -310,7 +331,7 @@ class Agent:
         if found.is_async:
             result = await found.func(**kwargs)
         else:
-            result = await asyncio.to_thread(found.func, **kwargs)
+            result = await asyncio.to_thread(_in_thread, found.func, kwargs)
         return tool_output(result, request)
 
     # -- runs ------------------------------------------------------------------------------
@@ -330,10 +351,10 @@ class Agent:
         ):
             raise ConfigError(f"recursion_limit must be a positive int, got {recursion_limit!r}")
         if thread_id is None and self.checkpointer is not None:
-            thread_id = uuid.uuid4().hex
+            thread_id = effects.new_id()
         thread = self._thread(thread_id)
         try:
-            info = self._run_info(thread, thread_id, input)
+            info, resumed = self._run_info(thread, thread_id, input)
         except BaseException:
             self._release(thread_id, None)
             raise
@@ -345,11 +366,24 @@ class Agent:
             model=self.model,
             tools=self.tools,
             stream_writer=_writer(sink),
+            agent_name=self.name,
         )
-        return Run(self, thread, info, runtime, recursion_limit=recursion_limit, sink=sink)
+        return Run(
+            self,
+            thread,
+            info,
+            runtime,
+            recursion_limit=recursion_limit,
+            sink=sink,
+            resumed=resumed,
+            input=input,
+        )
 
-    def _run_info(self, thread: ThreadState, thread_id: str | None, input: Any) -> RunInfo:
-        """Continue the thread's unfinished run (resume, or ``None`` input) or start one."""
+    def _run_info(
+        self, thread: ThreadState, thread_id: str | None, input: Any
+    ) -> tuple[RunInfo, bool]:
+        """Continue the thread's unfinished run (resume, or ``None`` input) or start one;
+        says which (``True`` for continuing)."""
         previous = thread.values.get(RUN_KEY)
         info = RunInfo.load(previous) if previous else None
         if isinstance(input, Command) and input.resume is not None:
@@ -367,10 +401,11 @@ class Agent:
         else:
             if info is not None and info.status != "done":
                 _cancel_unanswered(thread, info, input)
-            info = RunInfo(run_id=uuid.uuid4().hex)
+            info = RunInfo(run_id=effects.new_id())
             thread.reset_run_fields()
             _apply_input(thread, input)
-        return info
+            return info, False
+        return info, True
 
     def _thread(self, thread_id: str | None) -> ThreadState:
         if self.checkpointer is None or thread_id is None:
@@ -432,7 +467,20 @@ class Agent:
         self, input: Any, thread_id: Any, context: Any, limit: int, sink: Any
     ) -> AgentResult:
         run = self._begin(input, thread_id, context, limit, sink)
-        token = stream_sink.set(sink if _wants_messages(sink) else None)
+        if not self._run_layers:
+            return self._drive_sync(run)
+        try:
+            handler = chain_sync(
+                self._run_layers, _once(lambda _r: self._drive_sync(run)), _run_result, self.loops
+            )
+            return handler(run.request)  # type: ignore[no-any-return]
+        finally:
+            if not run.started:  # a hook failed (or answered) before the run began
+                self._release(run.runtime.thread_id, None)
+
+    def _drive_sync(self, run: Run) -> AgentResult:
+        run.started = True
+        token = stream_sink.set(run.sink if _wants_messages(run.sink) else None)
         try:
             drive(run)
         except BaseException:
@@ -461,7 +509,20 @@ class Agent:
             run = await asyncio.to_thread(self._begin, input, thread_id, context, limit, sink)
         else:
             run = self._begin(input, thread_id, context, limit, sink)
-        token = stream_sink.set(sink if _wants_messages(sink) else None)
+        if not self._run_layers:
+            return await self._drive_async(run)
+        try:
+            handler = chain_async(
+                self._run_layers, _aonce(lambda _r: self._drive_async(run)), _run_result
+            )
+            return await handler(run.request)  # type: ignore[no-any-return]
+        finally:
+            if not run.started:
+                self._release(run.runtime.thread_id, None)
+
+    async def _drive_async(self, run: Run) -> AgentResult:
+        run.started = True
+        token = stream_sink.set(run.sink if _wants_messages(run.sink) else None)
         try:
             await adrive(run)
         except BaseException:
@@ -576,7 +637,10 @@ class RunStream(Iterator[StreamEvent]):
     def __next__(self) -> StreamEvent:
         if not self._started:
             self._started = True
-            threading.Thread(target=self._work, name="plait-stream", daemon=True).start()
+            context = contextvars.copy_context()
+            threading.Thread(
+                target=context.run, args=(self._work,), name="plait-stream", daemon=True
+            ).start()
         if self.result is not None:
             raise StopIteration
         item = self._events.get()
@@ -676,6 +740,57 @@ def _modes(mode: str | Sequence[str]) -> frozenset[str]:
             f"unknown stream mode(s) {sorted(unknown)}; choose from {', '.join(STREAM_MODES)}"
         )
     return modes
+
+
+def _once(drive: Callable[[Any], AgentResult]) -> Callable[[Any], AgentResult]:
+    """The innermost ``wrap_run`` handler: a run happens once, whatever a hook does."""
+    called = False
+
+    def handler(request: Any) -> AgentResult:
+        nonlocal called
+        if called:
+            raise PlaitError(_TWICE)
+        called = True
+        return drive(request)
+
+    return handler
+
+
+def _aonce(
+    drive: Callable[[Any], Awaitable[AgentResult]],
+) -> Callable[[Any], Awaitable[AgentResult]]:
+    called = False
+
+    async def handler(request: Any) -> AgentResult:
+        nonlocal called
+        if called:
+            raise PlaitError(_TWICE)
+        called = True
+        return await drive(request)
+
+    return handler
+
+
+_TWICE = "a wrap_run hook called its handler a second time; a run happens once"
+
+
+def _run_result(result: Any, request: Any, source: str) -> AgentResult:
+    if isinstance(result, AgentResult):
+        return result
+    raise TypeError(
+        f"middleware {source!r}: wrap_run returned {type(result).__name__}; "
+        "expected the AgentResult its handler returned"
+    )
+
+
+def _in_thread(func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Call a sync tool in a worker thread. A ``StopIteration`` cannot cross back into
+    the event loop (the awaiting task would hang), so it comes back as a RuntimeError."""
+    try:
+        return func(**kwargs)
+    except StopIteration as exc:
+        detail = f": {exc}" if str(exc) else ""
+        raise RuntimeError(f"the tool raised StopIteration{detail}") from exc
 
 
 def _error(call_id: str, name: str, text: str) -> ToolMessage:

@@ -7,13 +7,14 @@ dict that is persisted with it. ``to_json``/``from_json`` round-trip any list ex
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from plait.effects import new_id
 
 __all__ = [
     "REMOVE_ALL",
@@ -41,9 +42,7 @@ REMOVE_ALL = "__remove_all__"
 
 
 def _new_id() -> str:
-    # 128 random bits as 32 hex digits, like uuid4().hex, at a quarter of its cost: every
-    # message gets one, so this is on the loop's hot path.
-    return os.urandom(16).hex()
+    return new_id()  # looked up at call time: an id_source may be installed
 
 
 def message_text(content: Content) -> str:

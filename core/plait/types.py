@@ -22,6 +22,7 @@ __all__ = [
     "JumpTarget",
     "ModelRequest",
     "ModelResponse",
+    "RunRequest",
     "Runtime",
     "StateField",
     "StateUpdate",
@@ -99,6 +100,24 @@ class Runtime:
     model: ChatModel | None = None
     tools: tuple[Tool, ...] = ()
     stream_writer: Callable[[Any], None] = attrs.field(default=lambda _data: None, eq=False)
+    agent_name: str = "agent"
+
+
+@attrs.frozen
+class RunRequest:
+    """One run as ``wrap_run`` sees it, before it starts."""
+
+    input: Any
+    """What the caller passed to ``invoke``/``stream`` (``None`` to continue a run)."""
+    runtime: Runtime
+    resumed: bool
+    """True when this call continues a paused or unfinished run (same ``run_id``)."""
+    streaming: bool
+    """True for ``stream``/``astream``."""
+
+    @property
+    def agent_name(self) -> str:
+        return self.runtime.agent_name
 
 
 @attrs.frozen
@@ -124,6 +143,13 @@ class ToolRuntime:
     @property
     def stream_writer(self) -> Callable[[Any], None]:
         return self.runtime.stream_writer
+
+    @property
+    def idempotency_key(self) -> str:
+        """``"{run_id}:{tool_call_id}"``: the same each time this call is retried or
+        replayed, so a tool can make its side effect once (send it as the
+        ``Idempotency-Key`` of an HTTP request, or a unique key of a row)."""
+        return f"{self.runtime.run_id}:{self.tool_call.id}"
 
 
 @attrs.frozen
@@ -207,3 +233,4 @@ class AgentConfig:
     checkpointer: Checkpointer | None
     store: Store | None
     response_format: Any = None
+    name: str = "agent"

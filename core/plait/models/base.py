@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+import functools
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from plait import effects
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCallChunk
 
 if TYPE_CHECKING:
@@ -41,6 +43,15 @@ class ChatModel(abc.ABC):
     provider: ClassVar[str] = "base"
     model_name: str = ""
     profile: ModelProfile | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every provider's calls are effects (``plait.effects.ModelCall``), whoever makes
+        # them, so a performer (tracing, durable execution) sees each one.
+        super().__init_subclass__(**kwargs)
+        for name, performed in _PERFORMED.items():
+            method = cls.__dict__.get(name)
+            if method is not None:
+                setattr(cls, name, performed(method))
 
     @abc.abstractmethod
     def invoke(
@@ -80,6 +91,66 @@ class ChatModel(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.provider}:{self.model_name}>"
+
+
+def _invoke(method: Callable[..., AIMessage]) -> Callable[..., AIMessage]:
+    @functools.wraps(method)
+    def invoke(self: ChatModel, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
+        if not effects.active():
+            return method(self, messages, **options)
+        call = effects.ModelCall(self, messages, options)
+        return effects.call_model(call, lambda: method(self, messages, **options))
+
+    return invoke
+
+
+def _ainvoke(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    async def ainvoke(self: ChatModel, messages: Sequence[AnyMessage], **options: Any) -> Any:
+        if not effects.active():
+            return await method(self, messages, **options)
+        call = effects.ModelCall(self, messages, options)
+        return await effects.acall_model(call, lambda: method(self, messages, **options))
+
+    return ainvoke
+
+
+def _stream(method: Callable[..., Iterator[AIMessageChunk]]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def stream(
+        self: ChatModel, messages: Sequence[AnyMessage], **options: Any
+    ) -> Iterator[AIMessageChunk]:
+        if not effects.active():
+            return method(self, messages, **options)
+        call = effects.ModelCall(self, messages, options, streaming=True)
+        return effects.stream_model(call, lambda: method(self, messages, **options))
+
+    return stream
+
+
+def _astream(method: Callable[..., AsyncIterator[AIMessageChunk]]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def astream(
+        self: ChatModel, messages: Sequence[AnyMessage], **options: Any
+    ) -> AsyncIterator[AIMessageChunk]:
+        if not effects.active():
+            return method(self, messages, **options)
+        call = effects.ModelCall(self, messages, options, streaming=True)
+        return effects.astream_model(call, lambda: method(self, messages, **options))
+
+    return astream
+
+
+_PERFORMED: dict[str, Callable[[Any], Any]] = {
+    "invoke": _invoke,
+    "ainvoke": _ainvoke,
+    "stream": _stream,
+    "astream": _astream,
+}
+for _name, _performed in _PERFORMED.items():
+    _method = ChatModel.__dict__[_name]
+    if not getattr(_method, "__isabstractmethod__", False):
+        setattr(ChatModel, _name, _performed(_method))
 
 
 def message_to_chunk(message: AIMessage) -> AIMessageChunk:
