@@ -89,6 +89,7 @@ class AgentSection:
     """The ``[agent]`` table."""
 
     model: str
+    name: str = "agent"
     model_settings: dict[str, Any] = attrs.Factory(dict)
     system_prompt: str | None = None
     tools: list[str] = attrs.Factory(list)
@@ -485,6 +486,7 @@ def read_agent_file(path: str | Path, *, model: Any = None) -> AgentSpec:
         "checkpointer": agent.checkpointer,
         "store": agent.store,
         "response_format": response_format,
+        "name": agent.name,
     }
     return AgentSpec(file, parsed, kwargs, agent.recursion_limit)
 

@@ -32,7 +32,7 @@ AGENT = '[agent]\nmodel = "scripted:x"\n'
         ("model = 3\n", "[agent] model: expected a string, got an integer (3)"),
         (
             'model = "scripted:x"\nmodle = "y"\n',
-            "[agent]: unknown key 'modle' (expected one of: model, model_settings, "
+            "[agent]: unknown key 'modle' (expected one of: model, name, model_settings, "
             "system_prompt, tools, checkpointer, store, response_format, recursion_limit)",
         ),
         (

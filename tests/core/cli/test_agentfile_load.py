@@ -75,6 +75,14 @@ def test_checkpointer_and_recursion_limit(write: Callable[[str, str], Path]) -> 
     ]
 
 
+def test_the_agent_is_named_in_its_file(write: Callable[[str, str], Path]) -> None:
+    path = write("agent.toml", '[agent]\nmodel = "scripted:x"\nname = "support"\n')
+    agent = read_agent_file(path).build()
+    assert agent.name == "support"
+    unnamed = write("other.toml", '[agent]\nmodel = "scripted:x"\n')
+    assert read_agent_file(unnamed).build().name == "agent"
+
+
 def test_overrides_replace_the_files_arguments(write: Callable[[str, str], Path]) -> None:
     from plait.models import ScriptedChatModel
 
