@@ -573,6 +573,13 @@ async def _aperform(effect: Effect, agent: Agent) -> Any:
         return await agent.amodel_handler(effect.request)
     if isinstance(effect, CallTools):
         lock = asyncio.Lock()
+        if len(effect.requests) == 1:  # no task to start: a third of the loop's turns
+            outer = current_scope.get()
+            try:
+                request, scope = effect.requests[0], effect.scopes[0]
+                return [await _acall_tool(agent, effect, request, scope, lock)]
+            finally:
+                current_scope.set(outer)
         return await asyncio.gather(
             *(
                 _acall_tool(agent, effect, r, s, lock)
