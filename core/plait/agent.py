@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from plait import _entrypoints, effects
+from plait import _entrypoints, _tool_threads, effects
 from plait._bridge import LoopThread
 from plait._compose import chain_async, chain_sync, transform_async, transform_sync
 from plait._loop import Run, RunInfo, adrive, drive, stream_sink, tool_output
@@ -81,6 +81,7 @@ def create_agent(
     store: str | Store | None = None,
     response_format: Any = None,
     name: str = "agent",
+    tool_timeout: float | None = None,
 ) -> Agent:
     """Build an agent. Every misconfiguration raises ``ConfigError`` here, not later.
 
@@ -94,6 +95,8 @@ def create_agent(
     :param store: a store URL or instance, shared across threads.
     :param response_format: an attrs class or a JSON schema for a structured answer.
     :param name: the agent's name, in traces, logs and errors (``runtime.agent_name``).
+    :param tool_timeout: seconds a tool call may take unless its tool sets its own
+        ``timeout``; past it the call is abandoned and the model gets an error message.
     """
     return Agent(
         model=model,
@@ -104,6 +107,7 @@ def create_agent(
         store=store,
         response_format=response_format,
         name=name,
+        tool_timeout=tool_timeout,
     )
 
 
@@ -139,10 +143,20 @@ class Agent:
         store: str | Store | None,
         response_format: Any,
         name: str = "agent",
+        tool_timeout: float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"name must be a non-empty string, got {name!r}")
+        if tool_timeout is not None and (
+            isinstance(tool_timeout, bool)
+            or not isinstance(tool_timeout, (int, float))
+            or not tool_timeout > 0
+        ):
+            raise ConfigError(
+                f"tool_timeout must be a positive number of seconds or None, got {tool_timeout!r}"
+            )
         self.name = name
+        self.tool_timeout: float | None = tool_timeout
         self.model = init_chat_model(model)
         self.system_prompt = system_prompt
         self.checkpointer: Checkpointer | None = _by_url(
@@ -318,9 +332,17 @@ class Agent:
         if isinstance(prepared, ToolMessage):
             return prepared
         found, kwargs = prepared
-        result = found.func(**kwargs)
-        if found.is_async:
-            result = self.loops.run(result)
+        limit = found.timeout or self.tool_timeout
+        if limit is None:
+            result = found.func(**kwargs)
+            if found.is_async:
+                result = self.loops.run(result)
+        elif found.is_async:
+            result = self.loops.run(
+                _tool_threads.await_within(found.func(**kwargs), found.name, limit)
+            )
+        else:
+            result = _tool_threads.call_within(found.func, kwargs, found.name, limit)
         return tool_output(result, request)
 
     async def _arun_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
@@ -328,10 +350,17 @@ class Agent:
         if isinstance(prepared, ToolMessage):
             return prepared
         found, kwargs = prepared
+        limit = found.timeout or self.tool_timeout
         if found.is_async:
-            result = await found.func(**kwargs)
+            called = found.func(**kwargs)
+            if limit is None:
+                result = await called
+            else:
+                result = await _tool_threads.await_within(called, found.name, limit)
+        elif limit is None:
+            result = await asyncio.to_thread(_tool_threads.call, found.func, kwargs)
         else:
-            result = await asyncio.to_thread(_in_thread, found.func, kwargs)
+            result = await _tool_threads.acall_within(found.func, kwargs, found.name, limit)
         return tool_output(result, request)
 
     # -- runs ------------------------------------------------------------------------------
@@ -781,16 +810,6 @@ def _run_result(result: Any, request: Any, source: str) -> AgentResult:
         f"middleware {source!r}: wrap_run returned {type(result).__name__}; "
         "expected the AgentResult its handler returned"
     )
-
-
-def _in_thread(func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    """Call a sync tool in a worker thread. A ``StopIteration`` cannot cross back into
-    the event loop (the awaiting task would hang), so it comes back as a RuntimeError."""
-    try:
-        return func(**kwargs)
-    except StopIteration as exc:
-        detail = f": {exc}" if str(exc) else ""
-        raise RuntimeError(f"the tool raised StopIteration{detail}") from exc
 
 
 def _error(call_id: str, name: str, text: str) -> ToolMessage:

@@ -84,6 +84,11 @@ def _positive(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
         raise _FieldError(attribute.name, f"must be at least 1, got {value}")
 
 
+def _positive_seconds(_: Any, attribute: attrs.Attribute[float | None], value: Any) -> None:
+    if value is not None and not value > 0:
+        raise _FieldError(attribute.name, f"must be a positive number of seconds, got {value}")
+
+
 @attrs.frozen
 class AgentSection:
     """The ``[agent]`` table."""
@@ -97,6 +102,7 @@ class AgentSection:
     store: str | None = None
     response_format: str | None = None
     recursion_limit: int = attrs.field(default=25, validator=_positive)
+    tool_timeout: float | None = attrs.field(default=None, validator=_positive_seconds)
 
 
 @attrs.frozen
@@ -487,6 +493,7 @@ def read_agent_file(path: str | Path, *, model: Any = None) -> AgentSpec:
         "store": agent.store,
         "response_format": response_format,
         "name": agent.name,
+        "tool_timeout": agent.tool_timeout,
     }
     return AgentSpec(file, parsed, kwargs, agent.recursion_limit)
 

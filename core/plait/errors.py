@@ -66,6 +66,10 @@ class PIIDetectionError(StopRun):
     """``pii`` with ``strategy="block"`` found personal data."""
 
 
+class ToolTimeoutError(PlaitError, TimeoutError):
+    """A tool call ran past its ``timeout``; the model gets it as an error tool message."""
+
+
 class StructuredOutputError(PlaitError):
     """The model's final answer does not fit the agent's ``response_format``."""
 

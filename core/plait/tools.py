@@ -94,12 +94,25 @@ class Tool:
         default=None, validator=attrs.validators.optional(attrs.validators.is_callable())
     )
     provider_options: dict[str, Any] = attrs.field(factory=dict, converter=_parameters_dict)
+    timeout: float | None = attrs.field(default=None, kw_only=True)
+    """Seconds a call may take; past it the call is abandoned and answered with an error
+    (``None``: the agent's ``tool_timeout``, if any)."""
     _arguments: type | None = attrs.field(default=None, alias="_arguments", repr=False)
     """An attrs class built from the function's parameters (``None``: schema checks only)."""
     _runtime_parameter: str | None = attrs.field(
         default=None, alias="_runtime_parameter", repr=False
     )
     """The parameter that receives the ``ToolRuntime`` (hidden from the model)."""
+
+    @timeout.validator
+    def _check_timeout(self, _: Any, value: float | None) -> None:
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+        ):
+            raise ValueError(
+                f"tool {self.name!r}: timeout must be a positive number of seconds or None, "
+                f"got {value!r}"
+            )
 
     @functools.cached_property
     def is_async(self) -> bool:
@@ -124,6 +137,7 @@ class Tool:
         description: str | None = None,
         provider_options: Mapping[str, Any] | None = None,
         parse_docstring: bool = True,
+        timeout: float | None = None,
     ) -> Tool:
         """Build a tool from a typed function (sync or async).
 
@@ -132,6 +146,7 @@ class Tool:
             whole docstring when ``parse_docstring`` is false).
         :param parse_docstring: read per-parameter descriptions from a Google-style
             ``Args:`` section.
+        :param timeout: seconds a call may take (see ``Tool.timeout``).
         :raises TypeError: a parameter the model cannot be asked for (``*args``,
             positional-only, or a type hint with no JSON schema), naming it.
         """
@@ -196,6 +211,7 @@ class Tool:
             },
             func=func,
             provider_options=dict(provider_options or {}),
+            timeout=timeout,
             _arguments=arguments,
             _runtime_parameter=runtime_parameter,
         )
@@ -257,6 +273,7 @@ def tool(
     description: str | None = None,
     provider_options: Mapping[str, Any] | None = None,
     parse_docstring: bool = True,
+    timeout: float | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -267,6 +284,7 @@ def tool(
     description: str | None = None,
     provider_options: Mapping[str, Any] | None = None,
     parse_docstring: bool = True,
+    timeout: float | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -278,9 +296,11 @@ def tool(
     description: str | None = None,
     provider_options: Mapping[str, Any] | None = None,
     parse_docstring: bool = True,
+    timeout: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a ``Tool`` of a typed function: ``@tool``, ``@tool("name")`` or
-    ``@tool(name=..., description=..., provider_options=..., parse_docstring=...)``."""
+    ``@tool(name=..., description=..., provider_options=..., parse_docstring=...,
+    timeout=...)``."""
     if isinstance(func, str):
         if name is not None:
             raise TypeError("give the tool's name once: @tool('name') or @tool(name='name')")
@@ -292,6 +312,7 @@ def tool(
             description=description,
             provider_options=provider_options,
             parse_docstring=parse_docstring,
+            timeout=timeout,
         )
 
     def decorate(function: Callable[..., Any]) -> Tool:
@@ -301,6 +322,7 @@ def tool(
             description=description,
             provider_options=provider_options,
             parse_docstring=parse_docstring,
+            timeout=timeout,
         )
 
     return decorate

@@ -33,7 +33,8 @@ AGENT = '[agent]\nmodel = "scripted:x"\n'
         (
             'model = "scripted:x"\nmodle = "y"\n',
             "[agent]: unknown key 'modle' (expected one of: model, name, model_settings, "
-            "system_prompt, tools, checkpointer, store, response_format, recursion_limit)",
+            "system_prompt, tools, checkpointer, store, response_format, recursion_limit, "
+            "tool_timeout)",
         ),
         (
             'model = "scripted:x"\ntools = "mod:fn"\n',
