@@ -18,6 +18,7 @@ __all__ = [
     "ThreadBusyError",
     "ToolCallFailedError",
     "ToolCallLimitExceededError",
+    "UsageLimitExceededError",
 ]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -56,6 +57,10 @@ class ModelCallLimitExceededError(StopRun):
 
 class ToolCallLimitExceededError(StopRun):
     """``tool_call_limit`` with ``exit_behavior="error"`` (or an impossible ``"end"``)."""
+
+
+class UsageLimitExceededError(StopRun):
+    """``usage_limit`` with ``exit_behavior="error"`` reached a token or cost limit."""
 
 
 class ToolCallFailedError(StopRun):

@@ -54,12 +54,14 @@ def message_text(content: Content) -> str:
 
 @attrs.frozen
 class Usage:
-    """Token counts of one model call (or, summed with ``+``, of a run)."""
+    """Token counts of one model call (or, summed with ``+``, of a run). ``cost`` is its
+    price in US dollars when a plugin knows it (``usage_limit`` sets it), else ``None``."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cost: float | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -73,6 +75,9 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            None
+            if self.cost is None and other.cost is None
+            else (self.cost or 0.0) + (other.cost or 0.0),
         )
 
     __radd__ = __add__
