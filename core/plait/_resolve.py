@@ -14,7 +14,8 @@ import attrs
 
 from plait import _entrypoints
 from plait.errors import ConfigError
-from plait.middleware import FunctionMiddleware
+from plait.hookspecs import ALL_HOOKS
+from plait.middleware import FunctionMiddleware, Middleware
 
 
 def build(name: str, options: Mapping[str, Any]) -> object:
@@ -51,7 +52,26 @@ def _one(item: Any) -> tuple[str, object]:
             f"middleware {item.__name__!r} is a plain function; decorate it with a hook "
             "decorator such as @plait.before_model or @plait.wrap_model_call"
         )
+    if not isinstance(item, Middleware) and not _implements_a_hook(item):
+        raise ConfigError(
+            f"middleware {item!r} ({type(item).__name__}) implements no plait hook; pass an "
+            "entry-point name, a (name, options) pair, a plait.Middleware instance or a "
+            "function decorated with a hook decorator such as @plait.before_model"
+        )
     return type(item).__name__, item
+
+
+def _implements_a_hook(item: object) -> bool:
+    """Whether ``item`` has a marked hook method, or a method named after a hook (which the
+    registry then refuses with its own message if unmarked)."""
+    if any(callable(getattr(item, hook, None)) for hook in ALL_HOOKS):
+        return True
+    for attr in dir(item):
+        static = inspect.getattr_static(item, attr, None)
+        func = getattr(static, "__func__", static)
+        if callable(func) and getattr(func, "plait_impl", None) is not None:
+            return True
+    return False
 
 
 def resolve_middleware(items: Sequence[Any]) -> list[tuple[str, object]]:

@@ -165,6 +165,11 @@ class Agent:
         if self.checkpointer is not None and not isinstance(self.checkpointer, Checkpointer):
             raise ConfigError(f"checkpointer {checkpointer!r} is not a plait Checkpointer")
         self.store: Store | None = _by_url(store, "plait.stores", "store")
+        if self.store is not None and not isinstance(self.store, Store):
+            raise ConfigError(
+                f"store {store!r} is not a plait Store (put, get, delete and search); "
+                "pass a store URL such as 'memory' or an instance"
+            )
         resolved = resolve_middleware(middleware)
         self.middleware = tuple(obj for _, obj in resolved)
         self.registry = Registry(resolved)

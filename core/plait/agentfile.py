@@ -38,7 +38,7 @@ from cattrs.errors import (
     IterableValidationNote,
 )
 
-from plait.errors import ConfigError
+from plait.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
     from plait.agent import Agent
@@ -66,6 +66,11 @@ class AgentFileError(ConfigError):
         self.where = where
         self.problem = message
         super().__init__(f"{file}: {where}: {message}" if where else f"{file}: {message}")
+
+
+class _AgentFileStoreError(AgentFileError, StoreError):
+    """The file's checkpointer or store URL could not be opened: both errors at once, so
+    code catching the documented ``StoreError`` still does."""
 
 
 # --------------------------------------------------------------------------- the file's shape
@@ -403,10 +408,18 @@ class AgentSpec:
         ``middleware`` given as an override replaces the file's list; ``first`` and
         ``last`` are put before and after it (the CLI's live display uses them).
         """
-        from plait.agent import create_agent
+        from plait.agent import _by_url, create_agent
 
         kwargs = {**self.kwargs, **overrides}
         kwargs["middleware"] = [*first, *kwargs.get("middleware", ()), *last]
+        for key, group in (("checkpointer", "plait.checkpointers"), ("store", "plait.stores")):
+            where = "" if key in overrides else f"[agent] {key}"
+            try:
+                kwargs[key] = _by_url(kwargs[key], group, key)
+            except StoreError as exc:
+                raise _AgentFileStoreError(self.path, where, str(exc)) from None
+            except ConfigError as exc:
+                raise AgentFileError(self.path, where, str(exc)) from None
         try:
             return create_agent(**kwargs)
         except AgentFileError:
@@ -434,6 +447,10 @@ def read_agent_file(path: str | Path, *, model: Any = None) -> AgentSpec:
         raise AgentFileError(file, "", f"cannot read it: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise AgentFileError(file, "", f"not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise AgentFileError(
+            file, "", f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}"
+        ) from None
     if "agent" not in data:
         raise AgentFileError(
             file, "top level", "an [agent] table with at least 'model' is required"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from plait.agentfile import AgentFileError, read_agent_file
-from plait.errors import ConfigError
+from plait.errors import ConfigError, StoreError
 
 
 def _error(write: Callable[[str, str], Path], text: str) -> str:
@@ -212,3 +212,37 @@ def test_repeat_must_be_positive(write) -> None:
     assert _error(write, body) == (
         "[agent] model_settings.responses[0].repeat: must be at least 1, got 0"
     )
+
+
+def test_a_file_that_is_not_utf8_names_the_file_and_the_byte(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.toml"
+    data = b'[agent]\nmodel = "scripted:x"\nsystem_prompt = "caf\xe9"\n'
+    path.write_bytes(data)
+    with pytest.raises(AgentFileError) as info:
+        read_agent_file(path)
+    offset = data.index(b"\xe9")
+    assert str(info.value) == f"{path}: not UTF-8 text: byte 0xe9 at offset {offset}"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sqlite:", "malformed SQLite URL 'sqlite:'"),
+        ("sqlite:////no/such/dir/x.db", "cannot open SQLite database '/no/such/dir/x.db'"),
+        ("nosuch://x", "unknown checkpointer 'nosuch'"),
+    ],
+)
+def test_a_bad_checkpointer_url_names_the_file_and_the_key(write, url: str, expected: str) -> None:
+    path = write("agent.toml", AGENT + f'checkpointer = "{url}"\n')
+    with pytest.raises(AgentFileError) as info:
+        read_agent_file(path).build()
+    assert str(info.value).startswith(f"{path}: [agent] checkpointer: {expected}")
+    if not url.startswith("nosuch"):
+        assert isinstance(info.value, StoreError)  # still the documented class
+
+
+def test_a_bad_store_url_given_as_an_override_names_the_file_only(write) -> None:
+    path = write("agent.toml", AGENT)
+    with pytest.raises(AgentFileError) as info:
+        read_agent_file(path).build(store="sqlite:")
+    assert str(info.value).startswith(f"{path}: malformed SQLite URL 'sqlite:'")
