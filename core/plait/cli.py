@@ -303,6 +303,16 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     agent = spec.build(**overrides)
     try:
         result = _turn(agent, agent_input, thread, spec.recursion_limit, live=console is not None)
+        if result.interrupts and not _outlives_process(spec.checkpointer) and not args.json:
+            # The thread dies with this process, so a later --resume cannot reach it:
+            # ask the human now (on stdin), as `plait chat` does.
+            asker = Asker(sys.stdin, out)
+            try:
+                while result.interrupts:
+                    answers = answer_interrupts(result.interrupts, asker)
+                    result = _turn(agent, Command(resume=answers), thread, spec.recursion_limit)
+            except EOFError:
+                out.write("\n")
     except CheckpointerRequiredError:
         raise CLIError(
             f"the agent paused to ask for input, which needs a checkpointer: add "
@@ -322,11 +332,57 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         out.write(json.dumps(_jsonable(result.structured_response), ensure_ascii=False) + "\n")
     if result.interrupts:
         _print_pending(result.interrupts, out)
-        out.write(
-            f"The run is paused on thread {thread!r}. Answer with "
-            f"`plait run {shlex.quote(args.agent)} --thread {thread} --resume JSON`.\n"
-        )
+        _print_resume_hint(result.interrupts, args.agent, thread, spec.checkpointer, out)
     return EXIT_OK
+
+
+def _outlives_process(checkpointer: str | None) -> bool:
+    """Whether a thread kept by this checkpointer URL can be resumed by a later process."""
+    if checkpointer is None:
+        return False
+    scheme = checkpointer.split(":", 1)[0]
+    return scheme != "memory" and ":memory:" not in checkpointer
+
+
+def _example_answer(interrupts: Sequence[Interrupt]) -> Any:
+    """A resume value of the right shape: approve every call, or a placeholder answer."""
+
+    def one(value: Any) -> Any:
+        if _is_review(value):
+            return {"decisions": [{"type": "approve"} for _ in value["action_requests"]]}
+        return "your answer"
+
+    if len(interrupts) == 1:
+        return one(interrupts[0].value)
+    return {item.id: one(item.value) for item in interrupts}
+
+
+def _print_resume_hint(
+    interrupts: Sequence[Interrupt],
+    agent_file: str,
+    thread: str | None,
+    checkpointer: str | None,
+    out: IO[str],
+) -> None:
+    if not _outlives_process(checkpointer):
+        out.write(
+            f"The run stopped unanswered; its checkpointer ({checkpointer!r}) ends with this "
+            f"process, so it cannot be resumed later. Answer on stdin, use `plait chat "
+            f'{shlex.quote(agent_file)}`, or set checkpointer = "sqlite:///agent.db".\n'
+        )
+        return
+    example = json.dumps(_example_answer(interrupts), ensure_ascii=False)
+    out.write(
+        f"The run is paused on thread {thread!r}. Answer with\n"
+        f"  plait run {shlex.quote(agent_file)} --thread {shlex.quote(str(thread))} "
+        f"--resume {shlex.quote(example)}\n"
+    )
+    if any(_is_review(item.value) for item in interrupts):
+        out.write(
+            '  (one decision per call, in order: {"type": "approve"}, '
+            '{"type": "edit", "edited_action": {"name": ..., "args": {...}}}, '
+            '{"type": "reject", "message": "why"})\n'
+        )
 
 
 def _print_pending(interrupts: Sequence[Interrupt], out: IO[str]) -> None:

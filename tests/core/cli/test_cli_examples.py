@@ -50,11 +50,42 @@ def test_support_redacts_and_asks_before_refunding(plait_cli) -> None:
     )
     # rejected: it never runs, and the model is told why
     assert '-> issue_refund(order_id="2077"' not in out
-    assert "agent> I have not refunded it. A human reviewer rejected" in out
+    assert "agent> I have not refunded order 2077. A human reviewer rejected" in out
     assert "not delivered yet" in out
     # edited: the edited call is what runs
     assert '-> issue_refund(order_id="1042", amount=5)' in out
     assert "agent> A reviewer changed the refund. Refunded 5.00 EUR for order 1042." in out
+
+
+def test_support_run_answers_the_approval_on_stdin_and_blocks_a_second_refund(
+    plait_cli,
+) -> None:
+    """The README's first command: a memory checkpointer dies with the process, so
+    ``plait run`` asks on stdin; pii, the approval and the run limit all show."""
+    _needs_plugins("support.toml")
+    prompt = "Hi, I'm jane@example.com. Please refund orders 1042 and 2077."
+    done = plait_cli("run", str(EXAMPLES / "support.toml"), prompt, input="a\n")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.count("Approval needed: issue_refund(") == 1
+    assert '-> issue_refund(order_id="1042", amount=25.0)' in out
+    assert '-> issue_refund(order_id="2077"' not in out
+    last = out.splitlines()[-1]
+    assert last.startswith("Refunded 25.00 EUR for order 1042. I have not refunded order 2077.")
+    assert "run limit (2/1 calls)" in last
+    assert last.endswith("I will send the confirmation to [REDACTED_EMAIL].")
+    assert "--resume" not in out
+
+
+def test_support_run_without_an_answer_says_why_it_cannot_resume(plait_cli) -> None:
+    _needs_plugins("support.toml")
+    done = plait_cli("run", str(EXAMPLES / "support.toml"), "Refund order 1042.", input="")
+    assert done.returncode == 0, done.stderr
+    assert 'Waiting for approval: issue_refund({"order_id": "1042", "amount": 25.0})' in (
+        done.stdout
+    )
+    assert "its checkpointer ('memory') ends with this process" in done.stdout
+    assert "--resume" not in done.stdout
 
 
 def test_reader_clears_old_chapters_and_stops_at_the_limit(plait_cli) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -113,7 +114,16 @@ def test_paused_run_is_resumed_with_resume_json(
     paused = plait_cli("run", "mail.toml", "Mail Bob", "--thread", "m1")
     assert paused.returncode == 0, paused.stderr
     assert 'Waiting for approval: send_email({"to": "bob@example.com"' in paused.stdout
-    assert "--thread m1 --resume JSON" in paused.stdout
+    hint = paused.stdout.splitlines()
+    command = hint[hint.index("The run is paused on thread 'm1'. Answer with") + 1]
+    assert command == (
+        """  plait run mail.toml --thread m1 --resume '{"decisions": [{"type": "approve"}]}'"""
+    )
+    approved = plait_cli(*shlex.split(command)[1:], "--json")  # as printed, after "plait"
+    assert approved.returncode == 0, approved.stderr
+    assert json.loads(approved.stdout)["text"].startswith("Done: sent to bob@example.com")
+
+    paused = plait_cli("run", "mail.toml", "Mail Bob", "--thread", "m2")
 
     decisions = json.dumps(
         {
@@ -128,7 +138,7 @@ def test_paused_run_is_resumed_with_resume_json(
             ]
         }
     )
-    done = plait_cli("run", "mail.toml", "--thread", "m1", "--resume", decisions, "--json")
+    done = plait_cli("run", "mail.toml", "--thread", "m2", "--resume", decisions, "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["interrupts"] == []
