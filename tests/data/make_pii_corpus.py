@@ -433,7 +433,7 @@ URL_NEG = [
     "ssh://git@github",
     "the word http alone",
     "https://-",
-    "example.com/path without scheme",
+    "example.com without a path",
 ]
 
 

@@ -7,12 +7,16 @@ is what a human would call that kind of data, not merely text of the right shape
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import mimetypes
 import re
+import unicodedata
 import urllib.parse
 from collections.abc import Callable, Iterable
 
 import attrs
+from publicsuffixlist import PublicSuffixList
 
 __all__ = ["BUILTIN", "MASKS", "PIIMatch", "merge"]
 
@@ -46,19 +50,147 @@ def merge(matches: Iterable[PIIMatch], source: str) -> list[PIIMatch]:
     return merged
 
 
+# -- scripts and boundaries ----------------------------------------------------------------
+
+# Chinese, Japanese and Korean are one family here: they mix in one word without spaces.
+_SCRIPT_FAMILY = {
+    "HIRAGANA": "CJK",
+    "KATAKANA": "CJK",
+    "KATAKANA-HIRAGANA": "CJK",
+    "HANGUL": "CJK",
+    "IDEOGRAPHIC": "CJK",
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def _script(char: str) -> str | None:
+    """The writing system of a letter, digit or script's own mark (``LATIN`` for ASCII
+    letters and digits), ``""`` for a generic combining accent (it goes with the letter
+    before it), ``None`` for anything else."""
+    if char.isascii():
+        return "LATIN" if char.isalnum() else None
+    category = unicodedata.category(char)[0]
+    if category not in "LNM":
+        return None
+    first = unicodedata.name(char, "").split(" ", 1)[0]
+    if category == "M" and first in ("COMBINING", ""):
+        return ""  # an accent of any script: it goes with the letter it sits on
+    return _SCRIPT_FAMILY.get(first, first)
+
+
+def _breaks(left: str, right: str) -> bool:
+    """Whether a token of one kind cannot continue from ``left`` to ``right``: two letters
+    of different scripts touching (``联系jane``, ``comпочта``), or ``right`` is punctuation,
+    a symbol or a space outside ASCII (``。``, ``，``, ``）``, ``«``)."""
+    if not right.isascii() and unicodedata.category(right)[0] in "PSZ":
+        return True
+    a, b = _script(left), _script(right)
+    return bool(a and b and a != b)
+
+
+def _cut_right(text: str, start: int, end: int) -> int:
+    """``end`` moved back to the first break after ``start``."""
+    for i in range(start + 1, end):
+        if _breaks(text[i - 1], text[i]):
+            return i
+    return end
+
+
+def _cut_left(text: str, start: int, end: int) -> int:
+    """``start`` moved forward past the last break before ``end``."""
+    for i in range(end - 1, start, -1):
+        if _breaks(text[i - 1], text[i]):
+            return i
+    return start
+
+
+def _token_starts(text: str, start: int) -> bool:
+    """Whether ``text[start]`` does not continue a word of its own script."""
+    return start == 0 or _breaks(text[start - 1], text[start]) or not _script(text[start - 1])
+
+
+# -- public suffixes -----------------------------------------------------------------------
+
+_PSL = PublicSuffixList(only_icann=True)
+"""The ICANN part of the Public Suffix List, from the snapshot the package ships (it never
+fetches a newer one)."""
+
+# File extensions that are also top-level domains (.py, .sh, .zip...), from the standard
+# library's own table (not the machine's /etc/mime.types), so `setup.py/x` is not a host.
+_FILE_EXTENSIONS = frozenset(
+    ext[1:].lower() for table in mimetypes.MimeTypes(()).types_map for ext in table
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_tld(label: str) -> bool:
+    return _PSL.publicsuffix(label.lower(), accept_unknown=False) == label.lower()
+
+
+@functools.lru_cache(maxsize=1024)
+def _registrable(host: str) -> bool:
+    """Whether ``host`` is a name under a real public suffix (``docs.example.org``,
+    ``x.co.uk``), not a suffix itself (``co.uk``) nor under an unknown one (``a.local``)."""
+    return _PSL.privatesuffix(host.lower(), accept_unknown=False) is not None
+
+
 # -- email ---------------------------------------------------------------------------------
 
 _EMAIL = re.compile(
     r"""
-    (?<![\w.%+\-@])
     [\w%+\-]+(?:\.[\w%+\-]+)*          # local part (never '*', so masked text is not found)
     @
     (?:[^\W_](?:[\w\-]{0,61}[^\W_])?\.)+  # domain labels, IDN letters included
     (?:xn--[a-z0-9\-]{2,59}|[^\W\d_]{2,63})  # the top-level domain
-    (?![\w\-@(]|\.[^\W_])              # '(' after it: a method call, x@y.sum()
     """,
     re.VERBOSE | re.IGNORECASE,
 )
+_LOCAL_CHARS = frozenset(".%+-")
+_DOMAIN_CHARS = frozenset(".-")
+_DENSITY = re.compile(r"\d+(?:\.\d+)?x\Z", re.IGNORECASE)
+"""``2x``, ``3x``, ``1.5x``: the pixel-density part of an image name (``icon@2x.png``)."""
+
+
+def _email_at(text: str, at: int) -> PIIMatch | None:
+    """The address around the ``@`` at ``at``: the local part back to the start of its
+    token, the domain on to its end (both stop where the script changes or at non-ASCII
+    punctuation), then checked whole."""
+    start = at
+    while (
+        start > 0
+        and (
+            text[start - 1].isalnum() or text[start - 1] in _LOCAL_CHARS or (text[start - 1] == "_")
+        )
+        and not (start < at and _breaks(text[start - 1], text[start]))
+    ):
+        start -= 1
+    if start == at or text[start] == "." or (start > 0 and text[start - 1] == "@"):
+        return None
+    end = at + 1
+    while (
+        end < len(text)
+        and (
+            text[end].isalnum()
+            or text[end] in _DOMAIN_CHARS
+            or (unicodedata.category(text[end])[0] == "M")
+        )
+        and not (end > at + 1 and _breaks(text[end - 1], text[end]))
+    ):
+        end += 1
+    while end > at + 1 and text[end - 1] in _DOMAIN_CHARS:
+        end -= 1
+    if end < len(text) and text[end] in "_@(":
+        return None  # x@y.method(), a longer token
+    value = text[start:end]
+    if not _EMAIL.fullmatch(value):
+        return None
+    domain = value[at - start + 1 :]
+    labels = domain.split(".")
+    if not _is_tld(labels[-1]) or not _registrable(domain):
+        return None
+    if len(labels) == 2 and _DENSITY.match(labels[0]):
+        return None
+    return PIIMatch(value, start, end)
 
 
 def _in_url_authority(text: str, start: int) -> bool:
@@ -70,11 +202,14 @@ def _in_url_authority(text: str, start: int) -> bool:
 
 
 def find_emails(text: str) -> list[PIIMatch]:
-    return [
-        PIIMatch(m.group(), m.start(), m.end())
-        for m in _EMAIL.finditer(text)
-        if not _in_url_authority(text, m.start())
-    ]
+    found = []
+    at = text.find("@")
+    while at != -1:
+        match = _email_at(text, at)
+        if match is not None and not _in_url_authority(text, match.start):
+            found.append(match)
+        at = text.find("@", at + 1)
+    return found
 
 
 def mask_email(value: str) -> str:
@@ -84,7 +219,7 @@ def mask_email(value: str) -> str:
 
 # -- credit card ---------------------------------------------------------------------------
 
-_CARD = re.compile(r"(?<![\d.])\d(?:[ \-]?\d){11,18}(?!\d|[.,]\d|-\d)")
+_CARD = re.compile(r"(?<![\d.])\d(?:[ \-]?\d){11,18}(?!\d|[.,]\d|-\d)", re.ASCII)
 
 
 def luhn_ok(digits: str) -> bool:
@@ -158,16 +293,18 @@ def mask_card(value: str) -> str:
 
 # -- ip ------------------------------------------------------------------------------------
 
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+# ASCII classes: a CJK, Thai, Arabic or Cyrillic letter touching an address is a boundary.
+_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)", re.ASCII)
 _VERSION_BEFORE = re.compile(
-    r"(?:\bv|\bver|\bversion|\bbuild|\brelease|\brev|\brevision)\.?\s*[:=#]?\s*$", re.IGNORECASE
+    r"(?:\bv|\bver|\bversion|\bbuild|\brelease|\brev|\brevision|\bsection|\bsec|\bchapter|\bfig|\bfigure|\btable|\bclause)\.?\s*[:=#]?\s*$",
+    re.IGNORECASE | re.ASCII,
 )
 _IPV6 = re.compile(
     r"(?<![\w.])(?:[0-9a-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{0,4})"
     r"(?:%\w+(?:\.\w+)*)?(?![\w:]|\.\d)",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
-_GROUP_BEFORE = re.compile(r"(?<![\w])[0-9a-f]{1,4}[:\-]\Z|::\Z", re.IGNORECASE)
+_GROUP_BEFORE = re.compile(r"(?<![\w])[0-9a-f]{1,4}[:\-]\Z|::\Z", re.IGNORECASE | re.ASCII)
 
 
 def _continues_chain(text: str, start: int) -> bool:
@@ -212,7 +349,7 @@ def mask_ip(value: str) -> str:
 _MAC = re.compile(
     r"(?<![\w.])(?:[0-9a-f]{2}([:\-])(?:[0-9a-f]{2}\1){4}[0-9a-f]{2}"
     r"|[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4})(?![\w]|[:\-.][0-9a-f])",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
 
 
@@ -241,7 +378,17 @@ def mask_mac(value: str) -> str:
 # -- url -----------------------------------------------------------------------------------
 
 # Commas end a URL: they are legal in paths but far more often separate list items.
-_URL = re.compile(r"(?<![\w@.\-/])(?:(?:https?|ftp)://|www\.)[^\s<>\"'`,]+", re.IGNORECASE)
+_URL = re.compile(
+    r"(?<![\w@.\-/])(?:(?:https?|ftp)://|www\.)[^\s<>\"'`,]+", re.IGNORECASE | re.ASCII
+)
+# A URL without a scheme: an ASCII host name, an optional port, then a path.
+_BARE_URL = re.compile(
+    r"(?<![\w@.\-/:%+~#])((?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,63}|xn--[a-z0-9\-]{2,59}))"
+    r"(?::\d{1,5})?/[^\s<>\"'`,]*",
+    re.IGNORECASE | re.ASCII,
+)
+_UNIT = re.compile(r"/[^\W\d_]\Z")
+"""A one-letter path after a two-label host is a unit (``approx.km/h``), not a page."""
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 
@@ -278,14 +425,40 @@ def _host_ok(value: str) -> bool:
     return labels[-1].isalpha() or labels[-1].startswith("xn--")
 
 
+def _bare_host_ok(host: str) -> bool:
+    """A host written without a scheme must be a name under a real public suffix; with two
+    labels, its suffix must not also be a file extension (``setup.py/``, ``a.zip/``)."""
+    labels = host.lower().split(".")
+    if not _is_tld(labels[-1]) or not _registrable(host):
+        return False
+    return not (len(labels) == 2 and labels[-1] in _FILE_EXTENSIONS)
+
+
+def _url_match(text: str, start: int, end: int) -> PIIMatch | None:
+    if not _token_starts(text, start):
+        return None
+    value = _trim_url(text[start : _cut_right(text, start, end)])
+    return PIIMatch(value, start, start + len(value)) if value else None
+
+
 def find_urls(text: str) -> list[PIIMatch]:
     found = []
     for m in _URL.finditer(text):
-        value = _trim_url(m.group())
-        if value.lower().startswith("www.") and value.count(".") < 2:
+        match = _url_match(text, m.start(), m.end())
+        if match is None:
             continue
-        if _host_ok(value):
-            found.append(PIIMatch(value, m.start(), m.start() + len(value)))
+        if match.text.lower().startswith("www.") and match.text.count(".") < 2:
+            continue
+        if _host_ok(match.text):
+            found.append(match)
+    if "/" in text:
+        for m in _BARE_URL.finditer(text):
+            if m.group(1).lower().startswith("www.") or not _bare_host_ok(m.group(1)):
+                continue
+            match = _url_match(text, m.start(), m.end())
+            if match is None or (match.text.count(".") == 1 and _UNIT.search(match.text)):
+                continue
+            found.append(match)
     return found
 
 

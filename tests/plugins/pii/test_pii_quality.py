@@ -46,3 +46,23 @@ def test_precision_and_recall(pii_type: str) -> None:
     mistakes = "\n".join(figures["mistakes"][:10])
     assert figures["recall"] >= 0.99, mistakes
     assert figures["precision"] >= 0.98, mistakes
+
+
+SCRIPT_RECORDS: list[dict[str, Any]] = BENCH.script_corpus()
+SCRIPT_FIGURES: dict[str, dict[str, Any]] = BENCH.evaluate(SCRIPT_RECORDS)
+SCRIPT_ALARMS: dict[str, float] = BENCH.false_alarms(SCRIPT_RECORDS)
+
+
+def test_script_corpus_covers_five_languages_and_every_type() -> None:
+    assert {r["lang"] for r in SCRIPT_RECORDS} >= {"zh", "ja", "th", "ar", "ru", "fullwidth"}
+    for pii_type in BENCH.TYPES:
+        kinds = {r["kind"] for r in SCRIPT_RECORDS if r["type"] == pii_type}
+        assert kinds == {"positive", "negative"}
+
+
+@pytest.mark.parametrize("pii_type", ["email", "credit_card", "ip", "mac_address", "url"])
+def test_script_corpus_recall_and_false_alarms(pii_type: str) -> None:
+    figures = SCRIPT_FIGURES[pii_type]
+    mistakes = "\n".join(figures["mistakes"][:10])
+    assert figures["recall"] >= 0.99, mistakes
+    assert SCRIPT_ALARMS[pii_type] <= 0.02, mistakes
