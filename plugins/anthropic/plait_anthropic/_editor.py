@@ -134,13 +134,18 @@ class Editor:
             raise _missing(command, argument)
         normal = check_path(path)
         roots = self._roots()
-        if roots and not any(
-            normal == root or normal.startswith(root.rstrip("/") + "/") for root in roots
-        ):
-            raise BackendError(
-                f"Error: access to {normal} is not allowed: paths must be under "
-                f"{' or '.join(roots)}"
-            )
+        if not roots:
+            return normal
+        # a backend with links (DiskBackend) says where they lead: both must be allowed
+        resolve = getattr(self.fs, "resolve", None)
+        seen = [normal, resolve(normal)] if callable(resolve) else [normal]
+        for where in seen:
+            if not any(where == root or where.startswith(root.rstrip("/") + "/") for root in roots):
+                shown = normal if where == normal else f"{normal} (a link to {where})"
+                raise BackendError(
+                    f"Error: access to {shown} is not allowed: paths must be under "
+                    f"{' or '.join(roots)}"
+                )
         return normal
 
     def _is_root(self, path: str) -> bool:

@@ -6,6 +6,7 @@ options and their errors, and the tool on the Anthropic wire."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -326,3 +327,27 @@ def test_the_beta_joins_the_requests_own_and_only_with_the_tool(make_agent: Any)
     none = AnthropicMemoryMiddleware(anthropic_betas=[])
     make_agent(["hi"], middleware=[none, spy]).invoke("x")
     assert seen[-1] == {}
+
+
+def test_a_link_inside_memories_does_not_reach_past_the_prefix(
+    make_agent: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "memories").mkdir()
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "secret.md").write_text("SECRET\n")
+    os.symlink("../private", tmp_path / "memories" / "link")
+    mw = AnthropicMemoryMiddleware(backend=DiskBackend(tmp_path))
+    _, result = run(
+        make_agent,
+        mem("v", "view", path="/memories/link/secret.md"),
+        mem("c", "create", path="/memories/link/new.md", file_text="x\n"),
+        mem("d", "delete", path="/memories/link/secret.md"),
+        middleware=mw,
+    )
+    got = tool_answers(result.messages)
+    for key in ("v", "c", "d"):
+        assert got[key].status == "error"
+        assert got[key].content.startswith("Error: access to /memories/link/"), got[key].content
+        assert "(a link to /private/" in got[key].content
+        assert "SECRET" not in got[key].content and str(tmp_path) not in got[key].content
+    assert sorted(os.listdir(tmp_path / "private")) == ["secret.md"]
