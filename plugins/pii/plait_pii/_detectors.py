@@ -88,9 +88,15 @@ def _breaks(left: str, right: str) -> bool:
     return bool(a and b and a != b)
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
 def _cut_right(text: str, start: int, end: int) -> int:
     """``end`` moved back to the first break after ``start``."""
-    for i in range(start + 1, end):
+    first = _NON_ASCII.search(text, start, end)
+    if first is None:
+        return end  # ASCII never breaks: its letters and digits are all one script
+    for i in range(max(start + 1, first.start()), end):
         if _breaks(text[i - 1], text[i]):
             return i
     return end
@@ -98,6 +104,8 @@ def _cut_right(text: str, start: int, end: int) -> int:
 
 def _cut_left(text: str, start: int, end: int) -> int:
     """``start`` moved forward past the last break before ``end``."""
+    if _NON_ASCII.search(text, start, end) is None:
+        return start
     for i in range(end - 1, start, -1):
         if _breaks(text[i - 1], text[i]):
             return i
@@ -145,40 +153,22 @@ _EMAIL = re.compile(
     """,
     re.VERBOSE | re.IGNORECASE,
 )
-_LOCAL_CHARS = frozenset(".%+-")
-_DOMAIN_CHARS = frozenset(".-")
 _DENSITY = re.compile(r"\d+(?:\.\d+)?x\Z", re.IGNORECASE)
 """``2x``, ``3x``, ``1.5x``: the pixel-density part of an image name (``icon@2x.png``)."""
 
 
-def _email_at(text: str, at: int) -> PIIMatch | None:
-    """The address around the ``@`` at ``at``: the local part back to the start of its
-    token, the domain on to its end (both stop where the script changes or at non-ASCII
-    punctuation), then checked whole."""
-    start = at
-    while (
-        start > 0
-        and (
-            text[start - 1].isalnum() or text[start - 1] in _LOCAL_CHARS or (text[start - 1] == "_")
-        )
-        and not (start < at and _breaks(text[start - 1], text[start]))
-    ):
-        start -= 1
+_EMAIL_AROUND = re.compile(r"[\w.%+\-]*@[\w.\-]*")
+
+
+def _email_at(text: str, start: int, at: int, end: int) -> PIIMatch | None:
+    """The address in ``text[start:end]`` (``@`` at ``at``), cut where the script changes
+    or at non-ASCII punctuation on either side, then checked whole."""
+    start = _cut_left(text, start, at)
+    end = _cut_right(text, at, end)
+    while end > at + 1 and text[end - 1] in ".-":
+        end -= 1
     if start == at or text[start] == "." or (start > 0 and text[start - 1] == "@"):
         return None
-    end = at + 1
-    while (
-        end < len(text)
-        and (
-            text[end].isalnum()
-            or text[end] in _DOMAIN_CHARS
-            or (unicodedata.category(text[end])[0] == "M")
-        )
-        and not (end > at + 1 and _breaks(text[end - 1], text[end]))
-    ):
-        end += 1
-    while end > at + 1 and text[end - 1] in _DOMAIN_CHARS:
-        end -= 1
     if end < len(text) and text[end] in "_@(":
         return None  # x@y.method(), a longer token
     value = text[start:end]
@@ -202,13 +192,13 @@ def _in_url_authority(text: str, start: int) -> bool:
 
 
 def find_emails(text: str) -> list[PIIMatch]:
+    if "@" not in text:
+        return []
     found = []
-    at = text.find("@")
-    while at != -1:
-        match = _email_at(text, at)
+    for m in _EMAIL_AROUND.finditer(text):
+        match = _email_at(text, m.start(), text.index("@", m.start()), m.end())
         if match is not None and not _in_url_authority(text, match.start):
             found.append(match)
-        at = text.find("@", at + 1)
     return found
 
 
