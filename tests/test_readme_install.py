@@ -102,3 +102,17 @@ def test_plugin_readme_install_lines_in_a_fresh_venv(tmp_path: Path) -> None:
     listed = _sh("plait plugins", root, env)
     middleware = re.findall(r"^  (\w+) +plait-", listed, flags=re.MULTILINE)
     assert middleware == ["model_retry", "pii"], listed
+
+
+def test_new_plugin_next_steps_pass_as_printed_in_a_fresh_venv(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    env = _venv(tmp_path / "venv")
+    _sh("pip install .", root, env)
+    work = tmp_path / "work"
+    work.mkdir()
+    printed = _sh("plait new-plugin shout", work, env)
+    steps = printed.split("\nNext:\n", 1)[1].splitlines()
+    commands = [s.strip() for s in steps if s.strip().startswith(("pip ", "pytest "))]
+    assert [c.split()[0] for c in commands] == ["pip", "pytest"], printed
+    for command in commands:
+        _sh(command, work, env)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 from importlib.metadata import EntryPoint, entry_points
@@ -15,6 +16,59 @@ GROUPS = {
     "checkpointers": "plait.checkpointers",
     "stores": "plait.stores",
 }
+
+
+BUILTIN: dict[str, dict[str, str]] = {
+    "plait.middleware": {
+        **{
+            name: "anthropic"
+            for name in (
+                "anthropic_prompt_caching",
+                "anthropic_bash",
+                "anthropic_text_editor",
+                "anthropic_memory",
+                "anthropic_file_search",
+            )
+        },
+        **{
+            name: name
+            for name in (
+                "context_editing",
+                "filesystem",
+                "human_in_the_loop",
+                "llm_tool_emulator",
+                "llm_tool_selector",
+                "model_call_limit",
+                "model_fallback",
+                "model_retry",
+                "pii",
+                "subagents",
+                "summarization",
+                "todo_list",
+                "tool_call_limit",
+                "tool_retry",
+                "usage_limit",
+            )
+        },
+    },
+    "plait.checkpointers": {"postgresql": "postgres", "postgres": "postgres"},
+    "plait.stores": {"postgresql": "postgres", "postgres": "postgres"},
+}
+"""Entry points of plait's built-in plugins, by group: name → folder under ``plugins/``
+(its distribution is ``plait-<folder with dashes>``); for the hint when one is missing."""
+
+
+def _missing_hint(group: str, name: str, known: list[str]) -> str:
+    folder = BUILTIN.get(group, {}).get(name)
+    if folder is not None:
+        dist = "plait-" + folder.replace("_", "-")
+        return (
+            f"; it is a built-in plugin of the distribution {dist}: install it with "
+            f"`pip install ./plugins/{folder}` from a checkout of plait "
+            f"(or `pip install . ./plugins/*` for every built-in plugin)"
+        )
+    close = difflib.get_close_matches(name, [*known, *BUILTIN.get(group, {})], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def disabled() -> frozenset[str]:
@@ -44,8 +98,13 @@ def load(group: str, name: str, *, what: str) -> Any:
         ep = eps[name]
     except KeyError:
         known = ", ".join(sorted(eps)) or "none"
-        hint = " (it is disabled by PLAIT_DISABLE_PLUGINS)" if name in disabled() else ""
-        raise ConfigError(f"unknown {what} {name!r}{hint}; installed: {known}") from None
+        if name in disabled():
+            raise ConfigError(
+                f"unknown {what} {name!r} (it is disabled by PLAIT_DISABLE_PLUGINS); "
+                f"installed: {known}"
+            ) from None
+        hint = _missing_hint(group, name, sorted(eps))
+        raise ConfigError(f"unknown {what} {name!r}; installed: {known}{hint}") from None
     try:
         return ep.load()
     except Exception as exc:

@@ -19,6 +19,7 @@ is reported with the file, the table and the key, and what was expected there.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import re
 import sys
@@ -39,6 +40,7 @@ from cattrs.errors import (
 )
 
 from plait.errors import ConfigError, StoreError
+from plait.tools import Tool
 
 if TYPE_CHECKING:
     from plait.agent import Agent
@@ -273,13 +275,25 @@ def _problems(exc: BaseException, path: str) -> list[tuple[str, str]]:
                 found.extend(_problems(inner, path))
         return found
     if isinstance(exc, ForbiddenExtraKeysError):
-        valid = ", ".join(f.name for f in attrs.fields(exc.cl)) if attrs.has(exc.cl) else ""
-        keys = ", ".join(repr(k) for k in sorted(exc.extra_fields))
-        noun = "keys" if len(exc.extra_fields) > 1 else "key"
-        return [
-            (path, f"unknown {noun} {keys}" + (f" (expected one of: {valid})" if valid else ""))
-        ]
+        names = [f.name for f in attrs.fields(exc.cl)] if attrs.has(exc.cl) else []
+        valid = ", ".join(names)
+        extra = sorted(exc.extra_fields)
+        keys = ", ".join(_with_suggestion(k, names) for k in extra)
+        noun = "keys" if len(extra) > 1 else "key"
+        text = f"unknown {noun} {keys}" + (f" (expected one of: {valid})" if valid else "")
+        if exc.cl is AgentSection and "middleware" in extra:
+            text += (
+                "; middleware is not an [agent] key: give each its own table after [agent], "
+                '[[middleware]] with use = "NAME" and its options'
+            )
+        return [(path, text)]
     return [(path, str(exc))]
+
+
+def _with_suggestion(key: str, valid: Sequence[str]) -> str:
+    """``'modle' (did you mean 'model'?)``: the closest valid key, if one is close."""
+    close = difflib.get_close_matches(key, valid, n=1)
+    return f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key)
 
 
 def _where(path: str, data: Mapping[str, Any]) -> str:
@@ -480,7 +494,7 @@ def read_agent_file(path: str | Path, *, model: Any = None) -> AgentSpec:
             obj = _import(spec, base)
         except ValueError as exc:
             raise AgentFileError(file, f"[agent] tools[{index}]", str(exc)) from None
-        if not callable(obj):
+        if not callable(obj) and not isinstance(obj, Tool):
             raise AgentFileError(
                 file, f"[agent] tools[{index}]", f"{spec!r} is not a function or a plait.Tool"
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shlex
 import subprocess
@@ -459,6 +460,15 @@ _CHOICES = {
 }
 
 
+def _menu_word(decision: str) -> str:
+    """``[a]pprove``, ``re[s]pond``: the decision with its key letter in brackets."""
+    if decision not in _CHOICES:
+        return decision
+    key = _CHOICES[decision][0]
+    at = decision.index(key)
+    return f"{decision[:at]}[{key}]{decision[at + 1 :]}"
+
+
 def review(value: Mapping[str, Any], asker: Asker) -> dict[str, Any]:
     """Ask for one decision per action request of a human-in-the-loop interrupt."""
     requests = value["action_requests"]
@@ -474,7 +484,7 @@ def review(value: Mapping[str, Any], asker: Asker) -> dict[str, Any]:
         if request.get("description"):
             for line in str(request["description"]).splitlines():
                 asker.out.write(f"  {line}\n")
-        menu = "  ".join(f"[{_CHOICES[d][0]}]{d[1:]}" if d in _CHOICES else d for d in allowed)
+        menu = "  ".join(_menu_word(d) for d in allowed)
         while True:
             answer = asker.ask(f"  {menu} > ").strip().lower()
             choice = next((d for d in allowed if d in _CHOICES and answer in _CHOICES[d]), None)
@@ -528,7 +538,10 @@ def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     agent = spec.build(first=first, last=last, **overrides)
     thread = args.thread or f"chat-{uuid.uuid4().hex[:12]}"
     asker = Asker(sys.stdin, out)
-    out.write(f"Chatting with {args.agent} on thread {thread}. /exit or Ctrl-D to leave.\n")
+    out.write(
+        f"Chatting with {args.agent} on thread {thread}. /help for commands, "
+        "/exit or Ctrl-D to leave.\n"
+    )
     pending = agent.get_interrupts(thread) if args.thread else []
     if pending:  # left paused by Ctrl-D at an approval, or by `plait run`: answer it first
         out.write(f"Thread {thread} is paused waiting for you:\n")
@@ -538,8 +551,10 @@ def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                 line = asker.ask("\nyou> ").strip()
                 if not line:
                     continue
-                if line in ("/exit", "/quit"):
-                    return EXIT_OK
+                if line.startswith("/"):
+                    if _chat_command(line, agent, thread, out):
+                        return EXIT_OK
+                    continue
                 result = _turn(agent, line, thread, spec.recursion_limit)
                 pending = result.interrupts
             while pending:
@@ -559,6 +574,34 @@ def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         answer = _final_answer(result, console.shown)
         if answer is not None:
             out.write(f"agent> {answer}\n")
+
+
+_CHAT_HELP = """Commands (handled here, never sent to the model):
+  /help            this list
+  /thread          the thread's id (`plait chat FILE --thread ID` comes back to it)
+  /history         the thread's messages so far
+  /exit, /quit     leave (Ctrl-D too)
+"""
+
+
+def _chat_command(line: str, agent: Agent, thread: str, out: IO[str]) -> bool:
+    """Handle a ``/command`` typed in a chat; True means leave."""
+    command = line.split()[0].lower()
+    if command in ("/exit", "/quit"):
+        return True
+    if command == "/help":
+        out.write(_CHAT_HELP)
+    elif command == "/thread":
+        out.write(f"thread {thread}\n")
+    elif command == "/history":
+        messages = agent.get_state(thread).get("messages", [])
+        for message in messages:
+            out.write(f"  {message.type}: {_short(message.text) or '(tool calls)'}\n")
+        if not messages:
+            out.write("  (no messages yet)\n")
+    else:
+        out.write(f"unknown command {command}; /help lists them\n")
+    return False
 
 
 def _turn(
@@ -686,7 +729,7 @@ def cmd_new_plugin(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         out.write(f"  {path.relative_to(created.root)}\n")
     out.write(
         "\nNext:\n"
-        f"  pip install -e {shlex.quote(str(created.root))}\n"
+        f"  pip install -e {shlex.quote(str(created.root) + '[test]')}\n"
         f"  pytest {shlex.quote(str(created.root / 'tests'))}\n"
         f'  then enable it in an agent file:  [[middleware]]  use = "{created.entry_point}"\n'
     )
@@ -770,6 +813,16 @@ def _reported(err: IO[str]) -> Iterator[list[int]]:
         code[0] = EXIT_ERROR
 
 
+def _trace_to(stream: IO[str]) -> None:
+    """``PLAIT_TRACE=1``: the ``plait.trace`` log (every hook call) goes to ``stream``."""
+    logger = logging.getLogger("plait.trace")
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("trace: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -790,6 +843,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = subparser.parse_intermixed_args(words[words.index(command) + 1 :])
         args.command = command
     out, err = sys.stdout, sys.stderr
+    if os.environ.get("PLAIT_TRACE"):
+        _trace_to(err)
     with _reported(err) as code:
         code[0] = args.func(args, out, err)
     return code[0]

@@ -32,7 +32,8 @@ AGENT = '[agent]\nmodel = "scripted:x"\n'
         ("model = 3\n", "[agent] model: expected a string, got an integer (3)"),
         (
             'model = "scripted:x"\nmodle = "y"\n',
-            "[agent]: unknown key 'modle' (expected one of: model, name, model_settings, "
+            "[agent]: unknown key 'modle' (did you mean 'model'?) (expected one of: model, "
+            "name, model_settings, "
             "system_prompt, tools, checkpointer, store, response_format, recursion_limit, "
             "tool_timeout)",
         ),
@@ -75,8 +76,31 @@ def test_missing_agent_table(write) -> None:
 
 def test_unknown_top_level_table(write) -> None:
     assert _error(write, AGENT + "[agnet]\nx = 1\n") == (
-        "top level: unknown key 'agnet' (expected one of: agent, middleware)"
+        "top level: unknown key 'agnet' (did you mean 'agent'?) (expected one of: agent, "
+        "middleware)"
     )
+
+
+def test_middleware_inside_the_agent_table_points_to_middleware_tables(write) -> None:
+    message = _error(write, AGENT + 'middleware = ["pii"]\n')
+    assert message.startswith("[agent]: unknown key 'middleware' (expected one of: model,")
+    assert message.endswith(
+        "; middleware is not an [agent] key: give each its own table after [agent], "
+        '[[middleware]] with use = "NAME" and its options'
+    )
+
+
+def test_tool_made_with_plait_tool_is_accepted(write) -> None:
+    write(
+        "tagged_tools.py",
+        "import plait\n\n@plait.tool\ndef ping(host: str) -> str:\n"
+        '    """Ping a host.\n\n    Args:\n        host: the host.\n    """\n'
+        '    return "pong " + host\n',
+    )
+    path = write("agent.toml", AGENT + 'tools = ["tagged_tools:ping"]\n')
+    spec = read_agent_file(path)
+    agent = spec.build()
+    assert [t.name for t in agent.tools] == ["ping"]
 
 
 def test_invalid_toml_gives_the_line(write) -> None:
@@ -189,6 +213,52 @@ def test_unknown_middleware_lists_the_installed_names(write) -> None:
         "[[middleware]] #1 (use = \"nosuch\"): unknown middleware 'nosuch'; installed: "
         + (", ".join(installed) or "none")
     )
+
+
+def test_unknown_middleware_suggests_a_close_name(write) -> None:
+    installed = sorted(ep.name for ep in entry_points(group="plait.middleware"))
+    message = _error(write, AGENT + '[[middleware]]\nuse = "tool_retri"\n')
+    assert message == (
+        "[[middleware]] #1 (use = \"tool_retri\"): unknown middleware 'tool_retri'; installed: "
+        + (", ".join(installed) or "none")
+        + "; did you mean 'tool_retry'?"
+    )
+
+
+def test_missing_builtin_middleware_names_its_distribution(
+    write, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plait import _entrypoints
+
+    real = _entrypoints.available
+    monkeypatch.setattr(
+        _entrypoints,
+        "available",
+        lambda group: {} if group == "plait.middleware" else real(group),
+    )
+    message = _error(write, AGENT + '[[middleware]]\nuse = "human_in_the_loop"\n')
+    assert message == (
+        '[[middleware]] #1 (use = "human_in_the_loop"): unknown middleware '
+        "'human_in_the_loop'; installed: none; it is a built-in plugin of the distribution "
+        "plait-human-in-the-loop: install it with `pip install ./plugins/human_in_the_loop` "
+        "from a checkout of plait (or `pip install . ./plugins/*` for every built-in plugin)"
+    )
+
+
+def test_builtin_table_matches_the_plugins_entry_points() -> None:
+    import tomllib
+
+    from plait import _entrypoints
+
+    plugins = Path(__file__).resolve().parents[3] / "plugins"
+    found: dict[str, dict[str, str]] = {}
+    for project in sorted(plugins.glob("*/pyproject.toml")):
+        data = tomllib.loads(project.read_text(encoding="utf-8"))["project"]
+        assert data["name"] == "plait-" + project.parent.name.replace("_", "-")
+        for group, names in data.get("entry-points", {}).items():
+            for name in names:
+                found.setdefault(group, {})[name] = project.parent.name
+    assert found == _entrypoints.BUILTIN, "a new built-in plugin goes in _entrypoints.BUILTIN"
 
 
 def _installed(name: str) -> bool:
