@@ -632,6 +632,32 @@ class Agent:
         with self._lock:
             self._cache.pop(thread_id, None)
 
+    def close(self) -> None:
+        """Release what the agent's middleware holds open (MCP sessions, shells …): each
+        middleware object with a ``close()`` method has it called, last one first. Also
+        ``with create_agent(...) as agent:``."""
+        for obj in reversed(self.middleware):
+            close = getattr(obj, "close", None)
+            if callable(close):
+                close()
+
+    async def aclose(self) -> None:
+        """``close`` for async code: a middleware's ``aclose()`` is awaited if it has one,
+        else its ``close()`` runs in a worker thread."""
+        for obj in reversed(self.middleware):
+            aclose = getattr(obj, "aclose", None)
+            close = getattr(obj, "close", None)
+            if callable(aclose):
+                await aclose()
+            elif callable(close):
+                await asyncio.to_thread(close)
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         names = ", ".join(self.registry.names)
         return f"<Agent model={self.model!r} tools={len(self.tools)} middleware=[{names}]>"

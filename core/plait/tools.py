@@ -100,9 +100,11 @@ class Tool:
     _arguments: type | None = attrs.field(default=None, alias="_arguments", repr=False)
     """An attrs class built from the function's parameters (``None``: schema checks only)."""
     _runtime_parameter: str | None = attrs.field(
-        default=None, alias="_runtime_parameter", repr=False
+        default=None, alias="runtime_parameter", repr=False, kw_only=True
     )
-    """The parameter that receives the ``ToolRuntime`` (hidden from the model)."""
+    """The keyword argument that receives the ``ToolRuntime`` (hidden from the model): how a
+    tool built from a JSON schema, not a function (an MCP server's), gets its call's id,
+    state and stream writer."""
 
     @timeout.validator
     def _check_timeout(self, _: Any, value: float | None) -> None:
@@ -213,7 +215,7 @@ class Tool:
             provider_options=dict(provider_options or {}),
             timeout=timeout,
             _arguments=arguments,
-            _runtime_parameter=runtime_parameter,
+            runtime_parameter=runtime_parameter,
         )
 
     def prepare(self, args: Mapping[str, Any], runtime: ToolRuntime | None) -> dict[str, Any]:

@@ -378,3 +378,20 @@ def test_agent_answers_bad_arguments_with_an_error_the_model_reads(make_agent: A
     # the model was shown the schema without the injected parameter
     sent = agent.model.requests[0].tools[0]
     assert list(sent.parameters["properties"]) == ["city", "days"]
+
+
+def test_schema_tool_gets_the_runtime_by_keyword() -> None:
+    def call(runtime: ToolRuntime, **arguments: Any) -> str:
+        return f"{runtime.tool_call_id}:{arguments}"
+
+    schema_tool = Tool(
+        name="lookup",
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+        func=call,
+        runtime_parameter="runtime",
+    )
+    runtime = _runtime()
+    kwargs = schema_tool.prepare({"q": "x"}, runtime)
+    assert kwargs == {"q": "x", "runtime": runtime}
+    assert schema_tool.runtime_parameter == "runtime"
+    assert call(**kwargs) == "call_1:{'q': 'x'}"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 import tomllib
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -101,6 +104,17 @@ def test_reader_clears_old_chapters_and_stops_at_the_limit(plait_cli) -> None:
     assert "thread limit (10/10)" in out
 
 
+def test_mcp_time_answers_from_the_time_server(plait_cli) -> None:
+    _needs_plugins("mcp_time.toml")
+    env = dict(os.environ)  # mcp-server-time is installed beside this Python
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    done = plait_cli("run", str(EXAMPLES / "mcp_time.toml"), "What time is it in Tokyo?", env=env)
+    assert done.returncode == 0, done.stderr
+    assert 'time_get_current_time(timezone="Asia/Tokyo")' in done.stdout
+    assert re.search(r"In Asia/Tokyo it is \d\d:\d\d on \w+day\.$", done.stdout.strip())
+    assert "Warning" not in done.stderr and "Traceback" not in done.stderr
+
+
 def test_every_example_has_a_test() -> None:
-    tested = {"hello.toml", "support.toml", "reader.toml"}
+    tested = {"hello.toml", "support.toml", "reader.toml", "mcp_time.toml"}
     assert {p.name for p in EXAMPLES.glob("*.toml")} == tested
