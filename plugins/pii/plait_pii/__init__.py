@@ -29,6 +29,7 @@ from plait.messages import (
 from plait.middleware import Middleware
 from plait.types import Command, ModelRequest, ModelResponse, Runtime, ToolCallRequest
 from plait_pii._detectors import BUILTIN, MASKS, PIIMatch, mask_custom, merge
+from plait_pii._installed import GROUP, installed_names, load_installed
 
 __all__ = ["PIIMatch", "PIIMiddleware"]
 
@@ -78,16 +79,19 @@ class PIIMiddleware(Middleware):
 
     @find.default
     def _make_finder(self) -> Callable[[str], list[PIIMatch]]:
-        detector = self.detector
+        detector: object = self.detector
         if detector is None:
-            try:
+            if self.pii_type in BUILTIN:
                 return BUILTIN[self.pii_type]
-            except KeyError:
+            detector = load_installed(self.pii_type)
+            if detector is None:
+                installed = ", ".join(installed_names()) or "none"
                 raise ValueError(
-                    f"pii_type {self.pii_type!r} is not built in ({', '.join(BUILTIN)}); "
-                    "give a detector for it: a regex string, a compiled pattern, or a "
-                    "function returning PIIMatch objects"
-                ) from None
+                    f"pii_type {self.pii_type!r} is not built in ({', '.join(BUILTIN)}) "
+                    f"nor installed (entry points in {GROUP}: {installed}); give a "
+                    "detector for it: a regex string, a compiled pattern, or a function "
+                    "returning PIIMatch objects"
+                )
         if isinstance(detector, str):
             try:
                 detector = re.compile(detector)
