@@ -38,6 +38,7 @@ BUILTIN: dict[str, dict[str, str]] = {
                 "human_in_the_loop",
                 "llm_tool_emulator",
                 "llm_tool_selector",
+                "mcp",
                 "model_call_limit",
                 "model_fallback",
                 "model_retry",

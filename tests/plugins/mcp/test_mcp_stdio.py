@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from conftest import demo_stdio, time_server
+from mcp_servers import demo_stdio, time_server
 
 import plait
 from plait.errors import ConfigError

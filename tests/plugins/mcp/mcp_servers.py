@@ -1,4 +1,5 @@
-"""Real MCP servers for the plugin's tests: ``mcp-server-time`` (from PyPI) and
+"""Real MCP servers for the plugin's tests (a module of its own, not ``conftest``: another
+test directory's ``from conftest import`` must not find these): ``mcp-server-time`` (from PyPI) and
 ``demo_server.py`` (written with the SDK's ``MCPServer``) over stdio, and the demo server
 over streamable HTTP on loopback, each in a subprocess of its own."""
 
@@ -8,11 +9,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 DEMO = str(Path(__file__).with_name("demo_server.py"))
 
@@ -71,10 +69,3 @@ class HTTPServer:
     def restart(self) -> None:
         self.stop()
         self.start()
-
-
-@pytest.fixture(scope="module")
-def http_server() -> Iterator[HTTPServer]:
-    server = HTTPServer()
-    yield server
-    server.stop()
