@@ -26,7 +26,8 @@ from plait.middleware import Middleware
 from plait.options import positive_or_none
 from plait.tools import Tool
 from plait.types import AgentConfig, Runtime, ToolRuntime
-from plait_anthropic._shell import CommandResult, ShellError, ShellSession, refused
+from plait_anthropic._guard import refused
+from plait_anthropic._shell import CommandResult, ShellError, ShellSession
 
 __all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "TOOL_TYPE", "AnthropicBashMiddleware"]
 
@@ -174,9 +175,11 @@ class AnthropicBashMiddleware(Middleware):
     """Commands run, in order, when ``close()`` or a restart ends a session (failures are
     ignored)."""
     allowed_commands: list[str] | None = attrs.field(default=None, validator=_names)
-    """Only these command names may run (checked for every command in the line); None: any."""
+    """Only these command names may run (every command in the line, parsed with bashlex; a
+    line it cannot reduce to plain names is refused); None: any."""
     denied_commands: list[str] | None = attrs.field(default=None, validator=_names)
-    """These command names may not run (checked for every command in the line)."""
+    """These command names may not run (every command in the line, parsed with bashlex; a
+    line it cannot reduce to plain names is refused)."""
     max_sessions: int | None = attrs.field(default=16, validator=positive_or_none)
     """At most this many shells run at once; starting one more closes the least recently
     used idle shell (its files stay; its thread's next command gets a fresh shell)."""

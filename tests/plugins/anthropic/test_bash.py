@@ -19,7 +19,7 @@ from plait.errors import ConfigError
 from plait.models.anthropic import AnthropicChatModel
 from plait.models.openai import OpenAIChatModel
 from plait.testing import ai, call, tool_answers
-from plait_anthropic._shell import command_names
+from plait_anthropic._guard import command_names
 from plait_anthropic.bash import TOOL_DESCRIPTION, AnthropicBashMiddleware
 
 
@@ -419,8 +419,8 @@ def test_denied_commands_never_run(make_agent: Any, bash: Any, tmp_path: Path) -
     assert got["quoted"].content == "rm is fine as an argument\ntouch"
     assert got["variable"].status == "error"
     assert got["variable"].content == (
-        "Error: the command name '$T' comes from a variable or substitution, so it cannot be "
-        "checked against the allowed and denied commands; nothing was run"
+        "Error: the command cannot be checked against the allowed and denied commands: the "
+        "command name '$T' comes from a variable or substitution; nothing was run"
     )
     assert (tmp_path / "keep.txt").exists()
     assert not (tmp_path / "made.txt").exists()
@@ -445,7 +445,10 @@ def test_allowed_commands_only(make_agent: Any, bash: Any, tmp_path: Path) -> No
     )
     assert got["sub"].status == "error"
     assert got["unparsable"].status == "error"
-    assert got["unparsable"].content.startswith("Error: the command could not be parsed")
+    assert got["unparsable"].content.startswith(
+        "Error: the command cannot be checked against the allowed and denied commands: "
+        "bashlex cannot parse it: unexpected EOF"
+    )
     assert not (tmp_path / "made.txt").exists()
 
 
