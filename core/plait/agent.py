@@ -20,7 +20,7 @@ from plait._resolve import resolve_middleware
 from plait._state import RUN_KEY, ThreadState
 from plait._structured import Structured
 from plait.checkpoint import Checkpointer
-from plait.errors import ConfigError, PlaitError, ThreadBusyError
+from plait.errors import CheckpointerRequiredError, ConfigError, PlaitError, ThreadBusyError
 from plait.messages import (
     AIMessage,
     AnyMessage,
@@ -115,7 +115,10 @@ def _by_url(value: Any, group: str, what: str) -> Any:
     if value is None or not isinstance(value, str):
         return value
     scheme = value.split(":", 1)[0] if ":" in value else value
-    factory = _entrypoints.load(group, scheme, what=what)
+    try:
+        factory = _entrypoints.load(group, scheme, what=what)
+    except ConfigError as exc:
+        raise ConfigError(f"{what} URL {value!r}: {exc}") from None
     return factory(value)
 
 
@@ -384,6 +387,12 @@ class Agent:
             or recursion_limit < 1
         ):
             raise ConfigError(f"recursion_limit must be a positive int, got {recursion_limit!r}")
+        if thread_id is not None and self.checkpointer is None:
+            raise CheckpointerRequiredError(
+                f"thread_id={thread_id!r} needs a checkpointer to keep the thread: "
+                "create_agent(..., checkpointer='memory') in this process, or "
+                "'sqlite:///agent.db' across restarts"
+            )
         if thread_id is None and self.checkpointer is not None:
             thread_id = effects.new_id()
         thread = self._thread(thread_id)

@@ -6,6 +6,7 @@ __all__ = [
     "CheckpointerRequiredError",
     "ConfigError",
     "ContextOverflowError",
+    "MalformedURLError",
     "ModelCallLimitExceededError",
     "PIIDetectionError",
     "PlaitError",
@@ -89,6 +90,11 @@ class SchemaVersionError(PlaitError):
 
 class StoreError(PlaitError):
     """A checkpointer or store could not be opened or used (bad URL, missing server...)."""
+
+
+class MalformedURLError(ConfigError, StoreError):
+    """A checkpointer or store URL that cannot be read; the message names the URL and the
+    accepted forms. A ``ConfigError`` (a setup mistake) and a ``StoreError`` (as before)."""
 
 
 class ProviderError(PlaitError):

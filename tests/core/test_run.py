@@ -376,3 +376,36 @@ def test_astream_result_and_interrupt_event(make_agent: Any) -> None:
     assert agent.get_interrupts("t") == [pending]
     agent.invoke(plait.Command(resume="fine"), thread_id="t")
     assert agent.get_interrupts("t") == []
+
+
+def test_thread_id_without_a_checkpointer_is_refused() -> None:
+    from plait.errors import CheckpointerRequiredError
+
+    agent = plait.create_agent(plait.ScriptedChatModel(["never"]))
+    with pytest.raises(CheckpointerRequiredError, match=r"thread_id='x' needs a checkpointer"):
+        agent.invoke("hi", thread_id="x")
+    assert agent.invoke("hi").text == "never"  # the refused call used no answer
+
+
+@pytest.mark.parametrize(
+    ("url", "forms"),
+    [
+        ("sqlite:/agent.db", "sqlite:///relative.db, sqlite:////absolute/path.db"),
+        ("sqlite:///a.db?sync=1", "synchronous=full or synchronous=normal"),
+    ],
+)
+def test_malformed_persistence_url_is_a_config_error_naming_it(url: str, forms: str) -> None:
+    from plait.errors import ConfigError, StoreError
+
+    for key in ("checkpointer", "store"):
+        with pytest.raises(ConfigError) as info:
+            plait.create_agent(plait.ScriptedChatModel(["x"]), **{key: url})
+        assert isinstance(info.value, StoreError)  # what it was before, still
+        assert repr(url) in str(info.value) and forms in str(info.value)
+
+
+def test_unknown_persistence_scheme_names_the_url() -> None:
+    from plait.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"checkpointer URL 'sqlit:///a.db': unknown "):
+        plait.create_agent(plait.ScriptedChatModel(["x"]), checkpointer="sqlit:///a.db")

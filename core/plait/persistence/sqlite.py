@@ -23,7 +23,7 @@ from typing import Any, Literal
 from urllib.parse import unquote
 
 from plait.checkpoint import Checkpoint, StepDelta, dump_value, load_value
-from plait.errors import SchemaVersionError, StoreError, ThreadBusyError
+from plait.errors import MalformedURLError, SchemaVersionError, StoreError, ThreadBusyError
 from plait.messages import AnyMessage, structure_message, unstructure_message
 from plait.store import StoreItem
 
@@ -82,7 +82,7 @@ def parse_sqlite_url(url: str) -> tuple[str, dict[str, str]]:
     """
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() != "sqlite":
-        raise StoreError(
+        raise MalformedURLError(
             f"malformed SQLite URL {url!r}: expected sqlite:///relative.db, "
             "sqlite:////absolute/path.db or sqlite://:memory:"
         )
@@ -91,23 +91,23 @@ def parse_sqlite_url(url: str) -> tuple[str, dict[str, str]]:
     for pair in filter(None, query.split("&")):
         name, _, value = pair.partition("=")
         if name != "synchronous" or value not in _SYNCHRONOUS:
-            raise StoreError(
+            raise MalformedURLError(
                 f"malformed SQLite URL {url!r}: unknown option {pair!r}; the only option is "
                 "synchronous=full or synchronous=normal"
             )
         options[name] = value
     if "#" in rest:
-        raise StoreError(f"malformed SQLite URL {url!r}: '#' is not allowed")
+        raise MalformedURLError(f"malformed SQLite URL {url!r}: '#' is not allowed")
     if rest in (_MEMORY, "/" + _MEMORY):
         return _MEMORY, options
     if not rest.startswith("/"):
-        raise StoreError(
+        raise MalformedURLError(
             f"malformed SQLite URL {url!r}: a SQLite URL has no host; write "
             "sqlite:///relative.db or sqlite:////absolute/path.db"
         )
     path = unquote(rest[1:])
     if not path or path.endswith("/"):
-        raise StoreError(f"malformed SQLite URL {url!r}: it names no database file")
+        raise MalformedURLError(f"malformed SQLite URL {url!r}: it names no database file")
     return path, options
 
 

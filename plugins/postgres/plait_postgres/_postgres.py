@@ -24,7 +24,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
 from plait.checkpoint import Checkpoint, StepDelta, dump_value, load_value
-from plait.errors import SchemaVersionError, StoreError, ThreadBusyError
+from plait.errors import MalformedURLError, SchemaVersionError, StoreError, ThreadBusyError
 from plait.messages import AnyMessage, structure_message, unstructure_message
 from plait.store import StoreItem
 
@@ -98,6 +98,9 @@ def redact_url(url: str) -> str:
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
+_FORMS = " (expected postgresql://user:password@host:port/db, optionally ?schema=NAME)"
+
+
 def parse_postgres_url(url: str) -> tuple[str, str]:
     """``(conninfo, schema)`` for a ``postgresql://`` URL. The URL may carry
     ``?schema=name`` (plait's own parameter: the PostgreSQL schema holding the tables,
@@ -105,7 +108,7 @@ def parse_postgres_url(url: str) -> tuple[str, str]:
     shown = redact_url(url)
     scheme, sep, _ = url.partition("://")
     if not sep or scheme.lower() not in _SCHEMES:
-        raise StoreError(
+        raise MalformedURLError(
             f"malformed PostgreSQL URL {shown!r}: expected postgresql://user:password@host:port/db"
         )
     try:
@@ -114,19 +117,19 @@ def parse_postgres_url(url: str) -> tuple[str, str]:
         if "," not in parts.netloc:  # libpq's multi-host form has several ports
             _ = parts.port  # a non-numeric port raises ValueError
     except ValueError as exc:
-        raise StoreError(f"malformed PostgreSQL URL {shown!r}: {exc}") from None
+        raise MalformedURLError(f"malformed PostgreSQL URL {shown!r}: {exc}{_FORMS}") from None
     schemas = [v for k, v in pairs if k == "schema"]
     rest = [(k, v) for k, v in pairs if k != "schema"]
     schema = schemas[-1] if schemas else "public"
     if not schema:
-        raise StoreError(f"malformed PostgreSQL URL {shown!r}: schema= is empty")
+        raise MalformedURLError(f"malformed PostgreSQL URL {shown!r}: schema= is empty{_FORMS}")
     conninfo = urlunsplit(
         (parts.scheme, parts.netloc, parts.path, urlencode(rest, quote_via=quote), "")
     )
     try:
         conninfo_to_dict(conninfo)
     except psycopg.Error as exc:
-        raise StoreError(f"malformed PostgreSQL URL {shown!r}: {exc}") from None
+        raise MalformedURLError(f"malformed PostgreSQL URL {shown!r}: {exc}{_FORMS}") from None
     return conninfo, schema
 
 

@@ -299,7 +299,7 @@ def test_a_file_that_is_not_utf8_names_the_file_and_the_byte(tmp_path: Path) -> 
     [
         ("sqlite:", "malformed SQLite URL 'sqlite:'"),
         ("sqlite:////no/such/dir/x.db", "cannot open SQLite database '/no/such/dir/x.db'"),
-        ("nosuch://x", "unknown checkpointer 'nosuch'"),
+        ("nosuch://x", "checkpointer URL 'nosuch://x': unknown checkpointer 'nosuch'"),
     ],
 )
 def test_a_bad_checkpointer_url_names_the_file_and_the_key(write, url: str, expected: str) -> None:
