@@ -3,14 +3,20 @@ approval menu's words, through the real command in a subprocess."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import _env  # the CLI tests' environment (no PLAIT_* from outside)
-
 from plait import __version__
+
+
+def _env(_: None) -> dict[str, str]:
+    """The environment without PLAIT_* settings from outside."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
 
 
 def test_python_dash_m_plait_is_the_command(tmp_path: Path, examples: Path) -> None:
