@@ -113,9 +113,12 @@ class ProviderError(PlaitError):
         provider: str | None = None,
         error_type: str | None = None,
         retryable: bool | None = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
+        self.request_id = request_id
+        """The provider's id for the failed request (its header or error body), for support."""
         self.status_code = status_code
         self.retry_after = retry_after
         self.provider = provider

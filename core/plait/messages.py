@@ -52,16 +52,32 @@ def message_text(content: Content) -> str:
     return "".join(str(block.get("text", "")) for block in content if block.get("type") == "text")
 
 
+def _counts(value: Mapping[str, int] | None) -> dict[str, int]:
+    return dict(value or {})
+
+
 @attrs.frozen
 class Usage:
     """Token counts of one model call (or, summed with ``+``, of a run). ``cost`` is its
-    price in US dollars when a plugin knows it (``usage_limit`` sets it), else ``None``."""
+    price in US dollars when a plugin or the provider knows it, else ``None``.
+
+    ``input_tokens`` is the whole prompt, cached parts included; ``cache_read_tokens`` and
+    ``cache_write_tokens`` are its cached parts, and ``cache_write_5m_tokens`` /
+    ``cache_write_1h_tokens`` split the writes by lifetime where the provider says
+    (Anthropic). ``reasoning_tokens`` is the part of ``output_tokens`` spent thinking.
+    ``server_tool_requests`` counts the provider's own tools run for the call, by name
+    (``{"web_search": 2}``).
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost: float | None = None
+    reasoning_tokens: int = 0
+    cache_write_5m_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    server_tool_requests: dict[str, int] = attrs.field(factory=dict, converter=_counts, hash=False)
 
     @property
     def total_tokens(self) -> int:
@@ -70,6 +86,9 @@ class Usage:
     def __add__(self, other: Usage | None) -> Usage:
         if other is None:
             return self
+        requests = dict(self.server_tool_requests)
+        for name, count in other.server_tool_requests.items():
+            requests[name] = requests.get(name, 0) + count
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
@@ -78,6 +97,10 @@ class Usage:
             None
             if self.cost is None and other.cost is None
             else (self.cost or 0.0) + (other.cost or 0.0),
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.cache_write_5m_tokens + other.cache_write_5m_tokens,
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
+            requests,
         )
 
     __radd__ = __add__
@@ -178,7 +201,8 @@ class AIMessageChunk:
 
     ``blocks`` carries finished provider-native content blocks (e.g. Anthropic thinking or
     server-tool blocks) in stream order; with any, the assembled message's content is a
-    block list with the text between them as text blocks, as the provider returned it.
+    block list with the text between them as text blocks, as the provider returned it. A
+    finished ``text`` block (one with citations) stands in for the streamed text it repeats.
     """
 
     content: str = attrs.field(default="", kw_only=False)
@@ -218,10 +242,16 @@ def assemble_chunks(chunks: Iterable[AIMessageChunk], *, id: str | None = None) 
         text.append(chunk.content)
         run.append(chunk.content)
         if chunk.blocks:
-            if joined := "".join(run):
-                parts.append({"type": "text", "text": joined})
-            run = []
-            parts.extend(dict(block) for block in chunk.blocks)
+            joined, run = "".join(run), []
+            for block in chunk.blocks:
+                # A finished text block (with citations) stands in for the text it repeats.
+                done = str(block.get("text", "")) if block.get("type") == "text" else ""
+                if done and joined.endswith(done):
+                    joined = joined[: len(joined) - len(done)]
+                if joined:
+                    parts.append({"type": "text", "text": joined})
+                    joined = ""
+                parts.append(dict(block))
         for part in chunk.tool_call_chunks:
             slot = calls.setdefault(part.index, [None, None, []])
             slot[0] = slot[0] or part.id
@@ -255,6 +285,8 @@ def parse_tool_call(name: str, raw_args: str, call_id: str | None) -> ToolCall:
         parsed = json.loads(raw_args) if raw_args.strip() else {}
     except json.JSONDecodeError as exc:
         error = f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw_args!r}"
+    except RecursionError:
+        error = f"the arguments are nested too deeply to read: {raw_args[:200]!r}"
     else:
         if isinstance(parsed, dict):
             args = parsed

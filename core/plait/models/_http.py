@@ -206,6 +206,8 @@ class _APIError:
     message: str | None = None
     type: str | None = None
     code: str | int | None = None
+    metadata: dict[str, Any] | None = None
+    """OpenRouter's: ``raw`` holds the upstream service's own reason."""
 
 
 @attrs.frozen
@@ -217,6 +219,7 @@ class _ErrorEnvelope:
     message: str | None = None
     type: str | None = None
     code: str | int | None = None
+    request_id: str | None = None
 
 
 def _structure_error_field(value: Any, _: Any) -> _APIError | str | None:
@@ -233,20 +236,39 @@ wire.register_structure_hook(_APIError | str | None, _structure_error_field)
 wire.register_structure_hook(str | int | None, _structure_code)
 
 
-def error_details(content: bytes) -> tuple[str, str | None]:
-    """The API's message and error type (its ``code`` when it is a name, else ``type``)."""
+@attrs.frozen
+class ErrorDetails:
+    """What an error body says: the message, the error type (its ``code`` when that is a
+    name, else ``type``) and the request id some APIs put in the body (Anthropic)."""
+
+    message: str
+    type: str | None = None
+    request_id: str | None = None
+
+
+def error_details(content: bytes) -> ErrorDetails:
+    """The details of an error body, whichever of the known shapes it has."""
     text = content.decode("utf-8", errors="replace").strip()
     try:
         envelope = wire.structure(json.loads(text), _ErrorEnvelope)
-    except (ValueError, TypeError, cattrs.BaseValidationError):
-        return (text[:500] or "(empty body)"), None
+    except (ValueError, TypeError, RecursionError, cattrs.BaseValidationError):
+        return ErrorDetails(text[:500] or "(empty body)")
     detail = envelope.error
     if isinstance(detail, str):
-        return detail, None
+        return ErrorDetails(detail, None, envelope.request_id)
     if detail is None:
         detail = _APIError(envelope.message, envelope.type, envelope.code)
     code = detail.code if isinstance(detail.code, str) and detail.code else None
-    return (detail.message or text[:500] or "(empty body)"), code or detail.type
+    message = detail.message or text[:500] or "(empty body)"
+    raw = (detail.metadata or {}).get("raw")
+    if isinstance(raw, str) and raw and raw not in message:
+        message = f"{message}: {raw}"
+    return ErrorDetails(message, code or detail.type, envelope.request_id)
+
+
+_INVALID_REQUEST = ("invalid_request", "bad_request", "badrequest")
+"""Error types naming a request that will fail however often it is sent, whatever the
+status (llama.cpp and some proxies answer them with a 500)."""
 
 
 def _is_json(response: httpx.Response) -> bool:
@@ -455,97 +477,101 @@ class HTTPChatModel(ChatModel):
         provider_options: Mapping[str, Any] | None = None,
         **settings: Any,
     ) -> AIMessage:
-        call = self._call(
-            messages,
-            {
-                "system_prompt": system_prompt,
-                "tools": tools,
-                "tool_choice": tool_choice,
-                "response_format": response_format,
-                "provider_options": provider_options,
-                **settings,
-            },
-            stream=False,
-        )
-        with self._guard():
-            response = self._sync_client().post(
-                call.url, json=call.body, headers=self._headers(stream=False, call=call)
+        with self._redacting():
+            call = self._call(
+                messages,
+                {
+                    "system_prompt": system_prompt,
+                    "tools": tools,
+                    "tool_choice": tool_choice,
+                    "response_format": response_format,
+                    "provider_options": provider_options,
+                    **settings,
+                },
+                stream=False,
             )
-            content = response.read()
-        return self._answer(call, response, content)
+            with self._guard():
+                response = self._sync_client().post(
+                    call.url, json=call.body, headers=self._headers(stream=False, call=call)
+                )
+                content = response.read()
+            return self._answer(call, response, content)
 
     async def ainvoke(self, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
-        call = self._call(messages, options, stream=False)
-        with self._guard():
-            response = await self._async_client().post(
-                call.url, json=call.body, headers=self._headers(stream=False, call=call)
-            )
-            content = await response.aread()
-        return self._answer(call, response, content)
+        with self._redacting():
+            call = self._call(messages, options, stream=False)
+            with self._guard():
+                response = await self._async_client().post(
+                    call.url, json=call.body, headers=self._headers(stream=False, call=call)
+                )
+                content = await response.aread()
+            return self._answer(call, response, content)
 
     def stream(self, messages: Sequence[AnyMessage], **options: Any) -> Iterator[AIMessageChunk]:
-        call = self._call(messages, options, stream=True)
-        client = self._sync_client()
-        with self._guard():
-            request = client.build_request(
-                "POST", call.url, json=call.body, headers=self._headers(stream=True, call=call)
-            )
-            response = client.send(request, stream=True)
-        try:
-            if response.status_code >= 400:
-                with self._guard():
-                    content = response.read()
-                raise self._status_error(response, content)
-            if _is_json(response):
-                with self._guard():
-                    content = response.read()
-                yield message_to_chunk(self._answer(call, response, content))
-                return
-            parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
-            decoder = SSEDecoder()
-            with self._guard(stream=True):
-                for text in response.iter_text():
-                    for event in decoder.feed(text):
-                        yield from parser.feed(event)
-            for event in decoder.finish():
-                yield from self._feed_last(parser, event)
-            self._check_complete(parser)
-        finally:
-            response.close()
+        with self._redacting():
+            call = self._call(messages, options, stream=True)
+            client = self._sync_client()
+            with self._guard():
+                request = client.build_request(
+                    "POST", call.url, json=call.body, headers=self._headers(stream=True, call=call)
+                )
+                response = client.send(request, stream=True)
+            try:
+                if response.status_code >= 400:
+                    with self._guard():
+                        content = response.read()
+                    raise self._status_error(response, content)
+                if _is_json(response):
+                    with self._guard():
+                        content = response.read()
+                    yield message_to_chunk(self._answer(call, response, content))
+                    return
+                parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
+                decoder = SSEDecoder()
+                with self._guard(stream=True):
+                    for text in response.iter_text():
+                        for event in decoder.feed(text):
+                            yield from parser.feed(event)
+                for event in decoder.finish():
+                    yield from self._feed_last(parser, event)
+                self._check_complete(parser)
+            finally:
+                response.close()
 
     async def astream(
         self, messages: Sequence[AnyMessage], **options: Any
     ) -> AsyncIterator[AIMessageChunk]:
-        call = self._call(messages, options, stream=True)
-        client = self._async_client()
-        with self._guard():
-            request = client.build_request(
-                "POST", call.url, json=call.body, headers=self._headers(stream=True, call=call)
-            )
-            response = await client.send(request, stream=True)
-        try:
-            if response.status_code >= 400:
-                with self._guard():
-                    content = await response.aread()
-                raise self._status_error(response, content)
-            if _is_json(response):
-                with self._guard():
-                    content = await response.aread()
-                yield message_to_chunk(self._answer(call, response, content))
-                return
-            parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
-            decoder = SSEDecoder()
-            with self._guard(stream=True):
-                async for text in response.aiter_text():
-                    for event in decoder.feed(text):
-                        for chunk in parser.feed(event):
-                            yield chunk
-            for event in decoder.finish():
-                for chunk in self._feed_last(parser, event):
-                    yield chunk
-            self._check_complete(parser)
-        finally:
-            await response.aclose()
+        with self._redacting():
+            call = self._call(messages, options, stream=True)
+            client = self._async_client()
+            with self._guard():
+                request = client.build_request(
+                    "POST", call.url, json=call.body, headers=self._headers(stream=True, call=call)
+                )
+                response = await client.send(request, stream=True)
+            try:
+                if response.status_code >= 400:
+                    with self._guard():
+                        content = await response.aread()
+                    raise self._status_error(response, content)
+                if _is_json(response):
+                    with self._guard():
+                        content = await response.aread()
+                    yield message_to_chunk(self._answer(call, response, content))
+                    return
+                parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
+                decoder = SSEDecoder()
+                with self._guard(stream=True):
+                    async for text in response.aiter_text():
+                        for event in decoder.feed(text):
+                            for chunk in parser.feed(event):
+                                yield chunk
+                for event in decoder.finish():
+                    for chunk in self._feed_last(parser, event):
+                        yield chunk
+                self._check_complete(parser)
+            finally:
+                await response.aclose()
 
     # -- shared plumbing -----------------------------------------------------------------
 
@@ -582,13 +608,13 @@ class HTTPChatModel(ChatModel):
         metadata = self._metadata(response)
         try:
             data = json.loads(content)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise self._invalid(
                 response.status_code, "the response body is not JSON", content
             ) from None
         try:
             return self._parse(call, data, metadata)
-        except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+        except (cattrs.BaseValidationError, ValueError, TypeError, KeyError, RecursionError) as exc:
             raise self._invalid(
                 response.status_code, f"unexpected response shape ({type(exc).__name__})", content
             ) from None
@@ -606,13 +632,19 @@ class HTTPChatModel(ChatModel):
     def _status_error(self, response: httpx.Response, content: bytes) -> ProviderError:
         status = response.status_code
         self._metadata(response)
-        message, error_type = error_details(content)
-        message = redact(message, self._secrets())
+        details = error_details(content)
+        message, error_type = redact(details.message, self._secrets()), details.type
         retryable: bool | None = None
         should_retry = response.headers.get("x-should-retry")
         if should_retry in ("true", "false"):
             retryable = should_retry == "true"
-        request_id = response.headers.get("x-request-id") or response.headers.get("request-id")
+        elif error_type and any(kind in error_type.lower() for kind in _INVALID_REQUEST):
+            retryable = False
+        request_id = (
+            response.headers.get("x-request-id")
+            or response.headers.get("request-id")
+            or details.request_id
+        )
         suffix = f" (request id {request_id})" if request_id else ""
         text = (
             f"{self.provider} API error {status}"
@@ -624,10 +656,31 @@ class HTTPChatModel(ChatModel):
             retry_after=parse_retry_after(response.headers),
             provider=self.provider,
             error_type=error_type,
+            request_id=request_id,
         )
         if self._is_overflow(status, error_type, message):
             return ContextOverflowError(text, **kwargs)
         return ProviderError(text, retryable=retryable, **kwargs)
+
+    def _scrub(self, exc: ProviderError) -> None:
+        """The one redaction path every provider error leaves through: the key (and
+        anything key-shaped) out of its text, and no exception context kept, whose
+        request would still hold the key in its headers."""
+        text = redact(exc.message, self._secrets())
+        if text != exc.message or exc.args != (text,):
+            exc.message = text
+            exc.args = (text,)
+        exc.__cause__ = None
+        exc.__context__ = None
+        exc.__suppress_context__ = True
+
+    @contextlib.contextmanager
+    def _redacting(self) -> Iterator[None]:
+        try:
+            yield
+        except ProviderError as exc:
+            self._scrub(exc)
+            raise
 
     def _feed_last(self, parser: StreamParser, event: SSEEvent) -> list[AIMessageChunk]:
         try:
@@ -682,9 +735,8 @@ class HTTPChatModel(ChatModel):
             ) from None
 
 
-def stream_error(provider: str, message: str, error_type: str | None) -> ProviderError:
-    """An error the server reported inside a stream (after a 200 status)."""
-    retryable = error_type in {
+_TRANSIENT_TYPES = frozenset(
+    {
         None,
         "overloaded_error",
         "api_error",
@@ -693,11 +745,29 @@ def stream_error(provider: str, message: str, error_type: str | None) -> Provide
         "server_error",
         "rate_limit_exceeded",
     }
+)
+
+
+def stream_error(provider: str, message: str, error_type: str | None) -> ProviderError:
+    """An error the server reported inside a stream (after a 200 status)."""
     return ProviderError(
         f"{provider} stream error" + (f" ({error_type})" if error_type else "") + f": {message}",
         provider=provider,
         error_type=error_type,
-        retryable=retryable,
+        retryable=error_type in _TRANSIENT_TYPES,
+    )
+
+
+def body_error(provider: str, message: str, error_type: str | None) -> ProviderError:
+    """An error body the server sent with a 200 status, instead of an answer."""
+    return ProviderError(
+        f"{provider} API error in a 200 response"
+        + (f" ({error_type})" if error_type else "")
+        + f": {message}",
+        status_code=200,
+        provider=provider,
+        error_type=error_type,
+        retryable=error_type in _TRANSIENT_TYPES,
     )
 
 
@@ -706,7 +776,7 @@ def loads_event(provider: str, event: SSEEvent, cls: type[Any]) -> Any:
     ``invalid_response`` error (at the end of a stream: a cut)."""
     try:
         return wire.structure(json.loads(event.data), cls)
-    except (ValueError, TypeError, cattrs.BaseValidationError):
+    except (ValueError, TypeError, RecursionError, cattrs.BaseValidationError):
         raise ProviderError(
             f"{provider}: malformed stream event {event.event!r}: {event.data[:200]!r}",
             provider=provider,

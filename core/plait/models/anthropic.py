@@ -3,7 +3,13 @@
 ``usage.input_tokens`` is the whole prompt: Anthropic's ``input_tokens`` (the uncached
 part) plus ``cache_read_input_tokens`` plus ``cache_creation_input_tokens``, so it means
 the same as OpenAI's ``prompt_tokens``; ``cache_read_tokens`` and ``cache_write_tokens``
-are those two cached parts.
+are those two cached parts, ``cache_write_5m_tokens``/``cache_write_1h_tokens`` the
+writes by lifetime (``usage.cache_creation``), ``server_tool_requests`` the server tools
+run (``usage.server_tool_use``: ``{"web_search": 1}``). ``service_tier`` goes into
+``response_metadata``.
+
+Text blocks with citations are kept as blocks (``content`` is then a block list, plain
+text between them merged), in ``invoke`` and in streams alike.
 
 System messages anywhere in the list are sent as the request's ``system`` (the Messages
 API has no system turns); block-list content keeps its blocks, so cache marks on a system
@@ -38,6 +44,7 @@ from plait.models._http import (
     PreparedCall,
     SSEEvent,
     StreamParser,
+    body_error,
     loads_event,
     stream_error,
     wire,
@@ -72,11 +79,20 @@ _UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
 
 
 @attrs.frozen
+class _CacheCreation:
+    ephemeral_5m_input_tokens: int | None = None
+    ephemeral_1h_input_tokens: int | None = None
+
+
+@attrs.frozen
 class _Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
+    cache_creation: _CacheCreation | None = None
+    server_tool_use: dict[str, Any] | None = None
+    service_tier: str | None = None
 
 
 @attrs.frozen
@@ -151,11 +167,20 @@ def _usage(usage: _Usage | None) -> Usage | None:
         return None
     read = usage.cache_read_input_tokens or 0
     write = usage.cache_creation_input_tokens or 0
+    lifetimes = usage.cache_creation or _CacheCreation()
+    requests = {
+        name.removesuffix("_requests"): count
+        for name, count in (usage.server_tool_use or {}).items()
+        if name.endswith("_requests") and isinstance(count, int) and count > 0
+    }
     return Usage(
         input_tokens=(usage.input_tokens or 0) + read + write,
         output_tokens=usage.output_tokens or 0,
         cache_read_tokens=read,
         cache_write_tokens=write,
+        cache_write_5m_tokens=lifetimes.ephemeral_5m_input_tokens or 0,
+        cache_write_1h_tokens=lifetimes.ephemeral_1h_input_tokens or 0,
+        server_tool_requests=requests,
     )
 
 
@@ -165,16 +190,12 @@ def _merge_usage(start: _Usage | None, end: _Usage | None) -> _Usage | None:
         return end
     if end is None:
         return start
-    return _Usage(
-        end.input_tokens if end.input_tokens is not None else start.input_tokens,
-        end.output_tokens if end.output_tokens is not None else start.output_tokens,
-        end.cache_creation_input_tokens
-        if end.cache_creation_input_tokens is not None
-        else start.cache_creation_input_tokens,
-        end.cache_read_input_tokens
-        if end.cache_read_input_tokens is not None
-        else start.cache_read_input_tokens,
-    )
+    given = {
+        field.name: getattr(end, field.name)
+        for field in attrs.fields(_Usage)
+        if getattr(end, field.name) is not None
+    }
+    return attrs.evolve(start, **given)
 
 
 @attrs.frozen
@@ -470,6 +491,12 @@ class AnthropicChatModel(HTTPChatModel):
     # -- response ------------------------------------------------------------------------
 
     def _parse(self, call: PreparedCall, data: Any, metadata: dict[str, Any]) -> AIMessage:
+        if isinstance(data, Mapping) and isinstance(data.get("error"), Mapping):
+            error = wire.structure(data["error"], _ErrorDetail)
+            raise body_error("anthropic", error.message or json.dumps(data)[:500], error.type)
+        if not isinstance(data, Mapping) or not isinstance(data.get("content"), list):
+            # A 200 that is not a message ({}, []) is no empty answer.
+            raise ValueError("not a message")
         message = wire.structure(data, _Message)
         texts: list[str] = []
         kept: list[dict[str, Any]] = []
@@ -479,7 +506,8 @@ class AnthropicChatModel(HTTPChatModel):
             kind = block.get("type")
             if kind == "text":
                 texts.append(wire.structure(block, _Text).text)
-                kept.append(dict(block))
+                kept.append(_text_block(texts[-1], block.get("citations")))
+                native = native or "citations" in kept[-1]
             elif kind == "tool_use":
                 use = wire.structure(block, _ToolUse)
                 if call.context is not None and use.name == call.context:
@@ -492,7 +520,7 @@ class AnthropicChatModel(HTTPChatModel):
                 kept.append(dict(block))
         metadata.update(_metadata(message))
         return AIMessage(
-            kept if native else "".join(texts),
+            _merge_text(kept) if native else "".join(texts),
             tool_calls=calls,
             usage=_usage(message.usage),
             response_metadata=metadata,
@@ -512,6 +540,28 @@ def _metadata(message: _Message) -> dict[str, Any]:
         out["finish_reason"] = message.stop_reason
     if message.stop_sequence is not None:
         out["stop_sequence"] = message.stop_sequence
+    if message.usage is not None and message.usage.service_tier is not None:
+        out["service_tier"] = message.usage.service_tier
+    return out
+
+
+def _text_block(text: str, citations: Any) -> dict[str, Any]:
+    """A text block as plait keeps it: with its citations when it has any."""
+    block: dict[str, Any] = {"type": "text", "text": text}
+    if isinstance(citations, list) and citations:
+        block["citations"] = [dict(c) for c in citations]
+    return block
+
+
+def _merge_text(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Adjacent plain text blocks as one (as a stream assembles them)."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        plain = set(block) == {"type", "text"} and block["type"] == "text"
+        if plain and out and set(out[-1]) == {"type", "text"} and out[-1]["type"] == "text":
+            out[-1] = {"type": "text", "text": str(out[-1]["text"]) + str(block["text"])}
+        elif not (plain and not block["text"]):
+            out.append(block)
     return out
 
 
@@ -530,6 +580,7 @@ class _AnthropicStream(StreamParser):
         self.answer: dict[int, list[str]] = {}  # block index -> JSON fragments
         self.native: dict[int, dict[str, Any]] = {}  # block index -> block being built
         self.native_json: dict[int, list[str]] = {}  # its input's JSON fragments
+        self.texts: dict[int, tuple[list[str], list[dict[str, Any]]]] = {}  # text, citations
         self.usage: _Usage | None = None
 
     def _chunk(self, content: str = "", **kwargs: Any) -> AIMessageChunk:
@@ -568,6 +619,11 @@ class _AnthropicStream(StreamParser):
             block = block_start.content_block
             if block.get("type") == "text":
                 text = wire.structure(block, _Text).text
+                cited = block.get("citations")
+                self.texts[block_start.index] = (
+                    [text],
+                    [dict(c) for c in cited] if isinstance(cited, list) else [],
+                )
                 return [self._chunk(text)] if text else []
             if block.get("type") == "tool_use":
                 use = wire.structure(block, _ToolUse)
@@ -583,7 +639,15 @@ class _AnthropicStream(StreamParser):
             delta: _BlockDelta = loads_event("anthropic", event, _BlockDelta)
             body = delta.delta
             if body.get("type") == "text_delta":
-                return [self._chunk(str(body.get("text", "")))]
+                text = str(body.get("text", ""))
+                if delta.index in self.texts:
+                    self.texts[delta.index][0].append(text)
+                return [self._chunk(text)]
+            if body.get("type") == "citations_delta" and delta.index in self.texts:
+                citation = body.get("citation")
+                if isinstance(citation, Mapping):
+                    self.texts[delta.index][1].append(dict(citation))
+                return []
             native = self.native.get(delta.index)
             if native is not None:
                 self._grow(native, delta.index, body)
@@ -600,6 +664,12 @@ class _AnthropicStream(StreamParser):
             stop: _BlockStop = loads_event("anthropic", event, _BlockStop)
             if stop.index in self.native:
                 return [self._chunk(blocks=[self._finish(stop.index)])]
+            if stop.index in self.texts:
+                pieces, citations = self.texts.pop(stop.index)
+                if not citations:
+                    return []
+                # The text went out as it came; the finished block stands in for it.
+                return [self._chunk(blocks=[_text_block("".join(pieces), citations)])]
             fragments = self.answer.pop(stop.index, None)
             if fragments is None:
                 return []
@@ -617,8 +687,10 @@ class _AnthropicStream(StreamParser):
                 self.complete = True
             if end.delta.stop_sequence is not None:
                 metadata["stop_sequence"] = end.delta.stop_sequence
-            usage = _usage(_merge_usage(self.usage, end.usage))
-            return [self._chunk(usage=usage, response_metadata=metadata)]
+            merged = _merge_usage(self.usage, end.usage)
+            if merged is not None and merged.service_tier is not None:
+                metadata["service_tier"] = merged.service_tier
+            return [self._chunk(usage=_usage(merged), response_metadata=metadata)]
         if kind == "message_stop":
             self.complete = True
             return []

@@ -5,8 +5,10 @@ llama.cpp, Ollama, LM Studio): point ``base_url=`` or ``OPENAI_BASE_URL`` at it.
 quirks are switched with ``compat=`` (see ``OpenAICompat``), never special-cased.
 
 ``usage.input_tokens`` is ``prompt_tokens`` (the whole prompt, cached part included);
-``usage.cache_read_tokens`` is ``prompt_tokens_details.cached_tokens``. OpenAI caches
-automatically, so ``cache_write_tokens`` is always 0.
+``usage.cache_read_tokens`` is ``prompt_tokens_details.cached_tokens``,
+``cache_write_tokens`` its ``cache_write_tokens`` (0 where the API does not report writes),
+``reasoning_tokens`` ``completion_tokens_details.reasoning_tokens`` and ``cost`` the cost
+OpenRouter reports. Other extras go into ``response_metadata`` (see docs/providers.md).
 """
 
 from __future__ import annotations
@@ -93,6 +95,15 @@ class _Message:
     content: str | None = None
     refusal: str | None = None
     tool_calls: list[_ToolCall] | None = None
+    annotations: list[dict[str, Any]] | None = None
+    reasoning: str | None = None
+    reasoning_content: str | None = None
+
+
+@attrs.frozen
+class _Logprobs:
+    content: list[dict[str, Any]] | None = None
+    refusal: list[dict[str, Any]] | None = None
 
 
 @attrs.frozen
@@ -101,11 +112,14 @@ class _Choice:
     message: _Message | None = None
     delta: _Message | None = None
     finish_reason: str | None = None
+    native_finish_reason: str | None = None
+    logprobs: _Logprobs | None = None
 
 
 @attrs.frozen
 class _PromptDetails:
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 @attrs.frozen
@@ -119,6 +133,7 @@ class _Usage:
     completion_tokens: int | None = None
     prompt_tokens_details: _PromptDetails | None = None
     completion_tokens_details: _CompletionDetails | None = None
+    cost: float | None = None
 
 
 @attrs.frozen
@@ -135,21 +150,30 @@ class _Completion:
     choices: list[_Choice] = attrs.Factory(list)
     usage: _Usage | None = None
     system_fingerprint: str | None = None
+    service_tier: str | None = None
+    provider: str | None = None
     error: _ErrorDetail | None = None
 
 
 def _usage(usage: _Usage | None) -> Usage | None:
     if usage is None:
         return None
-    details = usage.prompt_tokens_details
+    prompt = usage.prompt_tokens_details or _PromptDetails()
+    completion = usage.completion_tokens_details or _CompletionDetails()
     return Usage(
         input_tokens=usage.prompt_tokens or 0,
         output_tokens=usage.completion_tokens or 0,
-        cache_read_tokens=(details.cached_tokens or 0) if details else 0,
+        cache_read_tokens=prompt.cached_tokens or 0,
+        cache_write_tokens=prompt.cache_write_tokens or 0,
+        cost=usage.cost,
+        reasoning_tokens=completion.reasoning_tokens or 0,
     )
 
 
 def _response_metadata(completion: _Completion) -> dict[str, Any]:
+    """What a completion (or a stream's chunk) says about itself: ``model``,
+    ``response_id``, ``system_fingerprint``, ``service_tier`` and OpenRouter's
+    ``upstream_provider`` (the service that answered)."""
     metadata: dict[str, Any] = {}
     if completion.model is not None:
         metadata["model"] = completion.model
@@ -157,6 +181,19 @@ def _response_metadata(completion: _Completion) -> dict[str, Any]:
         metadata["response_id"] = completion.id
     if completion.system_fingerprint is not None:
         metadata["system_fingerprint"] = completion.system_fingerprint
+    if completion.service_tier is not None:
+        metadata["service_tier"] = completion.service_tier
+    if completion.provider is not None:
+        metadata["upstream_provider"] = completion.provider
+    return metadata
+
+
+def _choice_metadata(choice: _Choice) -> dict[str, Any]:
+    """A finished choice's extras: ``finish_reason``, OpenRouter's
+    ``native_finish_reason``."""
+    metadata: dict[str, Any] = {"finish_reason": choice.finish_reason}
+    if choice.native_finish_reason is not None:
+        metadata["native_finish_reason"] = choice.native_finish_reason
     return metadata
 
 
@@ -264,6 +301,12 @@ class OpenAIChatModel(HTTPChatModel):
             if self.compat.stream_usage:
                 body["stream_options"] = {"include_usage": True}
         body.update((provider_options or {}).get("openai", {}))
+        choices = body.get("n")
+        if choices is not None and choices != 1:
+            raise ConfigError(
+                f"openai: n={choices!r} asks for several answers, but a model call returns "
+                "one AIMessage; leave n unset (or 1) and call the model again for another"
+            )
         return PreparedCall(f"{self.base_url}/chat/completions", body)
 
     def _max_tokens_field(self) -> str:
@@ -335,9 +378,8 @@ class OpenAIChatModel(HTTPChatModel):
             for tc in message.tool_calls or ()
         ]
         metadata.update(_response_metadata(completion))
-        metadata["finish_reason"] = choice.finish_reason
-        if message.refusal:
-            metadata["refusal"] = message.refusal
+        metadata.update(_choice_metadata(choice))
+        metadata.update(_message_metadata(message, choice.logprobs))
         return AIMessage(
             message.content or "",
             tool_calls=calls,
@@ -351,18 +393,55 @@ class OpenAIChatModel(HTTPChatModel):
 
 class _OpenAIStream(StreamParser):
     """Chat Completions chunks → ``AIMessageChunk``s. Complete at ``[DONE]``, or when a
-    ``finish_reason`` arrived and the server then closed the stream cleanly."""
+    ``finish_reason`` arrived and the server then closed the stream cleanly.
+
+    What arrives in fragments besides text and tool calls (the refusal, a compatible
+    server's reasoning, annotations, logprobs) is gathered and sent whole in the chunk that
+    ends the answer, so the assembled message equals what ``invoke`` returns."""
 
     def __init__(self, metadata: dict[str, Any], id: str) -> None:
         self.metadata = metadata
         self.id = id
         self.first = True
+        self.refusal: list[str] = []
+        self.reasoning: list[str] = []
+        self.annotations: list[dict[str, Any]] = []
+        self.logprobs: list[dict[str, Any]] | None = None
+        self.flushed = False
+        self.finished = False
+
+    def _gather(self, choice: _Choice, delta: _Message) -> None:
+        if delta.refusal:
+            self.refusal.append(delta.refusal)
+        if delta.reasoning or delta.reasoning_content:
+            self.reasoning.append(delta.reasoning or delta.reasoning_content or "")
+        self.annotations.extend(delta.annotations or ())
+        if choice.logprobs is not None and choice.logprobs.content is not None:
+            self.logprobs = (self.logprobs or []) + choice.logprobs.content
+
+    def _gathered(self) -> dict[str, Any]:
+        """The gathered extras, once (at the finish reason, or at the stream's end)."""
+        if self.flushed:
+            return {}
+        self.flushed = True
+        whole = _Message(
+            refusal="".join(self.refusal) or None,
+            annotations=self.annotations,
+            reasoning="".join(self.reasoning) or None,
+        )
+        logprobs = None if self.logprobs is None else _Logprobs(self.logprobs)
+        return _message_metadata(whole, logprobs)
 
     def feed(self, event: SSEEvent) -> list[AIMessageChunk]:
         data = event.data.strip()
         if data == "[DONE]":
             self.complete = True
-            return []
+            rest = self._gathered()
+            if not self.finished:
+                # A server that never gave a finish reason (as invoke reports it: None).
+                rest["finish_reason"] = None
+                self.finished = True
+            return [AIMessageChunk(response_metadata=rest, id=self.id)] if rest else []
         if not data:
             return []
         chunk: _Completion = loads_event("openai", event, _Completion)
@@ -374,10 +453,17 @@ class _OpenAIStream(StreamParser):
         if self.first:
             metadata = {**self.metadata, **_response_metadata(chunk)}
             self.first = False
+        elif chunk.service_tier is not None or chunk.provider is not None:
+            metadata = {
+                key: value
+                for key, value in _response_metadata(chunk).items()
+                if key in ("service_tier", "upstream_provider")
+            }
         for choice in chunk.choices:
             if choice.index != 0:
                 continue
             delta = choice.delta or _Message()
+            self._gather(choice, delta)
             parts = [
                 ToolCallChunk(
                     tc.index if tc.index is not None else position,
@@ -388,10 +474,10 @@ class _OpenAIStream(StreamParser):
                 for position, tc in enumerate(delta.tool_calls or ())
             ]
             if choice.finish_reason is not None:
-                metadata["finish_reason"] = choice.finish_reason
+                self.finished = True
+                metadata.update(_choice_metadata(choice))
+                metadata.update(self._gathered())
                 self.complete = True
-            if delta.refusal:
-                metadata["refusal"] = delta.refusal
             if delta.content or parts or metadata:
                 out.append(
                     AIMessageChunk(
@@ -408,17 +494,40 @@ class _OpenAIStream(StreamParser):
         return out
 
 
+def _message_metadata(message: _Message, logprobs: _Logprobs | None) -> dict[str, Any]:
+    """A message's extras: ``refusal`` (the model's refusal text), ``annotations`` (URL
+    citations), ``reasoning`` (a compatible server's reasoning text) and ``logprobs``
+    (the content tokens' log probabilities, when asked for)."""
+    metadata: dict[str, Any] = {}
+    if message.refusal:
+        metadata["refusal"] = message.refusal
+    if message.annotations:
+        metadata["annotations"] = [dict(item) for item in message.annotations]
+    reasoning = message.reasoning or message.reasoning_content
+    if reasoning:
+        metadata["reasoning"] = reasoning
+    if logprobs is not None and logprobs.content is not None:
+        metadata["logprobs"] = [dict(item) for item in logprobs.content]
+    return metadata
+
+
+_ANTHROPIC_TEXT_KEYS = ("cache_control", "citations")
+
+
 def _content(content: str | list[dict[str, Any]]) -> Any:
-    """Message content for the wire: a string, or parts with plait's text blocks reduced to
-    OpenAI's ``{"type": "text", "text"}`` (provider-native parts pass through)."""
+    """Message content for the wire: a string, or parts as given — a text part keeps the
+    provider keys it carries (``prompt_cache_breakpoint``), native parts pass through."""
     if isinstance(content, str):
         return content
     parts: list[dict[str, Any]] = []
     for block in content:
-        if block.get("type") == "text":
-            parts.append({"type": "text", "text": str(block.get("text", ""))})
-        else:
-            parts.append(dict(block))
+        part = dict(block)
+        if part.get("type") == "text":
+            # A provider key (a cache breakpoint) is sent; Anthropic's own marks are not.
+            for key in _ANTHROPIC_TEXT_KEYS:
+                part.pop(key, None)
+            part["text"] = str(part.get("text", ""))
+        parts.append(part)
     return parts
 
 
