@@ -1,0 +1,212 @@
+"""No API key leaves a provider through its errors: servers that fail by echoing the key
+(in a stream's error event, a malformed event, an error body, a body that is not JSON)
+and every place the failure then reaches — the error's text, repr and traceback with its
+chain, log records, a SQLite checkpoint (through a tool's error) and ``plait run``'s
+output — are scanned for it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from replay_server import ReplayServer, Reply
+
+import plait
+from plait.errors import ProviderError
+from plait.messages import AIMessage, HumanMessage, ToolCall
+from plait.models.anthropic import AnthropicChatModel
+from plait.models.openai import OpenAIChatModel
+from plait.testing import ScriptedChatModel
+
+KEY = "sk-live-0123456789abcdefLEAKCHECK"
+"""Key-shaped, so it would be caught by pattern too; the exact key is what is searched."""
+BARE_KEY = "plainkey0123456789LEAK"
+"""Not key-shaped: only the exact-key redaction can catch this one."""
+
+
+def _sse(*events: tuple[str, str]) -> Reply:
+    text = "".join(f"event: {name}\ndata: {data}\n\n" for name, data in events)
+    return Reply(200, b"", {"content-type": "text/event-stream"}, pieces=(text.encode(),))
+
+
+def failures(key: str) -> dict[str, tuple[str, Callable[[], Reply], bool]]:
+    """name -> (provider, the failing reply, whether it is streamed)."""
+    echo = json.dumps(f"invalid key {key} for this request")
+    start = json.dumps(
+        {
+            "type": "message_start",
+            "message": {"id": "m", "model": "c", "content": [], "usage": {"input_tokens": 1}},
+        }
+    )
+    return {
+        "openai-stream-error": (
+            "openai",
+            lambda: _sse(("message", json.dumps({"error": {"message": f"bad {key}"}}))),
+            True,
+        ),
+        "openai-malformed-event": (
+            "openai",
+            lambda: _sse(("message", '{"choices": [' + echo)),
+            True,
+        ),
+        "openai-401": (
+            "openai",
+            lambda: Reply(401, json.dumps({"error": {"message": f"key {key}"}}).encode()),
+            False,
+        ),
+        "openai-not-json": ("openai", lambda: Reply(200, f"<html>{key}</html>".encode()), False),
+        "anthropic-error-event": (
+            "anthropic",
+            lambda: _sse(
+                ("message_start", start),
+                ("error", json.dumps({"type": "error", "error": {"message": echo}})),
+            ),
+            True,
+        ),
+        "anthropic-malformed-event": (
+            "anthropic",
+            lambda: _sse(("message_start", start), ("content_block_start", "{" + echo)),
+            True,
+        ),
+        "anthropic-error-in-200": (
+            "anthropic",
+            lambda: Reply(
+                200, json.dumps({"error": {"type": "api_error", "message": echo}}).encode()
+            ),
+            False,
+        ),
+        "anthropic-500": (
+            "anthropic",
+            lambda: Reply(500, json.dumps({"error": {"message": echo}}).encode()),
+            False,
+        ),
+    }
+
+
+CASES = [(key, name) for key in (KEY, BARE_KEY) for name in failures(key)]
+
+
+def model_for(provider: str, server: ReplayServer, key: str) -> Any:
+    if provider == "openai":
+        return OpenAIChatModel("gpt-4o", api_key=key, base_url=server.url + "/v1")
+    return AnthropicChatModel("claude-sonnet-4-5", api_key=key, base_url=server.url)
+
+
+def call(model: Any, streamed: bool) -> ProviderError:
+    with pytest.raises(ProviderError) as caught:
+        if streamed:
+            list(model.stream([HumanMessage("hi")]))
+        else:
+            model.invoke([HumanMessage("hi")])
+    return caught.value
+
+
+def everything_said(error: BaseException) -> str:
+    """The error as a user, a log or a trace would see it, its whole chain included."""
+    return "\n".join(
+        [str(error), repr(error), *traceback.format_exception(error), repr(error.args)]
+    )
+
+
+@pytest.mark.parametrize(("key", "name"), CASES)
+def test_provider_errors_never_carry_the_key(
+    key: str, name: str, server: ReplayServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider, reply, streamed = failures(key)[name]
+    model = model_for(provider, server, key)
+    assert server.requests == []
+    with caplog.at_level(logging.DEBUG):
+        server.reply(reply())
+        error = call(model, streamed)
+    assert server.last.headers.get("authorization", server.last.headers.get("x-api-key", ""))
+    assert key in json.dumps(server.last.headers)  # the key did go out, to the server
+    said = everything_said(error)
+    assert key not in said
+    assert "[REDACTED]" in said
+    assert error.__context__ is None and error.__cause__ is None
+    logged = "\n".join(r.getMessage() + str(r.exc_text or "") for r in caplog.records)
+    assert key not in logged
+
+
+@pytest.mark.parametrize("name", list(failures(BARE_KEY)))
+def test_a_tool_error_in_a_sqlite_checkpoint_does_not_carry_the_key(
+    name: str, server: ReplayServer, tmp_path: Path
+) -> None:
+    provider, reply, streamed = failures(BARE_KEY)[name]
+    expert = model_for(provider, server, BARE_KEY)
+
+    @plait.tool
+    def ask_expert(question: str) -> str:
+        """Ask another model.
+
+        Args:
+            question: what to ask.
+        """
+        server.reply(reply())
+        call_model = (
+            (lambda: list(expert.stream([HumanMessage(question)])))
+            if streamed
+            else (lambda: expert.invoke([HumanMessage(question)]))
+        )
+        return str(call_model())
+
+    db = tmp_path / "threads.db"
+    agent = plait.create_agent(
+        model=ScriptedChatModel(
+            [AIMessage("", tool_calls=[ToolCall("ask_expert", {"question": "q"})]), "done"]
+        ),
+        tools=[ask_expert],
+        checkpointer=f"sqlite:///{db}",
+    )
+    result = agent.invoke({"messages": [HumanMessage("go")]}, thread_id="t")
+    tool_message = result.messages[2]
+    assert tool_message.status == "error" and "REDACTED" in tool_message.text
+    agent.close()
+    for path in tmp_path.iterdir():
+        assert BARE_KEY.encode() not in path.read_bytes(), path.name
+    with sqlite3.connect(db) as connection:
+        dump = "\n".join(connection.iterdump())
+    assert "REDACTED" in dump and BARE_KEY not in dump
+
+
+@pytest.mark.parametrize("name", ["openai-stream-error", "anthropic-error-event", "openai-401"])
+def test_plait_run_output_does_not_carry_the_key(
+    name: str, server: ReplayServer, tmp_path: Path
+) -> None:
+    provider, reply, _ = failures(BARE_KEY)[name]
+    for _ in range(12):  # the CLI may retry
+        server.reply(reply())
+    model = "openai:gpt-4o" if provider == "openai" else "anthropic:claude-sonnet-4-5"
+    agent = tmp_path / "agent.toml"
+    agent.write_text(f'[agent]\nmodel = "{model}"\n', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    env.update(
+        OPENAI_API_KEY=BARE_KEY,
+        OPENAI_BASE_URL=server.url + "/v1",
+        ANTHROPIC_API_KEY=BARE_KEY,
+        ANTHROPIC_BASE_URL=server.url,
+        PYTHONIOENCODING="utf-8",
+        PLAIT_TRACE="1",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "plait.cli", "run", str(agent), "hello"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert server.requests, "the CLI never reached the server"
+    assert BARE_KEY not in done.stdout + done.stderr
+    assert "REDACTED" in done.stdout + done.stderr
