@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 import attrs
 import backoff
+import httpx
 
 from plait.errors import ProviderError, StopRun
 
@@ -57,12 +58,27 @@ JITTER = 0.25
 """Jitter spreads each delay uniformly over ±25% of it."""
 
 
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
 def default_retry_on(exc: Exception) -> bool:
-    """Retry every error except a ``ProviderError`` whose ``retryable`` is false (a 400,
-    401, 403, 404 or a context overflow: another attempt cannot help)."""
+    """Retry only what another attempt can fix: timeouts (``TimeoutError``, so
+    ``ToolTimeoutError`` too, and httpx's), connection errors (``ConnectionError``, httpx's
+    transport errors), HTTP 408/409/429/5xx (``httpx.HTTPStatusError``) and a
+    ``ProviderError`` whose ``retryable`` is true. Anything else is deterministic — a bug,
+    bad arguments, an exhausted script, a 400/401/404 — and fails at once.
+
+    Widen it with ``retry_on``: exception classes, or a predicate such as
+    ``lambda exc: default_retry_on(exc) or isinstance(exc, MyFlakyError)``.
+    """
     if isinstance(exc, ProviderError):
         return exc.retryable
-    return True
+    if isinstance(exc, TimeoutError | ConnectionError | httpx.TransportError):
+        return True
+    if isinstance(exc, httpx.HTTPStatusError):
+        status = exc.response.status_code
+        return status in _RETRYABLE_STATUS or status >= 500
+    return False
 
 
 def backoff_delays(

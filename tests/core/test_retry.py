@@ -105,8 +105,37 @@ def test_retry_after_makes_the_wait_at_least_that_long() -> None:
 # -- what is retried ----------------------------------------------------------------------
 
 
-def test_default_retry_on_skips_non_retryable_provider_errors() -> None:
-    assert default_retry_on(ValueError("boom"))
+def test_default_retry_on_retries_only_what_another_attempt_can_fix() -> None:
+    import httpx
+
+    from plait.errors import ToolTimeoutError
+    from plait.models.scripted import ScriptExhaustedError
+
+    request = httpx.Request("GET", "http://127.0.0.1/")
+
+    def status(code: int) -> httpx.HTTPStatusError:
+        response = httpx.Response(code, request=request)
+        return httpx.HTTPStatusError("x", request=request, response=response)
+
+    for transient in (
+        TimeoutError("slow"),
+        ToolTimeoutError("past 5s"),
+        ConnectionResetError("reset"),
+        httpx.ConnectTimeout("slow", request=request),
+        httpx.ConnectError("refused", request=request),
+        status(429),
+        status(503),
+    ):
+        assert default_retry_on(transient), transient
+    for deterministic in (
+        ValueError("boom"),
+        KeyError("k"),
+        RuntimeError("bug"),
+        ScriptExhaustedError("no more answers"),
+        FileNotFoundError("x"),
+        status(404),
+    ):
+        assert not default_retry_on(deterministic), deterministic
     assert default_retry_on(ProviderError("busy", status_code=503))
     assert default_retry_on(ProviderError("timeout"))
     assert not default_retry_on(ProviderError("bad key", status_code=401))
@@ -141,7 +170,7 @@ def test_stop_run_errors_are_never_retried() -> None:
 
 def test_call_retries_until_success_sleeping_the_delays() -> None:
     sleeper = FakeSleeper()
-    flaky = Flaky(ValueError("1"), ValueError("2"))
+    flaky = Flaky(ConnectionError("1"), ConnectionError("2"))
     result = policy(sleeper, jitter=False, max_retries=3).call(flaky, give_up)
     assert result == "ok"
     assert flaky.attempts == 3
@@ -150,7 +179,7 @@ def test_call_retries_until_success_sleeping_the_delays() -> None:
 
 def test_call_gives_up_after_max_retries_with_the_last_error() -> None:
     sleeper = FakeSleeper()
-    flaky = Flaky(*(ValueError(f"failure {i}") for i in range(5)))
+    flaky = Flaky(*(ConnectionError(f"failure {i}") for i in range(5)))
     result = policy(sleeper, jitter=False, max_retries=2).call(flaky, give_up)
     assert result == "gave up after 3: failure 2"
     assert flaky.attempts == 3
@@ -159,7 +188,7 @@ def test_call_gives_up_after_max_retries_with_the_last_error() -> None:
 
 def test_zero_retries_means_one_attempt_and_no_sleep() -> None:
     sleeper = FakeSleeper()
-    flaky = Flaky(ValueError("once"))
+    flaky = Flaky(ConnectionError("once"))
     assert policy(sleeper, max_retries=0).call(flaky, give_up) == "gave up after 1: once"
     assert flaky.attempts == 1
     assert sleeper.delays == []
@@ -181,13 +210,13 @@ def test_a_non_matching_error_is_raised_at_once_without_give_up() -> None:
 
 
 def test_give_up_may_re_raise_the_last_error() -> None:
-    error = ValueError("last")
-    flaky = Flaky(ValueError("first"), error)
+    error = ConnectionError("last")
+    flaky = Flaky(ConnectionError("first"), error)
 
     def reraise(exc: Exception, attempts: int) -> str:
         raise exc
 
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ConnectionError) as raised:
         policy(FakeSleeper(), max_retries=1).call(flaky, reraise)
     assert raised.value is error
 
@@ -214,7 +243,7 @@ def test_acall_sleeps_with_asleep_only() -> None:
     options = RetryPolicy(
         sleep=sync_sleeper, asleep=async_sleeper.asleep, jitter=False, backoff_factor=0
     )
-    flaky = Flaky(ValueError("a"), ValueError("b"))
+    flaky = Flaky(ConnectionError("a"), ConnectionError("b"))
     assert asyncio.run(options.acall(flaky.acall, give_up)) == "ok"
     assert async_sleeper.delays == [1.0, 1.0]
     assert sync_sleeper.delays == []

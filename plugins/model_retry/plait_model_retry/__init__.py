@@ -26,8 +26,9 @@ class ModelRetryMiddleware(RetryPolicy, Middleware):
 
     ``on_failure`` when retries run out: ``"continue"`` answers with an AI message saying the
     call failed; ``"error"`` re-raises the model's last error; a function ``exc -> str``
-    writes the AI message's text. An error ``retry_on`` does not match (by default a
-    non-retryable ``ProviderError``, such as a 401) is re-raised at once.
+    writes the AI message's text. An error ``retry_on`` does not match (by default
+    anything but a timeout, a connection error, a 429/5xx or a retryable
+    ``ProviderError``) is re-raised at once.
     """
 
     def wrap_model_call(

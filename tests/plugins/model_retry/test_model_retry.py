@@ -302,3 +302,14 @@ def test_streaming_runs_are_retried_too(make_agent: Any, sleeper: FakeSleeper) -
     chunks = [e.data.content for e in agent.stream("hi", mode="messages") if e.source == "model"]
     assert "".join(chunks) == "hello world"
     assert sleeper.delays == [1.0]
+
+
+def test_an_exhausted_script_is_not_retried() -> None:
+    """A deterministic error fails at once: no attempts, no sleeping (was 3 attempts, 4 s)."""
+    from plait.models.scripted import ScriptExhaustedError
+
+    sleeper = FakeSleeper()
+    agent = plait.create_agent(plait.ScriptedChatModel([]), middleware=[retry(sleeper)])
+    with pytest.raises(ScriptExhaustedError):
+        agent.invoke("hi")
+    assert sleeper.delays == []

@@ -65,7 +65,7 @@ def test_retries_a_failing_tool_until_it_answers(make_agent: Any, sleeper: FakeS
 
 
 def test_continue_gives_the_model_an_error_message(make_agent: Any, sleeper: FakeSleeper) -> None:
-    body = Flaky(*(ValueError("boom") for _ in range(3)))
+    body = Flaky(*(TimeoutError("boom") for _ in range(3)))
     agent = make_agent(script(), tools=[make_tool("fetch", body)], middleware=[retry(sleeper)])
     result = agent.invoke("go")
     answer = result.messages[2]
@@ -73,7 +73,7 @@ def test_continue_gives_the_model_an_error_message(make_agent: Any, sleeper: Fak
     assert answer.status == "error"
     assert answer.tool_call_id == "c1"
     assert answer.text == (
-        "Error: tool 'fetch' failed after 3 attempts with ValueError: boom. You may call it "
+        "Error: tool 'fetch' failed after 3 attempts with TimeoutError: boom. You may call it "
         "again (with different arguments if they could be the cause) or take another approach."
     )
     assert result.text == "done"  # the model carried on
@@ -84,7 +84,7 @@ def test_continue_gives_the_model_an_error_message(make_agent: Any, sleeper: Fak
 def test_error_stops_the_run_with_the_tool_error_as_cause(
     make_agent: Any, sleeper: FakeSleeper
 ) -> None:
-    body = Flaky(ValueError("first"), ValueError("second"))
+    body = Flaky(TimeoutError("first"), TimeoutError("second"))
     agent = make_agent(
         script(),
         tools=[make_tool("fetch", body)],
@@ -92,8 +92,8 @@ def test_error_stops_the_run_with_the_tool_error_as_cause(
     )
     with pytest.raises(ToolCallFailedError) as raised:
         agent.invoke("go", thread_id="t")
-    assert str(raised.value) == "tool 'fetch' failed after 2 attempts with ValueError: second"
-    assert isinstance(raised.value.__cause__, ValueError)
+    assert str(raised.value) == "tool 'fetch' failed after 2 attempts with TimeoutError: second"
+    assert isinstance(raised.value.__cause__, TimeoutError)
     assert str(raised.value.__cause__) == "second"
     assert agent.model.calls == 1  # the model is not asked again
     # the history stays valid: the call is answered
@@ -102,14 +102,14 @@ def test_error_stops_the_run_with_the_tool_error_as_cause(
 
 
 def test_a_formatter_writes_the_tool_message(make_agent: Any, sleeper: FakeSleeper) -> None:
-    body = Flaky(KeyError("id"), KeyError("id"), KeyError("id"))
+    body = Flaky(ConnectionError("id"), ConnectionError("id"), ConnectionError("id"))
     agent = make_agent(
         script(),
         tools=[make_tool("fetch", body)],
         middleware=[retry(sleeper, on_failure=lambda exc: f"fetch is down: {exc!r}")],
     )
     answer = agent.invoke("go").messages[2]
-    assert answer.text == "fetch is down: KeyError('id')"
+    assert answer.text == "fetch is down: ConnectionError('id')"
     assert answer.status == "error"
 
 
@@ -120,17 +120,17 @@ def test_deprecated_on_failure_values_still_work(
     with pytest.warns(DeprecationWarning, match=f"on_failure='{old}' is deprecated"):
         middleware = retry(sleeper, max_retries=0, on_failure=old)
     agent = make_agent(
-        script(), tools=[make_tool("fetch", Flaky(ValueError("x")))], middleware=[middleware]
+        script(), tools=[make_tool("fetch", Flaky(TimeoutError("x")))], middleware=[middleware]
     )
     if raises:
         with pytest.raises(ToolCallFailedError):
             agent.invoke("go")
     else:
-        assert "failed after 1 attempt with ValueError: x" in agent.invoke("go").messages[2].text
+        assert "failed after 1 attempt with TimeoutError: x" in agent.invoke("go").messages[2].text
 
 
 def test_only_the_listed_tools_are_retried(make_agent: Any, sleeper: FakeSleeper) -> None:
-    flaky, fragile = Flaky(ValueError("a")), Flaky(ValueError("b"))
+    flaky, fragile = Flaky(TimeoutError("a")), Flaky(TimeoutError("b"))
     tools = [make_tool("flaky", flaky), make_tool("fragile", fragile)]
     agent = make_agent(
         [ai("", call("flaky", id="c1"), call("fragile", id="c2")), "done"],
@@ -142,13 +142,13 @@ def test_only_the_listed_tools_are_retried(make_agent: Any, sleeper: FakeSleeper
     assert by_call["c1"].text == "fetched"
     # not retried: the kernel turns the error into a message, as for any tool error
     assert by_call["c2"].status == "error"
-    assert "ValueError: b" in by_call["c2"].text
+    assert "TimeoutError: b" in by_call["c2"].text
     assert (flaky.calls, fragile.calls) == (2, 1)
     assert sleeper.delays == [1.0]
 
 
 def test_tools_may_be_given_as_tool_objects(make_agent: Any, sleeper: FakeSleeper) -> None:
-    body = Flaky(ValueError("a"))
+    body = Flaky(TimeoutError("a"))
     fetch = make_tool("fetch", body)
     middleware = retry(sleeper, tools=[fetch])
     assert middleware.tools == ("fetch",)
@@ -199,7 +199,7 @@ def test_constant_and_capped_delays(make_agent: Any, sleeper: FakeSleeper) -> No
 
 
 def test_parallel_calls_are_retried_independently(make_agent: Any, sleeper: FakeSleeper) -> None:
-    first, second = Flaky(ValueError("x")), Flaky()
+    first, second = Flaky(TimeoutError("x")), Flaky()
     agent = make_agent(
         [ai("", call("one", id="c1"), call("two", id="c2")), "done"],
         tools=[make_tool("one", first), make_tool("two", second)],
@@ -235,13 +235,13 @@ def test_async_path_retries_an_async_tool_with_asleep(make_agent: Any) -> None:
 
 
 def test_async_give_up_variants(make_agent: Any, sleeper: FakeSleeper) -> None:
-    body = Flaky(*(ValueError("no") for _ in range(2)))
+    body = Flaky(*(TimeoutError("no") for _ in range(2)))
     agent = make_agent(
         script(), tools=[make_tool("fetch", body)], middleware=[retry(sleeper, max_retries=1)]
     )
     result = asyncio.run(agent.ainvoke("go"))
     assert result.messages[2].text.startswith("Error: tool 'fetch' failed after 2 attempts")
-    failing = Flaky(*(ValueError("no") for _ in range(2)))
+    failing = Flaky(*(TimeoutError("no") for _ in range(2)))
     stopping = make_agent(
         script(),
         tools=[make_tool("fetch", failing)],
@@ -249,7 +249,7 @@ def test_async_give_up_variants(make_agent: Any, sleeper: FakeSleeper) -> None:
     )
     with pytest.raises(ToolCallFailedError) as raised:
         asyncio.run(stopping.ainvoke("go"))
-    assert isinstance(raised.value.__cause__, ValueError)
+    assert isinstance(raised.value.__cause__, TimeoutError)
     assert sleeper.delays == [1.0, 1.0]
 
 
@@ -294,3 +294,14 @@ def test_bad_options_fail_at_create_agent(
         make_agent([], middleware=[("tool_retry", options)])
     assert str(raised.value).startswith("plugin 'tool_retry': ")
     assert message in str(raised.value)
+
+
+def test_a_deterministic_error_is_not_retried_by_default(
+    make_agent: Any, sleeper: FakeSleeper
+) -> None:
+    body = Flaky(KeyError("id"))
+    agent = make_agent(script(), tools=[make_tool("fetch", body)], middleware=[retry(sleeper)])
+    answer = agent.invoke("go").messages[2]
+    assert body.calls == 1
+    assert sleeper.delays == []
+    assert answer.status == "error" and "KeyError" in answer.text
