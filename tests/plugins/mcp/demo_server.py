@@ -10,8 +10,9 @@ import asyncio
 import base64
 import os
 import sys
+from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.types import EmbeddedResource, ImageContent, TextResourceContents
 from pydantic import BaseModel
 
@@ -110,6 +111,24 @@ async def book(ctx: Context) -> str:
     if answer.action == "accept":
         return f"booked {answer.data.seats}"
     return f"not booked ({answer.action})"
+
+
+def ask_seats() -> Elicit[Booking]:
+    return Elicit("How many seats?", Booking)
+
+
+@server.tool()
+def reserve(show: str, answer: Annotated[ElicitationResult[Booking], Resolve(ask_seats)]) -> str:
+    """Reserve seats for a show, asking the user how many (protocol 2026-07-28 elicitation)."""
+    if answer.action == "accept":
+        return f"reserved {answer.data.seats} seats for {show}"
+    return f"no reservation for {show} ({answer.action})"
+
+
+@server.tool()
+def header(name: str, ctx: Context) -> str:
+    """The value of one HTTP request header (streamable HTTP only)."""
+    return (ctx.headers or {}).get(name.lower(), "(none)")
 
 
 if __name__ == "__main__":
