@@ -297,6 +297,8 @@ class Run:
         elif self.agent.structured.native and message is not None and not message.tool_calls:
             parsed = self.agent.structured.parse_text(message.text)
             info.structured_response = self.agent.structured.dump(parsed)
+        elif message is not None:
+            self.agent.structured.check_answered(message)
         return "after_model", True
 
     def tools_node(self) -> Steps:

@@ -4,7 +4,7 @@ models without native structured output, a final-answer tool."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -12,6 +12,7 @@ import attrs
 from plait.errors import ConfigError, StructuredOutputError
 
 if TYPE_CHECKING:
+    from plait.messages import AIMessage
     from plait.tools import Tool
 
 
@@ -54,6 +55,23 @@ class Structured:
     @property
     def request_format(self) -> dict[str, Any] | None:
         return self.schema if self.native else None
+
+    def tool_choice(self, tools: Sequence[Tool]) -> str | None:
+        """The answer tool forced (or, beside the agent's own tools, some tool forced), so
+        a model that can be made to call tools gives its answer through the tool."""
+        if self.tool is None:
+            return None
+        return "required" if tools else self.tool.name
+
+    def check_answered(self, message: AIMessage) -> None:
+        """A final answer in text where the answer tool was expected: the tool strategy's
+        failure, raised as the native strategy raises an answer that does not parse."""
+        if self.tool is None or message.tool_calls:
+            return
+        raise StructuredOutputError(
+            f"the model answered in text instead of calling the answer tool "
+            f"{self.tool.name!r}, so there is no structured answer: {message.text[:200]!r}"
+        )
 
     def parse_args(self, data: Any) -> Any:
         from plait import schema

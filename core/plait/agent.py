@@ -257,6 +257,7 @@ class Agent:
             messages=tuple(thread.messages),
             system_prompt=self.system_prompt,
             tools=tools,
+            tool_choice=self.structured.tool_choice(self.tools),
             response_format=self.structured.request_format,
             state=thread.view,
             runtime=runtime,

@@ -14,6 +14,7 @@ OpenRouter reports. Other extras go into ``response_metadata`` (see docs/provide
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -47,7 +48,7 @@ from plait.models.base import ModelProfile
 if TYPE_CHECKING:
     from plait.tools import Tool
 
-__all__ = ["OpenAIChatModel", "OpenAICompat"]
+__all__ = ["COMPAT_PRESETS", "LOCAL_SERVERS", "LocalServer", "OpenAIChatModel", "OpenAICompat"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -65,6 +66,10 @@ class OpenAICompat:
         picks ``max_completion_tokens`` for api.openai.com (its reasoning models reject
         ``max_tokens``) and ``max_tokens`` elsewhere.
     :param strict_tools: mark function tools ``strict`` (OpenAI structured tool calls).
+    :param structured_output: how ``response_format`` is sent: ``"json_schema"``
+        (OpenAI's ``{"type": "json_schema", "json_schema": {...}}``), ``"json_object_schema"``
+        (``{"type": "json_object", "schema": {...}}``, the only form llama.cpp's server
+        accepts) or ``"json_object"`` (JSON mode without a schema).
     """
 
     assistant_null_content: bool = True
@@ -72,6 +77,51 @@ class OpenAICompat:
     stream_usage: bool = True
     max_tokens_field: str | None = None
     strict_tools: bool = False
+    structured_output: str = attrs.field(
+        default="json_schema",
+        validator=attrs.validators.in_(("json_schema", "json_object_schema", "json_object")),
+    )
+
+
+COMPAT_PRESETS: dict[str, OpenAICompat] = {
+    "openai": OpenAICompat(),
+    "llama.cpp": OpenAICompat(
+        assistant_null_content=False,
+        max_tokens_field="max_tokens",
+        structured_output="json_object_schema",
+    ),
+    "vllm": OpenAICompat(max_tokens_field="max_tokens"),
+    "ollama": OpenAICompat(tool_choice_required=False, max_tokens_field="max_tokens"),
+    "lmstudio": OpenAICompat(tool_choice_required=False, max_tokens_field="max_tokens"),
+}
+"""Named ``compat`` settings for the servers users run locally: ``compat="llama.cpp"``
+(also ``"vllm"``, ``"ollama"``, ``"lmstudio"``), from code, a model id's settings or an
+agent file's ``model_settings``."""
+
+
+def _compat(value: OpenAICompat | Mapping[str, Any] | str | None) -> OpenAICompat:
+    if value is None:
+        return OpenAICompat()
+    if isinstance(value, OpenAICompat):
+        return value
+    if isinstance(value, str):
+        try:
+            return COMPAT_PRESETS[value]
+        except KeyError:
+            raise ConfigError(
+                f"openai: unknown compat preset {value!r}; expected one of "
+                f"{', '.join(map(repr, COMPAT_PRESETS))} or a mapping of OpenAICompat fields"
+            ) from None
+    if isinstance(value, Mapping):
+        fields = dict(value)
+        base = _compat(fields.pop("preset", None))
+        try:
+            return attrs.evolve(base, **fields)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"openai: bad compat options: {exc}") from None
+    raise ConfigError(
+        f"openai: compat must be a preset name, a mapping or an OpenAICompat, got {value!r}"
+    )
 
 
 # -- the wire format (responses and stream chunks) ------------------------------------------
@@ -234,7 +284,7 @@ class OpenAIChatModel(HTTPChatModel):
         timeout: float | None = 60.0,
         profile: ModelProfile | Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
-        compat: OpenAICompat | Mapping[str, Any] | None = None,
+        compat: OpenAICompat | Mapping[str, Any] | str | None = None,
         **settings: Any,
     ) -> None:
         super().__init__(
@@ -246,12 +296,7 @@ class OpenAIChatModel(HTTPChatModel):
             headers=headers,
             **settings,
         )
-        if isinstance(compat, Mapping):
-            try:
-                compat = OpenAICompat(**compat)
-            except TypeError as exc:
-                raise ConfigError(f"openai: bad compat options: {exc}") from None
-        self.compat = compat or OpenAICompat()
+        self.compat = _compat(compat)
 
     @classmethod
     def from_id(cls, name: str, **settings: Any) -> OpenAIChatModel:
@@ -295,7 +340,9 @@ class OpenAIChatModel(HTTPChatModel):
             if tool_choice is not None:
                 body["tool_choice"] = self._tool_choice(tool_choice, tools)
         if response_format is not None:
-            body["response_format"] = _response_format(response_format)
+            body["response_format"] = _response_format(
+                response_format, self.compat.structured_output
+            )
         if stream:
             body["stream"] = True
             if self.compat.stream_usage:
@@ -531,10 +578,15 @@ def _content(content: str | list[dict[str, Any]]) -> Any:
     return parts
 
 
-def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``response_format`` for a JSON schema; an OpenAI-shaped value passes through."""
+def _response_format(schema: Mapping[str, Any], mode: str = "json_schema") -> dict[str, Any]:
+    """``response_format`` for a JSON schema, in the form ``mode`` names; an OpenAI-shaped
+    value passes through."""
     if schema.get("type") in ("json_schema", "json_object", "text") and "properties" not in schema:
         return dict(schema)
+    if mode == "json_object_schema":
+        return {"type": "json_object", "schema": dict(schema)}
+    if mode == "json_object":
+        return {"type": "json_object"}
     title = str(schema.get("title") or "response")
     name = _NAME_UNSAFE.sub("_", title)[:64] or "response"
     return {
@@ -558,3 +610,51 @@ def _strict_ok(schema: Any) -> bool:
         if set(schema.get("required", ())) != set(properties):
             return False
     return all(_strict_ok(value) for key, value in schema.items() if key != "required")
+
+
+# -- local servers --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class LocalServer:
+    """A locally run OpenAI-compatible server: its compat preset, where it listens by
+    default, and the environment variables that override that (and give a key)."""
+
+    preset: str
+    base_url: str
+    base_url_env: str
+    api_key_env: str
+
+
+LOCAL_SERVERS: dict[str, LocalServer] = {
+    "llamacpp": LocalServer("llama.cpp", "http://127.0.0.1:8080/v1", "LLAMACPP_BASE_URL", ""),
+    "vllm": LocalServer("vllm", "http://127.0.0.1:8000/v1", "VLLM_BASE_URL", "VLLM_API_KEY"),
+    "ollama": LocalServer("ollama", "http://127.0.0.1:11434/v1", "OLLAMA_BASE_URL", ""),
+    "lmstudio": LocalServer("lmstudio", "http://127.0.0.1:1234/v1", "LMSTUDIO_BASE_URL", ""),
+}
+"""The model ids ``llamacpp:``, ``vllm:``, ``ollama:`` and ``lmstudio:`` — usable wherever a
+model id is (``create_agent``, agent files, fallbacks) with no settings at all."""
+
+
+def _local_factory(provider: str) -> Any:
+    server = LOCAL_SERVERS[provider]
+
+    def from_id(name: str, **settings: Any) -> OpenAIChatModel:
+        settings.setdefault("compat", server.preset)
+        if settings.get("base_url") is None:
+            settings["base_url"] = os.environ.get(server.base_url_env) or server.base_url
+        if settings.get("api_key") is None:
+            # Never the OPENAI_API_KEY: a local server is not OpenAI.
+            settings["api_key"] = (
+                os.environ.get(server.api_key_env, "") if server.api_key_env else ""
+            )
+        return OpenAIChatModel(name, **settings)
+
+    from_id.__doc__ = f"``{provider}:MODEL``: an OpenAI-compatible {server.preset} server."
+    return from_id
+
+
+llamacpp_model = _local_factory("llamacpp")
+vllm_model = _local_factory("vllm")
+ollama_model = _local_factory("ollama")
+lmstudio_model = _local_factory("lmstudio")

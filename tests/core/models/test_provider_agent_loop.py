@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import attrs
+import pytest
 
 import plait
 from plait.messages import AIMessageChunk
@@ -150,3 +151,40 @@ def test_agent_structured_output_over_anthropic(server: Any) -> None:
         "role": "user",
         "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny in Rome"}],
     }
+
+
+def test_tool_strategy_forces_the_answer_tool_over_openai(server: Any) -> None:
+    server.json(openai_answer(None, (("call_1", "Report", '{"city": "Rome", "sky": "clear"}'),)))
+    llm = OpenAIChatModel(
+        "local-model",
+        base_url=server.url + "/v1",
+        profile={"structured_output": False},
+    )
+    agent = plait.create_agent(model=llm, response_format=Report)
+    result = agent.invoke("Weather report for Rome")
+    assert result.structured_response == Report("Rome", "clear")
+    sent = server.requests[0].body
+    assert "response_format" not in sent
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "Report"}}
+
+
+def test_tool_strategy_beside_tools_requires_a_tool_call(server: Any) -> None:
+    server.json(openai_answer(None, (("call_1", "get_weather", '{"city": "Rome"}'),)))
+    server.json(openai_answer(None, (("call_2", "Report", '{"city": "Rome", "sky": "sunny"}'),)))
+    llm = OpenAIChatModel("m", base_url=server.url + "/v1", profile={"structured_output": False})
+    agent = plait.create_agent(model=llm, tools=[get_weather], response_format=Report)
+    assert agent.invoke("Rome?").structured_response == Report("Rome", "sunny")
+    assert [r.body["tool_choice"] for r in server.requests] == ["required", "required"]
+
+
+def test_tool_strategy_text_answer_is_a_structured_output_error(server: Any) -> None:
+    server.json(openai_answer("It is clear in Rome."))
+    llm = OpenAIChatModel(
+        "m",
+        base_url=server.url + "/v1",
+        profile={"structured_output": False},
+        compat={"tool_choice_required": False},
+    )
+    agent = plait.create_agent(model=llm, response_format=Report)
+    with pytest.raises(plait.errors.StructuredOutputError, match=r"answered in text.*'Report'"):
+        agent.invoke("Weather report for Rome")
