@@ -14,15 +14,17 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from plait.errors import ThreadBusyError
-from plait.messages import AnyMessage
+from plait.errors import StoreError, ThreadBusyError
+from plait.messages import AnyMessage, structure_message, unstructure_message
 
 __all__ = [
     "Checkpoint",
     "Checkpointer",
     "MemoryCheckpointer",
     "StepDelta",
+    "dump_message",
     "dump_value",
+    "load_message",
     "load_value",
 ]
 
@@ -77,27 +79,65 @@ class Checkpointer(Protocol):
         """Forget a thread (a no-op for an unknown one)."""
 
 
-def dump_value(value: Any) -> str:
-    """A state value as JSON text (what checkpointers store for non-message keys)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def _json(value: Any, what: str) -> str:
+    """``value`` as compact JSON text every checkpointer can store, or a ``StoreError``
+    naming ``what`` could not be saved.
+
+    Text stays readable UTF-8; a string holding lone surrogates (a non-UTF-8 file name
+    read with ``surrogateescape``, a Latin-1 terminal) is written with ``\\u`` escapes
+    instead, which JSON reads back to the very same string.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:
+        raise StoreError(f"{what} is nested too deeply to be saved as JSON") from None
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{what} cannot be saved as JSON: {exc}") from None
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return text
+
+
+def dump_value(value: Any, key: str | None = None) -> str:
+    """A state value as JSON text (what checkpointers store for non-message keys); a
+    value JSON cannot hold is a ``StoreError`` naming ``key``."""
+    return _json(value, "a state value" if key is None else f"state key {key!r}")
 
 
 def load_value(text: str) -> Any:
     return json.loads(text)
 
 
+def dump_message(message: AnyMessage) -> str:
+    """A message as JSON text, the same for every checkpointer: one that JSON cannot hold
+    (bytes in a content block, arguments nested too deeply) is a ``StoreError`` naming it."""
+    what = f"message {message.id!r} ({message.type})"
+    try:
+        data = unstructure_message(message)
+    except RecursionError:
+        raise StoreError(f"{what} is nested too deeply to be saved as JSON") from None
+    return _json(data, what)
+
+
+def load_message(text: str) -> AnyMessage:
+    return structure_message(json.loads(text))
+
+
 @attrs.define
 class _MemoryThread:
     step: int = 0
-    messages: dict[str, AnyMessage] = attrs.field(factory=dict)  # insertion order = seq
+    messages: dict[str, str] = attrs.field(factory=dict)  # id -> JSON; insertion order = seq
     values: dict[str, str] = attrs.field(factory=dict)
 
 
 class MemoryCheckpointer:
     """Threads kept in this process's memory (lost when it exits): for tests and demos.
 
-    Values are stored as JSON text, exactly as the database checkpointers store them, so
-    a state that only works in memory is caught here too.
+    Messages and values are stored as JSON text, exactly as the database checkpointers
+    store them, so a state that only works in memory is caught here too.
     """
 
     def __init__(self) -> None:
@@ -115,7 +155,7 @@ class MemoryCheckpointer:
                 return None
             return Checkpoint(
                 thread.step,
-                list(thread.messages.values()),
+                [load_message(text) for text in thread.messages.values()],
                 {key: load_value(text) for key, text in thread.values.items()},
             )
 
@@ -124,7 +164,8 @@ class MemoryCheckpointer:
         return 0 if thread is None else thread.step
 
     def save(self, thread_id: str, delta: StepDelta) -> None:
-        encoded = {key: dump_value(value) for key, value in delta.values.items()}
+        encoded = {key: dump_value(value, key) for key, value in delta.values.items()}
+        rows = [(message.id, dump_message(message)) for message in delta.upserts]
         with self._lock:
             thread = self._threads.get(thread_id) or _MemoryThread()
             if thread.step != delta.step - 1:
@@ -136,8 +177,8 @@ class MemoryCheckpointer:
                 thread.messages.clear()
             for message_id in delta.removed:
                 thread.messages.pop(message_id, None)
-            for message in delta.upserts:
-                thread.messages[message.id] = message
+            for message_id, text in rows:
+                thread.messages[message_id] = text
             thread.values.update(encoded)
             thread.step = delta.step
             self._threads[thread_id] = thread

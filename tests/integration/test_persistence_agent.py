@@ -507,3 +507,38 @@ def test_a_foreign_file_fails_at_create_agent(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="not a usable SQLite database") as info:
         plait.create_agent(model=ScriptedChatModel(["hi"]), checkpointer=f"sqlite:///{path}")
     assert str(path) in str(info.value)
+
+
+NON_UTF8_NAME = b"r\xe9sum\xe9.txt".decode("utf-8", "surrogateescape")
+
+
+def list_files(folder: str) -> str:
+    """List a folder whose file names are not UTF-8.
+
+    Args:
+        folder: the folder.
+    """
+    answer = plait.interrupt({"question": f"List {folder}?"})
+    return f"{NON_UTF8_NAME} ({answer})"
+
+
+def listing_answers(messages: list[AnyMessage], tools: list[Any]) -> AIMessage:
+    last = messages[-1]
+    if isinstance(last, ToolMessage):
+        return AIMessage(f"Found {last.text}")
+    return AIMessage("", tool_calls=[ToolCall("list_files", {"folder": NON_UTF8_NAME}, "c")])
+
+
+def test_a_run_and_its_resume_keep_lone_surrogates(backend: Backend) -> None:
+    def agent() -> Any:
+        return plait.create_agent(
+            model=ScriptedChatModel([listing_answers] * 4),
+            tools=[plait.tool(list_files)],
+            checkpointer=backend.make(),
+        )
+
+    paused = agent().invoke(f"what is in {NON_UTF8_NAME}?", thread_id="s")
+    assert [i.value for i in paused.interrupts] == [{"question": f"List {NON_UTF8_NAME}?"}]
+    result = agent().invoke(plait.Command(resume="ok"), thread_id="s")
+    assert result.text == f"Found {NON_UTF8_NAME} (ok)"
+    assert agent().get_state("s")["messages"][0].text == f"what is in {NON_UTF8_NAME}?"

@@ -12,7 +12,6 @@ The tables are prefixed ``plait_`` so the checkpointer and the store can share o
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import threading
@@ -22,9 +21,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 from urllib.parse import unquote
 
-from plait.checkpoint import Checkpoint, StepDelta, dump_value, load_value
+from plait.checkpoint import (
+    Checkpoint,
+    StepDelta,
+    dump_message,
+    dump_value,
+    load_message,
+    load_value,
+)
 from plait.errors import MalformedURLError, SchemaVersionError, StoreError, ThreadBusyError
-from plait.messages import AnyMessage, structure_message, unstructure_message
+from plait.messages import AnyMessage
 from plait.store import StoreItem
 
 __all__ = ["SCHEMA_VERSION", "SQLiteCheckpointer", "SQLiteStore", "parse_sqlite_url"]
@@ -248,16 +254,12 @@ class _Database:
         self._shared = None
 
 
-def _encode_message(message: AnyMessage) -> str:
-    return json.dumps(unstructure_message(message), ensure_ascii=False, separators=(",", ":"))
-
-
 def _message_rows(upserts: Sequence[AnyMessage]) -> list[tuple[str, str]]:
     """``(id, json)`` per distinct id, in first-seen order with the last version's data
     (a message upserted twice in one step is one row, placed where it first appeared)."""
     rows: dict[str, str] = {}
     for message in upserts:
-        rows[message.id] = _encode_message(message)
+        rows[message.id] = dump_message(message)
     return list(rows.items())
 
 
@@ -317,7 +319,7 @@ class SQLiteCheckpointer:
                 (thread_id,),
             ).fetchall()
         try:
-            messages = [structure_message(json.loads(data)) for _, data in message_rows]
+            messages = [load_message(data) for _, data in message_rows]
             values = {key: load_value(data) for key, data in value_rows}
         except (ValueError, TypeError, KeyError) as exc:
             raise StoreError(
@@ -337,7 +339,7 @@ class SQLiteCheckpointer:
         # Encode before taking the write lock: a value that is not JSON fails here,
         # having written nothing.
         rows = _message_rows(delta.upserts)
-        values = [(thread_id, key, dump_value(value)) for key, value in delta.values.items()]
+        values = [(thread_id, key, dump_value(value, key)) for key, value in delta.values.items()]
         with self._db.transaction(write=True) as conn:
             row = conn.execute(
                 "SELECT step, next_seq FROM plait_threads WHERE id = ?", (thread_id,)

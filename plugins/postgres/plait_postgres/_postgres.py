@@ -10,7 +10,6 @@ one thread never interleave, whichever machines they run on.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import threading
@@ -23,9 +22,16 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
-from plait.checkpoint import Checkpoint, StepDelta, dump_value, load_value
+from plait.checkpoint import (
+    Checkpoint,
+    StepDelta,
+    dump_message,
+    dump_value,
+    load_message,
+    load_value,
+)
 from plait.errors import MalformedURLError, SchemaVersionError, StoreError, ThreadBusyError
-from plait.messages import AnyMessage, structure_message, unstructure_message
+from plait.messages import AnyMessage
 from plait.store import StoreItem
 
 __all__ = ["SCHEMA_VERSION", "PostgresCheckpointer", "PostgresStore", "redact_url"]
@@ -317,9 +323,7 @@ def _message_rows(upserts: Sequence[AnyMessage]) -> list[tuple[str, str]]:
     """``(id, json)`` per distinct id, in first-seen order with the last version's data."""
     rows: dict[str, str] = {}
     for message in upserts:
-        rows[message.id] = json.dumps(
-            unstructure_message(message), ensure_ascii=False, separators=(",", ":")
-        )
+        rows[message.id] = dump_message(message)
     return list(rows.items())
 
 
@@ -365,7 +369,7 @@ class PostgresCheckpointer:
                 (thread_id,),
             ).fetchall()
         try:
-            messages = [structure_message(json.loads(data)) for (data,) in message_rows]
+            messages = [load_message(data) for (data,) in message_rows]
             values = {str(key): load_value(data) for key, data in value_rows}
         except (ValueError, TypeError, KeyError) as exc:
             raise StoreError(
@@ -388,7 +392,7 @@ class PostgresCheckpointer:
 
     def save(self, thread_id: str, delta: StepDelta) -> None:
         rows = _message_rows(delta.upserts)
-        values = [(thread_id, key, dump_value(value)) for key, value in delta.values.items()]
+        values = [(thread_id, key, dump_value(value, key)) for key, value in delta.values.items()]
         with self._db.transaction() as conn:
             # The compare-and-set comes first: its row lock orders concurrent writers.
             if delta.step == 1:

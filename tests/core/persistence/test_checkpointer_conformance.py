@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plait.checkpoint import Checkpoint, Checkpointer, StepDelta, apply_delta
-from plait.errors import ThreadBusyError
+from plait.errors import StoreError, ThreadBusyError
 from plait.messages import (
     AIMessage,
     AnyMessage,
@@ -157,7 +157,7 @@ def test_values_replace_only_the_keys_written(cp: Checkpointer) -> None:
 
 def test_a_value_that_is_not_json_fails_and_writes_nothing(cp: Checkpointer) -> None:
     cp.save("t", StepDelta(1, upserts=(human("a"),), values={"k": 1}))
-    with pytest.raises(TypeError):
+    with pytest.raises(StoreError, match="^state key 'k' cannot be saved as JSON"):
         cp.save("t", StepDelta(2, upserts=(human("b"),), values={"k": object()}))
     assert cp.load("t") == Checkpoint(1, [human("a")], {"k": 1})
 
@@ -414,3 +414,59 @@ def test_any_delta_sequence_matches_the_reference(
         values.update(written)
         cp.save(thread, delta)
     assert cp.load(thread) == Checkpoint(len(steps), expected, values)
+
+
+# -- what JSON can and cannot hold: the same answer from every checkpointer ---------------
+
+SURROGATES = "r\udce9sum\udcc3\udca9.txt"  # a Latin-1 file name read with surrogateescape
+
+
+def test_lone_surrogates_round_trip(cp: Checkpointer) -> None:
+    messages = [
+        HumanMessage(f"open {SURROGATES}", id="h"),
+        AIMessage("", tool_calls=[ToolCall("read", {"path": SURROGATES}, "c1")], id="a"),
+        ToolMessage(f"{SURROGATES}: \ud800 half", tool_call_id="c1", name="read", id="t"),
+    ]
+    values = {"files": {SURROGATES: {"content": "\udcff"}}}
+    cp.save("t", StepDelta(1, upserts=tuple(messages), values=values))
+    assert cp.load("t") == Checkpoint(1, messages, values)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("delta", "expected"),
+    [
+        (
+            StepDelta(
+                1,
+                upserts=(AIMessage("", tool_calls=[ToolCall("t", _nested(5000), "c")], id="deep"),),
+            ),
+            "message 'deep' (ai) is nested too deeply to be saved as JSON",
+        ),
+        (
+            StepDelta(1, upserts=(HumanMessage([{"type": "image", "data": b"\x89PNG"}], id="b"),)),
+            "message 'b' (human) cannot be saved as JSON: Object of type bytes",
+        ),
+        (
+            StepDelta(1, values={"ok": 1, "when": object()}),
+            "state key 'when' cannot be saved as JSON: Object of type object",
+        ),
+        (
+            StepDelta(1, values={"deep": _nested(5000)}),
+            "state key 'deep' is nested too deeply to be saved as JSON",
+        ),
+    ],
+)
+def test_what_json_cannot_hold_is_one_clear_error(
+    cp: Checkpointer, delta: StepDelta, expected: str
+) -> None:
+    with pytest.raises(StoreError) as info:
+        cp.save("t", delta)
+    assert str(info.value).startswith(expected)
+    assert cp.load("t") is None  # nothing half-saved
