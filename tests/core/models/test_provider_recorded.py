@@ -497,3 +497,48 @@ def test_invalid_request_500_is_not_retried(server: ReplayServer) -> None:
     with pytest.raises(ProviderError) as busy:
         model.invoke([HumanMessage("hi")])
     assert busy.value.retryable is True
+
+
+def test_recorded_web_search_stream_keeps_each_cited_block(server: ReplayServer) -> None:
+    text = body("ant_stream_web_search_server_tool")
+    model = model_for("anthropic", server)
+    answer = streamed(model, 1, server, text)
+    assert isinstance(answer.content, list)
+    cited = [b for b in answer.content if b["type"] == "text" and "citations" in b]
+    assert len(cited) == text.count('"citations_delta"') == 5
+    assert all(c["type"] == "web_search_result_location" for b in cited for c in b["citations"])
+    assert [b["type"] for b in answer.content[:2]] == ["server_tool_use", "web_search_tool_result"]
+    assert answer.usage is not None
+    assert answer.usage.server_tool_requests == {"web_search": 1}
+
+
+def test_streamed_logprobs_and_annotations_equal_invoke(server: ReplayServer) -> None:
+    """No recording asked for logprobs or got URL annotations in a stream; the recorded
+    text stream is given them, one token's logprob per content delta."""
+    lines = []
+    for _, data in sse_events(body("oai_stream_text")):
+        if data.strip() != "[DONE]":
+            chunk = json.loads(data)
+            for choice in chunk["choices"]:
+                token = (choice.get("delta") or {}).get("content")
+                if token:
+                    choice["logprobs"] = {"content": [{"token": token, "logprob": -0.5}]}
+                if choice.get("finish_reason"):
+                    citation = {"url": "https://example.org", "title": "Example"}
+                    annotation = {"type": "url_citation", "url_citation": citation}
+                    choice["delta"]["annotations"] = [annotation]
+            data = json.dumps(chunk)
+        lines.append(f"data: {data}\n\n")
+    text = "".join(lines)
+    model = model_for("openai", server)
+    # The reference body has no annotations (the helper reads none): add them to it.
+    whole = openai_whole(text)
+    whole["choices"][0]["message"]["annotations"] = [
+        {"type": "url_citation", "url_citation": {"url": "https://example.org", "title": "Example"}}
+    ]
+    expected = invoked(model, server, whole)
+    answer = streamed(model, 1, server, text)
+    assert comparable(answer) == comparable(expected)
+    tokens = answer.response_metadata["logprobs"]
+    assert "".join(t["token"] for t in tokens) == answer.text
+    assert answer.response_metadata["annotations"][0]["url_citation"]["title"] == "Example"
