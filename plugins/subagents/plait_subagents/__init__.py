@@ -278,6 +278,7 @@ class SubAgentMiddleware(RequestMiddleware):
             agent = self._agent(
                 config,
                 where="the general-purpose sub-agent",
+                name=GENERAL_PURPOSE,
                 model=default_model,
                 tools=default_tools,
                 system_prompt=config.system_prompt,
@@ -294,6 +295,7 @@ class SubAgentMiddleware(RequestMiddleware):
                 agent = self._agent(
                     config,
                     where=f"sub-agent {spec.name!r} (option {where!r})",
+                    name=spec.name,
                     model=self._model(spec.model, config, f"{where}.model", default_model),
                     tools=default_tools
                     if spec.tools is None
@@ -323,6 +325,7 @@ class SubAgentMiddleware(RequestMiddleware):
         config: AgentConfig,
         *,
         where: str,
+        name: str,
         model: ChatModel,
         tools: Sequence[Tool],
         system_prompt: str | None,
@@ -332,6 +335,7 @@ class SubAgentMiddleware(RequestMiddleware):
             return create_agent(
                 model,
                 tools,
+                name=name,
                 system_prompt=system_prompt,
                 middleware=middleware,
                 checkpointer=config.checkpointer,

@@ -1,0 +1,331 @@
+"""The ``chat`` and ``execute_tool`` spans: an effects performer, installed by the run's
+``wrap_run``, that runs each provider call and each tool function inside its span and
+records the duration and token histograms."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+import attrs
+from opentelemetry import trace
+from opentelemetry.metrics import Histogram
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from plait import effects
+from plait.messages import AIMessage, AIMessageChunk, ToolMessage, Usage
+from plait_otel import _content
+
+__all__ = ["RunScope", "SpanPerformer", "Telemetry", "current_scope", "fail", "usage_attributes"]
+
+T = TypeVar("T")
+
+# Model settings recorded as ``gen_ai.request.*`` (the provider's spelling → the convention's).
+_SETTINGS = {
+    "temperature": "gen_ai.request.temperature",
+    "top_p": "gen_ai.request.top_p",
+    "top_k": "gen_ai.request.top_k",
+    "max_tokens": "gen_ai.request.max_tokens",
+    "max_completion_tokens": "gen_ai.request.max_tokens",
+    "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+    "seed": "gen_ai.request.seed",
+    "n": "gen_ai.request.choice.count",
+}
+
+
+@attrs.frozen
+class Telemetry:
+    """One middleware's tracer and instruments."""
+
+    tracer: Tracer
+    duration: Histogram
+    tokens: Histogram
+    capture_content: bool
+
+
+@attrs.frozen
+class RunScope:
+    """The run being traced: its span, and the performer that owns its child spans (a
+    sub-agent with its own ``otel`` middleware installs another; only the innermost
+    records, so no call gets two spans)."""
+
+    span: Span
+    performer: SpanPerformer
+    run_id: str
+    conversation: str | None
+    agent: str
+
+
+_scope: ContextVar[RunScope | None] = ContextVar("plait_otel_run", default=None)
+
+
+def current_scope() -> ContextVar[RunScope | None]:
+    return _scope
+
+
+def fail(span: Span, exc: BaseException) -> str:
+    """Mark ``span`` failed by ``exc``; the ``error.type`` recorded."""
+    kind = type(exc).__qualname__
+    span.record_exception(exc)
+    span.set_attribute("error.type", kind)
+    span.set_status(Status(StatusCode.ERROR, str(exc) or kind))
+    return kind
+
+
+def usage_attributes(usage: Usage) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": usage.input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+    }
+    if usage.cache_read_tokens:
+        out["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        out["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+    return out
+
+
+@attrs.frozen(eq=False)
+class _Chat:
+    """One ``chat`` span in progress."""
+
+    span: Span
+    started: float
+    metric: dict[str, Any]
+
+
+class SpanPerformer:
+    """Performs ``ModelCall`` and ``ToolRun`` effects inside ``chat``/``execute_tool`` spans."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self.telemetry = telemetry
+
+    def _scope(self) -> RunScope | None:
+        scope = _scope.get()
+        return scope if scope is not None and scope.performer is self else None
+
+    # -- sync ------------------------------------------------------------------------------
+
+    def perform(self, effect: effects.Effect, proceed: Callable[[], T]) -> T:
+        scope = self._scope()
+        if scope is None:
+            return proceed()
+        if isinstance(effect, effects.ToolRun):
+            return self._tool(scope, effect, proceed)
+        if effect.streaming:
+            return self._stream(scope, effect, proceed)  # type: ignore[return-value]
+        chat = self._start_chat(scope, effect)
+        try:
+            with trace.use_span(chat.span, record_exception=False, set_status_on_exception=False):
+                message = proceed()
+        except BaseException as exc:
+            self._chat_failed(chat, exc)
+            raise
+        self._chat_done(chat, message)  # type: ignore[arg-type]
+        return message
+
+    def _stream(
+        self, scope: RunScope, effect: effects.ModelCall, proceed: Callable[[], Any]
+    ) -> Iterator[AIMessageChunk]:
+        chat = self._start_chat(scope, effect)
+        total: AIMessageChunk | None = None
+        try:
+            with trace.use_span(chat.span, record_exception=False, set_status_on_exception=False):
+                chunks = proceed()
+            for chunk in chunks:
+                total = self._chunk(chat, total, chunk)
+                yield chunk
+        except GeneratorExit:  # the reader stopped early: not a failure
+            chat.span.set_attribute("plait.stream.abandoned", True)
+            chat.span.end()
+            raise
+        except BaseException as exc:
+            self._chat_failed(chat, exc)
+            raise
+        self._chat_done(chat, total.to_message() if total is not None else AIMessage(""))
+
+    def _tool(self, scope: RunScope, effect: effects.ToolRun, proceed: Callable[[], T]) -> T:
+        span = self._start_tool(scope, effect)
+        try:
+            with trace.use_span(span, record_exception=False, set_status_on_exception=False):
+                outcome = proceed()
+        except BaseException as exc:
+            self._tool_failed(span, exc)
+            raise
+        self._tool_done(span, outcome)
+        return outcome
+
+    # -- async -----------------------------------------------------------------------------
+
+    async def aperform(self, effect: effects.Effect, proceed: Callable[[], Awaitable[T]]) -> T:
+        scope = self._scope()
+        if scope is None:
+            return await proceed()
+        if isinstance(effect, effects.ToolRun):
+            span = self._start_tool(scope, effect)
+            try:
+                with trace.use_span(span, record_exception=False, set_status_on_exception=False):
+                    outcome = await proceed()
+            except BaseException as exc:
+                self._tool_failed(span, exc)
+                raise
+            self._tool_done(span, outcome)
+            return outcome
+        if effect.streaming:
+            return self._astream(scope, effect, proceed)  # type: ignore[return-value]
+        chat = self._start_chat(scope, effect)
+        try:
+            with trace.use_span(chat.span, record_exception=False, set_status_on_exception=False):
+                message = await proceed()
+        except BaseException as exc:
+            self._chat_failed(chat, exc)
+            raise
+        self._chat_done(chat, message)  # type: ignore[arg-type]
+        return message
+
+    async def _astream(
+        self, scope: RunScope, effect: effects.ModelCall, proceed: Callable[[], Awaitable[Any]]
+    ) -> AsyncIterator[AIMessageChunk]:
+        chat = self._start_chat(scope, effect)
+        total: AIMessageChunk | None = None
+        try:
+            with trace.use_span(chat.span, record_exception=False, set_status_on_exception=False):
+                chunks = await proceed()
+            async for chunk in chunks:
+                total = self._chunk(chat, total, chunk)
+                yield chunk
+        except GeneratorExit:
+            chat.span.set_attribute("plait.stream.abandoned", True)
+            chat.span.end()
+            raise
+        except BaseException as exc:
+            self._chat_failed(chat, exc)
+            raise
+        self._chat_done(chat, total.to_message() if total is not None else AIMessage(""))
+
+    # -- chat spans ------------------------------------------------------------------------
+
+    def _start_chat(self, scope: RunScope, effect: effects.ModelCall) -> _Chat:
+        model = effect.model
+        name = model.model_name
+        metric = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": model.provider,
+            "gen_ai.request.model": name,
+        }
+        attributes: dict[str, Any] = {
+            **metric,
+            "gen_ai.agent.name": scope.agent,
+            "gen_ai.request.stream": effect.streaming,
+        }
+        if scope.conversation is not None:
+            attributes["gen_ai.conversation.id"] = scope.conversation
+        options = effect.options
+        for key, value in options.items():
+            if key in _SETTINGS and isinstance(value, (int, float)) and value is not None:
+                attributes[_SETTINGS[key]] = value
+        stop = options.get("stop")
+        if isinstance(stop, str):
+            attributes["gen_ai.request.stop_sequences"] = [stop]
+        elif isinstance(stop, (list, tuple)):
+            attributes["gen_ai.request.stop_sequences"] = [str(s) for s in stop]
+        if options.get("response_format") is not None:
+            attributes["gen_ai.output.type"] = "json"
+        if self.telemetry.capture_content:
+            attributes["gen_ai.input.messages"] = _content.input_messages(effect.messages)
+            prompt = options.get("system_prompt")
+            if prompt:
+                attributes["gen_ai.system_instructions"] = _content.system_instructions(prompt)
+            tools = options.get("tools") or ()
+            if tools:
+                attributes["gen_ai.tool.definitions"] = _content.dumps(
+                    [
+                        {"type": "function", "name": t.name, "description": t.description}
+                        for t in tools
+                    ]
+                )
+        span = self.telemetry.tracer.start_span(
+            f"chat {name}" if name else "chat", kind=SpanKind.CLIENT, attributes=attributes
+        )
+        return _Chat(span, time.perf_counter(), metric)
+
+    def _chunk(
+        self, chat: _Chat, total: AIMessageChunk | None, chunk: AIMessageChunk
+    ) -> AIMessageChunk:
+        if total is None:
+            first = time.perf_counter() - chat.started
+            chat.span.set_attribute("gen_ai.response.time_to_first_chunk", first)
+            return chunk
+        return total + chunk
+
+    def _chat_done(self, chat: _Chat, message: AIMessage) -> None:
+        span = chat.span
+        meta = message.response_metadata
+        reason = _content.finish_reason(message)
+        span.set_attribute("gen_ai.response.finish_reasons", [reason])
+        response_id = meta.get("response_id")
+        if isinstance(response_id, str):
+            span.set_attribute("gen_ai.response.id", response_id)
+        metric = dict(chat.metric)
+        model = meta.get("model")
+        if isinstance(model, str):
+            span.set_attribute("gen_ai.response.model", model)
+            metric["gen_ai.response.model"] = model
+        if message.usage is not None:
+            span.set_attributes(usage_attributes(message.usage))
+            tokens = self.telemetry.tokens
+            tokens.record(message.usage.input_tokens, {**metric, "gen_ai.token.type": "input"})
+            tokens.record(message.usage.output_tokens, {**metric, "gen_ai.token.type": "output"})
+        if self.telemetry.capture_content:
+            span.set_attribute(
+                "gen_ai.output.messages", _content.output_messages(message, [reason])
+            )
+        self.telemetry.duration.record(time.perf_counter() - chat.started, metric)
+        span.end()
+
+    def _chat_failed(self, chat: _Chat, exc: BaseException) -> None:
+        kind = fail(chat.span, exc)
+        self.telemetry.duration.record(
+            time.perf_counter() - chat.started, {**chat.metric, "error.type": kind}
+        )
+        chat.span.end()
+
+    # -- tool spans ------------------------------------------------------------------------
+
+    def _start_tool(self, scope: RunScope, effect: effects.ToolRun) -> Span:
+        request = effect.request
+        call = request.tool_call
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+            "gen_ai.agent.name": scope.agent,
+        }
+        if request.tool is not None and request.tool.description:
+            attributes["gen_ai.tool.description"] = request.tool.description
+        if scope.conversation is not None:
+            attributes["gen_ai.conversation.id"] = scope.conversation
+        if self.telemetry.capture_content:
+            attributes["gen_ai.tool.call.arguments"] = _content.dumps(call.args)
+        return self.telemetry.tracer.start_span(
+            f"execute_tool {call.name}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+
+    def _tool_done(self, span: Span, outcome: Any) -> None:
+        if isinstance(outcome, ToolMessage):
+            if outcome.status == "error":
+                span.set_attribute("error.type", "tool_error")
+                span.set_status(Status(StatusCode.ERROR, outcome.text[:500]))
+            if self.telemetry.capture_content:
+                span.set_attribute("gen_ai.tool.call.result", outcome.text)
+        span.end()
+
+    def _tool_failed(self, span: Span, exc: BaseException) -> None:
+        if isinstance(exc, Exception):
+            fail(span, exc)
+        else:  # an interrupt pausing the run (or the process stopping): not the tool's fault
+            span.set_attribute("plait.tool.interrupted", True)
+        span.end()
