@@ -42,6 +42,7 @@ BUILTIN: dict[str, dict[str, str]] = {
                 "model_call_limit",
                 "model_fallback",
                 "model_retry",
+                "otel",
                 "pii",
                 "subagents",
                 "summarization",
