@@ -84,6 +84,8 @@ def usage_attributes(usage: Usage) -> dict[str, Any]:
         out["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
     if usage.cache_write_tokens:
         out["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+    if usage.reasoning_tokens:
+        out["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
     return out
 
 

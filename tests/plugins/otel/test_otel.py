@@ -52,7 +52,11 @@ def answers() -> list[Any]:
             usage=Usage(10, 5, cache_read_tokens=4),
             response_metadata=META,
         ),
-        ai("done", usage=Usage(20, 7), response_metadata={"model": "gpt-x-2025"}),
+        ai(
+            "done",
+            usage=Usage(20, 7, reasoning_tokens=3),
+            response_metadata={"model": "gpt-x-2025"},
+        ),
     ]
 
 
@@ -108,6 +112,8 @@ def check_run(otel: Telemetry, *, streaming: bool = False) -> None:
     else:
         assert "gen_ai.response.time_to_first_chunk" not in first.attributes
     assert second.attributes["gen_ai.response.finish_reasons"] == ("stop",)  # derived
+    assert second.attributes["gen_ai.usage.reasoning.output_tokens"] == 3
+    assert "gen_ai.usage.reasoning.output_tokens" not in first.attributes
     assert "gen_ai.response.id" not in second.attributes
     assert dict(tool.attributes) == {
         "gen_ai.operation.name": "execute_tool",
