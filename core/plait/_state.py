@@ -15,6 +15,7 @@ from plait.messages import (
     RemoveMessage,
     ToolCall,
     ToolMessage,
+    message_from_dict,
 )
 from plait.types import StateField
 
@@ -108,6 +109,8 @@ class ThreadState:
                 self._remove(message.id, source)
             elif isinstance(message, Message):
                 self._put(message)  # type: ignore[arg-type]
+            elif isinstance(message, Mapping) and ("role" in message or "type" in message):
+                self._put(message_from_dict(message))
             else:
                 raise TypeError(
                     f"{source}: 'messages' must hold messages, got {type(message).__name__}"

@@ -32,6 +32,7 @@ __all__ = [
     "Usage",
     "assemble_chunks",
     "from_json",
+    "message_from_dict",
     "message_text",
     "parse_tool_call",
     "to_json",
@@ -128,8 +129,37 @@ class ToolCallChunk:
     args: str = ""
 
 
-def _calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
-    return tuple(value)
+_CALL_KEYS = frozenset({"name", "args", "id", "type"})
+
+
+def _call(item: Any, index: int) -> ToolCall:
+    """A ``ToolCall``; a LangChain-style ``{"name", "args", "id"}`` dict is converted."""
+    if isinstance(item, ToolCall):
+        return item
+    if isinstance(item, Mapping):
+        unknown = sorted(set(map(str, item)) - _CALL_KEYS)
+        name, args = item.get("name"), item.get("args", {})
+        call_id = item.get("id")
+        if (
+            not unknown
+            and isinstance(name, str)
+            and name
+            and isinstance(args, Mapping)
+            and (call_id is None or isinstance(call_id, str))
+        ):
+            if call_id is None:
+                return ToolCall(name, dict(args))
+            return ToolCall(name, dict(args), call_id)
+    raise TypeError(
+        f"tool_calls[{index}] must be a plait.ToolCall or a dict "
+        f"{{'name': str, 'args': dict, 'id': str (optional)}}, got {item!r}"
+    )
+
+
+def _calls(value: Iterable[ToolCall | Mapping[str, Any]]) -> tuple[ToolCall, ...]:
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(f"tool_calls must be a list of tool calls, got {value!r}")
+    return tuple(_call(item, index) for index, item in enumerate(value))
 
 
 def _call_chunks(value: Iterable[ToolCallChunk]) -> tuple[ToolCallChunk, ...]:
@@ -189,6 +219,32 @@ class RemoveMessage:
 
 
 AnyMessage: TypeAlias = SystemMessage | HumanMessage | AIMessage | ToolMessage
+
+_ROLES: dict[str, type[Message]] = {
+    "user": HumanMessage,
+    "human": HumanMessage,
+    "assistant": AIMessage,
+    "ai": AIMessage,
+    "system": SystemMessage,
+    "tool": ToolMessage,
+}
+
+
+def message_from_dict(data: Mapping[str, Any]) -> AnyMessage:
+    """A message from a role/content dict as LangChain and OpenAI users write them:
+    ``{"role": "user", "content": "hi"}`` (roles user/human, assistant/ai, system, tool;
+    ``tool_calls`` and ``tool_call_id`` where they belong)."""
+    role = data.get("role", data.get("type"))
+    cls = _ROLES.get(role) if isinstance(role, str) else None
+    if cls is None:
+        raise TypeError(f"a message dict needs a 'role' of {', '.join(_ROLES)}; got {dict(data)!r}")
+    fields = {k: v for k, v in data.items() if k not in ("role", "type")}
+    content = fields.pop("content", "")
+    try:
+        message: AnyMessage = cls(content, **fields)  # type: ignore[assignment]
+    except TypeError as exc:
+        raise TypeError(f"message dict {dict(data)!r}: {exc}") from None
+    return message
 
 
 def _blocks(value: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:

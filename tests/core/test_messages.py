@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -114,3 +115,57 @@ def test_approximate_token_count_grows_with_text() -> None:
     long = count_tokens([HumanMessage("hi " * 400)])
     assert short < long
     assert long == -(-len("hi " * 400) // 4) + 4
+
+
+def test_tool_calls_given_as_dicts_are_converted_when_the_message_is_built() -> None:
+    from plait.messages import AIMessage, ToolCall
+
+    message = AIMessage(
+        "", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "c1", "type": "tool_call"}]
+    )
+    assert message.tool_calls == (ToolCall("f", {"x": 1}, "c1"),)
+    (generated,) = AIMessage("", tool_calls=[{"name": "g"}]).tool_calls
+    assert generated.name == "g" and generated.args == {} and generated.id.startswith("call_")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [{"args": {}}],
+        [{"name": "f", "arguments": "{}"}],
+        [{"name": "f", "args": "x=1"}],
+        ["f"],
+    ],
+)
+def test_malformed_tool_calls_are_refused_when_the_message_is_built(bad: Any) -> None:
+    from plait.messages import AIMessage
+
+    with pytest.raises(TypeError, match=r"tool_calls\[0\] must be a plait.ToolCall or a dict"):
+        AIMessage("", tool_calls=bad)
+
+
+def test_role_content_dicts_are_accepted_as_input() -> None:
+    import plait
+
+    agent = plait.create_agent(plait.ScriptedChatModel(["Hello Ada."]))
+    result = agent.invoke(
+        {
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "I am Ada."},
+            ]
+        }
+    )
+    assert [(m.type, m.text) for m in result.messages] == [
+        ("system", "Be brief."),
+        ("human", "I am Ada."),
+        ("ai", "Hello Ada."),
+    ]
+    listed = plait.create_agent(plait.ScriptedChatModel(["ok"])).invoke(
+        [{"role": "user", "content": "hi"}]
+    )
+    assert [m.type for m in listed.messages] == ["human", "ai"]
+    with pytest.raises(TypeError, match="a message dict needs a 'role'"):
+        plait.create_agent(plait.ScriptedChatModel(["x"])).invoke(
+            {"messages": [{"role": "robot", "content": "hi"}]}
+        )
