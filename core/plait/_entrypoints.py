@@ -15,6 +15,7 @@ GROUPS = {
     "models": "plait.models",
     "checkpointers": "plait.checkpointers",
     "stores": "plait.stores",
+    "commands": "plait.commands",
 }
 
 

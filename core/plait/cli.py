@@ -672,6 +672,7 @@ _TITLES = {
     "models": "Model providers",
     "checkpointers": "Checkpointers",
     "stores": "Stores",
+    "commands": "Commands",
 }
 
 
@@ -777,7 +778,26 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("name", metavar="NAME", help="the plugin's name, e.g. shout")
     new.add_argument("--dir", default=".", metavar="D", help="where to create it (default: .)")
     new.set_defaults(func=cmd_new_plugin)
+    _plugin_commands(sub)
     return parser
+
+
+def _plugin_commands(sub: Any) -> None:
+    """Subcommands from plugins: each ``plait.commands`` entry point names a function
+    that adds its parser with ``sub.add_parser(name, ...)`` and sets ``func``
+    (``func(args, out, err) -> exit code``), like the built-in commands above."""
+    from plait import _entrypoints
+
+    for name, ep in sorted(_entrypoints.available("plait.commands").items()):
+        if name in sub.choices:
+            continue  # a built-in command is never replaced
+        try:
+            configure = ep.load()
+            configure(sub)
+        except Exception as exc:
+            if os.environ.get("PLAIT_DEBUG"):
+                raise
+            sys.stderr.write(f"plait: command {name!r} ({ep.value}) not loaded: {exc}\n")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,0 +1,62 @@
+"""Shared facts of workers and submitters: the workflow's name, DBOS's configuration,
+the options found on an agent, and a run's result as plain data."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from plait.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dbos import DBOSConfig
+
+    from plait.agent import Agent, AgentResult
+    from plait_dbos._middleware import DBOSMiddleware
+
+WORKFLOW_NAME = "plait.run"
+APP_NAME = "plait"
+
+
+def find_options(agent: Agent) -> DBOSMiddleware:
+    """The agent's ``dbos`` middleware (its options say where the queue is)."""
+    from plait_dbos._middleware import DBOSMiddleware
+
+    for middleware in agent.middleware:
+        if isinstance(middleware, DBOSMiddleware):
+            return middleware
+    raise ConfigError(
+        f"plugin 'dbos': agent {agent.name!r} does not use the dbos middleware "
+        "(add middleware=['dbos'] or [[middleware]] use = \"dbos\")"
+    )
+
+
+def dbos_config(options: DBOSMiddleware, *, executor_id: str) -> DBOSConfig:
+    return {
+        "name": APP_NAME,
+        "system_database_url": options.database_url,
+        "executor_id": executor_id,
+        "application_version": "plait-1",
+        "log_level": "WARNING",
+    }
+
+
+def summary(result: AgentResult) -> dict[str, Any]:
+    """What a queued run returns to whoever waits for it: plain JSON data."""
+    import json
+
+    from plait.messages import unstructure_message
+
+    def jsonable(value: Any) -> Any:
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            return repr(value)
+        return value
+
+    return {
+        "text": result.text,
+        "thread_id": result.thread_id,
+        "run_id": result.run_id,
+        "interrupts": [{"id": i.id, "value": jsonable(i.value)} for i in result.interrupts],
+        "messages": [unstructure_message(m) for m in result.messages],
+    }

@@ -1,0 +1,86 @@
+"""``dbos``: the middleware that makes an agent's runs durable DBOS workflows.
+
+Its options say where the queue lives; ``plait worker`` and ``plait submit`` (or
+``plait_dbos.Worker`` and ``plait_dbos.submit``) read them from the agent. Around each
+run it installs the step performer when the run is a workflow, and refuses a run that
+is not one (unless told otherwise), because such a run would quietly not be durable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Literal
+
+import attrs
+
+from plait import effects
+from plait.agent import AgentResult
+from plait.errors import ConfigError, PlaitError
+from plait.middleware import Middleware
+from plait.options import positive_or_none
+from plait.types import RunRequest
+from plait_dbos._steps import StepPerformer, in_workflow
+
+__all__ = ["DBOSMiddleware"]
+
+_QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+
+
+def _database_url(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not value.startswith(("postgresql://", "postgres://", "postgresql+", "sqlite://")):
+        raise ConfigError(
+            f"plugin 'dbos': option {attribute.name!r}: expected a postgresql://... or "
+            f"sqlite:///FILE URL, got {value!r}"
+        )
+
+
+def _queue_name(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not _QUEUE_NAME.match(value):
+        raise ConfigError(
+            f"plugin 'dbos': option {attribute.name!r}: expected 1-100 letters, digits or "
+            f"'_.:-', got {value!r}"
+        )
+
+
+def _positive_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(
+            f"plugin 'dbos': option {attribute.name!r}: expected seconds > 0, got {value!r}"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class DBOSMiddleware(Middleware):
+    """Runs of this agent are DBOS workflows on a queue, served by ``plait worker``
+    processes; each model call, tool run and checkpoint read or write is a step."""
+
+    database_url: str = attrs.field(default="sqlite:///plait_dbos.sqlite", validator=_database_url)
+    """The DBOS system database: ``postgresql://...`` for workers on many machines, or
+    ``sqlite:///FILE`` (the default) to try it on one."""
+    queue: str = attrs.field(default="plait", validator=_queue_name)
+    """The DBOS queue runs are put on; every worker of the agent serves it."""
+    worker_concurrency: int | None = attrs.field(default=4, validator=positive_or_none)
+    """Most runs one worker process runs at once (``None``: no limit)."""
+    poll_interval: float = attrs.field(default=1.0, validator=_positive_seconds)
+    """Seconds between a worker's looks at the queue (the longest a queued run waits
+    for an idle worker)."""
+    outside_workflow: Literal["error", "allow"] = attrs.field(
+        default="error", validator=attrs.validators.in_(("error", "allow"))
+    )
+    """A run started directly (``agent.invoke``) rather than through the queue: ``'error'``
+    refuses it, ``'allow'`` runs it without durability."""
+
+    def wrap_run(
+        self, request: RunRequest, handler: Callable[[RunRequest], AgentResult]
+    ) -> AgentResult:
+        if not in_workflow():
+            if self.outside_workflow == "error":
+                raise PlaitError(
+                    "plugin 'dbos': this agent's runs are durable only when queued — use "
+                    "plait_dbos.submit(...) or `plait submit`, served by `plait worker` "
+                    "(or set outside_workflow = 'allow' to run it here without durability)"
+                )
+            return handler(request)
+        with effects.performing(StepPerformer()):
+            return handler(request)

@@ -1,0 +1,82 @@
+"""The submitting side: put a run on the queue from any process, without running
+workflow code (a DBOS client talks only to the system database)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import attrs
+from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandle
+
+from plait.agent import Agent
+from plait.errors import PlaitError
+from plait_dbos._config import WORKFLOW_NAME, find_options
+from plait_dbos._middleware import DBOSMiddleware
+
+__all__ = ["Submitted", "submit"]
+
+_MISSING: Any = object()
+_clients: dict[str, DBOSClient] = {}
+_lock = threading.Lock()
+
+
+def _client(database_url: str) -> DBOSClient:
+    """This process's client of the system database (created, migrated, the first time:
+    a submitter may come before any worker)."""
+    with _lock:
+        client = _clients.get(database_url)
+        if client is None:
+            DBOS.migrate(database_url)
+            client = _clients[database_url] = DBOSClient(system_database_url=database_url)
+        return client
+
+
+@attrs.frozen
+class Submitted:
+    """A queued run: its workflow id, and ``result()`` to wait for what it returns."""
+
+    workflow_id: str
+    thread_id: str
+    options: DBOSMiddleware
+
+    def result(self) -> dict[str, Any]:
+        """Wait for the run; its result as plain data (``text``, ``interrupts``,
+        ``messages``, ``thread_id``, ``run_id``). Raises what the run raised."""
+        client = _client(self.options.database_url)
+        handle: WorkflowHandle[dict[str, Any]] = client.retrieve_workflow(self.workflow_id)
+        value: dict[str, Any] = handle.get_result(polling_interval_sec=0.2)
+        return value
+
+
+def submit(
+    agent: Agent | DBOSMiddleware,
+    prompt: str | None = None,
+    *,
+    thread_id: str,
+    resume: Any = _MISSING,
+    agent_name: str | None = None,
+) -> Submitted:
+    """Queue a run of ``agent`` on ``thread_id``: a new ``prompt``, or ``resume`` (the
+    answer to the thread's pending interrupt). Any worker of the queue runs it; runs of
+    one thread never run at once (their order is not promised).
+
+    ``agent`` may be the agent, or just its ``DBOSMiddleware`` options with ``agent_name``.
+    """
+    if isinstance(agent, Agent):
+        options, name = find_options(agent), agent.name
+    else:
+        options, name = agent, agent_name or "agent"
+    if (prompt is None) == (resume is _MISSING):
+        raise PlaitError("plugin 'dbos': submit needs either a prompt or resume=..., not both")
+    request: dict[str, Any] = {"prompt": prompt} if resume is _MISSING else {"resume": resume}
+    workflow_id = f"plait:{name}:{thread_id}:{os.urandom(8).hex()}"
+    queued: EnqueueOptions = {
+        "queue_name": options.queue,
+        "workflow_name": WORKFLOW_NAME,
+        "workflow_id": workflow_id,
+        "queue_partition_key": thread_id,
+    }
+    _client(options.database_url).enqueue(queued, name, thread_id, request)
+    return Submitted(workflow_id, thread_id, options)

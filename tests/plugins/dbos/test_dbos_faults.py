@@ -1,0 +1,144 @@
+"""Workers SIGKILLed at random while dozens of queued runs call a slow tool: every run
+still completes, no tool call whose step was recorded runs again, each side effect is
+made once, and every thread holds each run's four messages exactly once, in order.
+
+Real PostgreSQL (a database of its own) and real worker processes.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from postgres_server import postgres_url_or_skip
+from psycopg import sql
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+import durable_app  # noqa: E402
+
+THREADS = 8
+RUNS_PER_THREAD = 6
+WORKERS = 3
+MAX_KILLS = 15
+
+
+@pytest.fixture
+def database_url() -> object:
+    base = postgres_url_or_skip()
+    name = f"plait_dbos_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    head, _, tail = base.rpartition("/")
+    query = tail.partition("?")[2]
+    yield f"{head}/{name}" + (f"?{query}" if query else "")
+    with psycopg.connect(base, autocommit=True) as conn:
+        drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+        conn.execute(drop.format(sql.Identifier(name)))
+
+
+def _worker(worker_id: str, url: str, log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "durable_app.py"), worker_id, url, str(log)],
+        env={**os.environ, "DURABLE_TOOL_SECONDS": "0.6"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def test_sigkilled_workers_finish_every_run_once(database_url: str, tmp_path: Path) -> None:
+    from plait_dbos import submit
+    from plait_dbos._submit import _client
+
+    log = tmp_path / "tool.log"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("create table effects (key text primary key, item text)")
+    agent = durable_app.build_agent(database_url, str(log))
+    queued = [
+        submit(agent, f"item-{thread}-{run}", thread_id=f"thread-{thread}")
+        for run in range(RUNS_PER_THREAD)
+        for thread in range(THREADS)
+    ]
+    workers = {f"w{i}": _worker(f"w{i}", database_url, log) for i in range(WORKERS)}
+    rng = random.Random(20261204)
+    kills = 0
+    client = _client(database_url)
+    deadline = time.monotonic() + 120
+
+    def statuses() -> list[str]:
+        return [client.retrieve_workflow(q.workflow_id).get_status().status for q in queued]
+
+    try:
+        while time.monotonic() < deadline:
+            if all(s in ("SUCCESS", "ERROR") for s in statuses()):
+                break
+            time.sleep(rng.uniform(0.2, 0.6))
+            if kills == MAX_KILLS:
+                continue
+            victim = rng.choice(sorted(workers))
+            workers[victim].send_signal(signal.SIGKILL)
+            workers[victim].wait()
+            kills += 1
+            workers[victim] = _worker(victim, database_url, log)
+        ended = statuses()
+    finally:
+        for process in workers.values():
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+
+    results = [q.result() for q in queued] if all(s == "SUCCESS" for s in ended) else []
+
+    lines = [line.split() for line in log.read_text().splitlines()]
+    starts = collections.Counter(parts[1] for parts in lines if parts[0] == "start")
+    dones = collections.defaultdict(list)
+    reruns_after_done = 0
+    for parts in lines:
+        if parts[0] == "done":
+            dones[parts[1]].append(parts[3])
+        elif parts[1] in dones:
+            reruns_after_done += 1
+    with psycopg.connect(database_url) as conn:
+        effects = conn.execute("select key, item from effects").fetchall()
+
+    checkpointer = agent.checkpointer
+    assert checkpointer is not None
+    threads = {f"thread-{t}": checkpointer.load(f"thread-{t}") for t in range(THREADS)}
+    total_messages = sum(len(c.messages) for c in threads.values() if c is not None)
+    print(
+        f"\nruns {len(queued)} completed {ended.count('SUCCESS')} workers {WORKERS} "
+        f"kills {kills} tool executions {sum(starts.values())} (calls {len(starts)}) "
+        f"re-run after finishing {reruns_after_done} effects {len(effects)} "
+        f"messages {total_messages}"
+    )
+    assert kills >= 8
+    assert ended.count("SUCCESS") == len(queued), collections.Counter(ended)
+    assert sorted(r["text"] for r in results) == sorted(
+        f"done: recorded item-{t}-{r}" for t in range(THREADS) for r in range(RUNS_PER_THREAD)
+    )
+    # one tool call per run, its side effect made once
+    assert len(starts) == len(queued)
+    assert sorted(item for _, item in effects) == sorted(
+        f"item-{t}-{r}" for t in range(THREADS) for r in range(RUNS_PER_THREAD)
+    )
+    # a finished call runs again only if its worker died between the tool returning and
+    # DBOS recording the step — at most once per kill, and its effect was not repeated
+    assert reruns_after_done <= kills
+    for thread_id, checkpoint in threads.items():
+        assert checkpoint is not None
+        messages = checkpoint.messages
+        assert len(messages) == 4 * RUNS_PER_THREAD, thread_id
+        assert len({m.id for m in messages}) == len(messages)
+        kinds = [type(m).__name__ for m in messages]
+        assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"] * RUNS_PER_THREAD
+        prompts = sorted(m.text for m in messages if type(m).__name__ == "HumanMessage")
+        assert prompts == sorted(f"item-{thread_id[7:]}-{r}" for r in range(RUNS_PER_THREAD))
