@@ -35,6 +35,7 @@ BUILTIN: dict[str, dict[str, str]] = {
             name: name
             for name in (
                 "context_editing",
+                "dbos",
                 "filesystem",
                 "human_in_the_loop",
                 "llm_tool_emulator",
@@ -56,6 +57,7 @@ BUILTIN: dict[str, dict[str, str]] = {
     },
     "plait.checkpointers": {"postgresql": "postgres", "postgres": "postgres"},
     "plait.stores": {"postgresql": "postgres", "postgres": "postgres"},
+    "plait.commands": {"worker": "dbos", "submit": "dbos"},
 }
 """Entry points of plait's built-in plugins, by group: name → folder under ``plugins/``
 (its distribution is ``plait-<folder with dashes>``); for the hint when one is missing."""

@@ -1,0 +1,185 @@
+"""plait-dbos: throughput with 1, 2 and 4 worker processes, and the cost of one durable
+step beside the plain PostgreSQL checkpointer.
+
+Needs PostgreSQL: ``PLAIT_TEST_POSTGRES_URL`` (a database of its own is created and
+dropped). The model is fake and I/O-bound: each call waits ``MODEL_SECONDS``, as a
+provider's network round trip would; each run is one model call asking for a tool, the
+tool, and a second model call.
+
+1. Throughput: ``RUNS`` runs on as many threads are queued, then 1, 2 or 4 worker
+   processes (``worker_concurrency`` 4 each) serve them; runs per second from the first
+   worker's start to the last result, and the ratio to one worker.
+2. Per-step cost: the same runs with a model that does not wait, in this process, once
+   with ``agent.invoke`` on the PostgreSQL checkpointer and once as DBOS workflows (started
+   directly, without the queue); the difference per run divided by the DBOS steps a run
+   records (thread load, two model calls, the tool, three saves).
+
+Figures are printed, never asserted.
+
+    PLAIT_TEST_POSTGRES_URL=postgresql://... python benchmarks/dbos_throughput.py
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import plait
+from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
+from plait.models.base import ChatModel
+
+RUNS = 48
+MODEL_SECONDS = 0.05
+COST_RUNS = 60
+
+
+class WaitingModel(ChatModel):
+    """Asks for ``note`` with the prompt, then answers with the tool's text."""
+
+    provider = "waiting"
+    model_name = "waiting"
+    seconds: float = MODEL_SECONDS
+
+    def invoke(self, messages: Sequence[AnyMessage], **_: Any) -> AIMessage:
+        if self.seconds:
+            time.sleep(self.seconds)
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            return AIMessage(f"noted: {last.text}")
+        assert isinstance(last, HumanMessage)
+        return AIMessage("", tool_calls=[ToolCall("note", {"text": last.text}, id=plait.new_id())])
+
+
+class InstantModel(WaitingModel):
+    seconds = 0.0
+
+
+def note(text: str) -> str:
+    """Note ``text``."""
+    return f"noted {text}"
+
+
+def build(url: str, *, model: ChatModel | None = None, durable: bool = True) -> plait.Agent:
+    middleware: list[Any] = (
+        [("dbos", {"database_url": url, "worker_concurrency": 4, "poll_interval": 0.05})]
+        if durable
+        else []
+    )
+    return plait.create_agent(
+        model=model or WaitingModel(),
+        tools=[note],
+        middleware=middleware,
+        checkpointer=url,
+        name="bench",
+    )
+
+
+@contextmanager
+def fresh_database(base: str) -> Iterator[str]:
+    import psycopg
+    from psycopg import sql
+
+    name = f"plait_dbos_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    head, _, tail = base.rpartition("/")
+    query = tail.partition("?")[2]
+    try:
+        yield f"{head}/{name}" + (f"?{query}" if query else "")
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+            conn.execute(drop.format(sql.Identifier(name)))
+
+
+def throughput(base: str, workers: int) -> float:
+    from plait_dbos import submit
+
+    with fresh_database(base) as url:
+        agent = build(url)
+        queued = [submit(agent, f"item {i}", thread_id=f"t{i}") for i in range(RUNS)]
+        started = time.perf_counter()
+        processes = [
+            subprocess.Popen([sys.executable, __file__, "--worker", f"w{i}", url])
+            for i in range(workers)
+        ]
+        try:
+            for run in queued:
+                run.result()
+            elapsed = time.perf_counter() - started
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait()
+        return RUNS / elapsed
+
+
+def step_cost(base: str) -> tuple[float, float, int]:
+    """Median seconds per run, plain and durable, and DBOS steps per durable run."""
+    from dbos import DBOS
+
+    from plait_dbos import Worker
+    from plait_dbos._worker import _run_workflow
+
+    with fresh_database(base) as url:
+        plain = build(url, model=InstantModel(), durable=False)
+        plain_times = []
+        for i in range(COST_RUNS):
+            started = time.perf_counter()
+            plain.invoke(f"item {i}", thread_id=f"plain-{i}")
+            plain_times.append(time.perf_counter() - started)
+
+        durable = build(url, model=InstantModel())
+        worker = Worker(durable, executor_id="bench")
+        worker.start()
+        try:
+            durable_times = []
+            last = ""
+            for i in range(COST_RUNS):
+                started = time.perf_counter()
+                handle = DBOS.start_workflow(
+                    _run_workflow, "bench", f"durable-{i}", {"prompt": f"item {i}"}
+                )
+                handle.get_result()
+                durable_times.append(time.perf_counter() - started)
+                last = handle.get_workflow_id()
+            steps = len(DBOS.list_workflow_steps(last))
+        finally:
+            worker.stop()
+        return statistics.median(plain_times), statistics.median(durable_times), steps
+
+
+def main() -> None:
+    base = os.environ.get("PLAIT_TEST_POSTGRES_URL")
+    if not base:
+        sys.exit("set PLAIT_TEST_POSTGRES_URL to a PostgreSQL server")
+    print(f"throughput: {RUNS} runs, model waits {MODEL_SECONDS * 1000:.0f} ms per call")
+    one = 0.0
+    for workers in (1, 2, 4):
+        rate = throughput(base, workers)
+        one = one or rate
+        print(f"  {workers} worker(s): {rate:6.1f} runs/s  ({rate / one:.2f}x one worker)")
+    plain, durable, steps = step_cost(base)
+    per_step = (durable - plain) / steps
+    print(f"per-step cost ({COST_RUNS} runs, model answers at once, median per run):")
+    print(f"  plain PostgreSQL checkpointer: {plain * 1000:6.2f} ms per run")
+    print(f"  DBOS workflow:                 {durable * 1000:6.2f} ms per run ({steps} steps)")
+    print(f"  durability: {per_step * 1000:.2f} ms per step, {durable / plain:.2f}x the plain run")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        from plait_dbos import Worker
+
+        worker_id, url = sys.argv[2:4]
+        Worker(build(url), executor_id=worker_id).run()
+    else:
+        main()
