@@ -60,6 +60,9 @@ class RunScope:
 
 
 _scope: ContextVar[RunScope | None] = ContextVar("plait_otel_run", default=None)
+_spanned: ContextVar[object] = ContextVar("plait_otel_spanned", default=None)
+"""The effect whose span is being started: one instance installed twice (the same
+middleware object in an agent and its sub-agent) gives it one span, not two."""
 
 
 def current_scope() -> ContextVar[RunScope | None]:
@@ -89,6 +92,22 @@ def usage_attributes(usage: Usage) -> dict[str, Any]:
     return out
 
 
+def _once(effect: effects.Effect, proceed: Callable[[], T]) -> T:
+    token = _spanned.set(effect)
+    try:
+        return proceed()
+    finally:
+        _spanned.reset(token)
+
+
+async def _aonce(effect: effects.Effect, proceed: Callable[[], Awaitable[T]]) -> T:
+    token = _spanned.set(effect)
+    try:
+        return await proceed()
+    finally:
+        _spanned.reset(token)
+
+
 @attrs.frozen(eq=False)
 class _Chat:
     """One ``chat`` span in progress."""
@@ -104,14 +123,16 @@ class SpanPerformer:
     def __init__(self, telemetry: Telemetry) -> None:
         self.telemetry = telemetry
 
-    def _scope(self) -> RunScope | None:
+    def _scope(self, effect: effects.Effect) -> RunScope | None:
         scope = _scope.get()
-        return scope if scope is not None and scope.performer is self else None
+        if scope is None or scope.performer is not self or _spanned.get() is effect:
+            return None
+        return scope
 
     # -- sync ------------------------------------------------------------------------------
 
     def perform(self, effect: effects.Effect, proceed: Callable[[], T]) -> T:
-        scope = self._scope()
+        scope = self._scope(effect)
         if scope is None:
             return proceed()
         if isinstance(effect, effects.ToolRun):
@@ -121,7 +142,7 @@ class SpanPerformer:
         chat = self._start_chat(scope, effect)
         try:
             with trace.use_span(chat.span, record_exception=False, set_status_on_exception=False):
-                message = proceed()
+                message = _once(effect, proceed)
         except BaseException as exc:
             self._chat_failed(chat, exc)
             raise
@@ -135,7 +156,7 @@ class SpanPerformer:
         total: AIMessageChunk | None = None
         try:
             with trace.use_span(chat.span, record_exception=False, set_status_on_exception=False):
-                chunks = proceed()
+                chunks = _once(effect, proceed)
             for chunk in chunks:
                 total = self._chunk(chat, total, chunk)
                 yield chunk
@@ -152,7 +173,7 @@ class SpanPerformer:
         span = self._start_tool(scope, effect)
         try:
             with trace.use_span(span, record_exception=False, set_status_on_exception=False):
-                outcome = proceed()
+                outcome = _once(effect, proceed)
         except BaseException as exc:
             self._tool_failed(span, exc)
             raise
@@ -162,14 +183,14 @@ class SpanPerformer:
     # -- async -----------------------------------------------------------------------------
 
     async def aperform(self, effect: effects.Effect, proceed: Callable[[], Awaitable[T]]) -> T:
-        scope = self._scope()
+        scope = self._scope(effect)
         if scope is None:
             return await proceed()
         if isinstance(effect, effects.ToolRun):
             span = self._start_tool(scope, effect)
             try:
                 with trace.use_span(span, record_exception=False, set_status_on_exception=False):
-                    outcome = await proceed()
+                    outcome = await _aonce(effect, proceed)
             except BaseException as exc:
                 self._tool_failed(span, exc)
                 raise
@@ -180,7 +201,7 @@ class SpanPerformer:
         chat = self._start_chat(scope, effect)
         try:
             with trace.use_span(chat.span, record_exception=False, set_status_on_exception=False):
-                message = await proceed()
+                message = await _aonce(effect, proceed)
         except BaseException as exc:
             self._chat_failed(chat, exc)
             raise
@@ -194,7 +215,7 @@ class SpanPerformer:
         total: AIMessageChunk | None = None
         try:
             with trace.use_span(chat.span, record_exception=False, set_status_on_exception=False):
-                chunks = await proceed()
+                chunks = await _aonce(effect, proceed)
             async for chunk in chunks:
                 total = self._chunk(chat, total, chunk)
                 yield chunk

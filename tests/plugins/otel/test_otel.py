@@ -394,3 +394,35 @@ def test_an_answer_without_usage_records_no_tokens(otel: Telemetry, make_agent: 
     (chat,) = otel.named("chat scripted")
     assert "gen_ai.usage.input_tokens" not in chat.attributes
     assert otel.points("gen_ai.client.token.usage") == []
+
+
+def test_one_instance_in_agent_and_sub_agent_traces_each_call_once(
+    otel: Telemetry, make_agent: Any
+) -> None:
+    tracing = otel.middleware()
+    main = scripted(
+        ai("", call("task", id="task_0", description="look", subagent_type="researcher")), "done"
+    )
+    spec = SubAgent(
+        name="researcher",
+        description="Finds.",
+        system_prompt="Go.",
+        model=scripted("ok", name="sub"),
+        middleware=[tracing],
+    )
+    agent = make_agent(main, middleware=[tracing, SubAgentMiddleware(subagents=[spec])])
+    asyncio.run(agent.ainvoke("go"))
+    names = [s.name for s in otel.spans()]
+    assert sorted(names) == sorted(
+        [
+            "invoke_agent agent",
+            "chat scripted",
+            "execute_tool task",
+            "invoke_agent researcher",
+            "chat sub",
+            "chat scripted",
+        ]
+    )
+    (inner,) = otel.named("invoke_agent researcher")
+    (sub_chat,) = otel.named("chat sub")
+    assert sub_chat.parent.span_id == inner.context.span_id
