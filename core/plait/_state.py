@@ -23,6 +23,14 @@ RUN_KEY = "__plait_run__"
 """The value key under which the kernel checkpoints the run in progress."""
 
 
+class _Private:
+    def __repr__(self) -> str:
+        return "<private>"
+
+
+_PRIVATE = _Private()
+
+
 class StateView(Mapping[str, Any]):
     """The read-only mapping hooks receive: ``"messages"`` plus every value."""
 
@@ -46,7 +54,12 @@ class StateView(Mapping[str, Any]):
         return 1 + sum(1 for key in self._state.values if key != RUN_KEY)
 
     def __repr__(self) -> str:
-        return f"StateView({dict(self)!r})"
+        fields = self._state.fields
+        shown = {
+            key: _PRIVATE if key in fields and fields[key].private else value
+            for key, value in self.items()
+        }
+        return f"StateView({shown!r})"
 
 
 class ThreadState:

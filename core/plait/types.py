@@ -60,6 +60,9 @@ class StateField:
     :param scope: ``"thread"`` persists across runs; ``"run"`` is reset when a run starts.
     :param shared: two middleware classes may declare the same key only if both set this
         and their declarations are equal.
+    :param private: the value is checkpointed and hooks read it as usual, but the state's
+        ``repr`` (what ``PLAIT_TRACE`` logs) shows ``<private>`` in its place: for secrets
+        such as pii's pseudonym table.
     """
 
     default: Any = None
@@ -68,6 +71,7 @@ class StateField:
         default="thread", validator=attrs.validators.in_(("thread", "run"))
     )
     shared: bool = False
+    private: bool = False
 
 
 @attrs.frozen

@@ -1,6 +1,6 @@
 """PII detection for plait: find emails, card numbers, IPs, MAC addresses, URLs (or your
 own types) in what the user sends, what the model answers and what tools return, and
-block, redact, mask or hash them before they reach the model or the checkpoint.
+block, redact, mask, hash or pseudonymize them before they reach the model or the checkpoint.
 
 One instance handles one type; stack instances for several.
 """
@@ -27,13 +27,23 @@ from plait.messages import (
     ToolMessage,
 )
 from plait.middleware import Middleware
-from plait.types import Command, ModelRequest, ModelResponse, Runtime, ToolCallRequest
+from plait.types import (
+    Command,
+    ModelRequest,
+    ModelResponse,
+    RunRequest,
+    Runtime,
+    StateField,
+    ToolCallRequest,
+)
 from plait_pii._detectors import BUILTIN, MASKS, PIIMatch, mask_custom, merge
 from plait_pii._installed import GROUP, installed_names, load_installed
+from plait_pii._pseudonyms import KEY, Assigner, Pseudonyms, Restorer
+from plait_pii._pseudonyms import merge as merge_tables
 
 __all__ = ["PIIMatch", "PIIMiddleware"]
 
-Strategy = Literal["block", "redact", "mask", "hash"]
+Strategy = Literal["block", "redact", "mask", "hash", "pseudonymize"]
 DetectorSpec = str | re.Pattern[str] | Callable[[str], Sequence[PIIMatch]]
 
 _TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
@@ -68,7 +78,8 @@ class PIIMiddleware(Middleware):
 
     pii_type: str = attrs.field(validator=_type_name)
     strategy: Strategy = attrs.field(
-        default="redact", validator=attrs.validators.in_(("block", "redact", "mask", "hash"))
+        default="redact",
+        validator=attrs.validators.in_(("block", "redact", "mask", "hash", "pseudonymize")),
     )
     detector: DetectorSpec | None = attrs.field(default=None, eq=False)
     apply_to_input: bool = True
@@ -130,7 +141,8 @@ class PIIMiddleware(Middleware):
     # -- text ------------------------------------------------------------------------------
 
     def replacement(self, value: str) -> str:
-        """What a match becomes under ``redact``, ``mask`` or ``hash``."""
+        """What a match becomes under ``redact``, ``mask`` or ``hash`` (``pseudonymize``
+        outside an agent numbers values per call: ``<EMAIL_1>``)."""
         if self.strategy == "redact":
             return f"[REDACTED_{self.pii_type.upper()}]"
         if self.strategy == "hash":
@@ -163,6 +175,8 @@ class PIIMiddleware(Middleware):
     def redact(self, text: str) -> str:
         """``text`` with this type handled by ``strategy`` (``block`` raises
         ``PIIDetectionError``): the same rewrite the hooks apply, for direct use."""
+        if self.strategy == "pseudonymize":
+            return Assigner(self.pii_type, {}, self.matches, True).text(text)
         seen = _Counter()
         result = self.text(text, seen)
         self._check(seen, "text")
@@ -228,15 +242,107 @@ class PIIMiddleware(Middleware):
         return {"messages": changed[::-1]} if changed else None
 
     def before_agent(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
+        if self.strategy == "pseudonymize":
+            return self._pseudonymize_new(state)
         return self._input(state)
 
     def before_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
+        if self.strategy == "pseudonymize":
+            return self._pseudonymize_new(state)
         return self._input(state)
+
+    # -- pseudonymize ----------------------------------------------------------------------
+
+    def state_fields(self) -> dict[str, StateField]:
+        if self.strategy != "pseudonymize":
+            return {}
+        return {KEY: StateField(default=Pseudonyms(), reducer=merge_tables, private=True)}
+
+    def _table(self, state: Mapping[str, Any]) -> Mapping[str, int]:
+        tables = state.get(KEY) or {}
+        table: Mapping[str, int] = tables.get(self.pii_type, {})
+        return table
+
+    def _assigned(self, assigner: Assigner, message: AnyMessage) -> AnyMessage:
+        """``message`` with its values replaced by placeholders (the same object if none)."""
+        changes: dict[str, Any] = {}
+        content = _map_content(message.content, assigner.text)
+        if content != message.content:
+            changes["content"] = content
+        if isinstance(message, AIMessage) and message.tool_calls:
+            calls = [attrs.evolve(c, args=assigner.value(c.args)) for c in message.tool_calls]
+            if calls != list(message.tool_calls):
+                changes["tool_calls"] = calls
+        return attrs.evolve(message, **changes) if changes else message
+
+    def _update(self, changed: list[AnyMessage], assigner: Assigner) -> dict[str, Any] | None:
+        update: dict[str, Any] = {}
+        if changed:
+            update["messages"] = changed
+        if assigner.added:
+            update[KEY] = Pseudonyms({self.pii_type: assigner.added})
+        return update or None
+
+    def _pseudonymize_new(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """User and tool messages since the last AI message: known values always become
+        their placeholders, new ones are numbered where ``apply_to_*`` asks."""
+        assigner = Assigner(self.pii_type, self._table(state), self.matches, False)
+        changed: list[AnyMessage] = []
+        for message in reversed(state["messages"]):
+            if isinstance(message, AIMessage):
+                break
+            if isinstance(message, HumanMessage):
+                assigner.new_allowed = self.apply_to_input
+            elif isinstance(message, ToolMessage):
+                assigner.new_allowed = self.apply_to_tool_results
+            else:
+                continue
+            handled = self._assigned(assigner, message)
+            if handled is not message:
+                changed.append(handled)
+        return self._update(changed[::-1], assigner)
+
+    def after_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
+        """The model's answer as state keeps it: placeholders, even where the stream showed
+        the caller real values."""
+        if self.strategy != "pseudonymize" or not state["messages"]:
+            return None
+        message = state["messages"][-1]
+        if not isinstance(message, AIMessage):
+            return None
+        table = self._table(state)
+        assigner = Assigner(self.pii_type, table, self.matches, self.apply_to_output)
+        handled = self._assigned(assigner, message)
+        return self._update([handled] if handled is not message else [], assigner)
+
+    def _restore_result(self, result: Any) -> Any:
+        restorer = Restorer(self.pii_type, self._table(result.state))
+        if not restorer.values:
+            return result
+        messages = [_restored(m, restorer) for m in result.messages]
+        return attrs.evolve(result, messages=messages)
+
+    def wrap_run(self, request: RunRequest, handler: Callable[[RunRequest], Any]) -> Any:
+        result = handler(request)
+        return self._restore_result(result) if self.strategy == "pseudonymize" else result
+
+    async def awrap_run(
+        self, request: RunRequest, handler: Callable[[RunRequest], Awaitable[Any]]
+    ) -> Any:
+        result = await handler(request)
+        return self._restore_result(result) if self.strategy == "pseudonymize" else result
+
+    def _real_arguments(self, request: ToolCallRequest) -> ToolCallRequest:
+        restorer = Restorer(self.pii_type, self._table(request.state))
+        if not restorer.values:
+            return request
+        call = request.tool_call
+        return attrs.evolve(request, tool_call=attrs.evolve(call, args=restorer.value(call.args)))
 
     # -- output ----------------------------------------------------------------------------
 
     def _response(self, response: ModelResponse) -> ModelResponse:
-        if not self.apply_to_output:
+        if not self.apply_to_output or self.strategy == "pseudonymize":
             return response
         seen = _Counter()
         messages = [
@@ -262,6 +368,12 @@ class PIIMiddleware(Middleware):
     def transform_model_stream(
         self, chunks: Iterator[AIMessageChunk], request: ModelRequest
     ) -> Iterator[AIMessageChunk]:
+        if self.strategy == "pseudonymize":
+            restoring = _StreamRestorer(Restorer(self.pii_type, self._table(request.state)))
+            for chunk in chunks:
+                yield from restoring.feed(chunk)
+            yield from restoring.finish()
+            return
         if not self.apply_to_output:
             yield from chunks
             return
@@ -273,6 +385,14 @@ class PIIMiddleware(Middleware):
     async def atransform_model_stream(
         self, chunks: AsyncIterator[AIMessageChunk], request: ModelRequest
     ) -> AsyncIterator[AIMessageChunk]:
+        if self.strategy == "pseudonymize":
+            restoring = _StreamRestorer(Restorer(self.pii_type, self._table(request.state)))
+            async for chunk in chunks:
+                for out in restoring.feed(chunk):
+                    yield out
+            for out in restoring.finish():
+                yield out
+            return
         if not self.apply_to_output:
             async for chunk in chunks:
                 yield chunk
@@ -287,7 +407,7 @@ class PIIMiddleware(Middleware):
     # -- tool results ----------------------------------------------------------------------
 
     def _tool_result(self, result: ToolMessage | Command) -> ToolMessage | Command:
-        if not self.apply_to_tool_results:
+        if not self.apply_to_tool_results or self.strategy == "pseudonymize":
             return result
         seen = _Counter()
         if isinstance(result, ToolMessage):
@@ -312,6 +432,8 @@ class PIIMiddleware(Middleware):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command],
     ) -> ToolMessage | Command:
+        if self.strategy == "pseudonymize":
+            return handler(self._real_arguments(request))
         return self._tool_result(handler(request))
 
     async def awrap_tool_call(
@@ -319,6 +441,8 @@ class PIIMiddleware(Middleware):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
     ) -> ToolMessage | Command:
+        if self.strategy == "pseudonymize":
+            return await handler(self._real_arguments(request))
         return self._tool_result(await handler(request))
 
 
@@ -385,3 +509,70 @@ class _StreamRedactor:
         except json.JSONDecodeError:
             return self.pii.text(raw, seen)
         return json.dumps(self.pii._value(args, seen), ensure_ascii=False)
+
+
+def _map_content(content: Content, rewrite: Callable[[str], str]) -> Content:
+    if isinstance(content, str):
+        return rewrite(content)
+    return [
+        {**block, "text": rewrite(block["text"])}
+        if block.get("type") == "text" and isinstance(block.get("text"), str)
+        else block
+        for block in content
+    ]
+
+
+def _restored(message: AnyMessage, restorer: Restorer) -> AnyMessage:
+    changes: dict[str, Any] = {}
+    content = _map_content(message.content, restorer.text)
+    if content != message.content:
+        changes["content"] = content
+    if isinstance(message, AIMessage) and message.tool_calls:
+        calls = [attrs.evolve(c, args=restorer.value(c.args)) for c in message.tool_calls]
+        if calls != list(message.tool_calls):
+            changes["tool_calls"] = calls
+    return attrs.evolve(message, **changes) if changes else message
+
+
+class _StreamRestorer:
+    """Shows the caller real values in place of placeholders as the answer streams: a
+    ``<`` that may open a placeholder is held until it closes; tool-call arguments are
+    held whole and restored as JSON."""
+
+    HOLD = 40
+
+    def __init__(self, restorer: Restorer) -> None:
+        self.restorer = restorer
+        self.pending = ""
+        self.calls: dict[int, list[Any]] = {}
+        self.id: str | None = None
+
+    def feed(self, chunk: AIMessageChunk) -> Iterator[AIMessageChunk]:
+        self.id = self.id or chunk.id
+        for part in chunk.tool_call_chunks:
+            slot = self.calls.setdefault(part.index, [None, None, []])
+            slot[0] = slot[0] or part.id
+            slot[1] = slot[1] or part.name
+            slot[2].append(part.args)
+        text = self.pending + chunk.content
+        cut = text.rfind("<")
+        if cut != -1 and ">" not in text[cut:] and len(text) - cut < self.HOLD:
+            text, self.pending = text[:cut], text[cut:]
+        else:
+            self.pending = ""
+        text = self.restorer.text(text)
+        if text or chunk.usage is not None or chunk.response_metadata:
+            yield attrs.evolve(chunk, content=text, tool_call_chunks=())
+
+    def finish(self) -> Iterator[AIMessageChunk]:
+        if self.pending:
+            yield AIMessageChunk(self.restorer.text(self.pending), id=self.id)
+        for index, (call_id, name, pieces) in sorted(self.calls.items()):
+            raw = "".join(pieces)
+            try:
+                args = json.dumps(self.restorer.value(json.loads(raw)), ensure_ascii=False)
+            except json.JSONDecodeError:
+                args = self.restorer.text(raw)
+            yield AIMessageChunk(
+                tool_call_chunks=[ToolCallChunk(index, call_id, name, args)], id=self.id
+            )
