@@ -254,6 +254,12 @@ class _DiskFiles(FileOps):
             os.close(fd)
         return "/" + "/".join([*done, name] if name else done)
 
+    def size(self, path: str) -> int | None:
+        """The size in bytes of the file at ``path`` (links inside root followed), or
+        ``None`` if it is not a file: lets a tool refuse a huge file before reading it."""
+        status = self._stat(check_path(path))
+        return status.st_size if status is not None and stat.S_ISREG(status.st_mode) else None
+
     def _lstat(self, path: str) -> os.stat_result | None:
         """The status of ``path`` itself (a link is not followed), or ``None``."""
         with self._at(path, "read", follow_last=False) as (fd, name):

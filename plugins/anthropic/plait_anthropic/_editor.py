@@ -182,8 +182,22 @@ class Editor:
 
     # -- view --------------------------------------------------------------------------
 
+    def _check_size_first(self, path: str, verb: str = "is") -> None:
+        """Refuse a file over the limit before reading it, when the backend can tell its
+        size (``DiskBackend``): a 200 MB file is never loaded to be refused."""
+        size_of = getattr(self.fs, "size", None)
+        if self.max_file_size_mb is None or not callable(size_of):
+            return
+        size = size_of(path)
+        if size is not None and size > self.max_file_size_mb * MB:
+            raise BackendError(
+                f"Error: {path} {verb} {size / MB:.1f} MB, over the {self.max_file_size_mb} "
+                "MB limit"
+            )
+
     def view(self, path: str | None, view_range: Sequence[int] | None = None) -> Outcome:
         path = self.guard(path, "view")
+        self._check_size_first(path)
         try:
             text = self.fs.read_text(path)
         except BackendError as read_error:
@@ -253,6 +267,7 @@ class Editor:
 
     def _read(self, path: str) -> str:
         """The file's text; a directory is refused in this tool's words (it has no ``ls``)."""
+        self._check_size_first(path)
         try:
             return self.fs.read_text(path)
         except BackendError as problem:

@@ -157,7 +157,7 @@ def test_values_replace_only_the_keys_written(cp: Checkpointer) -> None:
 
 def test_a_value_that_is_not_json_fails_and_writes_nothing(cp: Checkpointer) -> None:
     cp.save("t", StepDelta(1, upserts=(human("a"),), values={"k": 1}))
-    with pytest.raises(StoreError, match="^state key 'k' cannot be saved as JSON"):
+    with pytest.raises(StoreError, match=r"^state key 'k' cannot be saved as JSON"):
         cp.save("t", StepDelta(2, upserts=(human("b"),), values={"k": object()}))
     assert cp.load("t") == Checkpoint(1, [human("a")], {"k": 1})
 

@@ -424,3 +424,25 @@ def test_str_replace_edits_only_a_unique_match(text: str, old: str) -> None:
     assert outcome.update is not None
     result = outcome.update["/f.txt"]
     assert result is not None and result["content"] == text.replace(old, "Z")
+
+
+def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from plait_anthropic._editor import Editor
+
+    with (tmp_path / "big.log").open("wb") as handle:
+        handle.truncate(30 * 1024 * 1024)  # 30 MB of zeros, sparse on disk
+    editor = Editor(fs=DiskBackend(tmp_path).bind(), max_file_size_mb=10)
+    tracemalloc.start()
+    try:
+        for command in (
+            lambda: editor.view("/big.log"),
+            lambda: editor.str_replace("/big.log", "a", "b"),
+        ):
+            with pytest.raises(BackendError, match=r"^Error: /big.log is 30.0 MB, over the 10 MB"):
+                command()
+        _, top = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert top < 1024 * 1024  # the file was never loaded
