@@ -36,10 +36,11 @@ def _check_models(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     for index, model in enumerate(value):
         if isinstance(model, ChatModel):
             continue
-        if not isinstance(model, str) or ":" not in model:
+        model_id = model.get("model") if isinstance(model, Mapping) else model
+        if not isinstance(model_id, str) or ":" not in model_id:
             raise ValueError(
                 f"{attribute.name}[{index}] must be a 'provider:model' id or a ChatModel, "
-                f"got {model!r}"
+                f"got {model!r} (or a mapping of 'model', an id, and the provider's settings)"
             )
 
 
@@ -57,12 +58,18 @@ class ModelFallbackMiddleware(Middleware):
     [...]})``.
     """
 
-    models: tuple[str | ChatModel, ...] = attrs.field(converter=_as_tuple, validator=_check_models)
-    """The fallback models, in the order they are tried: ids or ``ChatModel`` instances."""
+    models: tuple[str | ChatModel | Mapping[str, Any], ...] = attrs.field(
+        converter=_as_tuple, validator=_check_models, hash=False
+    )
+    """The fallback models, in the order they are tried: ids, mappings of an id and its
+    settings (``{"model": "openai:qwen", "compat": "llama.cpp", "base_url": ...}``), or
+    ``ChatModel`` instances."""
     _chain: list[ChatModel] = attrs.field(init=False, factory=list, eq=False, repr=False)
 
     def __init__(
-        self, *fallbacks: str | ChatModel, models: Sequence[str | ChatModel] | None = None
+        self,
+        *fallbacks: str | ChatModel | Mapping[str, Any],
+        models: Sequence[str | ChatModel | Mapping[str, Any]] | None = None,
     ) -> None:
         """Positional models (``ModelFallbackMiddleware(m1, m2)``), or ``models=[m1, m2]``
         (the form options given by name take)."""
@@ -84,8 +91,12 @@ class ModelFallbackMiddleware(Middleware):
             resolved = []
             for index, model in enumerate(self.models):
                 try:
-                    resolved.append(init_chat_model(model))
-                except ConfigError as exc:
+                    if isinstance(model, Mapping):
+                        settings = {k: v for k, v in model.items() if k != "model"}
+                        resolved.append(init_chat_model(model["model"], **settings))
+                    else:
+                        resolved.append(init_chat_model(model))
+                except (ConfigError, TypeError) as exc:
                     raise ConfigError(
                         f"plugin 'model_fallback': option 'models[{index}]': {exc}"
                     ) from exc

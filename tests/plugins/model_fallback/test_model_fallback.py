@@ -324,3 +324,16 @@ def test_streaming_falls_back_too(make_agent: Any) -> None:
 
     assert asyncio.run(collect()) == "from the backup"
     assert backup.calls == 1
+
+
+def test_a_fallback_given_as_an_id_with_settings_carries_them() -> None:
+    from plait.models.openai import COMPAT_PRESETS
+
+    fallback = ModelFallbackMiddleware(
+        {"model": "openai:qwen", "compat": "llama.cpp", "base_url": "http://127.0.0.1:9/v1"}
+    )
+    (model,) = fallback._fallbacks()
+    assert model.compat == COMPAT_PRESETS["llama.cpp"]
+    assert model.base_url == "http://127.0.0.1:9/v1"
+    with pytest.raises(ConfigError, match=r"option 'models\[0\]'.*no_such_setting"):
+        ModelFallbackMiddleware({"model": "scripted:c", "no_such_setting": 1})._fallbacks()
