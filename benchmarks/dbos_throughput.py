@@ -6,9 +6,9 @@ dropped). The model is fake and I/O-bound: each call waits ``MODEL_SECONDS``, as
 provider's network round trip would; each run is one model call asking for a tool, the
 tool, and a second model call.
 
-1. Throughput: ``RUNS`` runs on as many threads are queued, then 1, 2 or 4 worker
-   processes (``worker_concurrency`` 4 each) serve them; runs per second from the first
-   worker's start to the last result, and the ratio to one worker.
+1. Throughput: 1, 2 or 4 worker processes (``worker_concurrency`` 4 each) are started
+   and warmed up, then ``RUNS`` runs on as many threads are queued; runs per second from
+   the first submission to the last result, and the ratio to one worker.
 2. Per-step cost: the same runs with a model that does not wait, in this process, once
    with ``agent.invoke`` on the PostgreSQL checkpointer and once as DBOS workflows (started
    directly, without the queue); the difference per run divided by the DBOS steps a run
@@ -104,13 +104,17 @@ def throughput(base: str, workers: int) -> float:
 
     with fresh_database(base) as url:
         agent = build(url)
-        queued = [submit(agent, f"item {i}", thread_id=f"t{i}") for i in range(RUNS)]
-        started = time.perf_counter()
         processes = [
             subprocess.Popen([sys.executable, __file__, "--worker", f"w{i}", url])
             for i in range(workers)
         ]
         try:
+            # every worker up and serving before the clock starts
+            warm = [submit(agent, f"warm {i}", thread_id=f"warm{i}") for i in range(4 * workers)]
+            for run in warm:
+                run.result()
+            started = time.perf_counter()
+            queued = [submit(agent, f"item {i}", thread_id=f"t{i}") for i in range(RUNS)]
             for run in queued:
                 run.result()
             elapsed = time.perf_counter() - started

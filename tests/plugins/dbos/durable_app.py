@@ -78,11 +78,18 @@ def _effect_once(database_url: str, key: str, item: str) -> bool:
 
 
 def build_agent(database_url: str, log: str, checkpointer: str | None = None) -> plait.Agent:
+    # DURABLE_APPROVAL=1: a person approves each call of the tool
+    approval: list[Any] = (
+        [("human_in_the_loop", {"interrupt_on": {"record": True}})]
+        if os.environ.get("DURABLE_APPROVAL") == "1"
+        else []
+    )
     return plait.create_agent(
         model=EchoModel(),
         tools=[make_record(database_url, log)],
         middleware=[
-            ("dbos", {"database_url": database_url, "worker_concurrency": 4, "poll_interval": 0.1})
+            ("dbos", {"database_url": database_url, "worker_concurrency": 4, "poll_interval": 0.1}),
+            *approval,
         ],
         checkpointer=checkpointer or _threads_url(database_url),
         name="durable",
