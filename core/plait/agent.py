@@ -162,6 +162,13 @@ class Agent:
         self.tool_timeout: float | None = tool_timeout
         self.model = init_chat_model(model)
         self.system_prompt = system_prompt
+        # Middleware and tools first: a mistake there must not leave a database file
+        # behind (the checkpointer and store below may create one).
+        resolved = resolve_middleware(middleware)
+        self.middleware = tuple(obj for _, obj in resolved)
+        self.registry = Registry(resolved)
+        self.fields = self._collect_fields()
+        own_tools = tuple(_as_tool(t) for t in tools)
         self.checkpointer: Checkpointer | None = _by_url(
             checkpointer, "plait.checkpointers", "checkpointer"
         )
@@ -173,11 +180,6 @@ class Agent:
                 f"store {store!r} is not a plait Store (put, get, delete and search); "
                 "pass a store URL such as 'memory' or an instance"
             )
-        resolved = resolve_middleware(middleware)
-        self.middleware = tuple(obj for _, obj in resolved)
-        self.registry = Registry(resolved)
-        self.fields = self._collect_fields()
-        own_tools = tuple(_as_tool(t) for t in tools)
         config = AgentConfig(
             self.model,
             own_tools,

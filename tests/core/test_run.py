@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -409,3 +410,20 @@ def test_unknown_persistence_scheme_names_the_url() -> None:
 
     with pytest.raises(ConfigError, match=r"checkpointer URL 'sqlit:///a.db': unknown "):
         plait.create_agent(plait.ScriptedChatModel(["x"]), checkpointer="sqlit:///a.db")
+
+
+def test_a_failed_create_agent_leaves_no_database_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plait.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    for middleware in (["no_such_middleware"], [("tool_call_limit", {"run_limit": "two"})]):
+        with pytest.raises(ConfigError):
+            plait.create_agent(
+                plait.ScriptedChatModel(["x"]),
+                middleware=middleware,
+                checkpointer="sqlite:///agent.db",
+                store="sqlite:///store.db",
+            )
+    assert list(tmp_path.iterdir()) == []
