@@ -1,9 +1,38 @@
 """plait-dbos: an agent's runs as DBOS workflows on a queue served by worker processes;
 each model call, tool run and thread read or write is a recorded step, so a run whose
-worker dies is finished by a worker, without repeating a finished call."""
+worker dies is finished by a worker, without repeating a finished call.
 
-from plait_dbos._middleware import DBOSMiddleware
-from plait_dbos._submit import Submitted, submit
-from plait_dbos._worker import Worker
+Names load on first use, so the ``plait`` CLI (which reads this plugin's commands on every
+call) does not import DBOS until a command of this plugin runs.
+"""
 
-__all__ = ["DBOSMiddleware", "Submitted", "Worker", "submit"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "DBOSMiddleware": "plait_dbos._middleware",
+    "Submitted": "plait_dbos._submit",
+    "Worker": "plait_dbos._worker",
+    "submit": "plait_dbos._submit",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'plait_dbos' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from plait_dbos._middleware import DBOSMiddleware as DBOSMiddleware
+    from plait_dbos._submit import Submitted as Submitted
+    from plait_dbos._submit import submit as submit
+    from plait_dbos._worker import Worker as Worker
