@@ -1,0 +1,72 @@
+"""``plait mcp-serve``: an agent file served over MCP (stdio), used by the SDK's client."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+
+HELLO = Path(__file__).resolve().parents[3] / "examples" / "hello.toml"
+
+
+def serve(*args: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "plait.cli", "mcp-serve", *args]
+    )
+
+
+async def session(params: StdioServerParameters, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    async with Client(params, cache=None) as client:
+        listed = (await client.list_tools()).tools
+        results = [await client.call_tool(name, args) for name, args in calls]
+        return listed, results
+
+
+def test_an_agent_files_tools_and_the_agent_itself_are_mcp_tools() -> None:
+    listed, results = asyncio.run(
+        session(
+            serve(str(HELLO)),
+            [
+                ("get_weather", {"city": "London"}),
+                ("get_weather", {"town": "London"}),
+                ("agent", {"prompt": "What's the weather in Paris?"}),
+            ],
+        )
+    )
+    tools = {t.name: t for t in listed}
+    assert set(tools) == {"get_weather", "agent"}
+    assert tools["get_weather"].description.startswith("Get today's weather for a city.")
+    assert tools["get_weather"].input_schema["required"] == ["city"]
+    assert tools["agent"].input_schema["required"] == ["prompt"]
+    weather, bad, asked = results
+    assert (weather.is_error, weather.content[0].text) == (False, "London: light rain, 14 °C")
+    assert bad.is_error
+    assert "invalid arguments for tool 'get_weather'" in bad.content[0].text
+    assert (asked.is_error, asked.content[0].text) == (
+        False,
+        "In Paris today it is sunny, 21 °C. Enjoy your day!",
+    )
+
+
+def test_the_agent_tool_can_be_renamed() -> None:
+    listed, _ = asyncio.run(session(serve(str(HELLO), "--agent-tool", "weather_agent"), []))
+    assert {t.name for t in listed} == {"get_weather", "weather_agent"}
+
+
+def test_a_bad_agent_file_fails_with_a_message_on_stderr(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[agent]\nmodel = "scripted:x"\n[[middleware]]\nuse = "nope"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "plait.cli", "mcp-serve", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.startswith("plait mcp-serve: error: ")
+    assert "nope" in done.stderr
