@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import queue
 import threading
@@ -48,6 +49,9 @@ from plait.types import (
 __all__ = ["Agent", "AgentResult", "AsyncRunStream", "RunStream", "create_agent"]
 
 STREAM_MODES = ("updates", "messages", "values", "custom")
+THREAD_CACHE_SIZE = 256
+"""Threads an agent keeps in memory between runs (the least recently served go first);
+a thread not kept is loaded from the checkpointer on its next run, with the same result."""
 
 
 @attrs.frozen
@@ -207,7 +211,8 @@ class Agent:
             impl.call(self.config)
         self.loops = LoopThread()
         self._build_handlers()
-        self._cache: dict[str, ThreadState] = {}
+        # The threads last served, newest last: a thread's next run skips loading it.
+        self._cache: collections.OrderedDict[str, ThreadState] = collections.OrderedDict()
         self._active: set[str] = set()
         self._lock = threading.Lock()
 
@@ -460,7 +465,7 @@ class Agent:
             if thread_id in self._active:
                 raise ThreadBusyError(f"thread {thread_id!r} is being run by another call")
             self._active.add(thread_id)
-            cached = self._cache.get(thread_id)
+            cached = self._cache.pop(thread_id, None)
         try:
             stored = self.checkpointer.step(thread_id)
             if cached is not None and cached.step == stored and not cached.dirty:
@@ -480,6 +485,8 @@ class Agent:
                 self._cache.pop(thread_id, None)
             else:
                 self._cache[thread_id] = state
+                if len(self._cache) > THREAD_CACHE_SIZE:
+                    self._cache.popitem(last=False)
 
     def _result(self, run: Run) -> AgentResult:
         info = run.info

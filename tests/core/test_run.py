@@ -427,3 +427,24 @@ def test_a_failed_create_agent_leaves_no_database_file(
                 store="sqlite:///store.db",
             )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_thread_cache_is_bounded_and_an_evicted_thread_loads_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import plait.agent
+
+    monkeypatch.setattr(plait.agent, "THREAD_CACHE_SIZE", 3)
+    answers = [f"answer {n}" for n in range(12)]
+    agent = plait.create_agent(scripted(*answers), checkpointer="memory")
+    for n in range(10):
+        agent.invoke(f"question {n}", thread_id=f"t{n}")
+    assert list(agent._cache) == ["t7", "t8", "t9"]  # the least recently served went first
+    again = agent.invoke("and again?", thread_id="t0")  # evicted: loaded from the checkpointer
+    assert transcript(again.messages) == [
+        ("human", "question 0"),
+        ("ai", "answer 0"),
+        ("human", "and again?"),
+        ("ai", "answer 10"),
+    ]
+    assert list(agent._cache) == ["t8", "t9", "t0"]
