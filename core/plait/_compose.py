@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from plait._bridge import LoopThread, submit
 from plait._registry import Impl
 
-Req = TypeVar("Req")
 Normalize = Callable[[Any, Any, str], Any]
 Layers = Sequence[tuple[str, Impl | None, Impl | None]]
 

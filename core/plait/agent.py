@@ -786,7 +786,8 @@ class AsyncRunStream(AsyncIterator[StreamEvent]):
 
 
 class _Sink:
-    """Delivers the events of the chosen modes; the kernel asks ``wants`` to skip work."""
+    """Delivers the events of the chosen modes; ``_wants_messages`` lets the kernel skip
+    streaming the model when no one reads its chunks."""
 
     def __init__(self, modes: frozenset[str], put: Any) -> None:
         self.modes = modes
