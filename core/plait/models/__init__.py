@@ -15,6 +15,7 @@ from plait.models.base import ChatModel, ModelProfile
 if TYPE_CHECKING:
     from plait.models.anthropic import AnthropicChatModel as AnthropicChatModel
     from plait.models.openai import OpenAIChatModel as OpenAIChatModel
+    from plait.models.openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
     from plait.models.scripted import ScriptedChatModel as ScriptedChatModel
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "ChatModel",
     "ModelProfile",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "ScriptedChatModel",
     "init_chat_model",
 ]
@@ -30,6 +32,7 @@ _LAZY = {
     "ScriptedChatModel": "plait.models.scripted",
     "OpenAIChatModel": "plait.models.openai",
     "AnthropicChatModel": "plait.models.anthropic",
+    "OpenAIResponsesModel": "plait.models.openai_responses",
 }
 
 

@@ -49,7 +49,7 @@ from plait.models._http import (
     stream_error,
     wire,
 )
-from plait.models.base import ModelProfile
+from plait.models.base import ModelProfile, merge_text_blocks
 
 if TYPE_CHECKING:
     from plait.tools import Tool
@@ -520,7 +520,7 @@ class AnthropicChatModel(HTTPChatModel):
                 kept.append(dict(block))
         metadata.update(_metadata(message))
         return AIMessage(
-            _merge_text(kept) if native else "".join(texts),
+            merge_text_blocks(kept) if native else "".join(texts),
             tool_calls=calls,
             usage=_usage(message.usage),
             response_metadata=metadata,
@@ -551,18 +551,6 @@ def _text_block(text: str, citations: Any) -> dict[str, Any]:
     if isinstance(citations, list) and citations:
         block["citations"] = [dict(c) for c in citations]
     return block
-
-
-def _merge_text(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Adjacent plain text blocks as one (as a stream assembles them)."""
-    out: list[dict[str, Any]] = []
-    for block in blocks:
-        plain = set(block) == {"type", "text"} and block["type"] == "text"
-        if plain and out and set(out[-1]) == {"type", "text"} and out[-1]["type"] == "text":
-            out[-1] = {"type": "text", "text": str(out[-1]["text"]) + str(block["text"])}
-        elif not (plain and not block["text"]):
-            out.append(block)
-    return out
 
 
 class _AnthropicStream(StreamParser):

@@ -16,7 +16,7 @@ from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCallChunk
 if TYPE_CHECKING:
     from plait.tools import Tool
 
-__all__ = ["ChatModel", "ModelProfile"]
+__all__ = ["ChatModel", "ModelProfile", "merge_text_blocks"]
 
 
 @attrs.frozen
@@ -167,3 +167,16 @@ def message_to_chunk(message: AIMessage) -> AIMessageChunk:
         response_metadata=message.response_metadata,
         id=message.id,
     )
+
+
+def merge_text_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Adjacent plain text blocks as one, empty ones dropped: the block list
+    ``assemble_chunks`` builds from a stream, so ``invoke`` can return the same."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        plain = set(block) == {"type", "text"} and block["type"] == "text"
+        if plain and out and set(out[-1]) == {"type", "text"} and out[-1]["type"] == "text":
+            out[-1] = {"type": "text", "text": str(out[-1]["text"]) + str(block["text"])}
+        elif not (plain and not block["text"]):
+            out.append(block)
+    return out

@@ -261,6 +261,14 @@ _OVERFLOW_WORDS = (
 )
 
 
+def is_context_overflow(status: int, error_type: str | None, message: str) -> bool:
+    """Whether an OpenAI (or compatible) error says the prompt exceeds the window."""
+    if status not in (400, 413):
+        return False
+    text = f"{error_type or ''} {message}".lower()
+    return any(word in text for word in _OVERFLOW_WORDS)
+
+
 class OpenAIChatModel(HTTPChatModel):
     """A Chat Completions model: ``OpenAIChatModel("gpt-4.1-mini", temperature=0)``.
 
@@ -307,10 +315,7 @@ class OpenAIChatModel(HTTPChatModel):
         return {"authorization": f"Bearer {key}"}
 
     def _is_overflow(self, status: int, error_type: str | None, message: str) -> bool:
-        if status not in (400, 413):
-            return False
-        text = f"{error_type or ''} {message}".lower()
-        return any(word in text for word in _OVERFLOW_WORDS)
+        return is_context_overflow(status, error_type, message)
 
     # -- request -------------------------------------------------------------------------
 
@@ -587,20 +592,24 @@ def _response_format(schema: Mapping[str, Any], mode: str = "json_schema") -> di
         return {"type": "json_object", "schema": dict(schema)}
     if mode == "json_object":
         return {"type": "json_object"}
+    return {"type": "json_schema", "json_schema": json_schema_format(schema)}
+
+
+def json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """OpenAI's named JSON-schema format: ``name`` from the title (API-safe), the schema,
+    and ``strict`` when strict mode accepts it (Chat Completions nests it in
+    ``json_schema``; the Responses API puts it in ``text.format`` beside the type)."""
     title = str(schema.get("title") or "response")
     name = _NAME_UNSAFE.sub("_", title)[:64] or "response"
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": name, "schema": dict(schema), "strict": _strict_ok(schema)},
-    }
+    return {"name": name, "schema": dict(schema), "strict": strict_ok(schema)}
 
 
-def _strict_ok(schema: Any) -> bool:
+def strict_ok(schema: Any) -> bool:
     """Whether OpenAI's strict mode accepts ``schema``: every object closed
     (``additionalProperties: false``) with all its properties required. A schema that is
     not is sent with ``strict: false`` rather than rejected with a 400."""
     if isinstance(schema, list):
-        return all(_strict_ok(item) for item in schema)
+        return all(strict_ok(item) for item in schema)
     if not isinstance(schema, Mapping):
         return True
     properties = schema.get("properties")
@@ -609,7 +618,7 @@ def _strict_ok(schema: Any) -> bool:
             return False
         if set(schema.get("required", ())) != set(properties):
             return False
-    return all(_strict_ok(value) for key, value in schema.items() if key != "required")
+    return all(strict_ok(value) for key, value in schema.items() if key != "required")
 
 
 # -- local servers --------------------------------------------------------------------------

@@ -80,6 +80,9 @@ KNOWN_PROFILES: dict[str, dict[str, ModelProfile]] = {
     },
 }
 
+# The Responses API serves the same models with the same windows.
+KNOWN_PROFILES["openai-responses"] = KNOWN_PROFILES["openai"]
+
 # What may follow a family name: a snapshot date (2024-08-06 or 20250929) or "latest".
 _SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|latest)")
 

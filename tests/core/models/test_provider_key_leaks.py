@@ -25,6 +25,7 @@ from plait.errors import ProviderError
 from plait.messages import AIMessage, HumanMessage, ToolCall
 from plait.models.anthropic import AnthropicChatModel
 from plait.models.openai import OpenAIChatModel
+from plait.models.openai_responses import OpenAIResponsesModel
 from plait.testing import ScriptedChatModel
 
 KEY = "sk-live-0123456789abcdefLEAKCHECK"
@@ -89,6 +90,44 @@ def failures(key: str) -> dict[str, tuple[str, Callable[[], Reply], bool]]:
             lambda: Reply(500, json.dumps({"error": {"message": echo}}).encode()),
             False,
         ),
+        "responses-error-event": (
+            "openai-responses",
+            lambda: _sse(("error", json.dumps({"type": "error", "message": f"bad {key}"}))),
+            True,
+        ),
+        "responses-failed-event": (
+            "openai-responses",
+            lambda: _sse(
+                (
+                    "response.failed",
+                    json.dumps(
+                        {
+                            "type": "response.failed",
+                            "response": {"status": "failed", "error": {"message": echo}},
+                        }
+                    ),
+                )
+            ),
+            True,
+        ),
+        "responses-malformed-event": (
+            "openai-responses",
+            lambda: _sse(("response.created", '{"response": ' + echo)),
+            True,
+        ),
+        "responses-failed-in-200": (
+            "openai-responses",
+            lambda: Reply(
+                200,
+                json.dumps({"output": [], "status": "failed", "error": {"message": echo}}).encode(),
+            ),
+            False,
+        ),
+        "responses-401": (
+            "openai-responses",
+            lambda: Reply(401, json.dumps({"error": {"message": f"key {key}"}}).encode()),
+            False,
+        ),
     }
 
 
@@ -96,6 +135,8 @@ CASES = [(key, name) for key in (KEY, BARE_KEY) for name in failures(key)]
 
 
 def model_for(provider: str, server: ReplayServer, key: str) -> Any:
+    if provider == "openai-responses":
+        return OpenAIResponsesModel("gpt-5", api_key=key, base_url=server.url + "/v1")
     if provider == "openai":
         return OpenAIChatModel("gpt-4o", api_key=key, base_url=server.url + "/v1")
     return AnthropicChatModel("claude-sonnet-4-5", api_key=key, base_url=server.url)
