@@ -57,7 +57,7 @@ BUILTIN: dict[str, dict[str, str]] = {
     },
     "plait.checkpointers": {"postgresql": "postgres", "postgres": "postgres"},
     "plait.stores": {"postgresql": "postgres", "postgres": "postgres"},
-    "plait.commands": {"worker": "dbos", "submit": "dbos", "mcp-serve": "mcp"},
+    "plait.commands": {"worker": "dbos", "submit": "dbos", "workers": "dbos", "mcp-serve": "mcp"},
 }
 """Entry points of plait's built-in plugins, by group: name → folder under ``plugins/``
 (its distribution is ``plait-<folder with dashes>``); for the hint when one is missing."""

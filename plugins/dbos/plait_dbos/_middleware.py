@@ -65,11 +65,26 @@ class DBOSMiddleware(Middleware):
     poll_interval: float = attrs.field(default=1.0, validator=_positive_seconds)
     """Seconds between a worker's looks at the queue (the longest a queued run waits
     for an idle worker)."""
+    heartbeat_interval: float = attrs.field(default=5.0, validator=_positive_seconds)
+    """Seconds between a worker's heartbeats (and its looks for dead workers)."""
+    takeover_after: float = attrs.field(default=30.0, validator=_positive_seconds)
+    """Seconds without a heartbeat after which a worker counts as dead and another worker
+    takes its unfinished runs over. A worker that could not record a heartbeat for half
+    this time stops itself first, so no run is ever served by two workers at once.
+    At least three heartbeat intervals."""
     outside_workflow: Literal["error", "allow"] = attrs.field(
         default="error", validator=attrs.validators.in_(("error", "allow"))
     )
     """A run started directly (``agent.invoke``) rather than through the queue: ``'error'``
     refuses it, ``'allow'`` runs it without durability."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.takeover_after < 3 * self.heartbeat_interval:
+            raise ConfigError(
+                "plugin 'dbos': option 'takeover_after': expected at least three "
+                f"heartbeat_interval ({3 * self.heartbeat_interval:g} s), "
+                f"got {self.takeover_after!r}"
+            )
 
     def wrap_run(
         self, request: RunRequest, handler: Callable[[RunRequest], AgentResult]

@@ -24,6 +24,7 @@ from dbos import DBOS
 from plait import effects
 from plait.checkpoint import Checkpoint, Checkpointer, StepDelta
 from plait.errors import ThreadBusyError
+from plait_dbos._takeover import check_lease
 
 __all__ = ["RecordedCheckpointer", "StepPerformer", "workflow_ids"]
 
@@ -56,6 +57,9 @@ def _step(name: str, call: Callable[[], T]) -> T:
     """``call`` as a DBOS step named ``name``: run once, recorded; replayed from the record."""
 
     def body() -> T:
+        # A worker whose heartbeat lapsed may have been taken over: it stops here rather
+        # than run the step a second worker may be running.
+        check_lease()
         seed = f"{DBOS.workflow_id}/step{DBOS.step_id}"
         token = _in_step.set(True)
         try:

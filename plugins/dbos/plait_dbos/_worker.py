@@ -7,6 +7,8 @@ may serve several agents (by name) from the same database and queue.
 
 from __future__ import annotations
 
+import secrets
+import socket
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +21,7 @@ from plait.types import Command
 from plait_dbos._config import WORKFLOW_NAME, dbos_config, find_options, summary
 from plait_dbos._middleware import DBOSMiddleware
 from plait_dbos._steps import RecordedCheckpointer, workflow_ids
+from plait_dbos._takeover import Beater, Heartbeats
 
 __all__ = ["Worker"]
 
@@ -46,13 +49,18 @@ class Worker:
     """Serves the queue of ``agents`` (all with the ``dbos`` middleware and the same
     ``database_url`` and ``queue``) in this process.
 
-    ``executor_id`` names this worker: runs it had started when it died are finished
-    when a worker with the same id starts again, so give each worker a stable id (the
-    machine and slot, e.g. ``"host-1/0"``). The agents' checkpointers are wrapped so that
-    loading and saving a thread are steps of the run.
+    Each worker is a DBOS executor of its own (``executor_id`` and a random part) that
+    records a heartbeat every ``heartbeat_interval``; when a worker's heartbeat is older
+    than its ``takeover_after``, any live worker puts its unfinished runs back on the
+    queue, where the next free worker continues them from their last recorded step.
+    ``executor_id`` (default: the host name) labels the worker; a worker started with an
+    ``executor_id`` takes over the runs of earlier workers of that id at once, without
+    waiting — so give one id (host and slot, e.g. ``"host-1/0"``) to one live process
+    at a time. The agents' checkpointers are wrapped so that loading and saving a thread
+    are steps of the run.
     """
 
-    def __init__(self, agents: Agent | Sequence[Agent], *, executor_id: str = "plait") -> None:
+    def __init__(self, agents: Agent | Sequence[Agent], *, executor_id: str | None = None) -> None:
         agents = [agents] if isinstance(agents, Agent) else list(agents)
         if not agents:
             raise ConfigError("plugin 'dbos': a Worker needs at least one agent")
@@ -71,12 +79,29 @@ class Worker:
                 )
         self.options: DBOSMiddleware = first
         self.agents = agents
-        self.executor_id = executor_id
+        self.label = executor_id or socket.gethostname()
+        self._restarted = executor_id is not None
+        self.executor_id = f"{self.label}#{secrets.token_hex(4)}"
+        """The DBOS executor id of this process (its label and a random part)."""
         self._stopped = threading.Event()
+        self._beater = Beater(
+            Heartbeats(first.database_url, timeout=first.heartbeat_interval),
+            executor_id=self.executor_id,
+            label=self.label,
+            interval=first.heartbeat_interval,
+            takeover_after=first.takeover_after,
+            recover=_recover,
+        )
+
+    @property
+    def taken_over(self) -> int:
+        """Runs of dead workers this worker has put back on the queue."""
+        return self._beater.taken_over
 
     def start(self) -> None:
-        """Connect, register the queue, finish this executor's unfinished runs and start
-        taking runs from the queue (in DBOS's threads)."""
+        """Record a first heartbeat, connect, register the queue, take over the runs of
+        earlier workers of this ``executor_id``, and start taking runs from the queue
+        (in DBOS's threads) and beating (in a thread of its own)."""
         for agent in self.agents:
             if agent.name in _agents and _agents[agent.name] is not agent:
                 raise ConfigError(f"plugin 'dbos': two agents named {agent.name!r}")
@@ -84,12 +109,26 @@ class Worker:
             if not isinstance(agent.checkpointer, RecordedCheckpointer):
                 agent.checkpointer = RecordedCheckpointer(agent.checkpointer)
             _agents[agent.name] = agent
+        # The system database's tables first: the heartbeat table lives beside them.
+        DBOS.migrate(self.options.database_url)
+        self._beater.first_beat()
         DBOS(config=dbos_config(self.options, executor_id=self.executor_id))
         DBOS.launch()
         register_queue(self.options)
+        if self._restarted:
+            beats = self._beater.heartbeats
+            self._beater.take_over(beats.labelled(self.label, self.executor_id))
+        self._beater.start()
+
+    def take_over(self) -> int:
+        """Put the unfinished runs of workers whose heartbeat is stale back on the queue
+        now (the heartbeat thread does it every ``heartbeat_interval``); how many."""
+        beats = self._beater.heartbeats
+        return self._beater.take_over(beats.stale(self.executor_id))
 
     def stop(self) -> None:
         self._stopped.set()
+        self._beater.stop()
         DBOS.destroy(workflow_completion_timeout_sec=0)
         for agent in self.agents:
             _agents.pop(agent.name, None)
@@ -102,6 +141,12 @@ class Worker:
         finally:
             if not self._stopped.is_set():
                 self.stop()
+
+
+def _recover(executor_id: str) -> int:
+    """DBOS's own recovery of another executor: its PENDING workflows go back on their
+    queue (only while still its own, so recovering twice recovers once)."""
+    return len(DBOS._recover_pending_workflows([executor_id]))
 
 
 def register_queue(options: DBOSMiddleware) -> None:

@@ -15,7 +15,7 @@ from typing import IO, Any
 from plait.errors import ConfigError
 from plait.options import structure_options
 
-__all__ = ["submit_command", "worker_command"]
+__all__ = ["submit_command", "worker_command", "workers_command"]
 
 
 def worker_command(sub: Any) -> None:
@@ -27,10 +27,12 @@ def worker_command(sub: Any) -> None:
     parser.add_argument("agent", metavar="AGENT.toml", help="the agent file (uses dbos)")
     parser.add_argument(
         "--id",
-        default="plait",
+        default=None,
         metavar="ID",
-        help="this worker's stable id: a worker restarted with the same id finishes the "
-        "runs it had started (default: plait)",
+        help="this worker's name (default: the host name). A worker started with --id "
+        "takes over the unfinished runs of earlier workers of that id at once; those of "
+        "other dead workers are taken over once their heartbeat is takeover_after old. "
+        "Give one id to one live process at a time.",
     )
     parser.add_argument("--model", metavar="ID", help="use this model id instead of the file's")
     parser.set_defaults(func=cmd_worker)
@@ -51,6 +53,37 @@ def submit_command(sub: Any) -> None:
     parser.set_defaults(func=cmd_submit)
 
 
+def workers_command(sub: Any) -> None:
+    parser = sub.add_parser(
+        "workers",
+        help="list the workers of an agent file's database and their heartbeats (plait-dbos)",
+        description="Each worker's executor id, the age of its last heartbeat and whether "
+        "it counts as alive; a dead worker's runs are taken over by a live one.",
+    )
+    parser.add_argument("agent", metavar="AGENT.toml", help="the agent file (uses dbos)")
+    parser.set_defaults(func=cmd_workers)
+
+
+def cmd_workers(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from plait_dbos._middleware import DBOSMiddleware
+    from plait_dbos._takeover import Heartbeats
+
+    _, table = _dbos_table(Path(args.agent))
+    options = structure_options(DBOSMiddleware, table, plugin="dbos")
+    try:
+        rows = Heartbeats(options.database_url).rows()
+    except Exception as exc:
+        raise ConfigError(f"plugin 'dbos': cannot read the workers' heartbeats: {exc}") from None
+    for row in rows:
+        state = "alive" if row["age_ms"] <= row["takeover_ms"] else "dead"
+        out.write(
+            f"{row['executor_id']}\t{state}\tlast heartbeat {row['age_ms'] / 1000:.1f} s ago\n"
+        )
+    if not rows:
+        out.write("no workers\n")
+    return 0
+
+
 def cmd_worker(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from plait.agentfile import read_agent_file
     from plait_dbos._worker import Worker
@@ -65,7 +98,7 @@ def cmd_worker(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     worker.start()
     options = worker.options
     err.write(
-        f"plait worker {args.id!r}: serving agent {agent.name!r} from queue "
+        f"plait worker {worker.executor_id!r}: serving agent {agent.name!r} from queue "
         f"{options.queue!r} ({_redacted(options.database_url)})\n"
     )
     err.flush()

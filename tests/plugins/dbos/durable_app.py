@@ -2,7 +2,8 @@
 slow tool once per prompt, and the tool, which logs each execution and makes its side
 effect once per idempotency key (in PostgreSQL, or a SQLite file for the embedded test).
 
-Run as ``python durable_app.py WORKER_ID DATABASE_URL LOG_FILE`` it is a worker.
+Run as ``python durable_app.py WORKER_ID DATABASE_URL LOG_FILE`` it is a worker
+(``WORKER_ID`` ``-`` for none: a worker that only takes over runs once they are stale).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +22,8 @@ from plait.models.base import ChatModel
 
 TOOL_SECONDS = float(os.environ.get("DURABLE_TOOL_SECONDS", "0.3"))
 MODEL_SECONDS = float(os.environ.get("DURABLE_MODEL_SECONDS", "0.05"))
+# heartbeats every HEARTBEAT seconds; a worker silent for six of them is taken over
+HEARTBEAT = float(os.environ.get("DURABLE_HEARTBEAT", "0.5"))
 
 
 class EchoModel(ChatModel):
@@ -42,10 +46,10 @@ def make_record(database_url: str, log: str) -> Any:
     def record(item: str, runtime: plait.ToolRuntime) -> str:
         """Record ``item`` (slowly), once per call."""
         key = runtime.idempotency_key
-        _log(log, f"start {key} {item}")
+        _log(log, f"start {key} {item} {os.getpid()}")
         time.sleep(TOOL_SECONDS)
         fresh = _effect_once(database_url, key, item)
-        _log(log, f"done {key} {item} {'new' if fresh else 'again'}")
+        _log(log, f"done {key} {item} {'new' if fresh else 'again'} {os.getpid()}")
         return f"recorded {item}"
 
     return record
@@ -88,7 +92,16 @@ def build_agent(database_url: str, log: str, checkpointer: str | None = None) ->
         model=EchoModel(),
         tools=[make_record(database_url, log)],
         middleware=[
-            ("dbos", {"database_url": database_url, "worker_concurrency": 4, "poll_interval": 0.1}),
+            (
+                "dbos",
+                {
+                    "database_url": database_url,
+                    "worker_concurrency": 4,
+                    "poll_interval": 0.1,
+                    "heartbeat_interval": HEARTBEAT,
+                    "takeover_after": 6 * HEARTBEAT,
+                },
+            ),
             *approval,
         ],
         checkpointer=checkpointer or _threads_url(database_url),
@@ -105,4 +118,7 @@ if __name__ == "__main__":
     worker_id, url, log_file = sys.argv[1:4]
     from plait_dbos import Worker
 
-    Worker(build_agent(url, log_file), executor_id=worker_id).run()
+    worker = Worker(build_agent(url, log_file), executor_id=None if worker_id == "-" else worker_id)
+    worker.start()
+    print(worker.executor_id, flush=True)  # the test learns which DBOS executor this is
+    threading.Event().wait()

@@ -67,10 +67,18 @@ def test_worker_and_submit_commands(tmp_path: Path) -> None:
         )
         assert queued.returncode == 0, queued.stderr
         assert queued.stdout.startswith("queued plait:greeter:t1:")
+        listed = subprocess.run(
+            [*PLAIT, "workers", str(path)], capture_output=True, text=True, timeout=60
+        )
+        assert listed.returncode == 0, listed.stderr
+        [row] = listed.stdout.splitlines()
+        assert row.startswith("cli-test#")
+        assert "\talive\tlast heartbeat" in row
     finally:
         worker.send_signal(signal.SIGTERM)
         _, err = worker.communicate(timeout=30)
-    assert "plait worker 'cli-test': serving agent 'greeter' from queue 'plait'" in err
+    assert "plait worker 'cli-test#" in err
+    assert "': serving agent 'greeter' from queue 'plait'" in err
 
 
 def test_submit_needs_a_dbos_table(tmp_path: Path) -> None:
@@ -93,6 +101,11 @@ def test_submit_needs_a_dbos_table(tmp_path: Path) -> None:
         ({"worker_concurrency": 0}, "worker_concurrency"),
         ({"poll_interval": 0}, "option 'poll_interval': expected seconds > 0"),
         ({"outside_workflow": "maybe"}, "outside_workflow"),
+        ({"heartbeat_interval": -1}, "option 'heartbeat_interval': expected seconds > 0"),
+        (
+            {"heartbeat_interval": 10, "takeover_after": 20},
+            "option 'takeover_after': expected at least three heartbeat_interval (30 s), got 20",
+        ),
     ],
 )
 def test_bad_options_name_the_option(options: dict[str, object], message: str) -> None:

@@ -14,13 +14,9 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import psycopg
-import pytest
-from postgres_server import postgres_url_or_skip
-from psycopg import sql
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -33,27 +29,14 @@ WORKERS = 3
 MAX_KILLS = 15
 
 
-@pytest.fixture
-def database_url() -> object:
-    base = postgres_url_or_skip()
-    name = f"plait_dbos_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    head, _, tail = base.rpartition("/")
-    query = tail.partition("?")[2]
-    yield f"{head}/{name}" + (f"?{query}" if query else "")
-    with psycopg.connect(base, autocommit=True) as conn:
-        drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-        conn.execute(drop.format(sql.Identifier(name)))
-
-
 def _worker(worker_id: str, url: str, log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, str(HERE / "durable_app.py"), worker_id, url, str(log)],
-        env={**os.environ, "DURABLE_TOOL_SECONDS": "0.6"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    with (log.parent / f"{worker_id}.err").open("ab") as err:
+        return subprocess.Popen(
+            [sys.executable, str(HERE / "durable_app.py"), worker_id, url, str(log)],
+            env={**os.environ, "DURABLE_TOOL_SECONDS": "0.6"},
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
 
 
 def test_sigkilled_workers_finish_every_run_once(database_url: str, tmp_path: Path) -> None:
@@ -107,6 +90,11 @@ def test_sigkilled_workers_finish_every_run_once(database_url: str, tmp_path: Pa
             dones[parts[1]].append(parts[3])
         elif parts[1] in dones:
             reruns_after_done += 1
+    # a worker that could not record its heartbeat in time (a loaded machine) stops
+    # itself: one more crash, like a kill
+    fences = sum(
+        path.read_text().count("stopping this process") for path in tmp_path.glob("w*.err")
+    )
     with psycopg.connect(database_url) as conn:
         effects = conn.execute("select key, item from effects").fetchall()
 
@@ -116,7 +104,8 @@ def test_sigkilled_workers_finish_every_run_once(database_url: str, tmp_path: Pa
     total_messages = sum(len(c.messages) for c in threads.values() if c is not None)
     print(
         f"\nruns {len(queued)} completed {ended.count('SUCCESS')} workers {WORKERS} "
-        f"kills {kills} tool executions {sum(starts.values())} (calls {len(starts)}) "
+        f"kills {kills} self-stopped {fences} "
+        f"tool executions {sum(starts.values())} (calls {len(starts)}) "
         f"re-run after finishing {reruns_after_done} effects {len(effects)} "
         f"messages {total_messages}"
     )
@@ -131,8 +120,8 @@ def test_sigkilled_workers_finish_every_run_once(database_url: str, tmp_path: Pa
         f"item-{t}-{r}" for t in range(THREADS) for r in range(RUNS_PER_THREAD)
     )
     # a finished call runs again only if its worker died between the tool returning and
-    # DBOS recording the step — at most once per kill, and its effect was not repeated
-    assert reruns_after_done <= kills
+    # DBOS recording the step — at most once per crash, and its effect was not repeated
+    assert reruns_after_done <= kills + fences
     for thread_id, checkpoint in threads.items():
         assert checkpoint is not None
         messages = checkpoint.messages

@@ -1,0 +1,170 @@
+"""A dead worker's runs are finished by the other workers — without restarting it.
+
+Four workers serve 32 queued runs (a slow tool per run) on real PostgreSQL. One worker
+is SIGKILLed while it runs some of them and never comes back; another is frozen
+(SIGSTOP) mid-run for longer than ``takeover_after`` and then continued. The live
+workers see their heartbeats go stale and put their runs back on the queue: every run
+completes, elsewhere, each side effect is made once, the frozen worker stops itself as
+soon as it runs again (it starts no further tool call), and each thread's messages are
+there once, in order. Counts are printed.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+import durable_app  # noqa: E402
+
+THREADS = 8
+RUNS_PER_THREAD = 4
+WORKERS = 4
+FROZEN_SECONDS = 6 * durable_app.HEARTBEAT + 3  # past takeover_after
+
+
+def _worker(url: str, log: Path, index: int) -> tuple[subprocess.Popen[str], str]:
+    errors = log.parent / f"worker{index}.err"
+    with errors.open("a") as err:
+        process = subprocess.Popen(
+            [sys.executable, str(HERE / "durable_app.py"), "-", url, str(log)],
+            env={**os.environ, "DURABLE_TOOL_SECONDS": "0.6"},
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    assert process.stdout is not None
+    executor_id = process.stdout.readline().strip()
+    assert executor_id, errors.read_text()
+    return process, executor_id
+
+
+def _running_on(client: Any, executor_id: str) -> list[str]:
+    rows = client.list_workflows(status="PENDING", executor_id=executor_id, load_input=False)
+    return [row.workflow_id for row in rows]
+
+
+def _wait_for_runs(client: Any, executor_id: str, deadline: float) -> list[str]:
+    while time.monotonic() < deadline:
+        running = _running_on(client, executor_id)
+        if running:
+            return running
+        time.sleep(0.05)
+    raise AssertionError(f"worker {executor_id} never ran anything")
+
+
+def test_a_dead_workers_runs_are_finished_by_the_others(database_url: str, tmp_path: Path) -> None:
+    from plait_dbos import submit
+    from plait_dbos._submit import _client
+
+    log = tmp_path / "tool.log"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("create table effects (key text primary key, item text)")
+    agent = durable_app.build_agent(database_url, str(log))
+    client = _client(database_url)
+    workers = [_worker(database_url, log, i) for i in range(WORKERS)]
+    (killed, killed_id), (frozen, frozen_id) = workers[0], workers[1]
+    queued = [
+        submit(agent, f"item-{thread}-{run}", thread_id=f"thread-{thread}")
+        for run in range(RUNS_PER_THREAD)
+        for thread in range(THREADS)
+    ]
+    deadline = time.monotonic() + 150
+    try:
+        killed_runs = _wait_for_runs(client, killed_id, deadline)
+        killed.send_signal(signal.SIGKILL)  # for good: never restarted
+        killed.wait()
+        killed_at = time.monotonic()
+
+        frozen_runs = _wait_for_runs(client, frozen_id, deadline)
+        frozen.send_signal(signal.SIGSTOP)
+        time.sleep(FROZEN_SECONDS)
+        lines_before_continue = len(log.read_text().splitlines())
+        frozen.send_signal(signal.SIGCONT)
+        frozen_exit = frozen.wait(timeout=30)
+
+        def statuses() -> list[str]:
+            return [client.retrieve_workflow(q.workflow_id).get_status().status for q in queued]
+
+        while time.monotonic() < deadline and not all(
+            s in ("SUCCESS", "ERROR") for s in statuses()
+        ):
+            time.sleep(0.2)
+        ended = statuses()
+        killed_runs_done = time.monotonic() - killed_at
+    finally:
+        for process, _ in workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+            process.communicate()
+
+    by_id = {q.workflow_id: client.retrieve_workflow(q.workflow_id).get_status() for q in queued}
+    taken = killed_runs + frozen_runs
+    lines = [line.split() for line in log.read_text().splitlines()]
+    starts = collections.Counter(parts[1] for parts in lines if parts[0] == "start")
+    done: set[str] = set()
+    reruns_after_done = 0
+    for parts in lines:
+        if parts[0] == "done":
+            done.add(parts[1])
+        elif parts[1] in done:
+            reruns_after_done += 1
+    frozen_err = (tmp_path / "worker1.err").read_text()
+    # a live worker that could not record its heartbeat in time (a loaded machine) stops
+    # itself too: one more crash
+    fences = sum(
+        (tmp_path / f"worker{i}.err").read_text().count("stopping this process")
+        for i in range(2, WORKERS)
+    )
+    with psycopg.connect(database_url) as conn:
+        effects = conn.execute("select key, item from effects").fetchall()
+    checkpointer = agent.checkpointer
+    assert checkpointer is not None
+    threads = {f"thread-{t}": checkpointer.load(f"thread-{t}") for t in range(THREADS)}
+    elsewhere = sum(
+        by_id[w].status == "SUCCESS" and by_id[w].executor_id not in (killed_id, frozen_id)
+        for w in taken
+    )
+    print(
+        f"\nruns {len(queued)} completed {ended.count('SUCCESS')} workers {WORKERS} "
+        f"killed for good 1 (running {len(killed_runs)}) frozen 1 (running {len(frozen_runs)}, "
+        f"exit {frozen_exit}) taken-over runs completed elsewhere "
+        f"{elsewhere}"
+        f"/{len(taken)} tool executions {sum(starts.values())} (calls {len(starts)}) "
+        f"re-run after finishing {reruns_after_done} other self-stopped {fences} "
+        f"effects {len(effects)} "
+        f"all done {killed_runs_done:.1f} s after the kill"
+    )
+    assert ended.count("SUCCESS") == len(queued), collections.Counter(ended)
+    for workflow_id in taken:
+        assert by_id[workflow_id].executor_id not in (killed_id, frozen_id)
+    # the frozen worker noticed its lapsed heartbeat and stopped without starting a call
+    assert frozen_exit == 75, frozen_err
+    assert "stopping this process so that another worker can take its runs over" in frozen_err
+    assert not [
+        parts
+        for parts in lines[lines_before_continue:]
+        if parts[0] == "start" and int(parts[3]) == frozen.pid
+    ]
+    # one tool call per run, its side effect made once
+    assert len(starts) == len(queued)
+    assert sorted(item for _, item in effects) == sorted(
+        f"item-{t}-{r}" for t in range(THREADS) for r in range(RUNS_PER_THREAD)
+    )
+    assert reruns_after_done <= 2 + fences
+    for thread_id, checkpoint in threads.items():
+        assert checkpoint is not None
+        messages = checkpoint.messages
+        assert len({m.id for m in messages}) == len(messages) == 4 * RUNS_PER_THREAD, thread_id
+        kinds = [type(m).__name__ for m in messages]
+        assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"] * RUNS_PER_THREAD
