@@ -80,8 +80,9 @@ class Secret:
 
 
 # OpenAI echoes a masked key in its 401 text ("sk-proj-****abcd"); the visible tail is still
-# part of a secret, so any key-shaped token is removed, not only the exact key.
-_KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_*\-]{6,}")
+# part of a secret, so any key-shaped token is removed, not only the exact key. Google API
+# keys are "AIza" and 35 more characters.
+_KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_*\-]{6,}|\bAIza[A-Za-z0-9_\-]{35}")
 
 
 def redact(text: str, secrets: Sequence[str] = ()) -> str:
@@ -208,6 +209,8 @@ class _APIError:
     code: str | int | None = None
     metadata: dict[str, Any] | None = None
     """OpenRouter's: ``raw`` holds the upstream service's own reason."""
+    status: str | None = None
+    """Google's: the canonical error name (``NOT_FOUND``, ``RESOURCE_EXHAUSTED``)."""
 
 
 @attrs.frozen
@@ -239,7 +242,8 @@ wire.register_structure_hook(str | int | None, _structure_code)
 @attrs.frozen
 class ErrorDetails:
     """What an error body says: the message, the error type (its ``code`` when that is a
-    name, else ``type``) and the request id some APIs put in the body (Anthropic)."""
+    name, else ``type``, else Google's ``status``) and the request id some APIs put in the
+    body (Anthropic)."""
 
     message: str
     type: str | None = None
@@ -263,7 +267,7 @@ def error_details(content: bytes) -> ErrorDetails:
     raw = (detail.metadata or {}).get("raw")
     if isinstance(raw, str) and raw and raw not in message:
         message = f"{message}: {raw}"
-    return ErrorDetails(message, code or detail.type, envelope.request_id)
+    return ErrorDetails(message, code or detail.type or detail.status, envelope.request_id)
 
 
 _INVALID_REQUEST = ("invalid_request", "bad_request", "badrequest")

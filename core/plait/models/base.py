@@ -154,11 +154,15 @@ for _name, _performed in _PERFORMED.items():
 
 
 def message_to_chunk(message: AIMessage) -> AIMessageChunk:
-    """One chunk carrying all of ``message`` (for models that cannot stream)."""
+    """One chunk carrying all of ``message`` (for models that cannot stream). Block-list
+    content goes whole into the chunk's ``blocks``, so ``assemble_chunks`` gives the same
+    content back (thinking and other native blocks included)."""
     import json
 
+    blocks = [dict(block) for block in message.content] if isinstance(message.content, list) else []
     return AIMessageChunk(
-        message.text,
+        "" if blocks else message.text,
+        blocks=blocks,
         tool_call_chunks=[
             ToolCallChunk(i, call.id, call.name, json.dumps(call.args))
             for i, call in enumerate(message.tool_calls)

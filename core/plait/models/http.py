@@ -1,0 +1,66 @@
+"""What a provider plugin needs to speak HTTP like plait's own providers — public API.
+
+A provider plugin (``plait-google`` is one) subclasses ``HTTPChatModel`` and supplies only
+its wire format; the class owns the rest: pooled ``httpx`` clients, the sync, async and
+streamed calls, every failure mapped to a ``ProviderError`` (status, timeout, refused
+connection, malformed body, a stream cut short), retry-after, and one redaction path
+that keeps the API key out of every error. A subclass sets the class variables
+``provider``, ``api_key_env``, ``base_url_env`` and ``default_base_url`` and implements:
+
+- ``_auth_headers(key)`` — the headers that carry the key;
+- ``_prepare(messages, *, system_prompt, tools, tool_choice, response_format,
+  provider_options, settings, stream)`` — a ``PreparedCall`` (URL, JSON body, headers,
+  and any ``context`` parsing needs);
+- ``_parse(call, data, metadata)`` — the ``AIMessage`` in a JSON answer (shape errors
+  raised as ``ValueError``/``TypeError``/``KeyError`` or cattrs errors become an
+  ``invalid_response`` ``ProviderError``);
+- ``_stream_parser(call, metadata, id)`` — a ``StreamParser`` turning each ``SSEEvent``
+  into ``AIMessageChunk``s and setting ``complete`` when the answer is whole;
+- optionally ``_is_overflow(status, error_type, message)`` — which errors mean the prompt
+  is over the context window (raised as ``ContextOverflowError``).
+
+The helpers below are the ones those methods use: ``wire`` (a cattrs converter that
+ignores unknown keys), ``loads_event``, ``stream_error``/``body_error`` for errors inside
+a 200, ``error_details`` for the error-body shapes seen in the wild, ``redact``,
+``Secret``, ``parse_retry_after``, the incremental ``SSEDecoder`` and
+``message_to_chunk``. Importing this module imports httpx, so a plugin should import it
+only from the module its entry point names.
+"""
+
+from __future__ import annotations
+
+from plait.models._http import (
+    ErrorDetails,
+    HTTPChatModel,
+    PreparedCall,
+    Secret,
+    SSEDecoder,
+    SSEEvent,
+    StreamParser,
+    body_error,
+    error_details,
+    loads_event,
+    parse_retry_after,
+    redact,
+    stream_error,
+    wire,
+)
+from plait.models.base import message_to_chunk
+
+__all__ = [
+    "ErrorDetails",
+    "HTTPChatModel",
+    "PreparedCall",
+    "SSEDecoder",
+    "SSEEvent",
+    "Secret",
+    "StreamParser",
+    "body_error",
+    "error_details",
+    "loads_event",
+    "message_to_chunk",
+    "parse_retry_after",
+    "redact",
+    "stream_error",
+    "wire",
+]
