@@ -14,7 +14,7 @@ from plait.messages import (
     Message,
     RemoveMessage,
     ToolCall,
-    ToolMessage,
+    _last_calls,
     message_from_dict,
 )
 from plait.types import StateField
@@ -131,15 +131,7 @@ class ThreadState:
 
     def last_calls(self) -> tuple[AIMessage | None, list[ToolCall]]:
         """The last AI message and those of its calls no ToolMessage answers yet."""
-        messages = self.messages
-        answered: set[str] = set()
-        for position in range(len(messages) - 1, -1, -1):
-            message = messages[position]
-            if isinstance(message, ToolMessage):
-                answered.add(message.tool_call_id)
-            elif isinstance(message, AIMessage):
-                return message, [call for call in message.tool_calls if call.id not in answered]
-        return None, []
+        return _last_calls(self.messages)
 
     def _put(self, message: AnyMessage) -> None:
         position = self._index.get(message.id)

@@ -35,6 +35,7 @@ __all__ = [
     "message_from_dict",
     "message_text",
     "parse_tool_call",
+    "pending_tool_calls",
     "to_json",
 ]
 
@@ -219,6 +220,28 @@ class RemoveMessage:
 
 
 AnyMessage: TypeAlias = SystemMessage | HumanMessage | AIMessage | ToolMessage
+
+
+def pending_tool_calls(messages: Sequence[Any]) -> list[ToolCall]:
+    """The calls of the last ``AIMessage`` that no later ``ToolMessage`` answers yet.
+
+    What the tools step is about to run (read it in ``after_model``), or what was left
+    unanswered when a run paused. Empty when there is no AI message.
+    """
+    return _last_calls(messages)[1]
+
+
+def _last_calls(messages: Sequence[Any]) -> tuple[AIMessage | None, list[ToolCall]]:
+    """The last AI message and its pending calls (the kernel also needs the message)."""
+    answered: set[str] = set()
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, ToolMessage):
+            answered.add(message.tool_call_id)
+        elif isinstance(message, AIMessage):
+            return message, [call for call in message.tool_calls if call.id not in answered]
+    return None, []
+
 
 _ROLES: dict[str, type[Message]] = {
     "user": HumanMessage,

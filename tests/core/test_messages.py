@@ -19,6 +19,7 @@ from plait.messages import (
     ToolMessage,
     Usage,
     from_json,
+    pending_tool_calls,
     to_json,
 )
 from plait.tokens import count_tokens
@@ -169,3 +170,16 @@ def test_role_content_dicts_are_accepted_as_input() -> None:
         plait.create_agent(plait.ScriptedChatModel(["x"])).invoke(
             {"messages": [{"role": "robot", "content": "hi"}]}
         )
+
+
+def test_pending_tool_calls_are_the_last_ai_messages_unanswered_calls() -> None:
+    first = AIMessage("", tool_calls=[ToolCall("a", {}, "c1")])
+    last = AIMessage("", tool_calls=[ToolCall("b", {}, "c2"), ToolCall("c", {}, "c3")])
+    answered = ToolMessage("ok", tool_call_id="c2")
+    assert pending_tool_calls([]) == []
+    assert pending_tool_calls([HumanMessage("hi")]) == []
+    assert pending_tool_calls([first]) == [first.tool_calls[0]]
+    # only the last AI message counts; an earlier one's calls are never pending again
+    assert pending_tool_calls([first, last, answered]) == [last.tool_calls[1]]
+    assert pending_tool_calls([first, last, answered, ToolMessage("", tool_call_id="c3")]) == []
+    assert pending_tool_calls([last, answered, AIMessage("done")]) == []

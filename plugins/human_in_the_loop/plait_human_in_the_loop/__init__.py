@@ -23,7 +23,7 @@ import attrs
 
 from plait import interrupt, schema
 from plait.errors import CheckpointerRequiredError, PlaitError
-from plait.messages import AIMessage, ToolCall, ToolMessage
+from plait.messages import ToolCall, ToolMessage, pending_tool_calls
 from plait.middleware import Middleware, can_jump_to
 from plait.options import check_tool_names
 from plait.tools import Tool, ToolArgumentError
@@ -249,7 +249,7 @@ class HumanInTheLoopMiddleware(Middleware):
 
     @can_jump_to("model")
     def after_model(self, state: State, runtime: Runtime) -> Command | None:
-        pending = _pending(state["messages"])
+        pending = pending_tool_calls(state["messages"])
         tools = {tool.name: tool for tool in runtime.tools}
         reviews = self._reviews(pending, tools, state, runtime)
         if not reviews:
@@ -364,17 +364,6 @@ class HumanInTheLoopMiddleware(Middleware):
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def _pending(messages: Sequence[Any]) -> list[ToolCall]:
-    """The calls of the last AI message that no ``ToolMessage`` answers yet."""
-    answered: set[str] = set()
-    for message in reversed(messages):
-        if isinstance(message, ToolMessage):
-            answered.add(message.tool_call_id)
-        elif isinstance(message, AIMessage):
-            return [call for call in message.tool_calls if call.id not in answered]
-    return []
 
 
 def _parse_decisions(answer: Any, reviews: Sequence[_Review]) -> list[Decision]:

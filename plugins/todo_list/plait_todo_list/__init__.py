@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import attrs
 
-from plait.messages import AIMessage, ToolCall, ToolMessage
+from plait.messages import ToolMessage, pending_tool_calls
 from plait.middleware import RequestMiddleware, can_jump_to
 from plait.tools import Tool
 from plait.types import (
@@ -125,7 +125,7 @@ class TodoListMiddleware(RequestMiddleware):
 
     @can_jump_to("model")
     def after_model(self, state: Mapping[str, Any]) -> Command | None:
-        pending = _pending(state["messages"])
+        pending = pending_tool_calls(state["messages"])
         writes = [call for call in pending if call.name == TOOL_NAME]
         if len(writes) < 2:
             return None
@@ -142,14 +142,3 @@ class TodoListMiddleware(RequestMiddleware):
         if len(writes) == len(pending):
             return Command(update={"messages": answers}, jump_to="model")
         return Command(update={"messages": answers})
-
-
-def _pending(messages: Sequence[Any]) -> list[ToolCall]:
-    """The calls of the last AI message that no ``ToolMessage`` answers yet."""
-    answered: set[str] = set()
-    for message in reversed(messages):
-        if isinstance(message, ToolMessage):
-            answered.add(message.tool_call_id)
-        elif isinstance(message, AIMessage):
-            return [call for call in message.tool_calls if call.id not in answered]
-    return []

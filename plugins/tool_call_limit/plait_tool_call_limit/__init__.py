@@ -19,7 +19,7 @@ from typing import Any, Literal
 import attrs
 
 from plait.errors import ConfigError, ToolCallLimitExceededError
-from plait.messages import AIMessage, ToolCall, ToolMessage
+from plait.messages import AIMessage, ToolCall, ToolMessage, pending_tool_calls
 from plait.middleware import Middleware, can_jump_to
 from plait.options import check_tool_names
 from plait.types import AgentConfig, Command, StateField
@@ -139,9 +139,7 @@ class ToolCallLimitMiddleware(Middleware):
 
     @can_jump_to("end")
     def after_model(self, state: Mapping[str, Any]) -> Command | None:
-        message, pending = _pending(state["messages"])
-        if message is None:
-            return None
+        pending = pending_tool_calls(state["messages"])
         mine = [c for c in pending if self.tool_name is None or c.name == self.tool_name]
         if not mine:
             return None
@@ -259,14 +257,3 @@ class ToolCallLimitMiddleware(Middleware):
                 )
             )
         return answers
-
-
-def _pending(messages: Sequence[Any]) -> tuple[AIMessage | None, list[ToolCall]]:
-    """The last AI message and its calls that no ``ToolMessage`` answers yet."""
-    answered: set[str] = set()
-    for message in reversed(messages):
-        if isinstance(message, ToolMessage):
-            answered.add(message.tool_call_id)
-        elif isinstance(message, AIMessage):
-            return message, [c for c in message.tool_calls if c.id not in answered]
-    return None, []
