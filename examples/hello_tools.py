@@ -6,6 +6,10 @@ from the docstring). Nothing here calls the network, so the example runs offline
 
 from __future__ import annotations
 
+import re
+
+from plait import AIMessage, ToolCall
+
 _FORECASTS = {
     "paris": ("sunny", 21),
     "london": ("light rain", 14),
@@ -21,6 +25,28 @@ def get_weather(city: str) -> str:
     """
     sky, celsius = _FORECASTS.get(city.strip().lower(), ("clear", 20))
     return f"{city}: {sky}, {celsius} °C"
+
+
+def weather_brain(messages: list[object], tools: list[object]) -> AIMessage | str:
+    """The scripted model, one call at a time: after a tool result, phrase the answer;
+    after a question, call ``get_weather`` for the city it names (Paris if none).
+
+    It reads the conversation instead of following a fixed script, so every turn of
+    ``plait chat`` gets an answer.
+    """
+    last = messages[-1]
+    if getattr(last, "type", None) == "tool":
+        return answer_from_weather(messages, tools)
+    question = str(getattr(last, "text", ""))
+    return AIMessage(tool_calls=[ToolCall("get_weather", {"city": _city_in(question)})])
+
+
+def _city_in(question: str) -> str:
+    for city in _FORECASTS:
+        if re.search(rf"\b{city}\b", question, flags=re.IGNORECASE):
+            return city.title()
+    named = re.search(r"\b(?:in|for|at)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)", question)
+    return named.group(1) if named else "Paris"
 
 
 def answer_from_weather(messages: list[object], tools: list[object]) -> str:

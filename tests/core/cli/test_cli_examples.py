@@ -28,6 +28,25 @@ def test_hello(plait_cli, tmp_path: Path) -> None:
     assert done.stdout.splitlines()[-1] == "In Paris today it is sunny, 21 °C. Enjoy your day!"
 
 
+def test_hello_chat_answers_every_turn(plait_cli) -> None:
+    """The scripted model reads the conversation, so a chat goes on past the first turn."""
+    stdin = "What's the weather in Paris?\nAnd in Rome?\nLondon?\n" * 4 + "/exit\n"
+    done = plait_cli("chat", str(EXAMPLES / "hello.toml"), input=stdin)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    answers = [line for line in done.stdout.splitlines() if line.startswith("agent> ")]
+    assert (
+        answers
+        == [
+            "agent> In Paris today it is sunny, 21 °C. Enjoy your day!",
+            "agent> In Rome today it is clear, 20 °C. Enjoy your day!",
+            "agent> In London today it is light rain, 14 °C. Enjoy your day!",
+        ]
+        * 4
+    )
+    assert done.stdout.count('  -> get_weather(city="Rome")') == 4
+
+
 def test_support_redacts_and_asks_before_refunding(plait_cli) -> None:
     _needs_plugins("support.toml")
     stdin = (
@@ -113,6 +132,21 @@ def test_mcp_time_answers_from_the_time_server(plait_cli) -> None:
     assert 'time_get_current_time(timezone="Asia/Tokyo")' in done.stdout
     assert re.search(r"In Asia/Tokyo it is \d\d:\d\d on \w+day\.$", done.stdout.strip())
     assert "Warning" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_mcp_time_chat_answers_a_second_turn(plait_cli) -> None:
+    _needs_plugins("mcp_time.toml")
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    stdin = "What time is it in Tokyo?\nAnd in Paris?\n/exit\n"
+    done = plait_cli("chat", str(EXAMPLES / "mcp_time.toml"), input=stdin, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "error" not in done.stderr
+    answers = [line for line in done.stdout.splitlines() if line.startswith("agent> ")]
+    assert [re.sub(r"\d\d:\d\d on \w+day", "HH:MM on DAY", a) for a in answers] == [
+        "agent> In Asia/Tokyo it is HH:MM on DAY.",
+        "agent> In Europe/Paris it is HH:MM on DAY.",
+    ]
 
 
 def test_every_example_has_a_test() -> None:
