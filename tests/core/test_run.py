@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -427,6 +428,44 @@ def test_a_failed_create_agent_leaves_no_database_file(
                 store="sqlite:///store.db",
             )
     assert list(tmp_path.iterdir()) == []
+
+
+class _RefusesEverySetup(plait.Middleware):
+    def validate_agent(self, agent_config: Any) -> None:
+        raise plait.errors.ConfigError("middleware 'picky': this setup is refused")
+
+
+class _AddsAnAdd(plait.Middleware):
+    def agent_tools(self, agent_config: Any) -> list[Any]:
+        return [add]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"store": "nosuch:///store.db"}, "store URL 'nosuch:///store.db'"),
+        ({"middleware": [_RefusesEverySetup()]}, "this setup is refused"),
+        ({"middleware": [_AddsAnAdd()], "tools": [add]}, "two tools are named 'add'"),
+        ({"response_format": 42}, "response_format"),
+    ],
+)
+def test_an_agent_failing_after_its_urls_are_read_leaves_no_database_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kwargs: dict[str, Any], says: str
+) -> None:
+    """The checkpointer and store are built before the agent's tools, response format
+    and validate_agent hooks are checked: a missing file is created on first use only."""
+    from plait.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    settings: dict[str, Any] = {"checkpointer": "sqlite:///agent.db", "store": "sqlite:///s.db"}
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        plait.create_agent(plait.ScriptedChatModel(["x"]), **{**settings, **kwargs})
+    assert list(tmp_path.iterdir()) == []
+    # The same agent without the mistake creates its files when it first runs.
+    agent = plait.create_agent(plait.ScriptedChatModel(["x"]), **settings)
+    assert list(tmp_path.iterdir()) == []
+    assert agent.invoke("hi", thread_id="t").text == "x"
+    assert (tmp_path / "agent.db").is_file()
 
 
 def test_the_thread_cache_is_bounded_and_an_evicted_thread_loads_the_same(

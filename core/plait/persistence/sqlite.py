@@ -126,10 +126,22 @@ class _Database:
     """Connections to one SQLite file, one per thread (an in-memory database has one
     connection shared under a lock, since each connection would see its own database)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float, synchronous: str) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float,
+        synchronous: str,
+        component: str,
+        ddl: Sequence[str],
+    ) -> None:
         if synchronous not in _SYNCHRONOUS:
             raise ValueError(f"synchronous must be 'full' or 'normal', got {synchronous!r}")
         self.path = os.fspath(path)
+        self._component = component
+        self._ddl = tuple(ddl)
+        self._ready = False
+        self._ready_lock = threading.Lock()
         self._timeout = timeout
         self._synchronous = synchronous
         self._local = threading.local()
@@ -199,6 +211,8 @@ class _Database:
             with self._lock:
                 if self._shared is None:
                     self._shared = self._open()
+                if not self._ready:
+                    self._ensure_schema(self._shared)
                 yield self._shared
             return
         if self._pid != os.getpid():
@@ -207,6 +221,8 @@ class _Database:
         if conn is None:
             conn = self._open()
             self._local.conn = conn
+        if not self._ready:
+            self._ensure_schema(conn)
         yield conn
 
     @contextlib.contextmanager
@@ -223,26 +239,53 @@ class _Database:
                 raise
             conn.execute("COMMIT")
 
-    def ensure_schema(self, component: str, ddl: Sequence[str]) -> None:
-        """Create ``component``'s tables on first use; refuse a schema we do not know."""
-        key = f"{component}.schema_version"
-        with self.transaction(write=True) as conn:
-            conn.execute(_META_DDL)
-            row = conn.execute("SELECT value FROM plait_meta WHERE key = ?", (key,)).fetchone()
-            if row is None:
-                for statement in ddl:
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO plait_meta (key, value) VALUES (?, ?)", (key, str(SCHEMA_VERSION))
-                )
+    def check(self) -> None:
+        """Check the database when the checkpointer or store is built, creating nothing:
+        an existing file is opened and its schema checked (or created) now, so a file that
+        is not a database or has a newer schema fails here; a missing file is created on
+        first use, so an agent that fails to build leaves no file behind."""
+        if self.path == _MEMORY or os.path.exists(self.path):
+            with self.connection():
                 return
-            found = str(row[0])
-            if found != str(SCHEMA_VERSION):
-                raise SchemaVersionError(
-                    f"SQLite database {self.path!r} holds {component} schema version "
-                    f"{found!r}; this plait knows version {SCHEMA_VERSION} only "
-                    "(upgrade plait to open it)"
-                )
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(folder):
+            raise StoreError(
+                f"cannot open SQLite database {self.path!r}: unable to open database file "
+                f"(the directory {folder!r} does not exist)"
+            )
+
+    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
+        """Create this component's tables on first use; refuse a schema we do not know."""
+        with self._ready_lock:
+            if self._ready:
+                return
+            key = f"{self._component}.schema_version"
+            with self.errors():
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute(_META_DDL)
+                    row = conn.execute(
+                        "SELECT value FROM plait_meta WHERE key = ?", (key,)
+                    ).fetchone()
+                    if row is None:
+                        for statement in self._ddl:
+                            conn.execute(statement)
+                        conn.execute(
+                            "INSERT INTO plait_meta (key, value) VALUES (?, ?)",
+                            (key, str(SCHEMA_VERSION)),
+                        )
+                    elif str(row[0]) != str(SCHEMA_VERSION):
+                        raise SchemaVersionError(
+                            f"SQLite database {self.path!r} holds {self._component} schema "
+                            f"version {str(row[0])!r}; this plait knows version "
+                            f"{SCHEMA_VERSION} only (upgrade plait to open it)"
+                        )
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            self._ready = True
 
     def close(self) -> None:
         self._closed = True
@@ -273,7 +316,7 @@ def _busy(thread_id: str, stored: int, delta: StepDelta) -> ThreadBusyError:
 class SQLiteCheckpointer:
     """Threads in a SQLite file: safe across threads and processes on one machine.
 
-    :param path: the database file (created if missing), or ``":memory:"``.
+    :param path: the database file (created on first use if missing), or ``":memory:"``.
     :param timeout: seconds to wait for another process's write lock before giving up.
     :param synchronous: ``"full"`` flushes every step to disk before ``save`` returns
         (survives a power cut); ``"normal"`` skips that flush, which is much faster
@@ -288,8 +331,14 @@ class SQLiteCheckpointer:
         timeout: float = 30.0,
         synchronous: Literal["full", "normal"] = "full",
     ) -> None:
-        self._db = _Database(path, timeout=timeout, synchronous=synchronous)
-        self._db.ensure_schema("checkpointer", _CHECKPOINTER_DDL)
+        self._db = _Database(
+            path,
+            timeout=timeout,
+            synchronous=synchronous,
+            component="checkpointer",
+            ddl=_CHECKPOINTER_DDL,
+        )
+        self._db.check()
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteCheckpointer:
@@ -440,7 +489,7 @@ def _check_item(namespace: Sequence[str], key: str) -> bytes:
 class SQLiteStore:
     """A namespaced key-value store in a SQLite file (may share the checkpointer's file).
 
-    :param path: the database file (created if missing), or ``":memory:"``.
+    :param path: the database file (created on first use if missing), or ``":memory:"``.
     :param timeout: seconds to wait for another process's write lock before giving up.
     :param synchronous: ``"full"`` flushes every step to disk before ``save`` returns
         (survives a power cut); ``"normal"`` skips that flush, which is much faster
@@ -455,8 +504,10 @@ class SQLiteStore:
         timeout: float = 30.0,
         synchronous: Literal["full", "normal"] = "full",
     ) -> None:
-        self._db = _Database(path, timeout=timeout, synchronous=synchronous)
-        self._db.ensure_schema("store", _STORE_DDL)
+        self._db = _Database(
+            path, timeout=timeout, synchronous=synchronous, component="store", ddl=_STORE_DDL
+        )
+        self._db.check()
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:

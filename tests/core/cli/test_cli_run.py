@@ -79,6 +79,23 @@ def test_model_failure_is_a_one_line_error(
     assert '-> get_weather(city="Oslo")' in done.stdout  # what happened before is shown
 
 
+def test_an_agent_file_that_fails_to_build_leaves_no_database_file(
+    plait_cli, examples, write: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    write(
+        "twice.toml",
+        '[agent]\nmodel = "scripted:x"\ncheckpointer = "sqlite:///agent.db"\n'
+        'store = "sqlite:///store.db"\n'
+        'tools = ["hello_tools:get_weather", "hello_tools:get_weather"]\n',
+    )
+    write("hello_tools.py", (examples / "hello_tools.py").read_text(encoding="utf-8"))
+    done = plait_cli("run", "twice.toml", "hi", "--thread", "t")
+    assert done.returncode == 1
+    assert "two tools are named 'get_weather'" in done.stderr
+    files = sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__")
+    assert files == ["hello_tools.py", "twice.toml"]
+
+
 def test_thread_needs_a_checkpointer(plait_cli, examples) -> None:
     done = plait_cli("run", str(examples / "hello.toml"), "hi", "--thread", "t1")
     assert done.returncode == 1

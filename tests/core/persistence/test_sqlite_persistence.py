@@ -142,7 +142,8 @@ def test_a_missing_directory_is_a_store_error(tmp_path: Path) -> None:
 
 def test_a_newer_schema_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "future.db"
-    SQLiteCheckpointer(path).close()
+    with SQLiteCheckpointer(path) as cp:
+        cp.list_threads()  # first use creates the file and its schema
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE plait_meta SET value = '7' WHERE key = 'checkpointer.schema_version'")
     with pytest.raises(SchemaVersionError, match="schema version '7'") as info:
