@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -66,9 +66,13 @@ def _cleanup(process: subprocess.Popen[bytes]) -> None:
 
 
 class ShellSession:
-    """One running ``bash``; ``run`` is serialized by a lock, so threads may share it."""
+    """One running ``bash``; ``run`` is serialized by a lock, so threads may share it.
 
-    def __init__(self, *, cwd: str, env: Mapping[str, str]) -> None:
+    ``argv`` starts the shell another way (the sandbox's ``bwrap … -- bash``)."""
+
+    def __init__(
+        self, *, cwd: str, env: Mapping[str, str], argv: Sequence[str] | None = None
+    ) -> None:
         self.cwd = cwd
         self.lock = threading.Lock()
         self._marker = f"__plait_bash_{os.urandom(8).hex()}__"
@@ -81,7 +85,7 @@ class ShellSession:
         self._pattern = re.compile(rb"\n" + re.escape(self._marker.encode()) + rb" (\d+)\n")
         try:
             self.process = subprocess.Popen(
-                ["bash", "--noprofile", "--norc"],
+                list(argv or ("bash", "--noprofile", "--norc")),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

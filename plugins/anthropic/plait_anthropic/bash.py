@@ -27,6 +27,7 @@ from plait.options import positive_or_none
 from plait.tools import Tool
 from plait.types import AgentConfig, Runtime, ToolRuntime
 from plait_anthropic._guard import refused
+from plait_anthropic._sandbox import Bubblewrap, SandboxUnavailable
 from plait_anthropic._shell import CommandResult, ShellError, ShellSession
 
 __all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "TOOL_TYPE", "AnthropicBashMiddleware"]
@@ -76,6 +77,17 @@ def _names(_: Any, attribute: attrs.Attribute[Any], value: list[str] | None) -> 
             f"{attribute.name}: give bare command names without paths or spaces (e.g. 'rm', "
             f"not '/bin/rm'), got {value!r}"
         )
+
+
+def _directories(_: Any, attribute: attrs.Attribute[Any], value: list[str]) -> None:
+    if isinstance(value, str) or not all(isinstance(p, str) and os.path.isdir(p) for p in value):
+        raise ValueError(f"{attribute.name} must be a list of existing directories, got {value!r}")
+
+
+def _absolutes(value: list[str]) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, list):
+        return value
+    return [os.path.abspath(os.fspath(p)) if isinstance(p, str | os.PathLike) else p for p in value]
 
 
 def _commands(_: Any, attribute: attrs.Attribute[Any], value: list[str]) -> None:
@@ -188,8 +200,19 @@ class AnthropicBashMiddleware(Middleware):
     the run ends."""
     tool_description: str | None = None
     """Replaces the tool's description shown to non-Anthropic models; None: the default."""
+    sandbox: Literal["none", "bubblewrap"] = attrs.field(
+        default="none", validator=attrs.validators.in_(("none", "bubblewrap"))
+    )
+    """"bubblewrap": each shell runs in a bwrap sandbox (read-only system, the workspace the
+    only writable host directory, no network, denied programs unreachable); "none": on the
+    host, as this process's user."""
+    sandbox_read_only: list[str] = attrs.field(
+        factory=list, converter=_absolutes, validator=_directories
+    )
+    """More host directories the sandbox shows read-only (a virtualenv, /opt/tool)."""
 
     _sessions: _Sessions = attrs.field(init=False, factory=_Sessions, eq=False, repr=False)
+    _bubblewrap: Bubblewrap | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.allowed_commands is not None and self.denied_commands is not None:
@@ -197,6 +220,19 @@ class AnthropicBashMiddleware(Middleware):
                 "allowed_commands and denied_commands cannot both be given: choose an "
                 "allow-list or a deny-list"
             )
+        if self.sandbox == "bubblewrap":
+            try:
+                sandbox = Bubblewrap.build(
+                    path=self._environment(os.getcwd())["PATH"],
+                    allowed=self.allowed_commands,
+                    denied=self.denied_commands,
+                    read_only=self.sandbox_read_only,
+                )
+            except SandboxUnavailable as problem:
+                raise ConfigError(f"sandbox='bubblewrap': {problem}") from None
+            object.__setattr__(self, "_bubblewrap", sandbox)
+        elif self.sandbox_read_only:
+            raise ConfigError("sandbox_read_only is only used with sandbox='bubblewrap'")
         weakref.finalize(self, _close_all, self._sessions)
 
     # -- sessions ------------------------------------------------------------------------
@@ -230,7 +266,8 @@ class AnthropicBashMiddleware(Middleware):
         return {**environ, **self.env}
 
     def _start(self, cwd: str) -> ShellSession:
-        session = ShellSession(cwd=cwd, env=self._environment(cwd))
+        argv = None if self._bubblewrap is None else self._bubblewrap.argv(cwd)
+        session = ShellSession(cwd=cwd, env=self._environment(cwd), argv=argv)
         for command in self.startup_commands:
             result = session.run(command, timeout=self.timeout, max_bytes=self.max_output_bytes)
             if result.exit_code != 0 or result.timed_out:

@@ -1,0 +1,244 @@
+"""The ``bubblewrap`` sandbox of the ``anthropic_bash`` middleware: the ``bwrap`` command
+line that runs a session's bash in its own namespaces.
+
+Inside, the system directories (``/usr``, ``/etc``, ``/bin``, ``/lib``...) are mounted read-only,
+``/tmp`` is a private tmpfs, the workspace is the only host directory that can be written,
+there is no network (a new network namespace with only loopback), the process sees only
+its own processes (a new PID namespace, torn down with the shell), holds no capability and
+cannot make user namespaces. The command lists become mounts:
+
+- an allow-list empties every bin directory (``/usr/bin``, ``/usr/sbin``, ``/usr/local/bin``...
+  and the read-only directories of ``PATH``) and puts back only the allowed programs (with
+  the symlinks leading to them) and bash, which runs the session;
+- a deny-list mounts ``/dev/null`` over every file in those directories that is, or is
+  linked to, a file named like a denied command, so it cannot run (or be copied) under
+  any name or path that reaches it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+__all__ = ["BIN_DIRECTORIES", "SYSTEM_DIRECTORIES", "Bubblewrap", "SandboxUnavailable"]
+
+SYSTEM_DIRECTORIES = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+"""Top-level directories mounted read-only (or recreated as the symlinks they are)."""
+BIN_DIRECTORIES = (
+    "/usr/local/sbin",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/usr/bin",
+    "/sbin",
+    "/bin",
+)
+"""Where programs live, besides the directories of ``PATH``."""
+_NAMESPACES = (
+    "--unshare-all",  # network, IPC, PID, UTS, cgroup
+    "--unshare-user",
+    "--disable-userns",
+    "--cap-drop",
+    "ALL",
+    "--die-with-parent",
+)
+PROBE_TIMEOUT = 20.0
+
+
+class SandboxUnavailable(Exception):
+    """bwrap is missing or cannot make the sandbox here (the message says why)."""
+
+
+def _within(path: str, roots: Iterable[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+@attrs.frozen
+class Bubblewrap:
+    """The ``bwrap`` command line for one set of options; ``argv(workspace)`` is a
+    session's."""
+
+    program: str
+    """The ``bwrap`` executable."""
+    mounts: tuple[str, ...]
+    """Every argument before the workspace's bind: namespaces, system, masks."""
+    bash: str
+    """The bash executable inside the sandbox."""
+    masked: tuple[str, ...] = ()
+    """Files covered by ``/dev/null`` (deny-list), for inspection."""
+    exposed: tuple[str, ...] = ()
+    """Programs put back in the emptied bin directories (allow-list), for inspection."""
+
+    def argv(self, workspace: str) -> list[str]:
+        """The command that starts bash in the sandbox with ``workspace`` writable."""
+        return [
+            self.program,
+            *self.mounts,
+            "--bind",
+            workspace,
+            workspace,
+            "--chdir",
+            workspace,
+            "--",
+            self.bash,
+            "--noprofile",
+            "--norc",
+        ]
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        path: str,
+        allowed: Sequence[str] | None = None,
+        denied: Sequence[str] | None = None,
+        read_only: Sequence[str] = (),
+    ) -> Bubblewrap:
+        """The sandbox for a shell whose ``PATH`` is ``path``, checked by starting it once.
+
+        :raises SandboxUnavailable: no ``bwrap``, namespaces refused, bash not inside.
+        """
+        program = shutil.which("bwrap", path=path) or shutil.which("bwrap")
+        if program is None:
+            raise SandboxUnavailable(
+                "the bwrap program (bubblewrap) is not installed: install it (e.g. "
+                "apt-get install bubblewrap)"
+            )
+        mounts: list[str] = list(_NAMESPACES)
+        roots: list[str] = []
+        for name in SYSTEM_DIRECTORIES:
+            top = "/" + name
+            if os.path.islink(top):
+                mounts += ["--symlink", os.readlink(top), top]
+            elif os.path.isdir(top):
+                mounts += ["--ro-bind", top, top]
+                roots.append(top)
+        mounts += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        for extra in read_only:
+            mounts += ["--ro-bind", extra, extra]
+            roots.append(os.path.realpath(extra))
+
+        found = shutil.which("bash", path=path)
+        bash = os.path.realpath(found) if found else ""
+        if not bash or not _within(bash, roots):
+            raise SandboxUnavailable(
+                f"bash ({found or 'not on PATH'}) is not inside the directories the sandbox "
+                f"shows ({', '.join(roots)}); add its directory to sandbox_read_only"
+            )
+        bins = _bin_directories(path, roots)
+        masked: list[str] = []
+        exposed: list[str] = []
+        if allowed is not None:
+            for directory in bins:
+                mounts += ["--tmpfs", directory]
+            made: set[str] = set()
+            for name in [*allowed, os.path.basename(bash)]:
+                for directory in bins:
+                    command = os.path.join(directory, name)
+                    if os.path.lexists(command):
+                        mounts += _expose(command, bins, made)
+                        exposed.append(command)
+            mounts += _expose(os.path.realpath(bash), bins, made)
+        elif denied:
+            masked = [f for f in _identical(bins, set(denied)) if _within(f, roots)]
+            if bash in masked:
+                raise SandboxUnavailable(
+                    f"denied_commands would mask bash ({bash}), which runs the session"
+                )
+            for target in masked:
+                mounts += ["--ro-bind", "/dev/null", target]
+        sandbox = cls(program, tuple(mounts), bash, tuple(masked), tuple(exposed))
+        sandbox.check()
+        return sandbox
+
+    def check(self) -> None:
+        """Start bash in the sandbox once, so a kernel without user namespaces (or a bwrap
+        without ``--disable-userns``) is found now, not on the first command."""
+        try:
+            with tempfile.TemporaryDirectory(prefix="plait-bwrap-") as workspace:
+                done = subprocess.run(
+                    [*self.argv(workspace), "-c", "exit 0"],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=PROBE_TIMEOUT,
+                    env={"PATH": os.defpath},
+                )
+        except (OSError, subprocess.TimeoutExpired) as problem:
+            raise SandboxUnavailable(f"bwrap could not be run: {problem}") from None
+        if done.returncode != 0:
+            why = done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.returncode}"
+            raise SandboxUnavailable(
+                f"bwrap cannot make the sandbox here (it needs user namespaces and bubblewrap "
+                f"0.8 or later): {why}"
+            )
+
+
+def _bin_directories(path: str, roots: Sequence[str]) -> list[str]:
+    """The real bin directories visible (read-only) in the sandbox, each once."""
+    found: list[str] = []
+    for directory in [*path.split(os.pathsep), *BIN_DIRECTORIES]:
+        if not directory or not os.path.isabs(directory):
+            continue
+        real = os.path.realpath(directory)
+        if real not in found and os.path.isdir(real) and _within(real, roots):
+            found.append(real)
+    return found
+
+
+def _expose(program: str, bins: Sequence[str], made: set[str]) -> list[str]:
+    """Mounts putting ``program`` (and each symlink on the way to its file) back into
+    the emptied bin directories."""
+    mounts: list[str] = []
+    seen: set[str] = set()
+    current = os.path.join(os.path.realpath(os.path.dirname(program)), os.path.basename(program))
+    while current not in seen:
+        seen.add(current)
+        emptied = os.path.dirname(current) in bins
+        if os.path.islink(current):
+            link = os.readlink(current)
+            if emptied and current not in made:
+                mounts += ["--symlink", link, current]
+                made.add(current)
+            target = os.path.normpath(os.path.join(os.path.dirname(current), link))
+            current = os.path.join(
+                os.path.realpath(os.path.dirname(target)), os.path.basename(target)
+            )
+            continue
+        if emptied and os.path.isfile(current) and current not in made:
+            mounts += ["--ro-bind", current, current]
+            made.add(current)
+        break
+    return mounts
+
+
+def _identical(bins: Sequence[str], names: set[str]) -> list[str]:
+    """The real files of ``names`` in ``bins`` and of every entry there that leads to
+    the same file (a symlink or a hard link)."""
+    entries: list[tuple[str, tuple[int, int]]] = []
+    wanted: set[tuple[int, int]] = set()
+    for directory in bins:
+        try:
+            listing = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in listing:
+            try:
+                info = os.stat(entry.path)
+            except OSError:
+                continue
+            if not os.path.isfile(entry.path):
+                continue
+            key = (info.st_dev, info.st_ino)
+            entries.append((entry.path, key))
+            if entry.name in names:
+                wanted.add(key)
+    files: list[str] = []
+    for entry_path, key in entries:
+        real = os.path.realpath(entry_path)
+        if key in wanted and real not in files:
+            files.append(real)
+    return sorted(files)
