@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 
 import attrs
@@ -20,6 +21,17 @@ __all__ = ["Submitted", "submit"]
 _MISSING: Any = object()
 _clients: dict[str, DBOSClient] = {}
 _lock = threading.Lock()
+_last_ns = 0
+
+
+def _order_key() -> str:
+    """Increasing within this process: a thread's queue is ordered by the time the
+    database received each run (to the millisecond), then by workflow id — so runs this
+    process submits within one millisecond keep their order too."""
+    global _last_ns
+    with _lock:
+        _last_ns = max(_last_ns + 1, time.time_ns())
+        return f"{_last_ns:020d}"
 
 
 def _client(database_url: str) -> DBOSClient:
@@ -59,8 +71,9 @@ def submit(
     agent_name: str | None = None,
 ) -> Submitted:
     """Queue a run of ``agent`` on ``thread_id``: a new ``prompt``, or ``resume`` (the
-    answer to the thread's pending interrupt). Any worker of the queue runs it; runs of
-    one thread never run at once (their order is not promised).
+    answer to the thread's pending interrupt). Any worker of the queue runs it. Runs of
+    one thread run one at a time, in the order they were submitted: each starts when the
+    one before has ended (answered, failed or paused).
 
     ``agent`` may be the agent, or just its ``DBOSMiddleware`` options with ``agent_name``.
     """
@@ -71,7 +84,7 @@ def submit(
     if (prompt is None) == (resume is _MISSING):
         raise PlaitError("plugin 'dbos': submit needs either a prompt or resume=..., not both")
     request: dict[str, Any] = {"prompt": prompt} if resume is _MISSING else {"resume": resume}
-    workflow_id = f"plait:{name}:{thread_id}:{os.urandom(8).hex()}"
+    workflow_id = f"plait:{name}:{thread_id}:{_order_key()}-{os.urandom(4).hex()}"
     queued: EnqueueOptions = {
         "queue_name": options.queue,
         "workflow_name": WORKFLOW_NAME,
