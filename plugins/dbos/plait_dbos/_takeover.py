@@ -30,8 +30,6 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import attrs
-
 __all__ = ["Heartbeats", "Lease"]
 
 TABLE = "plait_dbos_workers"
@@ -41,12 +39,16 @@ _PG_NOW = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
 _SQLITE_NOW = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 
 
-@attrs.frozen
 class Heartbeats:
-    """The heartbeat table in DBOS's system database (PostgreSQL or the SQLite file)."""
+    """The heartbeat table in DBOS's system database (PostgreSQL or the SQLite file).
+    On PostgreSQL one connection is kept for the beats (a fresh one per beat would make
+    each beat slower, and a slow beat can stop a worker); it is replaced after an error."""
 
-    database_url: str
-    timeout: float = 5.0
+    def __init__(self, database_url: str, timeout: float = 5.0) -> None:
+        self.database_url = database_url
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._pg: Any = None
 
     @property
     def _sqlite(self) -> bool:
@@ -65,18 +67,34 @@ class Heartbeats:
             finally:
                 conn.close()
             return
+        with self._lock:
+            if self._pg is None or self._pg.closed:
+                self._pg = self._open_pg()
+            try:
+                yield self._pg
+            except BaseException:
+                self._pg.close()
+                self._pg = None
+                raise
+
+    def _open_pg(self) -> Any:
         import psycopg
 
         scheme, _, rest = self.database_url.partition("://")
         url = f"{scheme.partition('+')[0]}://{rest}"
         millis = int(self.timeout * 1000)
-        with psycopg.connect(  # type: ignore[assignment]
+        return psycopg.connect(
             url,
             autocommit=True,
-            connect_timeout=max(1, int(self.timeout)),
+            connect_timeout=max(2, int(self.timeout)),
             options=f"-c statement_timeout={millis} -c lock_timeout={millis}",
-        ) as conn:
-            yield conn
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pg is not None:
+                self._pg.close()
+                self._pg = None
 
     def _sql(self, text: str) -> str:
         if self._sqlite:
@@ -234,6 +252,7 @@ class Beater:
     def stop(self) -> None:
         global _lease
         self._stop.set()
+        self.heartbeats.close()
         self.lease.released = True
         if _lease is self.lease:
             _lease = None

@@ -23,7 +23,7 @@ from plait.models.base import ChatModel
 TOOL_SECONDS = float(os.environ.get("DURABLE_TOOL_SECONDS", "0.3"))
 MODEL_SECONDS = float(os.environ.get("DURABLE_MODEL_SECONDS", "0.05"))
 # heartbeats every HEARTBEAT seconds; a worker silent for six of them is taken over
-HEARTBEAT = float(os.environ.get("DURABLE_HEARTBEAT", "0.5"))
+HEARTBEAT = float(os.environ.get("DURABLE_HEARTBEAT", "1.0"))
 
 
 class EchoModel(ChatModel):

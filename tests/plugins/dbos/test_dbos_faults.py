@@ -66,7 +66,7 @@ def test_sigkilled_workers_finish_every_run_once(database_url: str, tmp_path: Pa
         while time.monotonic() < deadline:
             if all(s in ("SUCCESS", "ERROR") for s in statuses()):
                 break
-            time.sleep(rng.uniform(0.2, 0.6))
+            time.sleep(rng.uniform(0.15, 0.45))
             if kills == MAX_KILLS:
                 continue
             victim = rng.choice(sorted(workers))
