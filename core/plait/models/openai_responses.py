@@ -531,6 +531,7 @@ class _ResponsesStream(StreamParser):
         self.native = False  # a kept (reasoning or built-in) item has been done
         self.calls: dict[int, int] = {}  # output index -> tool-call position
         self.arguments: dict[int, str] = {}  # output index -> the arguments sent so far
+        self.parts_done: set[str] = set()  # messages whose text parts went out as blocks
 
     def _chunk(self, content: str = "", **kwargs: Any) -> AIMessageChunk:
         return AIMessageChunk(content, id=self.id, **kwargs)
@@ -552,6 +553,7 @@ class _ResponsesStream(StreamParser):
             part = wire.structure(data.part, _Part)
             if self.native and part.type == "output_text" and data.item_id is not None:
                 # The finished part, with its message's id, stands in for the streamed text.
+                self.parts_done.add(data.item_id)
                 return [self._chunk(blocks=[_text_block(part.text, data.item_id)])]
             return []
         if kind == "response.output_item.done" and data.item is not None:
@@ -590,7 +592,12 @@ class _ResponsesStream(StreamParser):
     def _item_done(self, index: int, item: dict[str, Any]) -> list[AIMessageChunk]:
         kind = item.get("type")
         if kind == "message":
-            return []
+            message = wire.structure(item, _OutputMessage)
+            if not self.native or message.id is None or message.id in self.parts_done:
+                return []
+            # A server that sent no part events: the done message gives its text the id.
+            texts = [part.text for part in message.content if part.type == "output_text"]
+            return [self._chunk(blocks=[_text_block("".join(texts), message.id)])] if texts else []
         if kind == "function_call":
             function = wire.structure(item, _FunctionCall)
             out: list[AIMessageChunk] = []

@@ -17,6 +17,7 @@ import plait
 from plait.errors import ConfigError, ContextOverflowError, ProviderError
 from plait.messages import (
     AIMessage,
+    AIMessageChunk,
     HumanMessage,
     SystemMessage,
     ToolCall,
@@ -457,3 +458,76 @@ def test_an_agent_gets_a_structured_answer(server: ReplayServer) -> None:
     result = agent.invoke("Capital of France?")
     assert result.structured_response == Capital("Paris")
     assert server.last.body["text"]["format"]["type"] == "json_schema"
+
+
+def test_an_agent_thread_sends_back_the_recorded_reasoning_turn(
+    server: ReplayServer, tmp_path: Path
+) -> None:
+    """Two runs on one SQLite thread: the second run's request is the recorded second turn
+    — the reasoning item (13,176 characters of encrypted content) and the message that
+    followed it, by id — after the answer went through the checkpoint and back."""
+    first, second = recorded("resp_reasoning_summary"), recorded("resp_reasoning_roundtrip")
+    request = second["request"]
+    settings = {key: request[key] for key in ("include", "reasoning")}
+    db = f"sqlite:///{tmp_path / 'threads.db'}"
+    server.raw(first["response"]["body"].encode())
+    agent = plait.create_agent(model=model(server, "gpt-5", **settings), checkpointer=db)
+    agent.invoke(request["input"][0]["content"], thread_id="t")
+    agent.close()
+    server.raw(second["response"]["body"].encode())
+    agent = plait.create_agent(model=model(server, "gpt-5", **settings), checkpointer=db)
+    result = agent.invoke(request["input"][-1]["content"], thread_id="t")
+    agent.close()
+    assert server.last.body == {key: value for key, value in request.items() if key != "stream"}
+    assert result.text.startswith("Short version: default to a bridge or ferry")
+
+
+def test_an_agent_streams_the_recorded_tool_loop(server: ReplayServer) -> None:
+    first = recorded("resp_stream_function_call")
+    second = recorded("resp_stream_text_roundtrip")
+
+    @plait.tool
+    def get_capital(country: str) -> str:
+        """The capital of a country.
+
+        Args:
+            country: its name.
+        """
+        return "Paris"
+
+    serve_stream(server, first["response"]["body"], 2)
+    serve_stream(server, second["response"]["body"], 2)
+    agent = plait.create_agent(model=model(server, "gpt-4o"), tools=[get_capital])
+    texts = [
+        event.data.content
+        for event in agent.stream("What is the capital of France?", mode="messages")
+        if isinstance(event.data, AIMessageChunk) and event.data.content
+    ]
+    assert "".join(texts) == "The capital of France is Paris."
+    assert len(texts) == 7
+    sent = server.requests[1].body["input"]
+    assert sent[1]["call_id"] == sent[2]["call_id"] == "call_kL0PCQV7M2WMoVX8V8OtYSAL"
+    assert sent[2] == {
+        "type": "function_call_output",
+        "call_id": "call_kL0PCQV7M2WMoVX8V8OtYSAL",
+        "output": "Paris",
+    }
+
+
+def test_a_stream_without_part_events_still_keeps_the_message_id(server: ReplayServer) -> None:
+    """Servers that send no ``response.content_part.done``: the message's done item gives
+    the text its id, so the stream still equals ``invoke``."""
+    text: str = recorded("resp_stream_web_search_cached")["response"]["body"]
+    kept = "".join(
+        block + "\n\n"
+        for block in text.split("\n\n")
+        if block.strip() and "event: response.content_part." not in block
+    )
+    assert kept != text
+    llm = model(server)
+    serve_stream(server, text, None)
+    expected = assemble_chunks(llm.stream([HumanMessage("hi")]))
+    assert isinstance(expected.content, list)
+    assert expected.content[-1]["id"].startswith("msg_")
+    serve_stream(server, kept, 3)
+    assert assemble_chunks(llm.stream([HumanMessage("hi")])).content == expected.content
