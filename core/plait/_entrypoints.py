@@ -55,6 +55,7 @@ BUILTIN: dict[str, dict[str, str]] = {
             )
         },
     },
+    "plait.models": {"google": "google"},
     "plait.checkpointers": {"postgresql": "postgres", "postgres": "postgres"},
     "plait.stores": {"postgresql": "postgres", "postgres": "postgres"},
     "plait.commands": {"worker": "dbos", "submit": "dbos", "workers": "dbos", "mcp-serve": "mcp"},

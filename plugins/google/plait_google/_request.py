@@ -1,0 +1,340 @@
+"""plait messages, tools and options → a Gemini ``GenerateContentRequest`` body.
+
+- ``SystemMessage``s (anywhere) and ``system_prompt`` → ``systemInstruction`` (the API
+  has no system turns); ``HumanMessage`` → a ``user`` turn; ``AIMessage`` → a ``model``
+  turn: its content blocks, then its tool calls as ``functionCall`` parts (with the
+  ``thoughtSignature`` each came with); ``ToolMessage``s → ``functionResponse`` parts of
+  a ``user`` turn (``{"output": ...}``, or ``{"error": ...}`` for an error result).
+- Consecutive turns of one role are merged into one, as the API expects.
+- Blocks: plait ``text`` (with its ``thought_signature``), ``thinking`` (a thought part),
+  Gemini's own part blocks (``{"type": "inlineData", "inlineData": {...}}``) as they are,
+  and the image blocks other providers use (OpenAI ``image_url``, Anthropic ``image``)
+  as ``inlineData``/``fileData``. Another provider's thinking is not Gemini's to read and
+  is left out; any other block is a ``ConfigError`` naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from plait.errors import ConfigError
+from plait.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from plait_google._wire import DATA_FIELDS, PROVIDER, THOUGHT_SIGNATURES
+
+if TYPE_CHECKING:
+    from plait import Tool
+
+GENERATION_SETTINGS = {
+    "temperature": "temperature",
+    "top_p": "topP",
+    "top_k": "topK",
+    "max_tokens": "maxOutputTokens",
+    "max_output_tokens": "maxOutputTokens",
+    "stop": "stopSequences",
+    "stop_sequences": "stopSequences",
+    "seed": "seed",
+    "presence_penalty": "presencePenalty",
+    "frequency_penalty": "frequencyPenalty",
+    "response_logprobs": "responseLogprobs",
+    "logprobs": "logprobs",
+    "candidate_count": "candidateCount",
+    "thinking_config": "thinkingConfig",
+    "response_modalities": "responseModalities",
+    "media_resolution": "mediaResolution",
+    "speech_config": "speechConfig",
+    "image_config": "imageConfig",
+}
+"""Settings that go into ``generationConfig`` (the API's own camelCase names work too)."""
+
+TOP_LEVEL_SETTINGS = {
+    "safety_settings": "safetySettings",
+    "cached_content": "cachedContent",
+    "labels": "labels",
+    "service_tier": "serviceTier",
+}
+"""Settings that go into the request body itself."""
+
+BUILTIN_TOOLS = "builtin_tools"
+"""The setting listing Gemini's own tools (``[{"googleSearch": {}}, {"codeExecution":
+{}}, {"urlContext": {}}]``), sent beside the function declarations."""
+
+_KNOWN = frozenset(
+    {
+        *GENERATION_SETTINGS,
+        *GENERATION_SETTINGS.values(),
+        *TOP_LEVEL_SETTINGS,
+        *TOP_LEVEL_SETTINGS.values(),
+        BUILTIN_TOOLS,
+    }
+)
+_ANTHROPIC_THINKING = frozenset({"redacted_thinking"})
+_DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)", re.DOTALL)
+
+
+def check_settings(settings: Mapping[str, Any]) -> None:
+    """A ``ConfigError`` for a setting the API has no place for, or more than one answer."""
+    unknown = sorted(set(settings) - _KNOWN)
+    if unknown:
+        raise ConfigError(
+            f"{PROVIDER}: unknown setting(s) {', '.join(map(repr, unknown))}; expected "
+            f"generationConfig fields ({', '.join(GENERATION_SETTINGS)}), "
+            f"{', '.join(TOP_LEVEL_SETTINGS)} or {BUILTIN_TOOLS} "
+            f'(anything else goes in provider_options={{"google": {{...}}}})'
+        )
+    for name in ("candidate_count", "candidateCount"):
+        count = settings.get(name)
+        if count is not None and count != 1:
+            raise ConfigError(
+                f"{PROVIDER}: {name}={count!r} is not supported: a call returns one "
+                "AIMessage; call again for another answer"
+            )
+    tools = settings.get(BUILTIN_TOOLS)
+    if tools is not None and (
+        isinstance(tools, str | Mapping)
+        or not isinstance(tools, Sequence)
+        or not all(isinstance(tool, Mapping) for tool in tools)
+    ):
+        raise ConfigError(
+            f"{PROVIDER}: {BUILTIN_TOOLS} must be a list of Gemini tools such as "
+            f'[{{"googleSearch": {{}}}}], got {tools!r}'
+        )
+
+
+def body(
+    messages: Sequence[AnyMessage],
+    *,
+    system_prompt: str | None,
+    tools: Sequence[Tool],
+    tool_choice: str | None,
+    response_format: Mapping[str, Any] | None,
+    provider_options: Mapping[str, Any] | None,
+    settings: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The JSON body of one ``generateContent`` call."""
+    check_settings(settings)
+    system: list[dict[str, Any]] = []
+    if system_prompt:
+        system.append({"text": system_prompt})
+    turns: list[dict[str, Any]] = []
+    names: dict[str, str] = {}  # tool-call id -> function name, for the responses
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            system.extend(_parts(message.content, "system"))
+            continue
+        role, parts = _turn(message, names)
+        if not parts:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["parts"].extend(parts)
+        else:
+            turns.append({"role": role, "parts": parts})
+    out: dict[str, Any] = {"contents": turns}
+    if system:
+        out["systemInstruction"] = {"parts": system}
+    generation: dict[str, Any] = {}
+    for key, value in settings.items():
+        if value is None or key == BUILTIN_TOOLS:
+            continue
+        if key in TOP_LEVEL_SETTINGS or key in TOP_LEVEL_SETTINGS.values():
+            out[TOP_LEVEL_SETTINGS.get(key, key)] = value
+            continue
+        field = GENERATION_SETTINGS.get(key, key)
+        if field == "stopSequences" and isinstance(value, str):
+            value = [value]
+        generation[field] = value
+    if response_format is not None:
+        generation["responseMimeType"] = "application/json"
+        generation["responseJsonSchema"] = dict(response_format)
+    if generation:
+        out["generationConfig"] = generation
+    wire_tools: list[dict[str, Any]] = []
+    functions = [tool for tool in tools if _builtin(tool) is None]
+    if functions:
+        wire_tools.append({"functionDeclarations": [_declaration(tool) for tool in functions]})
+    wire_tools.extend(builtin for tool in tools if (builtin := _builtin(tool)) is not None)
+    wire_tools.extend(dict(tool) for tool in settings.get(BUILTIN_TOOLS) or ())
+    if wire_tools:
+        out["tools"] = wire_tools
+    config = _tool_config(tool_choice, functions)
+    if config is not None:
+        out["toolConfig"] = config
+    _merge(out, (provider_options or {}).get(PROVIDER) or {})
+    return out
+
+
+def _merge(out: dict[str, Any], options: Mapping[str, Any]) -> None:
+    """Request-level provider options, merged last: objects one level deep
+    (``generationConfig``, ``toolConfig``), ``tools`` appended, the rest replaced."""
+    if not isinstance(options, Mapping):
+        raise ConfigError(
+            f"{PROVIDER}: provider_options['google'] must be a mapping of request fields, "
+            f"got {options!r}"
+        )
+    for key, value in options.items():
+        current = out.get(key)
+        if key == "tools" and isinstance(value, list):
+            out["tools"] = [*(current or []), *value]
+        elif isinstance(current, dict) and isinstance(value, Mapping):
+            out[key] = {**current, **value}
+        else:
+            out[key] = value
+
+
+def _builtin(tool: Tool) -> dict[str, Any] | None:
+    """A Gemini tool (``googleSearch``, ``codeExecution``...) a ``plait.Tool`` stands for:
+    ``provider_options={"google": {"builtin": {"googleSearch": {}}}}``; the API runs it."""
+    builtin = tool.provider_options.get(PROVIDER, {}).get("builtin")
+    if builtin is None:
+        return None
+    if not isinstance(builtin, Mapping) or not builtin:
+        raise ConfigError(
+            f"{PROVIDER}: tool {tool.name!r}: provider option 'builtin' must be a Gemini tool "
+            f'such as {{"googleSearch": {{}}}}, got {builtin!r}'
+        )
+    return dict(builtin)
+
+
+def _declaration(tool: Tool) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        out["description"] = tool.description
+    out["parametersJsonSchema"] = dict(tool.parameters)
+    out.update(tool.provider_options.get(PROVIDER, {}))
+    return out
+
+
+def _tool_config(choice: str | None, tools: Sequence[Tool]) -> dict[str, Any] | None:
+    if choice is None or not tools:
+        if choice not in (None, "auto", "none"):
+            raise ConfigError(f"{PROVIDER}: tool_choice {choice!r} but no tools are offered")
+        return None
+    if choice in ("auto", "none"):
+        return {"functionCallingConfig": {"mode": choice.upper()}}
+    if choice in ("required", "any"):
+        return {"functionCallingConfig": {"mode": "ANY"}}
+    if choice not in {tool.name for tool in tools}:
+        raise ConfigError(
+            f"{PROVIDER}: tool_choice {choice!r} is not one of the tools "
+            f"({', '.join(tool.name for tool in tools)}) nor auto/none/required"
+        )
+    return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
+
+
+def _turn(message: AnyMessage, names: dict[str, str]) -> tuple[str, list[dict[str, Any]]]:
+    if isinstance(message, HumanMessage):
+        parts = _parts(message.content, "user")
+        return "user", parts or [{"text": ""}]
+    if isinstance(message, AIMessage):
+        parts = _parts(message.content, "model")
+        signatures = message.response_metadata.get(THOUGHT_SIGNATURES) or {}
+        for call in message.tool_calls:
+            names[call.id] = call.name
+            part: dict[str, Any] = {
+                "functionCall": {"name": call.name, "args": dict(call.args), "id": call.id}
+            }
+            signature = signatures.get(call.id) if isinstance(signatures, Mapping) else None
+            if isinstance(signature, str) and signature:
+                part["thoughtSignature"] = signature
+            parts.append(part)
+        return "model", parts
+    if isinstance(message, ToolMessage):
+        name = message.name or names.get(message.tool_call_id)
+        if not name:
+            raise ConfigError(
+                f"{PROVIDER}: tool message {message.tool_call_id!r} answers no tool call "
+                "in the conversation and has no name; Gemini needs the function's name"
+            )
+        key = "error" if message.status == "error" else "output"
+        response = {
+            "id": message.tool_call_id,
+            "name": name,
+            "response": {
+                key: message.text if isinstance(message.content, list) else message.content
+            },
+        }
+        return "user", [{"functionResponse": response}]
+    raise TypeError(f"{PROVIDER}: cannot send a {type(message).__name__}")
+
+
+def _parts(content: str | list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"text": content}] if content else []
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        part = _part(block, role)
+        if part is not None:
+            parts.append(part)
+    return parts
+
+
+def _part(block: Mapping[str, Any], role: str) -> dict[str, Any] | None:
+    kind = block.get("type")
+    signature = block.get("thought_signature")
+    part: dict[str, Any]
+    if kind == "text":
+        text = str(block.get("text", ""))
+        if not text and not signature:
+            return None
+        part = {"text": text}
+    elif kind == "thinking":
+        if "signature" in block and "thought_signature" not in block:
+            return None  # Claude's thinking: signed for Anthropic, meaningless here
+        part = {"text": str(block.get("thinking", "")), "thought": True}
+    elif kind in _ANTHROPIC_THINKING:
+        return None
+    elif isinstance(kind, str) and kind in DATA_FIELDS and kind in block:
+        part = {
+            key: value for key, value in block.items() if key not in ("type", "thought_signature")
+        }
+    elif kind == "image_url":
+        part = _image_url(block)
+    elif kind == "image":
+        part = _image(block)
+    else:
+        raise ConfigError(
+            f"{PROVIDER}: cannot send a {kind!r} content block in a {role} message; Gemini "
+            "reads text, thinking, image blocks and its own parts "
+            f"({', '.join(DATA_FIELDS)})"
+        )
+    if isinstance(signature, str) and signature:
+        part["thoughtSignature"] = signature
+    return part
+
+
+def _url_part(url: str, mime: str | None) -> dict[str, Any]:
+    match = _DATA_URL.fullmatch(url)
+    if match is not None:
+        return {"inlineData": {"mimeType": match["mime"], "data": match["data"]}}
+    data: dict[str, Any] = {"fileUri": url}
+    if mime:
+        data["mimeType"] = mime
+    return {"fileData": data}
+
+
+def _image_url(block: Mapping[str, Any]) -> dict[str, Any]:
+    """OpenAI's ``{"type": "image_url", "image_url": {"url": ...}}`` (a data URL or a
+    file URI Gemini can fetch)."""
+    image = block.get("image_url")
+    url = image.get("url") if isinstance(image, Mapping) else image
+    if not isinstance(url, str) or not url:
+        raise ConfigError(f"{PROVIDER}: an image_url block needs a url, got {dict(block)!r}")
+    return _url_part(url, None)
+
+
+def _image(block: Mapping[str, Any]) -> dict[str, Any]:
+    """Anthropic's ``{"type": "image", "source": {"type": "base64"|"url", ...}}``."""
+    source = block.get("source")
+    if isinstance(source, Mapping) and source.get("type") == "base64":
+        return {
+            "inlineData": {
+                "mimeType": str(source.get("media_type", "")),
+                "data": str(source.get("data", "")),
+            }
+        }
+    if isinstance(source, Mapping) and source.get("type") == "url":
+        return _url_part(str(source.get("url", "")), None)
+    raise ConfigError(
+        f"{PROVIDER}: an image block needs a base64 or url source, got {dict(block)!r}"
+    )
