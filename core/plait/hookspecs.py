@@ -19,11 +19,11 @@ import attrs
 import pluggy
 
 if TYPE_CHECKING:
-    from plait.agent import AgentResult
     from plait.messages import AIMessage, AIMessageChunk, ToolMessage
     from plait.tools import Tool
     from plait.types import (
         AgentConfig,
+        AgentResult,
         Command,
         ModelRequest,
         ModelResponse,
@@ -45,40 +45,42 @@ __all__ = ["HOOKS", "HookFacts", "hookimpl", "hookspec"]
 
 @hookspec
 def state_fields() -> Mapping[str, StateField]:
-    """Declare the state keys this middleware owns.
+    """Declare the state keys this middleware owns. Runs before ``agent_tools``.
 
-    Runs once when the agent is built, before ``agent_tools``.
-
-    :return: a mapping of key → ``StateField`` (default, reducer, ``"thread"``/``"run"``
-        scope, ``shared``). All instances of one middleware class share their keys;
-        another class declaring the same key is a ``ConfigError`` unless both declare it
-        ``shared=True`` with equal declarations.
+    :return: a mapping of key → ``plait.StateField(default, reducer=None, scope="thread",
+        private=False, shared=False)``. Instances of one class share their keys; another
+        class declaring the same key is a ``ConfigError`` unless both declare it
+        ``shared=True`` with equal declarations. ``scope="run"`` resets the value when a run
+        starts; ``reducer(old, new)`` merges updates instead of replacing the value. Values
+        must be JSON-serializable (they are checkpointed). ``private=True`` keeps the value
+        out of the state's ``repr``, so ``PLAIT_TRACE`` logs ``<private>`` in its place
+        (hooks still read it, the checkpoint still stores it).
     """
     raise AssertionError  # pragma: no cover - specs are never called
 
 
 @hookspec
 def agent_tools(agent_config: AgentConfig) -> list[Tool]:
-    """Add tools to the agent.
+    """Add tools to the agent. Runs after ``state_fields``.
 
-    Runs once when the agent is built, after ``state_fields``.
-
-    :param agent_config: the agent as configured by the caller (tools added by other
-        middleware are not in it yet).
-    :return: the tools this middleware adds; results of all middleware are concatenated
-        in middleware order. A name already taken is a ``ConfigError``.
+    :param agent_config: the ``plait.AgentConfig`` as the caller configured it — ``model``,
+        ``tools``, ``system_prompt``, ``middleware``, ``checkpointer``, ``store``,
+        ``response_format``. Tools added by other middleware are not in it yet.
+    :return: a list of tools (``plait.Tool`` objects or plain functions). The lists of all
+        middleware are concatenated in middleware order; a tool name already taken is a
+        ``ConfigError``.
     """
     raise AssertionError  # pragma: no cover
 
 
 @hookspec
 def validate_agent(agent_config: AgentConfig) -> None:
-    """Check the agent can be served, raising ``ConfigError`` if not.
+    """Refuse a setup this middleware cannot serve. Runs after ``agent_tools``, for every
+    middleware.
 
-    Runs once when the agent is built, after ``agent_tools``, for every middleware.
-
-    :param agent_config: the agent with every tool (``agent_tools`` results included).
-    :return: nothing; raise ``plait.errors.ConfigError`` naming the problem.
+    :param agent_config: the agent with every tool, those added by ``agent_tools`` included.
+    :return: nothing. Raise ``plait.errors.ConfigError`` naming the problem (for example
+        "needs a checkpointer", or "tool 'x' is not one of the agent's tools").
     """
     raise AssertionError  # pragma: no cover
 
@@ -90,20 +92,22 @@ def validate_agent(agent_config: AgentConfig) -> None:
 
 @hookspec
 def wrap_run(request: RunRequest, handler: Callable[[RunRequest], AgentResult]) -> AgentResult:
-    """Runs around one whole run (``invoke`` or ``stream``, sync path): the place to see
-    a run start, pause, resume, fail and end exactly once (tracing, durable execution,
-    audit logs).
+    """Runs around one whole run — ``invoke``, or ``stream`` — on the sync path: the place to
+    see a run start, pause, resume, fail and end exactly once (a trace span, a durable
+    workflow, an audit record). It runs after the thread is loaded and the run is known (new
+    or resumed), before ``before_agent``; everything else happens inside ``handler``.
 
-    Runs for every call, a resume included (``request.resumed`` is true), before the
-    thread is touched: ``before_agent`` and everything else happen inside ``handler``.
-
-    :param request: the run about to happen: ``input`` as the caller gave it, ``runtime``
-        (thread and run ids, context, the agent's name…), ``resumed``, ``streaming``.
-    :param handler: runs the next middleware and at the end the run itself. Call it
-        exactly once; a second call raises ``PlaitError``.
-    :return: the ``AgentResult`` (``result.interrupts`` non-empty means the run paused).
-        An error of the run propagates out of ``handler``; let it go on (after recording
-        it) or raise your own. Nested, first middleware outermost: A(B(C(run))).
+    :param request: the ``plait.RunRequest`` — ``input`` as the caller gave it, ``runtime``
+        (thread and run ids, context, ``agent_name``…), ``resumed`` (true when the call
+        continues a paused or unfinished run, under the same ``run_id``), ``streaming``.
+    :param handler: runs the next middleware and, at the end, the run. Call it exactly once;
+        a second call raises ``PlaitError``.
+    :return: the ``plait.AgentResult`` the handler returned (``result.interrupts`` non-empty
+        means the run paused). An error of the run propagates out of ``handler``: record it
+        and let it go on, or raise your own. Nested, first middleware outermost,
+        A(B(C(run))). A hook can install a performer (``plait.effects.performing``) around
+        the handler to see or perform every model call and tool run inside it — see
+        [internals](internals.md).
     """
     raise AssertionError  # pragma: no cover
 
@@ -112,10 +116,10 @@ def wrap_run(request: RunRequest, handler: Callable[[RunRequest], AgentResult]) 
 async def awrap_run(
     request: RunRequest, handler: Callable[[RunRequest], Awaitable[AgentResult]]
 ) -> AgentResult:
-    """The async form of ``wrap_run``, used by ``ainvoke``/``astream``.
+    """The async form of ``wrap_run``, used by ``ainvoke`` and ``astream``.
 
     :param request: as for ``wrap_run``.
-    :param handler: an async function; ``await handler(request)`` exactly once.
+    :param handler: an async function: ``await handler(request)``, exactly once.
     :return: as for ``wrap_run``.
     """
     raise AssertionError  # pragma: no cover
@@ -124,14 +128,15 @@ async def awrap_run(
 @hookspec
 def before_agent(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | Command | None:
     """Runs once per run, after the caller's input is in state, before the first model call.
-
     Not run again when a paused run is resumed.
 
-    :param state: the thread's state (read-only): ``state["messages"]`` and every key.
-    :param runtime: the run's ``Runtime`` (thread and run ids, context, store, model…).
-    :return: a state update (a dict, or ``Command(update=..., jump_to=...)``) or ``None``.
-        Implementations run in middleware order (A, B, C), each seeing the previous
-        updates applied; a ``jump_to`` skips the rest.
+    :param state: the thread's state, read-only: ``state["messages"]`` and every declared
+        key.
+    :param runtime: the run's ``plait.Runtime`` — ``thread_id``, ``run_id``, ``context``,
+        ``store``, ``model``, ``tools``, ``stream_writer``.
+    :return: ``None``, a ``dict`` state update, or ``plait.Command(update=...,
+        jump_to=...)``. Implementations run in middleware order (A, B, C), each seeing the
+        previous updates applied; a ``jump_to`` skips the rest.
     """
     raise AssertionError  # pragma: no cover
 
@@ -140,9 +145,9 @@ def before_agent(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] |
 def before_model(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | Command | None:
     """Runs before every model call.
 
-    :param state: the thread's state (read-only).
+    :param state: the thread's state, read-only.
     :param runtime: the run's ``Runtime``.
-    :return: a state update or ``None``; chained in middleware order (A, B, C) like
+    :return: a state update or ``None``, chained in middleware order (A, B, C) like
         ``before_agent``. ``jump_to="end"`` ends the run without calling the model.
     """
     raise AssertionError  # pragma: no cover
@@ -152,14 +157,16 @@ def before_model(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] |
 def wrap_model_call(
     request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
 ) -> ModelResponse | AIMessage:
-    """Runs around every model call (sync path).
+    """Runs around every model call on the sync path (``invoke``, ``stream``).
 
-    :param request: the call about to be made: model, messages, system prompt, tools,
-        tool choice, response format, settings (frozen; ``request.override(...)``).
-    :param handler: calls the next middleware, and at the end the model. Call it zero
-        times (answer yourself: cache, emulator), once, or many times (retry, fallback).
-    :return: a ``ModelResponse`` or an ``AIMessage``. Nested: the first middleware is
-        outermost, A(B(C(model))).
+    :param request: the ``plait.ModelRequest`` about to be sent — ``model``, ``messages``,
+        ``system_prompt``, ``tools``, ``tool_choice``, ``response_format``,
+        ``model_settings``, ``provider_options``, ``state``, ``runtime``. It is frozen: make
+        a changed copy with ``request.override(...)``.
+    :param handler: calls the next middleware and, at the end, the model. Call it zero times
+        (answer yourself: a cache, an emulator), once, or many times (retry, fallback).
+    :return: a ``plait.ModelResponse`` (or an ``AIMessage``, wrapped for you). Nested: the
+        first middleware is outermost, A(B(C(model))).
     """
     raise AssertionError  # pragma: no cover
 
@@ -168,11 +175,12 @@ def wrap_model_call(
 async def awrap_model_call(
     request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
 ) -> ModelResponse | AIMessage:
-    """The async form of ``wrap_model_call``, used by ``ainvoke``/``astream``.
+    """The async form of ``wrap_model_call``, used by ``ainvoke`` and ``astream``.
 
     :param request: as for ``wrap_model_call``.
-    :param handler: an async function; ``await handler(request)``.
-    :return: as for ``wrap_model_call``.
+    :param handler: an async function: ``await handler(request)``.
+    :return: as for ``wrap_model_call``. A middleware should implement both forms to be
+        native on both paths; otherwise the kernel bridges the missing one.
     """
     raise AssertionError  # pragma: no cover
 
@@ -181,13 +189,15 @@ async def awrap_model_call(
 def transform_model_stream(
     chunks: Iterator[AIMessageChunk], request: ModelRequest
 ) -> Iterator[AIMessageChunk]:
-    """Runs around each streamed model call, as a generator pipeline (sync path).
+    """Runs around each *streamed* model call (``stream`` with the ``"messages"`` mode), as a
+    generator pipeline, on the sync path.
 
-    :param chunks: the chunks coming from the model (or from the next middleware).
-    :param request: the model call being streamed.
-    :return: an iterator of chunks: may hold back, rewrite or drop chunks. The first
-        middleware sees the chunks last (A(B(C(model stream)))); what it yields is what
-        the caller of ``stream`` sees and what the final message is assembled from.
+    :param chunks: an iterator of ``AIMessageChunk``s from the model (or from the next
+        middleware).
+    :param request: the ``ModelRequest`` being streamed.
+    :return: an iterator of chunks — hold back, rewrite or drop them. The first middleware
+        sees the chunks last, A(B(C(model stream))); what it yields is what the caller of
+        ``stream`` sees and what the final message is assembled from.
     """
     raise AssertionError  # pragma: no cover
 
@@ -196,7 +206,7 @@ def transform_model_stream(
 def atransform_model_stream(
     chunks: AsyncIterator[AIMessageChunk], request: ModelRequest
 ) -> AsyncIterator[AIMessageChunk]:
-    """The async form of ``transform_model_stream`` (an async generator).
+    """The async form of ``transform_model_stream``: an async generator.
 
     :param chunks: an async iterator of chunks.
     :param request: the model call being streamed.
@@ -211,7 +221,9 @@ def after_model(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | 
 
     :param state: the thread's state with the model's answer appended.
     :param runtime: the run's ``Runtime``.
-    :return: a state update or ``None``. Chained in reverse middleware order (C, B, A).
+    :return: a state update or ``None``, chained in *reverse* middleware order (C, B, A).
+        Answering a tool call here with a ``ToolMessage`` keeps it from running; calling
+        ``plait.interrupt(...)`` here is how approvals pause before tools run.
     """
     raise AssertionError  # pragma: no cover
 
@@ -220,15 +232,18 @@ def after_model(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | 
 def wrap_tool_call(
     request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command]
 ) -> ToolMessage | Command:
-    """Runs around every tool call (sync path).
+    """Runs around every tool call on the sync path.
 
-    :param request: the call (``tool_call``), the ``tool`` (``None`` if the model named
-        an unknown tool), ``state`` and ``runtime``.
-    :param handler: runs the next middleware and finally the tool; call it zero, one or
-        many times. An exception the tool raises reaches you unchanged.
-    :return: a ``ToolMessage`` answering the call, or a ``Command`` whose update holds
-        one. Nested, first middleware outermost. An exception escaping every hook
-        becomes an error ``ToolMessage`` (except interrupts and ``StopRun`` errors).
+    :param request: the ``plait.ToolCallRequest`` — ``tool_call`` (name, args, id), ``tool``
+        (``None`` when the model named a tool the agent does not have), ``state``,
+        ``runtime``. Frozen: ``request.override(...)``.
+    :param handler: runs the next middleware and finally the tool; call it zero, one or many
+        times. An exception the tool raises reaches you unchanged, so a retry hook can
+        decide on it.
+    :return: a ``ToolMessage`` answering the call, or a ``plait.Command`` whose ``update``
+        holds one in ``"messages"``. Nested, first middleware outermost. An exception
+        escaping every hook becomes an error ``ToolMessage``, except interrupts and
+        ``StopRun`` errors.
     """
     raise AssertionError  # pragma: no cover
 
@@ -238,10 +253,11 @@ async def awrap_tool_call(
     request: ToolCallRequest,
     handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
 ) -> ToolMessage | Command:
-    """The async form of ``wrap_tool_call``.
+    """The async form of ``wrap_tool_call``. Several tool calls of one AI message run
+    concurrently on the async path.
 
     :param request: as for ``wrap_tool_call``.
-    :param handler: an async function; ``await handler(request)``.
+    :param handler: an async function: ``await handler(request)``.
     :return: as for ``wrap_tool_call``.
     """
     raise AssertionError  # pragma: no cover
@@ -249,11 +265,11 @@ async def awrap_tool_call(
 
 @hookspec
 def after_agent(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | Command | None:
-    """Runs once per run, when the loop ends (no tool calls left, or ``jump_to="end"``).
+    """Runs once per run, when the loop ends: no tool calls left, or a ``jump_to="end"``.
 
     :param state: the thread's final state.
     :param runtime: the run's ``Runtime``.
-    :return: a state update or ``None``; chained in reverse middleware order (C, B, A).
+    :return: a state update or ``None``, chained in reverse middleware order (C, B, A).
     """
     raise AssertionError  # pragma: no cover
 

@@ -5,7 +5,10 @@ A line holding only one of these comments is replaced when the site is built:
 - ``<!-- plait-options: module:Class -->``: the options table of a middleware class, from
   its attrs fields (``plait.options.describe_options``);
 - ``<!-- plait-api: module:name -->``: the signature and docstring of a public function or
-  class (with its public methods), ``:param:``/``:return:`` fields turned into lists.
+  class (with its public methods), ``:param:``/``:return:`` fields turned into lists;
+- ``<!-- plait-hook: name -->``: a hook's reference entry from its spec in
+  ``plait.hookspecs`` — heading with its arguments, then the spec's docstring — so the
+  prose of each hook is written once, where it is declared.
 
 A name that cannot be imported fails the build (``mkdocs build --strict``).
 """
@@ -22,6 +25,7 @@ log = logging.getLogger("mkdocs.plugins.plait_docs")
 
 # On a line of its own, so a marker can be quoted in prose without being replaced.
 _MARKER = re.compile(r"^<!--\s*plait-(options|api):\s*([\w.]+):([\w.]+)\s*-->[ \t]*$", re.MULTILINE)
+_HOOK = re.compile(r"^<!--\s*plait-hook:\s*(\w+)\s*-->[ \t]*$", re.MULTILINE)
 
 
 def _resolve(module: str, qualname: str) -> Any:
@@ -125,7 +129,54 @@ def api_entry(module: str, qualname: str, obj: Any) -> str:
     return "\n".join(parts)
 
 
+def hook_entry(name: str) -> str:
+    """A hook's reference entry: ``### `name(args)` ``, what it does, each argument as a
+    list item, then "Returns: ..."."""
+    from plait import hookspecs
+
+    spec = getattr(hookspecs, name)
+    if name not in hookspecs.HOOKS:
+        raise LookupError(f"{name!r} is not a plait hook")
+    params = list(inspect.signature(spec).parameters)
+    text = re.sub(r"``([^`]+)``", r"`\1`", inspect.getdoc(spec) or "")
+    lines = [f"### `{name}({', '.join(params)})`", ""]
+    field = ""
+    for line in text.splitlines():
+        param = re.match(r":param (\w+):\s*(.*)", line)
+        returns = re.match(r":returns?:\s*(.*)", line)
+        if param:
+            if field == "":
+                lines.append("")
+            field = "param"
+            lines.append(f"- `{param.group(1)}`: {param.group(2)}")
+        elif returns:
+            if field == "":
+                lines.append("Arguments: none." if not params else "")
+            field = "return"
+            lines += ["", f"Returns: {returns.group(1)}"]
+        elif field and line.startswith("    "):
+            lines.append(("  " if field == "param" else "") + line.strip())
+        else:
+            lines.append(line)
+    return "\n".join(lines).replace("\n\n\n", "\n\n")
+
+
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
+    def hook(match: re.Match[str]) -> str:
+        try:
+            return hook_entry(match.group(1))
+        except Exception as exc:
+            log.warning(
+                "%s: cannot document hook %s: %s: %s",
+                page.file.src_path,
+                match.group(1),
+                type(exc).__name__,
+                exc,
+            )
+            return match.group(0)
+
+    markdown = _HOOK.sub(hook, markdown)
+
     def replace(match: re.Match[str]) -> str:
         kind, module, qualname = match.groups()
         try:

@@ -1,10 +1,13 @@
 """The docs cannot drift from the code: every hook in ``plait.hookspecs`` and each of its
-arguments has its place in ``docs/hooks.md`` (datasette's ``test_docs.py`` idea)."""
+arguments has its place in ``docs/hooks.md``, as the site renders it from the specs'
+docstrings (datasette's ``test_docs.py`` idea)."""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import re
+import types
 from pathlib import Path
 
 import pytest
@@ -24,8 +27,23 @@ def _sections(text: str) -> dict[str, str]:
     return found
 
 
+def _docs_hook() -> types.ModuleType:
+    """``docs/_hooks/plait_docs.py``, the mkdocs hook that renders generated parts."""
+    spec = importlib.util.spec_from_file_location("plait_docs", DOCS / "_hooks/plait_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _render(markdown: str) -> str:
+    page = types.SimpleNamespace(file=types.SimpleNamespace(src_path="x.md"))
+    rendered: str = _docs_hook().on_page_markdown(markdown, page=page)
+    return rendered
+
+
 HOOKS_MD = (DOCS / "hooks.md").read_text(encoding="utf-8")
-SECTIONS = _sections(HOOKS_MD)
+SECTIONS = _sections(_render(HOOKS_MD))
 
 
 @pytest.mark.parametrize("hook", hookspecs.ALL_HOOKS)
@@ -47,6 +65,21 @@ def test_every_argument_is_in_the_heading_and_described(hook: str) -> None:
 
 def test_no_heading_for_a_hook_that_does_not_exist() -> None:
     assert set(SECTIONS) <= set(hookspecs.ALL_HOOKS)
+
+
+def test_the_hook_reference_is_the_specs_docstrings_word_for_word() -> None:
+    for hook in hookspecs.ALL_HOOKS:
+        doc = inspect.getdoc(getattr(hookspecs, hook)) or ""
+        first = doc.split("\n\n")[0].replace("``", "`").replace("\n", " ")
+        assert first in SECTIONS[hook].replace("\n", " "), hook
+    assert "<!-- plait-hook" not in _render(HOOKS_MD)
+    assert "### `" not in HOOKS_MD, "docs/hooks.md writes a hook's entry by hand"
+
+
+def test_a_hook_marker_naming_no_hook_is_left_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    out = _render("<!-- plait-hook: before_modle -->\n")
+    assert out == "<!-- plait-hook: before_modle -->\n"
+    assert "cannot document hook before_modle" in caplog.text
 
 
 def test_hooks_are_documented_in_loop_order() -> None:
