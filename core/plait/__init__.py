@@ -19,7 +19,7 @@ _EXPORTS: dict[str, str] = {
     # agent
     "create_agent": "plait.agent",
     "Agent": "plait.agent",
-    "AgentResult": "plait.agent",
+    "AgentResult": "plait.types",
     # hooks and middleware
     "hookimpl": "plait.hookspecs",
     "hookspec": "plait.hookspecs",
@@ -90,7 +90,6 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from plait.agent import Agent as Agent
-    from plait.agent import AgentResult as AgentResult
     from plait.agent import create_agent as create_agent
     from plait.effects import new_id as new_id
     from plait.errors import ConfigError as ConfigError
@@ -125,6 +124,7 @@ if TYPE_CHECKING:
     from plait.tools import Tool as Tool
     from plait.tools import tool as tool
     from plait.types import AgentConfig as AgentConfig
+    from plait.types import AgentResult as AgentResult
     from plait.types import Command as Command
     from plait.types import Interrupt as Interrupt
     from plait.types import ModelRequest as ModelRequest

@@ -8,9 +8,9 @@ the sync driver (``drive``) or the async driver (``adrive``) performs and sends 
 from __future__ import annotations
 
 import asyncio
-import json
+import os
+import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -46,10 +46,8 @@ from plait.types import (
 )
 
 if TYPE_CHECKING:
-    from plait.agent import Agent
-
-Sink = Callable[[StreamEvent], None]
-stream_sink: ContextVar[Sink | None] = ContextVar("plait_stream_sink", default=None)
+    from plait._compiled import CompiledAgent
+    from plait._stream import EventSink
 
 
 @attrs.define
@@ -68,6 +66,17 @@ class RunInfo:
     finished: dict[str, Any] = attrs.field(factory=dict)
     """The answers of a tools step's calls that finished, by call id, saved as each
     finishes (when a step has several), so a crash re-runs only the calls in flight."""
+    owner: str = ""
+    """The process that saved the run last (``PROCESS``) and when (``saved_at``, wall
+    clock): a run another process saved within ``checkpoint.RUN_LEASE`` is live there."""
+    saved_at: float = 0.0
+
+    def live_elsewhere(self, lease: float) -> bool:
+        return (
+            self.status == "running"
+            and self.owner not in ("", PROCESS)
+            and time.time() - self.saved_at < lease
+        )
 
     def dump(self) -> Any:
         return _converter.unstructure(self)
@@ -75,6 +84,19 @@ class RunInfo:
     @classmethod
     def load(cls, data: Any) -> RunInfo:
         return _converter.structure(data, cls)
+
+
+PROCESS = ""
+"""This process, as ``RunInfo.owner`` names it (renewed in a forked child)."""
+
+
+def _new_process() -> None:
+    global PROCESS
+    PROCESS = f"{os.getpid()}-{os.urandom(4).hex()}"
+
+
+_new_process()
+os.register_at_fork(after_in_child=_new_process)
 
 
 # -- effects: what the loop asks a driver to do ---------------------------------------------
@@ -117,13 +139,13 @@ class Run:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: CompiledAgent,
         thread: ThreadState,
         info: RunInfo,
         runtime: Runtime,
         *,
         recursion_limit: int,
-        sink: Sink | None,
+        sink: EventSink | None,
         resumed: bool = False,
         input: Any = None,
     ) -> None:
@@ -164,13 +186,18 @@ class Run:
                 info.resume = {}
             if ran or nxt == "done":
                 yield from self.save()
-            if self.sink is not None and ran:
+            if ran and self.sink is not None and self.sink.wants("values"):
                 self.sink(StreamEvent("values", self.thread.public(), node))
 
     def save(self) -> Steps:
-        if self.agent.checkpointer is not None and self.runtime.thread_id is not None:
-            self.thread.set(RUN_KEY, self.info.dump())
+        if self.agent.keeps(self.runtime.thread_id):
+            self.record()
             yield Save(self.runtime.thread_id, self.thread)
+
+    def record(self) -> None:
+        """Put the run's record in the state, to be saved with the step."""
+        self.info.owner, self.info.saved_at = PROCESS, time.time()
+        self.thread.set(RUN_KEY, self.info.dump())
 
     def enter(self, key: str) -> None:
         self.scope.key = f"{self.info.model_calls}:{key}"
@@ -246,7 +273,7 @@ class Run:
 
     def apply_update(self, update: Mapping[str, Any], source: str) -> None:
         self.thread.update(update, source)
-        if self.sink is not None:
+        if self.sink is not None and self.sink.wants("updates"):
             self.sink(StreamEvent("updates", {source: dict(update)}, source))
 
     def jump_target(self, jump: str, hook: str) -> str:
@@ -329,7 +356,7 @@ class Run:
                 )
                 scopes.append(self.tool_scope(call.id))
         if requests:
-            durable = self.agent.checkpointer is not None and self.runtime.thread_id is not None
+            durable = self.agent.keeps(self.runtime.thread_id)
             effect = CallTools(tuple(requests), tuple(scopes))
             if durable and len(requests) > 1:
                 effect = attrs.evolve(effect, finished=self.tool_finished)
@@ -373,7 +400,7 @@ class Run:
         if dumped is None:
             return None
         self.info.finished[request.tool_call.id] = dumped
-        self.thread.set(RUN_KEY, self.info.dump())
+        self.record()
         return Save(self.runtime.thread_id, self.thread)
 
     def apply_tool_outcome(self, call: ToolCall, outcome: Any) -> str | None:
@@ -499,7 +526,7 @@ def drive(run: Run) -> Any:
         current_scope.reset(token)
 
 
-def _perform(effect: Effect, agent: Agent) -> Any:
+def _perform(effect: Effect, agent: CompiledAgent) -> Any:
     if isinstance(effect, CallHook):
         return agent.loops.run(effect.call(*effect.args))
     if isinstance(effect, CallModel):
@@ -537,7 +564,7 @@ def _not_run(requests: Sequence[ToolCallRequest]) -> list[ToolMessage]:
     ]
 
 
-def _save(effect: Save, agent: Agent) -> None:
+def _save(effect: Save, agent: CompiledAgent) -> None:
     assert agent.checkpointer is not None
     delta = effect.state.take_delta()
     agent.checkpointer.save(effect.thread_id, delta)
@@ -568,7 +595,7 @@ async def adrive(run: Run) -> Any:
         current_scope.reset(token)
 
 
-async def _aperform(effect: Effect, agent: Agent) -> Any:
+async def _aperform(effect: Effect, agent: CompiledAgent) -> Any:
     if isinstance(effect, CallHook):
         return await effect.call(*effect.args)
     if isinstance(effect, CallModel):
@@ -592,7 +619,7 @@ async def _aperform(effect: Effect, agent: Agent) -> Any:
     return None
 
 
-async def _asave(effect: Save, agent: Agent) -> None:
+async def _asave(effect: Save, agent: CompiledAgent) -> None:
     assert agent.checkpointer is not None
     delta = effect.state.take_delta()  # on the loop's thread, where the state changes
     await asyncio.to_thread(agent.checkpointer.save, effect.thread_id, delta)
@@ -600,7 +627,11 @@ async def _asave(effect: Save, agent: Agent) -> None:
 
 
 async def _acall_tool(
-    agent: Agent, effect: CallTools, request: ToolCallRequest, scope: Scope, lock: asyncio.Lock
+    agent: CompiledAgent,
+    effect: CallTools,
+    request: ToolCallRequest,
+    scope: Scope,
+    lock: asyncio.Lock,
 ) -> Any:
     current_scope.set(scope)  # this task's own context copy
     try:
@@ -612,17 +643,3 @@ async def _acall_tool(
         if save is not None:
             await _asave(save, agent)
     return outcome
-
-
-def tool_output(result: Any, request: ToolCallRequest) -> ToolMessage | Command:
-    """What a tool function returned, as the ToolMessage (or Command) answering the call."""
-    if isinstance(result, (ToolMessage, Command)):
-        return result
-    call = request.tool_call
-    if isinstance(result, str):
-        content: Any = result
-    elif isinstance(result, list) and all(isinstance(b, dict) and "type" in b for b in result):
-        content = result
-    else:
-        content = json.dumps(result, ensure_ascii=False, default=str)
-    return ToolMessage(content, tool_call_id=call.id, name=call.name)

@@ -422,14 +422,15 @@ class AgentSpec:
         ``middleware`` given as an override replaces the file's list; ``first`` and
         ``last`` are put before and after it (the CLI's live display uses them).
         """
-        from plait.agent import _by_url, create_agent
+        from plait._compiled import by_url
+        from plait.agent import create_agent
 
         kwargs = {**self.kwargs, **overrides}
         kwargs["middleware"] = [*first, *kwargs.get("middleware", ()), *last]
         for key, group in (("checkpointer", "plait.checkpointers"), ("store", "plait.stores")):
             where = "" if key in overrides else f"[agent] {key}"
             try:
-                kwargs[key] = _by_url(kwargs[key], group, key)
+                kwargs[key] = by_url(kwargs[key], group, key)
             except StoreError as exc:
                 raise _AgentFileStoreError(self.path, where, str(exc)) from None
             except ConfigError as exc:

@@ -18,6 +18,7 @@ from plait.errors import StoreError, ThreadBusyError
 from plait.messages import AnyMessage, structure_message, unstructure_message
 
 __all__ = [
+    "RUN_LEASE",
     "Checkpoint",
     "Checkpointer",
     "MemoryCheckpointer",
@@ -27,6 +28,14 @@ __all__ = [
     "load_message",
     "load_value",
 ]
+
+RUN_LEASE = 300.0
+"""Seconds after its last save that a run started by another process counts as live.
+New input for a thread whose run is live elsewhere raises ``ThreadBusyError`` before
+anything is written, so a run never loses the thread after some of its steps were
+committed. A run idle longer than this (its process died, or one step — a tool call —
+takes longer) may be taken over by new input; ``invoke(None, thread_id=...)`` continues
+a run at any time."""
 
 
 @attrs.frozen

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 import attrs
+
+from plait._ids import id_source, new_id
 
 if TYPE_CHECKING:
     from plait.messages import AnyMessage
@@ -87,9 +88,6 @@ _performers: contextvars.ContextVar[tuple[Performer, ...]] = contextvars.Context
 _in_model_call: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "plait_in_model_call", default=False
 )
-_ids: contextvars.ContextVar[Callable[[], str] | None] = contextvars.ContextVar(
-    "plait_ids", default=None
-)
 
 
 @contextlib.contextmanager
@@ -101,23 +99,6 @@ def performing(performer: Performer) -> Iterator[None]:
         yield
     finally:
         _performers.reset(token)
-
-
-@contextlib.contextmanager
-def id_source(factory: Callable[[], str]) -> Iterator[None]:
-    """Take run, thread and message ids from ``factory`` inside the ``with`` block."""
-    token = _ids.set(factory)
-    try:
-        yield
-    finally:
-        _ids.reset(token)
-
-
-def new_id() -> str:
-    """A fresh id: from the installed ``id_source``, else 128 random bits as 32 hex
-    digits (like ``uuid4().hex`` at a quarter of its cost — every message gets one)."""
-    factory = _ids.get()
-    return factory() if factory is not None else os.urandom(16).hex()
 
 
 def active() -> bool:

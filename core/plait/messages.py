@@ -14,7 +14,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from plait.effects import new_id
+from plait._ids import new_id
 
 __all__ = [
     "REMOVE_ALL",

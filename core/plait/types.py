@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
-from plait.messages import AIMessage, AnyMessage, Message, RemoveMessage, ToolCall
+from plait.messages import AIMessage, AnyMessage, Message, RemoveMessage, ToolCall, Usage
 
 if TYPE_CHECKING:
     from plait.checkpoint import Checkpointer
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentConfig",
+    "AgentResult",
     "Command",
     "Interrupt",
     "JumpTarget",
@@ -238,3 +239,24 @@ class AgentConfig:
     store: Store | None
     response_format: Any = None
     name: str = "agent"
+
+
+@attrs.frozen
+class AgentResult:
+    """What a run returns. ``messages`` is the thread's whole list after the run."""
+
+    messages: list[AnyMessage]
+    state: dict[str, Any]
+    interrupts: list[Interrupt]
+    structured_response: Any
+    usage: Usage
+    thread_id: str | None
+    run_id: str
+
+    @property
+    def text(self) -> str:
+        """The last AI message's text ("" if there is none)."""
+        for message in reversed(self.messages):
+            if isinstance(message, AIMessage):
+                return message.text
+        return ""

@@ -151,7 +151,7 @@ def test_same_class_twice_gets_distinct_names_even_when_equal(make_agent: Any) -
     agent = make_agent(["ok"], middleware=[first, second])
     agent.invoke("hi")
 
-    assert agent.registry.names == ["Limit", "Limit#2"]
+    assert agent.compiled.registry.names == ["Limit", "Limit#2"]
     assert log == ["search", "search"]
 
 

@@ -1,0 +1,177 @@
+"""The innermost model call and tool call: what the ``wrap_model_call`` and
+``wrap_tool_call`` chains end in, sync and async.
+
+A model call streams only when someone reads its chunks (``_stream.stream_sink``); a tool
+call checks its arguments, runs the function within its timeout and turns what it
+returned into the ``ToolMessage`` (or ``Command``) that answers the call. Tool runs go
+through ``plait.effects`` performers when one is installed (model calls do so inside
+``ChatModel`` itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from plait import _tool_threads, effects
+from plait._compose import Layers, transform_async, transform_sync
+from plait._stream import stream_sink
+from plait.messages import ToolMessage, assemble_chunks
+from plait.types import (
+    Command,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    ToolCallRequest,
+    ToolRuntime,
+)
+
+if TYPE_CHECKING:
+    from plait._bridge import LoopThread
+    from plait.tools import Tool
+
+
+@attrs.frozen
+class Innermost:
+    """The calls at the centre of the wrap chains, for one compiled agent."""
+
+    tools_by_name: Mapping[str, Tool]
+    tool_timeout: float | None
+    stream_layers: Layers
+    """The ``transform_model_stream`` hooks a streamed model call's chunks pass through."""
+    loops: LoopThread
+
+    # -- model -----------------------------------------------------------------------------
+
+    def call_model(self, request: ModelRequest) -> ModelResponse:
+        sink = stream_sink.get()
+        kwargs = _model_kwargs(request)
+        if sink is None:
+            return ModelResponse([request.model.invoke(request.messages, **kwargs)])
+        chunks = request.model.stream(request.messages, **kwargs)
+        collected = []
+        for chunk in transform_sync(self.stream_layers, iter(chunks), request, self.loops):
+            collected.append(chunk)
+            sink(StreamEvent("messages", chunk, "model"))
+        return ModelResponse([assemble_chunks(collected)])
+
+    async def acall_model(self, request: ModelRequest) -> ModelResponse:
+        sink = stream_sink.get()
+        kwargs = _model_kwargs(request)
+        if sink is None:
+            return ModelResponse([await request.model.ainvoke(request.messages, **kwargs)])
+        chunks = request.model.astream(request.messages, **kwargs)
+        collected = []
+        async for chunk in transform_async(self.stream_layers, aiter(chunks), request):
+            collected.append(chunk)
+            sink(StreamEvent("messages", chunk, "model"))
+        return ModelResponse([assemble_chunks(collected)])
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def call_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+        if effects.active():
+            return effects.perform(effects.ToolRun(request), lambda: self._run_tool(request))
+        return self._run_tool(request)
+
+    async def acall_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+        if effects.active():
+            return await effects.aperform(
+                effects.ToolRun(request), lambda: self._arun_tool(request)
+            )
+        return await self._arun_tool(request)
+
+    def _run_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+        prepared = self._prepare(request)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        found, func, kwargs = prepared
+        limit = found.timeout or self.tool_timeout
+        if limit is None:
+            result = func(**kwargs)
+            if found.is_async:
+                result = self.loops.run(result)
+        elif found.is_async:
+            result = self.loops.run(_tool_threads.await_within(func(**kwargs), found.name, limit))
+        else:
+            result = _tool_threads.call_within(func, kwargs, found.name, limit)
+        return tool_output(result, request)
+
+    async def _arun_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+        prepared = self._prepare(request)
+        if isinstance(prepared, ToolMessage):
+            return prepared
+        found, func, kwargs = prepared
+        limit = found.timeout or self.tool_timeout
+        if found.is_async:
+            called = func(**kwargs)
+            if limit is None:
+                result = await called
+            else:
+                result = await _tool_threads.await_within(called, found.name, limit)
+        elif limit is None:
+            result = await asyncio.to_thread(_tool_threads.call, func, kwargs)
+        else:
+            result = await _tool_threads.acall_within(func, kwargs, found.name, limit)
+        return tool_output(result, request)
+
+    def _prepare(
+        self, request: ToolCallRequest
+    ) -> tuple[Tool, Callable[..., Any], dict[str, Any]] | ToolMessage:
+        """The tool, its function and its checked arguments, or the error message the
+        model gets instead."""
+        from plait.tools import ToolArgumentError
+
+        call, found = request.tool_call, request.tool
+        func = found.func if found is not None else None
+        if found is None:
+            names = ", ".join(sorted(self.tools_by_name)) or "none"
+            return _error(
+                request,
+                f"there is no tool named {call.name!r}. The available tools are: {names}.",
+            )
+        if func is None:
+            return _error(request, f"tool {call.name!r} is run by the provider, not here.")
+        try:
+            kwargs = found.prepare(call.args, ToolRuntime(call, request.state, request.runtime))
+        except ToolArgumentError as exc:
+            return _error(
+                request,
+                f"invalid arguments for tool {call.name!r}: {exc}. "
+                "Call it again with corrected arguments.",
+            )
+        return found, func, kwargs
+
+
+def _model_kwargs(request: ModelRequest) -> dict[str, Any]:
+    return dict(
+        system_prompt=request.system_prompt,
+        tools=request.tools,
+        tool_choice=request.tool_choice,
+        response_format=request.response_format,
+        provider_options=request.provider_options or None,
+        **request.model_settings,
+    )
+
+
+def _error(request: ToolCallRequest, text: str) -> ToolMessage:
+    call = request.tool_call
+    return ToolMessage(f"Error: {text}", tool_call_id=call.id, name=call.name, status="error")
+
+
+def tool_output(result: Any, request: ToolCallRequest) -> ToolMessage | Command:
+    """What a tool function returned, as the ToolMessage (or Command) answering the call."""
+    if isinstance(result, (ToolMessage, Command)):
+        return result
+    call = request.tool_call
+    if isinstance(result, str):
+        content: Any = result
+    elif isinstance(result, list) and all(isinstance(b, dict) and "type" in b for b in result):
+        content = result
+    else:
+        content = json.dumps(result, ensure_ascii=False, default=str)
+    return ToolMessage(content, tool_call_id=call.id, name=call.name)

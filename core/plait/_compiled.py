@@ -1,0 +1,248 @@
+"""The compiled agent: everything a run needs, checked and composed once at
+``create_agent`` time, then frozen.
+
+``compile_agent`` resolves the model, the middleware (into a hook ``Registry``), the
+tools (the agent's own and those ``agent_tools`` hooks add), the state fields, the
+checkpointer and store, and structured output; runs ``validate_agent``; and composes the
+wrap hooks around the innermost calls. A ``Run`` depends on the result alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+import attrs
+
+from plait import _entrypoints
+from plait._bridge import LoopThread
+from plait._calls import Innermost
+from plait._compose import Layers, chain_async, chain_sync
+from plait._registry import Registry
+from plait._resolve import resolve_middleware
+from plait._state import RUN_KEY
+from plait._structured import Structured
+from plait.checkpoint import Checkpointer
+from plait.errors import ConfigError
+from plait.messages import AIMessage, ToolMessage
+from plait.models import ChatModel, init_chat_model
+from plait.store import Store
+from plait.types import (
+    AgentConfig,
+    Command,
+    ModelRequest,
+    ModelResponse,
+    Runtime,
+    StateField,
+    ToolCallRequest,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from plait._state import ThreadState
+    from plait.tools import Tool
+
+
+@attrs.frozen(kw_only=True)
+class CompiledAgent:
+    """What ``create_agent`` built. Frozen: a run reads it, nothing changes it."""
+
+    name: str
+    model: ChatModel
+    system_prompt: str | None
+    middleware: tuple[object, ...]
+    registry: Registry
+    fields: Mapping[str, StateField]
+    tools: tuple[Tool, ...]
+    tools_by_name: Mapping[str, Tool]
+    checkpointer: Checkpointer | None
+    store: Store | None
+    tool_timeout: float | None
+    structured: Structured
+    config: AgentConfig
+    loops: LoopThread
+    """The agent's event-loop thread, where async hooks and tools run on the sync path."""
+    model_handler: Callable[[ModelRequest], ModelResponse]
+    amodel_handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    tool_handler: Callable[[ToolCallRequest], ToolMessage | Command]
+    atool_handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]]
+    run_layers: Layers
+    """The ``wrap_run`` hooks, composed per run around that run's driver."""
+
+    def keeps(self, thread_id: str | None) -> TypeGuard[str]:
+        """Whether a run on ``thread_id`` is checkpointed (saved as it goes)."""
+        return self.checkpointer is not None and thread_id is not None
+
+    def model_request(self, thread: ThreadState, runtime: Runtime) -> ModelRequest:
+        """The request of the loop's model call, before ``wrap_model_call`` hooks."""
+        tools = self.tools
+        if self.structured.tool is not None:
+            tools = (*tools, self.structured.tool)
+        return ModelRequest(
+            model=self.model,
+            messages=tuple(thread.messages),
+            system_prompt=self.system_prompt,
+            tools=tools,
+            tool_choice=self.structured.tool_choice(self.tools),
+            response_format=self.structured.request_format,
+            state=thread.view,
+            runtime=runtime,
+        )
+
+
+def compile_agent(
+    *,
+    model: str | ChatModel,
+    tools: Sequence[Any],
+    system_prompt: str | None,
+    middleware: Sequence[Any],
+    checkpointer: str | Checkpointer | None,
+    store: str | Store | None,
+    response_format: Any,
+    name: str,
+    tool_timeout: float | None,
+) -> CompiledAgent:
+    """Check and build everything; every mistake is a ``ConfigError`` raised here."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"name must be a non-empty string, got {name!r}")
+    if tool_timeout is not None and (
+        isinstance(tool_timeout, bool)
+        or not isinstance(tool_timeout, (int, float))
+        or not tool_timeout > 0
+    ):
+        raise ConfigError(
+            f"tool_timeout must be a positive number of seconds or None, got {tool_timeout!r}"
+        )
+    chat_model = init_chat_model(model)
+    # Middleware and tools first: a mistake there must not leave a database file behind
+    # (the checkpointer and store below may create one).
+    resolved = resolve_middleware(middleware)
+    objects = tuple(obj for _, obj in resolved)
+    registry = Registry(resolved)
+    fields = _collect_fields(registry, objects)
+    own_tools = tuple(as_tool(t) for t in tools)
+    saver: Checkpointer | None = by_url(checkpointer, "plait.checkpointers", "checkpointer")
+    if saver is not None and not isinstance(saver, Checkpointer):
+        raise ConfigError(f"checkpointer {checkpointer!r} is not a plait Checkpointer")
+    shared: Store | None = by_url(store, "plait.stores", "store")
+    if shared is not None and not isinstance(shared, Store):
+        raise ConfigError(
+            f"store {store!r} is not a plait Store (put, get, delete and search); "
+            "pass a store URL such as 'memory' or an instance"
+        )
+    config = AgentConfig(
+        chat_model, own_tools, system_prompt, objects, saver, shared, response_format, name
+    )
+    added = [
+        as_tool(item) for impl in registry.impls("agent_tools") for item in impl.call(config) or ()
+    ]
+    all_tools = own_tools + tuple(added)
+    by_name: dict[str, Tool] = {}
+    for item in all_tools:
+        if item.name in by_name:
+            raise ConfigError(f"two tools are named {item.name!r}; tool names must be unique")
+        by_name[item.name] = item
+    config = attrs.evolve(config, tools=all_tools)
+    native = chat_model.profile is None or chat_model.profile.structured_output
+    structured = Structured(response_format, native)
+    for impl in registry.impls("validate_agent"):
+        impl.call(config)
+    loops = LoopThread()
+    innermost = Innermost(
+        tools_by_name=by_name,
+        tool_timeout=tool_timeout,
+        stream_layers=registry.pairs("transform_model_stream", "atransform_model_stream"),
+        loops=loops,
+    )
+    model_layers = registry.pairs("wrap_model_call", "awrap_model_call")
+    tool_layers = registry.pairs("wrap_tool_call", "awrap_tool_call")
+    return CompiledAgent(
+        name=name,
+        model=chat_model,
+        system_prompt=system_prompt,
+        middleware=objects,
+        registry=registry,
+        fields=fields,
+        tools=all_tools,
+        tools_by_name=by_name,
+        checkpointer=saver,
+        store=shared,
+        tool_timeout=tool_timeout,
+        structured=structured,
+        config=config,
+        loops=loops,
+        model_handler=chain_sync(model_layers, innermost.call_model, _model_result, loops),
+        amodel_handler=chain_async(model_layers, innermost.acall_model, _model_result),
+        tool_handler=chain_sync(tool_layers, innermost.call_tool, _tool_result, loops),
+        atool_handler=chain_async(tool_layers, innermost.acall_tool, _tool_result),
+        run_layers=registry.pairs("wrap_run", "awrap_run"),
+    )
+
+
+def by_url(value: Any, group: str, what: str) -> Any:
+    """A checkpointer or store given as a URL, made by the factory its scheme names."""
+    if value is None or not isinstance(value, str):
+        return value
+    scheme = value.split(":", 1)[0] if ":" in value else value
+    try:
+        factory = _entrypoints.load(group, scheme, what=what)
+    except ConfigError as exc:
+        raise ConfigError(f"{what} URL {value!r}: {exc}") from None
+    return factory(value)
+
+
+def as_tool(value: Any) -> Tool:
+    from plait.tools import Tool, tool
+
+    if isinstance(value, Tool):
+        return value
+    if callable(value):
+        made: Tool = tool(value)
+        return made
+    raise ConfigError(f"tools must be plait.Tool objects or functions, got {value!r}")
+
+
+def _collect_fields(registry: Registry, objects: tuple[object, ...]) -> dict[str, StateField]:
+    fields: dict[str, StateField] = {}
+    owners: dict[str, type] = {}
+    for impl in registry.impls("state_fields"):
+        owner = type(objects[registry.names.index(impl.middleware)])
+        for key, spec in (impl.call() or {}).items():
+            if key in ("messages", RUN_KEY):
+                raise ConfigError(f"middleware {impl.middleware!r}: state key {key!r} is reserved")
+            if not isinstance(spec, StateField):
+                raise ConfigError(
+                    f"middleware {impl.middleware!r}: state_fields()[{key!r}] must be a "
+                    f"plait.StateField, got {type(spec).__name__}"
+                )
+            if key in fields and owners[key] is not owner:
+                if not (spec.shared and fields[key].shared and spec == fields[key]):
+                    raise ConfigError(
+                        f"state key {key!r} is declared by both {owners[key].__name__} and "
+                        f"{owner.__name__} (middleware {impl.middleware!r}); a key belongs to "
+                        "one middleware class unless both declare it shared=True, equally"
+                    )
+            fields[key] = spec
+            owners.setdefault(key, owner)
+    return fields
+
+
+def _model_result(result: Any, request: Any, source: str) -> ModelResponse:
+    if isinstance(result, ModelResponse):
+        return result
+    if isinstance(result, AIMessage):
+        return ModelResponse([result])
+    raise TypeError(
+        f"middleware {source!r}: wrap_model_call returned {type(result).__name__}; "
+        "expected a ModelResponse or an AIMessage"
+    )
+
+
+def _tool_result(result: Any, request: ToolCallRequest, source: str) -> ToolMessage | Command:
+    if isinstance(result, (ToolMessage, Command)):
+        return result
+    raise TypeError(
+        f"middleware {source!r}: wrap_tool_call returned {type(result).__name__}; "
+        "expected a ToolMessage or a plait.Command"
+    )

@@ -1,0 +1,190 @@
+"""How a call to ``invoke``/``stream`` becomes a ``Run``, and how a run ends as an
+``AgentResult``.
+
+A run either continues the thread's unfinished one (a resume with answers to its
+interrupts, or ``None`` input after a crash) or starts anew: the input is applied to the
+thread, run-scoped state is reset, and tool calls left without answers are cancelled.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from plait import _loop, checkpoint, effects
+from plait._compiled import CompiledAgent
+from plait._loop import Run, RunInfo
+from plait._state import RUN_KEY, ThreadState
+from plait._stream import EventSink
+from plait.errors import PlaitError, ThreadBusyError
+from plait.messages import HumanMessage, Message, ToolMessage
+from plait.types import AgentResult, Command, Interrupt, Runtime
+
+
+def start_run(
+    agent: CompiledAgent,
+    thread: ThreadState,
+    thread_id: str | None,
+    input: Any,
+    *,
+    context: Any,
+    recursion_limit: int,
+    sink: EventSink | None,
+) -> Run:
+    """The run ``input`` asks for on ``thread`` (already loaded and held by the caller)."""
+    info, resumed = _run_info(thread, thread_id, input)
+    runtime = Runtime(
+        thread_id=thread_id,
+        run_id=info.run_id,
+        context=context,
+        store=agent.store,
+        model=agent.model,
+        tools=agent.tools,
+        stream_writer=sink.writer() if sink is not None else _discard,
+        agent_name=agent.name,
+    )
+    return Run(
+        agent,
+        thread,
+        info,
+        runtime,
+        recursion_limit=recursion_limit,
+        sink=sink,
+        resumed=resumed,
+        input=input,
+    )
+
+
+def run_result(agent: CompiledAgent, run: Run) -> AgentResult:
+    info = run.info
+    return AgentResult(
+        messages=list(run.thread.messages),
+        state=run.thread.public(),
+        interrupts=list(info.interrupts) if info.status == "interrupted" else [],
+        structured_response=agent.structured.load(info.structured_response),
+        usage=info.usage,
+        thread_id=run.runtime.thread_id,
+        run_id=info.run_id,
+    )
+
+
+def record_failure(agent: CompiledAgent, thread_id: str | None) -> None:
+    """Mark the thread's stored run as failed after it raised, so that new input from
+    another process need not wait out the run's lease. Only the run record changes:
+    what the failed step did in memory is not saved. Best effort: if the write fails
+    (another run wrote first, the database is down) the lease protects the thread."""
+    if agent.checkpointer is None or thread_id is None:
+        return
+    try:
+        state = ThreadState(agent.fields, agent.checkpointer.load(thread_id))
+        stored = state.values.get(RUN_KEY)
+        if not stored:
+            return
+        info = RunInfo.load(stored)
+        if info.status != "running" or info.owner != _loop.PROCESS:
+            return
+        info.status = "failed"
+        state.set(RUN_KEY, info.dump())
+        agent.checkpointer.save(thread_id, state.take_delta())
+    except Exception:  # the run's own error is what the caller must see
+        return
+
+
+def _discard(_data: Any) -> None:
+    """``runtime.stream_writer`` when nobody streams."""
+
+
+def _run_info(thread: ThreadState, thread_id: str | None, input: Any) -> tuple[RunInfo, bool]:
+    """Continue the thread's unfinished run (resume, or ``None`` input) or start one;
+    says which (``True`` for continuing)."""
+    previous = thread.values.get(RUN_KEY)
+    info = RunInfo.load(previous) if previous else None
+    if isinstance(input, Command) and input.resume is not None:
+        if info is None or info.status != "interrupted":
+            raise PlaitError(
+                f"thread {thread_id!r} has no run paused at an interrupt, so there is "
+                "nothing to resume"
+            )
+        info.resume.update(_resume_values(input.resume, info.interrupts))
+        info.status, info.interrupts = "running", []
+        if input.update:
+            thread.update(input.update, "input")
+    elif input is None and info is not None and info.status != "done":
+        info.status = "running"
+    else:
+        if info is not None and info.live_elsewhere(checkpoint.RUN_LEASE):
+            raise ThreadBusyError(
+                f"thread {thread_id!r} has a run in progress in another process (run "
+                f"{info.run_id}, last step saved {time.time() - info.saved_at:.1f} s ago); "
+                "send new input when it ends. If that process died, continue its run with "
+                "invoke(None, thread_id=...), or wait "
+                f"{checkpoint.RUN_LEASE:g} s (plait.checkpoint.RUN_LEASE)"
+            )
+        if info is not None and info.status != "done":
+            _cancel_unanswered(thread, info, input)
+        info = RunInfo(run_id=effects.new_id())
+        thread.reset_run_fields()
+        _apply_input(thread, input)
+        return info, False
+    return info, True
+
+
+def _apply_input(thread: ThreadState, input: Any) -> None:
+    if input is None:
+        return
+    if isinstance(input, Command):
+        if input.update:
+            thread.update(input.update, "input")
+        return
+    if isinstance(input, str):
+        input = [HumanMessage(input)]
+    elif isinstance(input, Message):
+        input = [input]
+    elif isinstance(input, Mapping):
+        thread.update(input, "input")
+        return
+    elif isinstance(input, Sequence):
+        input = [HumanMessage(m) if isinstance(m, str) else m for m in input]
+    else:
+        raise TypeError(
+            "input must be a string, a message, a list of messages, a dict update, "
+            f"a Command or None; got {type(input).__name__}"
+        )
+    thread.add_messages(input, "input")
+
+
+def _cancel_unanswered(thread: ThreadState, info: RunInfo, input: Any) -> None:
+    """New input on a thread whose run did not finish (paused at an interrupt, or stopped
+    between steps) starts a new run: the old run's tool calls that have no answer get an
+    error ToolMessage first, so the model is never sent calls without results (which
+    providers reject)."""
+    given = input if isinstance(input, Sequence) and not isinstance(input, str) else [input]
+    answered = {m.tool_call_id for m in given if isinstance(m, ToolMessage)}
+    why = "waiting for a human's answer" if info.status == "interrupted" else "not finished"
+    thread.add_messages(
+        [
+            ToolMessage(
+                f"Not run: this call was {why} when new input arrived, so it was cancelled.",
+                tool_call_id=call.id,
+                name=call.name,
+                status="error",
+                metadata={"plait": {"cancelled": True}},
+            )
+            for call in thread.last_calls()[1]
+            if call.id not in answered
+        ],
+        "input",
+    )
+
+
+def _resume_values(resume: Any, pending: list[Interrupt]) -> dict[str, Any]:
+    ids = [i.id for i in pending]
+    if isinstance(resume, Mapping) and resume and set(resume) <= set(ids):
+        return dict(resume)
+    if len(ids) == 1:
+        return {ids[0]: resume}
+    raise PlaitError(
+        f"{len(ids)} interrupts are pending ({', '.join(ids)}); resume with "
+        "Command(resume={interrupt_id: value, ...})"
+    )

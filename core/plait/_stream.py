@@ -1,0 +1,169 @@
+"""Stream transport: how a run's events reach whoever streams it.
+
+The loop writes ``StreamEvent``s to an ``EventSink``; ``RunStream`` (sync, the run in a
+worker thread) and ``AsyncRunStream`` (a task on the running loop) hand them to the
+caller as they happen, then hold the run's result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import queue
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+import attrs
+
+from plait.errors import ConfigError
+from plait.types import AgentResult, StreamEvent
+
+__all__ = ["STREAM_MODES", "AsyncRunStream", "EventSink", "RunStream", "stream_sink"]
+
+STREAM_MODES = ("updates", "messages", "values", "custom")
+
+
+class EventSink:
+    """Delivers the events of the chosen modes; ``wants`` lets the loop skip building an
+    event no one reads (a copy of the state, a streamed model call)."""
+
+    def __init__(self, modes: frozenset[str], put: Callable[[Any], None]) -> None:
+        self.modes = modes
+        self.put = put
+
+    def __call__(self, event: StreamEvent) -> None:
+        if event.mode in self.modes:
+            self.put(event)
+
+    def wants(self, mode: str) -> bool:
+        return mode in self.modes
+
+    def writer(self) -> Callable[[Any], None]:
+        """``runtime.stream_writer``: what hooks and tools write, as ``custom`` events."""
+
+        def write(data: Any) -> None:
+            self(StreamEvent("custom", data, "custom"))
+
+        return write
+
+
+stream_sink: ContextVar[EventSink | None] = ContextVar("plait_stream_sink", default=None)
+"""The sink of the run in progress when someone reads model chunks (``messages`` mode):
+the innermost model call streams then, and only then."""
+
+
+def parse_modes(mode: str | Sequence[str]) -> frozenset[str]:
+    modes = frozenset((mode,) if isinstance(mode, str) else mode)
+    unknown = modes - set(STREAM_MODES)
+    if unknown or not modes:
+        raise ConfigError(
+            f"unknown stream mode(s) {sorted(unknown)}; choose from {', '.join(STREAM_MODES)}"
+        )
+    return modes
+
+
+@attrs.frozen
+class _Failure:
+    error: BaseException
+
+
+@attrs.frozen
+class _Finished:
+    result: AgentResult
+
+
+class RunStream(Iterator[StreamEvent]):
+    """The events of a streamed run, as they happen; the run starts on the first
+    ``next()`` (in a worker thread, so tokens arrive while the model works) and, once the
+    events are exhausted, ``result`` holds its ``AgentResult``."""
+
+    def __init__(self, run: Callable[[EventSink], AgentResult], modes: frozenset[str]) -> None:
+        self._run = run
+        self._events: queue.Queue[Any] = queue.Queue()
+        self._sink = EventSink(modes, self._events.put)
+        self._started = False
+        self.result: AgentResult | None = None
+
+    def _work(self) -> None:
+        try:
+            self._events.put(_Finished(self._run(self._sink)))
+        except BaseException as exc:
+            self._events.put(_Failure(exc))
+
+    def __iter__(self) -> RunStream:
+        return self
+
+    def __next__(self) -> StreamEvent:
+        if not self._started:
+            self._started = True
+            context = contextvars.copy_context()
+            threading.Thread(
+                target=context.run, args=(self._work,), name="plait-stream", daemon=True
+            ).start()
+        if self.result is not None:
+            raise StopIteration
+        item = self._events.get()
+        if isinstance(item, _Finished):
+            self.result = item.result
+            raise StopIteration
+        if isinstance(item, _Failure):
+            raise item.error
+        event: StreamEvent = item
+        return event
+
+
+class AsyncRunStream(AsyncIterator[StreamEvent]):
+    """The async form of ``RunStream``: the run is a task on the running loop, cancelled
+    if the stream is closed early."""
+
+    def __init__(
+        self, run: Callable[[EventSink], Awaitable[AgentResult]], modes: frozenset[str]
+    ) -> None:
+        self._run = run
+        self._modes = modes
+        self._events: asyncio.Queue[Any] | None = None
+        self._task: asyncio.Future[None] | None = None
+        self.result: AgentResult | None = None
+
+    def _start(self) -> asyncio.Queue[Any]:
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[Any] = asyncio.Queue()
+        loop_thread = threading.get_ident()
+
+        def put(event: Any) -> None:
+            if threading.get_ident() == loop_thread:
+                events.put_nowait(event)
+            else:
+                loop.call_soon_threadsafe(events.put_nowait, event)
+
+        async def work() -> None:
+            try:
+                put(_Finished(await self._run(EventSink(self._modes, put))))
+            except BaseException as exc:
+                put(_Failure(exc))
+
+        self._task = asyncio.ensure_future(work())
+        return events
+
+    def __aiter__(self) -> AsyncRunStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        if self._events is None:
+            self._events = self._start()
+        if self.result is not None:
+            raise StopAsyncIteration
+        item = await self._events.get()
+        if isinstance(item, _Finished):
+            self.result = item.result
+            raise StopAsyncIteration
+        if isinstance(item, _Failure):
+            raise item.error
+        event: StreamEvent = item
+        return event
+
+    async def aclose(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
