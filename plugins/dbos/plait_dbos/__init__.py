@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "DBOSMiddleware": "plait_dbos._middleware",
+    "Piece": "plait_dbos._submit",
     "Submitted": "plait_dbos._submit",
     "Worker": "plait_dbos._worker",
     "submit": "plait_dbos._submit",
@@ -33,6 +34,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from plait_dbos._middleware import DBOSMiddleware as DBOSMiddleware
+    from plait_dbos._submit import Piece as Piece
     from plait_dbos._submit import Submitted as Submitted
     from plait_dbos._submit import submit as submit
     from plait_dbos._worker import Worker as Worker

@@ -9,7 +9,7 @@ is not one (unless told otherwise), because such a run would quietly not be dura
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 import attrs
@@ -99,3 +99,23 @@ class DBOSMiddleware(Middleware):
             return handler(request)
         with effects.performing(StepPerformer()):
             return handler(request)
+
+    async def awrap_run(
+        self, request: RunRequest, handler: Callable[[RunRequest], Awaitable[AgentResult]]
+    ) -> AgentResult:
+        if in_workflow():
+            # On the async path a step's tool calls run concurrently, and the order in
+            # which they reach DBOS would decide which recorded result each gets on
+            # replay. Async hooks and tools inside a (sync) run are fine: awaited in turn.
+            raise PlaitError(
+                "plugin 'dbos': a run inside a DBOS workflow uses the sync path "
+                "(agent.invoke or agent.stream, as the worker does); ainvoke/astream "
+                "cannot be replayed step for step"
+            )
+        if self.outside_workflow == "error":
+            raise PlaitError(
+                "plugin 'dbos': this agent's runs are durable only when queued — use "
+                "plait_dbos.submit(...) or `plait submit`, served by `plait worker` "
+                "(or set outside_workflow = 'allow' to run it here without durability)"
+            )
+        return await handler(request)

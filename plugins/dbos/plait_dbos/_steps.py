@@ -3,8 +3,9 @@ DBOS step, and ids come from the workflow's id, so a replay after a crash return
 the first execution recorded and repeats its ids.
 
 A step is recorded by its position in the workflow. The worker runs agents on the sync
-path, where the loop performs effects one after another, so positions are the same on
-replay. What a step does inside (a provider building its message, a tool running a
+path, where the loop performs effects one after another — async hooks and tools
+(summarization, sub-agents) included, each awaited in turn — so positions are the same
+on replay. What a step does inside (a provider building its message, a tool running a
 sub-agent) is not recorded separately: it is part of the step, and takes its ids from a
 source named after the step so that skipping it on replay shifts no other id.
 """
@@ -26,7 +27,7 @@ from plait.checkpoint import Checkpoint, Checkpointer, StepDelta
 from plait.errors import ThreadBusyError
 from plait_dbos._takeover import check_lease
 
-__all__ = ["RecordedCheckpointer", "StepPerformer", "workflow_ids"]
+__all__ = ["STREAM_KEY", "RecordedCheckpointer", "StepPerformer", "publishing", "workflow_ids"]
 
 T = TypeVar("T")
 
@@ -81,30 +82,92 @@ def _effect_name(effect: effects.Effect) -> str:
     return f"plait.tool:{effect.request.tool_call.name}"
 
 
+STREAM_KEY = "plait.text"
+"""The DBOS stream a streamed run's model text is written to, piece by piece."""
+
+_publishing: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "plait_dbos_publishing", default=False
+)
+
+
+@contextlib.contextmanager
+def publishing() -> Iterator[None]:
+    """Streamed model calls of this run write their text to the run's DBOS stream."""
+    token = _publishing.set(True)
+    try:
+        yield
+    finally:
+        _publishing.reset(token)
+
+
+def _publish(n: int, chunk: Any) -> None:
+    """One piece of a streamed call, written as it arrives (inside the call's step, so
+    a call made again after a crash writes its pieces again, numbered from 0)."""
+    text = getattr(chunk, "content", "")
+    if _publishing.get() and isinstance(text, str) and text:
+        DBOS.write_stream(STREAM_KEY, {"step": DBOS.step_id, "n": n, "text": text})
+
+
+async def _astep(name: str, call: Callable[[], Awaitable[T]]) -> T:
+    """The async form of ``_step``, for async hooks and tools of a run (which the sync
+    path awaits one at a time, so step order stays that of the code)."""
+
+    async def body() -> T:
+        check_lease()
+        seed = f"{DBOS.workflow_id}/step{DBOS.step_id}"
+        token = _in_step.set(True)
+        try:
+            with effects.id_source(_ids(seed)):
+                return await call()
+        finally:
+            _in_step.reset(token)
+
+    return await DBOS.run_step_async({"name": name, "retries_allowed": False}, body)
+
+
 @attrs.frozen
 class StepPerformer:
     """Performs model calls and tool runs as DBOS steps (installed by ``DBOSMiddleware``
-    for runs inside a workflow). A streamed model call is recorded as its list of chunks."""
+    for runs inside a workflow). A streamed model call is recorded as its list of chunks;
+    in a streamed run its text is also written to the run's DBOS stream as it comes."""
 
     def perform(self, effect: effects.Effect, proceed: Callable[[], T]) -> T:
         if not in_workflow():
             return proceed()
         if isinstance(effect, effects.ModelCall) and effect.streaming:
-            chunks: Any = _step(_effect_name(effect), lambda: list(proceed()))  # type: ignore[call-overload]
-            return chunks  # type: ignore[no-any-return]
+
+            def collect() -> list[Any]:
+                chunks: list[Any] = []
+                started: Any = proceed()
+                for n, chunk in enumerate(started):
+                    _publish(n, chunk)
+                    chunks.append(chunk)
+                return chunks
+
+            recorded: Any = _step(_effect_name(effect), collect)
+            return recorded  # type: ignore[no-any-return]
         return _step(_effect_name(effect), proceed)
 
     async def aperform(self, effect: effects.Effect, proceed: Callable[[], Awaitable[T]]) -> T:
-        # Workers run agents on the sync path; an async run inside a workflow would make
-        # step order depend on task scheduling, so it is refused.
-        if in_workflow():
-            from plait.errors import PlaitError
+        if not in_workflow():
+            return await proceed()
+        if isinstance(effect, effects.ModelCall) and effect.streaming:
 
-            raise PlaitError(
-                "plugin 'dbos': runs inside a DBOS workflow use the sync path "
-                "(agent.invoke); ainvoke/astream cannot be replayed step for step"
-            )
-        return await proceed()
+            async def collect() -> list[Any]:
+                chunks: list[Any] = []
+                stream: Any = await proceed()
+                async for chunk in stream:
+                    if _publishing.get():
+                        text = getattr(chunk, "content", "")
+                        if isinstance(text, str) and text:
+                            piece = {"step": DBOS.step_id, "n": len(chunks), "text": text}
+                            await DBOS.write_stream_async(STREAM_KEY, piece)
+                    chunks.append(chunk)
+                return chunks
+
+            recorded: Any = await _astep(_effect_name(effect), collect)
+            return recorded  # type: ignore[no-any-return]
+        return await _astep(_effect_name(effect), proceed)
 
 
 @attrs.frozen

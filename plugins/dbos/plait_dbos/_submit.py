@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -16,7 +17,7 @@ from plait.errors import PlaitError
 from plait_dbos._config import WORKFLOW_NAME, find_options
 from plait_dbos._middleware import DBOSMiddleware
 
-__all__ = ["Submitted", "submit"]
+__all__ = ["Piece", "Submitted", "submit"]
 
 _MISSING: Any = object()
 _clients: dict[str, DBOSClient] = {}
@@ -46,6 +47,17 @@ def _client(database_url: str) -> DBOSClient:
 
 
 @attrs.frozen
+class Piece:
+    """Text of a streamed run's model call, as it came. ``again`` marks the first piece
+    of a call made again after its worker died: the pieces shown of that call before
+    are void (the thread keeps only the finished call's message)."""
+
+    text: str
+    step: int
+    again: bool = False
+
+
+@attrs.frozen
 class Submitted:
     """A queued run: its workflow id, and ``result()`` to wait for what it returns."""
 
@@ -61,6 +73,19 @@ class Submitted:
         value: dict[str, Any] = handle.get_result(polling_interval_sec=0.2)
         return value
 
+    def stream(self) -> Iterator[Piece]:
+        """The model's text while the run works (submitted with ``stream=True``), until
+        the run ends; then ``result()`` has its outcome."""
+        from plait_dbos._steps import STREAM_KEY
+
+        client = _client(self.options.database_url)
+        last: dict[int, int] = {}
+        for value in client.read_stream(self.workflow_id, STREAM_KEY, polling_interval_sec=0.1):
+            step, n = int(value["step"]), int(value["n"])
+            again = n <= last.get(step, -1)
+            last[step] = n
+            yield Piece(str(value["text"]), step, again)
+
 
 def submit(
     agent: Agent | DBOSMiddleware,
@@ -69,6 +94,7 @@ def submit(
     thread_id: str,
     resume: Any = _MISSING,
     agent_name: str | None = None,
+    stream: bool = False,
 ) -> Submitted:
     """Queue a run of ``agent`` on ``thread_id``: a new ``prompt``, or ``resume`` (the
     answer to the thread's pending interrupt). Any worker of the queue runs it. Runs of
@@ -76,6 +102,8 @@ def submit(
     one before has ended (answered, failed or paused).
 
     ``agent`` may be the agent, or just its ``DBOSMiddleware`` options with ``agent_name``.
+    ``stream=True``: the worker streams the model, and ``Submitted.stream()`` yields its
+    text as it comes.
     """
     if isinstance(agent, Agent):
         options, name = find_options(agent), agent.name
@@ -84,6 +112,8 @@ def submit(
     if (prompt is None) == (resume is _MISSING):
         raise PlaitError("plugin 'dbos': submit needs either a prompt or resume=..., not both")
     request: dict[str, Any] = {"prompt": prompt} if resume is _MISSING else {"resume": resume}
+    if stream:
+        request["stream"] = True
     workflow_id = f"plait:{name}:{thread_id}:{_order_key()}-{os.urandom(4).hex()}"
     queued: EnqueueOptions = {
         "queue_name": options.queue,

@@ -20,7 +20,7 @@ from plait.errors import ConfigError, PlaitError
 from plait.types import Command
 from plait_dbos._config import WORKFLOW_NAME, dbos_config, find_options, summary
 from plait_dbos._middleware import DBOSMiddleware
-from plait_dbos._steps import RecordedCheckpointer, workflow_ids
+from plait_dbos._steps import RecordedCheckpointer, publishing, workflow_ids
 from plait_dbos._takeover import Beater, Heartbeats
 
 __all__ = ["Worker"]
@@ -41,8 +41,16 @@ def _run_workflow(agent_name: str, thread_id: str, request: dict[str, Any]) -> d
     assert workflow_id is not None
     run_input: Any = Command(resume=request["resume"]) if "resume" in request else request["prompt"]
     with workflow_ids(workflow_id):
-        result = agent.invoke(run_input, thread_id=thread_id)
-    return summary(result)
+        if not request.get("stream"):
+            return summary(agent.invoke(run_input, thread_id=thread_id))
+        # Streamed: the model is streamed and each call's text written to the run's
+        # DBOS stream as it comes (the events themselves are not needed here).
+        with publishing():
+            stream = agent.stream(run_input, thread_id=thread_id, mode="messages")
+            for _ in stream:
+                pass
+        assert stream.result is not None
+        return summary(stream.result)
 
 
 class Worker:

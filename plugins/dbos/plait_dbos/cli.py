@@ -50,6 +50,9 @@ def submit_command(sub: Any) -> None:
     parser.add_argument("--resume", metavar="JSON", help="answer the thread's pending interrupt")
     parser.add_argument("--wait", action="store_true", help="wait for the run and print it")
     parser.add_argument("--json", action="store_true", help="with --wait: print JSON")
+    parser.add_argument(
+        "--stream", action="store_true", help="print the model's text as it comes, then wait"
+    )
     parser.set_defaults(func=cmd_submit)
 
 
@@ -121,11 +124,28 @@ def cmd_submit(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             answer = json.loads(args.resume)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"--resume: not valid JSON: {exc}") from None
-        queued = submit(options, args.prompt, thread_id=args.thread, resume=answer, agent_name=name)
+        queued = submit(
+            options,
+            args.prompt,
+            thread_id=args.thread,
+            resume=answer,
+            agent_name=name,
+            stream=args.stream,
+        )
     else:
         if args.prompt is None:
             args.prompt = sys.stdin.read()
-        queued = submit(options, args.prompt, thread_id=args.thread, agent_name=name)
+        queued = submit(
+            options, args.prompt, thread_id=args.thread, agent_name=name, stream=args.stream
+        )
+    if args.stream:
+        for piece in queued.stream():
+            if piece.again:
+                out.write("\n[a worker stopped; this model call is made again]\n")
+            out.write(piece.text)
+            out.flush()
+        out.write("\n")
+        args.wait = True
     if not args.wait:
         out.write(f"queued {queued.workflow_id} on thread {args.thread}\n")
         return 0
@@ -134,7 +154,7 @@ def cmd_submit(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         json.dump(result, out, ensure_ascii=False, indent=2)
         out.write("\n")
         return 0
-    if result["text"]:
+    if result["text"] and not args.stream:
         out.write(result["text"] + "\n")
     for pending in result["interrupts"]:
         out.write(f"paused: {json.dumps(pending['value'], ensure_ascii=False)}\n")

@@ -4,6 +4,7 @@ errors at create_agent time; a run outside the queue is refused, not silently no
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -122,3 +123,11 @@ def test_a_run_outside_the_queue_is_refused_unless_allowed() -> None:
         model=ScriptedChatModel(["fine"]), middleware=[("dbos", {"outside_workflow": "allow"})]
     )
     assert allowed.invoke("hi").text == "fine"
+    # the async path too
+    with pytest.raises(PlaitError, match="durable only when queued"):
+        asyncio.run(refused.ainvoke("hi"))
+    again = plait.create_agent(
+        model=ScriptedChatModel(["async fine"]),
+        middleware=[("dbos", {"outside_workflow": "allow"})],
+    )
+    assert asyncio.run(again.ainvoke("hi")).text == "async fine"
