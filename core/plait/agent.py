@@ -66,35 +66,7 @@ def create_agent(
         ``timeout``; past it the call is abandoned and the model gets an error message.
     """
     return Agent(
-        model=model,
-        tools=tools,
-        system_prompt=system_prompt,
-        middleware=middleware,
-        checkpointer=checkpointer,
-        store=store,
-        response_format=response_format,
-        name=name,
-        tool_timeout=tool_timeout,
-    )
-
-
-class Agent:
-    """A built agent. Thread-safe: runs on different threads may go on at once."""
-
-    def __init__(
-        self,
-        *,
-        model: str | ChatModel,
-        tools: Sequence[Any],
-        system_prompt: str | None,
-        middleware: Sequence[Any],
-        checkpointer: str | Checkpointer | None,
-        store: str | Store | None,
-        response_format: Any,
-        name: str = "agent",
-        tool_timeout: float | None = None,
-    ) -> None:
-        self.compiled: CompiledAgent = compile_agent(
+        compile_agent(
             model=model,
             tools=tools,
             system_prompt=system_prompt,
@@ -105,6 +77,15 @@ class Agent:
             name=name,
             tool_timeout=tool_timeout,
         )
+    )
+
+
+class Agent:
+    """A built agent. Thread-safe: runs on different threads may go on at once."""
+
+    def __init__(self, compiled: CompiledAgent) -> None:
+        """Made by ``create_agent``, which compiles (checks and builds) the agent."""
+        self.compiled = compiled
         # The threads last served, newest last: a thread's next run skips loading it.
         self._cache: collections.OrderedDict[str, ThreadState] = collections.OrderedDict()
         self._active: set[str] = set()
