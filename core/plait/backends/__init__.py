@@ -8,7 +8,7 @@ delete, rename over absolute virtual paths like "/notes.txt"). Every path passes
 
 from plait.backends.composite import CompositeBackend
 from plait.backends.disk import DiskBackend
-from plait.backends.format import MAX_LINE_LENGTH, format_lines
+from plait.backends.format import MAX_LINE_LENGTH, format_lines, text_lines, text_size
 from plait.backends.middleware import BackendMiddleware
 from plait.backends.options import BACKEND_SPELLINGS, check_store, needs_store, resolve_backend
 from plait.backends.paths import MAX_COMPONENT_BYTES, MAX_PATH_BYTES, check_path
@@ -51,4 +51,6 @@ __all__ = [
     "merge_files",
     "needs_store",
     "resolve_backend",
+    "text_lines",
+    "text_size",
 ]

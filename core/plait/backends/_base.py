@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from plait.backends.format import format_lines
+from plait.backends.format import format_lines, text_size
 from plait.backends.paths import check_path, is_under
 from plait.backends.protocol import (
     BackendError,
@@ -141,7 +141,7 @@ class FileOps(abc.ABC):
             else:
                 data = self._load(file) or {}
                 content = data.get("content", "")
-                size = len(content.encode()) if isinstance(content, str) else None
+                size = text_size(content) if isinstance(content, str) else None
                 entries[prefix] = FileInfo(prefix, size=size, modified_at=data.get("modified_at"))
         if not entries and path != "/":
             raise BackendError(f"Error: directory {path} not found")
@@ -150,6 +150,18 @@ class FileOps(abc.ABC):
     def read(self, path: str, offset: int = 0, limit: int = 2000) -> str:
         path = check_path(path)
         return format_lines(self._text(path), offset, limit, path=path)
+
+    def size(self, path: str) -> int | None:
+        """The size in UTF-8 bytes of the file at ``path``, or ``None`` if there is no
+        file: a tool refuses a huge file before copying, encoding or splitting it."""
+        data = self._load(check_path(path))
+        if data is None:
+            return None
+        content = data.get("content", "")
+        if isinstance(content, str):
+            return text_size(content)
+        lines = [str(line) for line in content]
+        return sum(text_size(line) for line in lines) + max(len(lines) - 1, 0)
 
     def read_text(self, path: str) -> str:
         return self._text(check_path(path))

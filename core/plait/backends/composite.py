@@ -133,6 +133,19 @@ class _CompositeFiles:
         prefix, inner = self._route(path)
         return self._fs(prefix).read_text(inner)
 
+    def size(self, path: str) -> int | None:
+        """The routed backend's ``size`` (None when it cannot tell without reading)."""
+        prefix, inner = self._route(path)
+        size_of = getattr(self._fs(prefix), "size", None)
+        return size_of(inner) if callable(size_of) else None
+
+    def resolve(self, path: str) -> str:
+        """Where ``path`` leads once the routed backend follows its links (DiskBackend),
+        so a prefix check cannot be passed by a link inside a route."""
+        prefix, inner = self._route(path)
+        resolve = getattr(self._fs(prefix), "resolve", None)
+        return self._outer(prefix, resolve(inner)) if callable(resolve) else check_path(path)
+
     def write(self, path: str, content: str) -> WriteResult:
         prefix, inner = self._route(path)
         result = self._fs(prefix).write(inner, content)

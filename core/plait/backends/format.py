@@ -2,13 +2,43 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from plait.backends.protocol import BackendError
 
-__all__ = ["MAX_LINE_LENGTH", "format_lines", "line_window"]
+__all__ = ["MAX_LINE_LENGTH", "format_lines", "line_window", "text_lines", "text_size"]
 
 MAX_LINE_LENGTH = 2000
+_CHUNK = 1 << 20
+_SLICE = 1 << 16
+_LINE_END = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+"""Every line boundary ``str.splitlines`` knows."""
+
+
+def text_lines(text: str) -> Iterator[str]:
+    """``text.splitlines()`` one line at a time: a long text is not copied into a list
+    (paging 10 lines of a 200 MB file held in memory costs those lines)."""
+    if len(text) <= _CHUNK:
+        yield from text.splitlines()
+        return
+    start = 0
+    for end in _LINE_END.finditer(text):
+        yield text[start : end.start()]
+        start = end.end()
+    if start < len(text):
+        yield text[start:]
+
+
+def text_size(text: str) -> int:
+    """The size of ``text`` in UTF-8 bytes (a lone surrogate counted as 3), measured a
+    slice at a time so a huge text is not encoded whole to be measured."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        len(text[i : i + _SLICE].encode("utf-8", "surrogatepass"))
+        for i in range(0, len(text), _SLICE)
+    )
 
 
 def format_lines(
@@ -23,9 +53,7 @@ def format_lines(
     1-based number and a tab (``cat -n`` style). A line longer than ``max_line_length``
     is cut and marked so the model knows it saw part of it. An offset past the end is a
     ``BackendError`` saying how many lines there are."""
-    return line_window(
-        iter(text.splitlines()), offset, limit, path=path, max_line_length=max_line_length
-    )
+    return line_window(text_lines(text), offset, limit, path=path, max_line_length=max_line_length)
 
 
 def line_window(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from plait.backends.format import text_size
 from plait.backends.protocol import BackendError
 
 __all__ = ["MAX_COMPONENT_BYTES", "MAX_PATH_BYTES", "check_path", "is_under"]
@@ -35,13 +36,13 @@ def check_path(path: str) -> str:
         raise _refuse(path, "drive letters are not allowed; paths start at '/'")
     if not path.startswith("/"):
         raise _refuse(path, "it must be absolute, starting with '/' (e.g. '/notes.txt')")
-    if len(path.encode()) > MAX_PATH_BYTES:
+    if text_size(path) > MAX_PATH_BYTES:
         raise _refuse(path[:64] + "...", f"it is longer than {MAX_PATH_BYTES} bytes")
     parts = [part for part in path.split("/") if part not in ("", ".")]
     for part in parts:
         if part == "..":
             raise _refuse(path, "'..' segments are not allowed")
-        if len(part.encode()) > MAX_COMPONENT_BYTES:
+        if text_size(part) > MAX_COMPONENT_BYTES:
             raise _refuse(path[:64] + "...", f"a name is longer than {MAX_COMPONENT_BYTES} bytes")
         if any(ord(ch) < 32 for ch in part):
             raise _refuse(path, "it contains a control character")

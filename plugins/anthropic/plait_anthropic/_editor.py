@@ -20,6 +20,7 @@ from plait.backends import (
     FileSystem,
     check_path,
     format_lines,
+    text_size,
 )
 from plait.messages import ToolMessage
 from plait.options import positive_or_none
@@ -37,6 +38,8 @@ __all__ = [
 
 SNIPPET_CONTEXT = 3
 """Lines shown before and after an edit in its answer."""
+WINDOW_LINES = 2000
+"""The most lines one view_range may show of a file over the size limit."""
 
 MB = 1024 * 1024
 
@@ -74,7 +77,7 @@ def check_file_size(
     """Refuse a text over ``max_file_size_mb`` megabytes (UTF-8 bytes)."""
     if max_file_size_mb is None:
         return
-    size = len(text.encode())
+    size = text_size(text)
     if size > max_file_size_mb * MB:
         raise BackendError(
             f"Error: {path} {verb} {size / MB:.1f} MB, over the {max_file_size_mb} MB limit"
@@ -182,14 +185,21 @@ class Editor:
 
     # -- view --------------------------------------------------------------------------
 
-    def _check_size_first(self, path: str, verb: str = "is") -> None:
-        """Refuse a file over the limit before reading it, when the backend can tell its
-        size (``DiskBackend``): a 200 MB file is never loaded to be refused."""
+    def _oversize(self, path: str) -> int | None:
+        """The size of the file at ``path`` if it is over the limit, found before reading
+        it when the backend can tell (every ``plait.backends`` backend: the disk without
+        reading, state and store without copying the text), else None."""
         size_of = getattr(self.fs, "size", None)
         if self.max_file_size_mb is None or not callable(size_of):
-            return
+            return None
         size = size_of(path)
-        if size is not None and size > self.max_file_size_mb * MB:
+        return size if size is not None and size > self.max_file_size_mb * MB else None
+
+    def _check_size_first(self, path: str, verb: str = "is") -> None:
+        """Refuse a file over the limit before reading it: a 200 MB file is never loaded
+        to be refused."""
+        size = self._oversize(path)
+        if size is not None:
             raise BackendError(
                 f"Error: {path} {verb} {size / MB:.1f} MB, over the {self.max_file_size_mb} "
                 "MB limit"
@@ -197,7 +207,9 @@ class Editor:
 
     def view(self, path: str | None, view_range: Sequence[int] | None = None) -> Outcome:
         path = self.guard(path, "view")
-        self._check_size_first(path)
+        size = self._oversize(path)
+        if size is not None:
+            return Outcome(self._cut(self._window(path, size, view_range)))
         try:
             text = self.fs.read_text(path)
         except BackendError as read_error:
@@ -227,6 +239,30 @@ class Editor:
         if not entries:
             return f"Directory {path} is empty"
         return self._cut(f"Directory {path}:\n" + "\n".join(entries))
+
+    def _window(self, path: str, size: int, view_range: Sequence[int] | None) -> str:
+        """Lines of a file over the size limit, read through the backend's ``read`` (a
+        stream on disk), never the whole text."""
+        over = f"{path} is {size / MB:.1f} MB, over the {self.max_file_size_mb} MB limit"
+        if view_range is None:
+            raise BackendError(
+                f"Error: {over}: view part of it with view_range [start, end] (up to "
+                f"{WINDOW_LINES} lines)"
+            )
+        if len(view_range) != 2:
+            raise BackendError(
+                f"Error: view_range must be two line numbers [start, end], got {list(view_range)}"
+            )
+        start, end = view_range
+        if start < 1 or end < start or end - start + 1 > WINDOW_LINES:
+            raise BackendError(
+                f"Error: {over}: view_range must be [start, end] with 1 <= start <= end and "
+                f"at most {WINDOW_LINES} lines, got {list(view_range)}"
+            )
+        shown = self.fs.read(path, start - 1, end - start + 1)
+        # read's closing "… more lines: read with offset=N" speaks of another tool
+        head, _, last = shown.rpartition("\n")
+        return head if last.startswith("... [") and "more line" in last else shown
 
     def _numbered(self, path: str, text: str, view_range: Sequence[int] | None) -> str:
         total = len(text.splitlines())

@@ -18,6 +18,8 @@ from plait.backends import (
     BackendError,
     BackendMiddleware,
     FileSystem,
+    text_lines,
+    text_size,
 )
 from plait.messages import ToolMessage
 from plait.options import positive_or_none
@@ -140,16 +142,23 @@ class AnthropicFileSearchMiddleware(BackendMiddleware):
                 files = files[:max_files]
             hits: dict[str, list[tuple[int, str]]] = {}
             too_big = 0
+            size_of = getattr(fs, "size", None)
             for file in files:
                 try:
+                    # a file over the limit is skipped before it is read, when the backend
+                    # can tell its size (every plait.backends backend can)
+                    size = size_of(file) if callable(size_of) else None
+                    if max_bytes is not None and size is not None and size > max_bytes:
+                        too_big += 1
+                        continue
                     text = fs.read_text(file)
                 except BackendError:
                     continue
-                if max_bytes is not None and len(text.encode()) > max_bytes:
+                if max_bytes is not None and size is None and text_size(text) > max_bytes:
                     too_big += 1
                     continue
                 found = [
-                    (n, line) for n, line in enumerate(text.splitlines(), 1) if regex.search(line)
+                    (n, line) for n, line in enumerate(text_lines(text), 1) if regex.search(line)
                 ]
                 if found:
                     hits[file] = found

@@ -23,6 +23,8 @@ from plait.backends import (
     check_path,
     format_lines,
     merge_files,
+    text_lines,
+    text_size,
 )
 from plait.errors import PlaitError
 from plait.messages import ToolCall
@@ -136,6 +138,30 @@ def test_format_lines_numbers_pages_and_marks_cut_lines() -> None:
     with pytest.raises(BackendError, match="offset 11 is past the end of /f, which has 11 lines"):
         format_lines(text, offset=11, path="/f")
     assert "is empty" in format_lines("", path="/f")
+
+
+_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+@given(
+    st.lists(st.sampled_from(["a", "é", "\ud800", "😀", *_BREAKS, "\r\n"]), max_size=60).map(
+        "".join
+    ),
+    st.booleans(),
+)
+def test_text_lines_and_size_agree_with_splitlines_and_encode(text: str, long: bool) -> None:
+    if long:  # past the size where lines are found one at a time
+        text = text + "x" * (1 << 20) + text
+    assert list(text_lines(text)) == text.splitlines()
+    assert text_size(text) == len(text.encode("utf-8", "surrogatepass"))
+
+
+def test_every_backend_tells_a_files_size_without_reading_it(fs: Any) -> None:
+    fs.write("/a.txt", "héllo\n")
+    assert fs.size("/a.txt") == 7
+    assert fs.size("/nope.txt") is None
+    fs.write("/d/b.txt", "x")
+    assert fs.size("/d") is None
 
 
 # -- every backend ------------------------------------------------------------------------
@@ -362,3 +388,22 @@ def test_disk_follows_links_that_stay_inside_root(disk: tuple[Any, Path, Path]) 
     assert (root / "real" / "new.txt").read_text() == "n"
     fs.delete("/alias.txt")
     assert not (root / "alias.txt").exists() and (root / "real" / "a.txt").exists()
+
+
+def test_a_file_name_that_is_not_utf8_is_a_path_like_any_other(tmp_path: Path) -> None:
+    """A Latin-1 name on disk reads back as a lone surrogate (Python's file-name
+    convention); every operation takes it, instead of a raw UnicodeEncodeError."""
+    (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"hello\n")
+    fs = DiskBackend(tmp_path).bind(runtime())
+    assert check_path("/caf\udce9.txt") == "/caf\udce9.txt"
+    (entry,) = fs.ls("/")
+    assert entry.path == "/caf\udce9.txt" and entry.size == 6
+    assert fs.read(entry.path) == "     1\thello"
+    assert fs.size(entry.path) == 6
+    assert [m.path for m in fs.grep("hello")] == ["/caf\udce9.txt"]
+    fs.rename(entry.path, "/d\udce9j\udce0.txt")
+    assert os.listdir(tmp_path.as_posix().encode()) == [b"d\xe9j\xe0.txt"]
+    fs.delete("/d\udce9j\udce0.txt")
+    assert os.listdir(tmp_path) == []
+    state = StateBackend().bind(runtime())
+    assert state.write("/caf\udce9.txt", "x").path == "/caf\udce9.txt"

@@ -202,3 +202,44 @@ def test_on_the_anthropic_wire_they_are_custom_tools(server: Any) -> None:
         "include",
         "output_mode",
     }
+
+
+def test_a_file_over_the_limit_is_skipped_before_it_is_read(
+    make_agent: Any, tmp_path: Path
+) -> None:
+    import tracemalloc
+
+    with (tmp_path / "huge.log").open("wb") as handle:
+        handle.truncate(30 * 1024 * 1024)  # 30 MB of zeros, sparse on disk
+    (tmp_path / "small.txt").write_text("needle\n")
+    mw = AnthropicFileSearchMiddleware(backend=f"disk:{tmp_path}", max_file_size_mb=10)
+    agent = make_agent(
+        [ai("", call("grep_search", "g", pattern="needle")), "done"], middleware=[mw]
+    )
+    tracemalloc.start()
+    try:
+        got = tool_answers(agent.invoke("go").messages)
+        _, top = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got["g"].content == "/small.txt\n(1 file over 10 MB not searched)"
+    assert top < 5 * 1024 * 1024  # the 30 MB file was never loaded
+
+
+def test_a_state_file_with_a_lone_surrogate_is_written_and_searched(make_agent: Any) -> None:
+    from plait_anthropic.text_editor import AnthropicTextEditorMiddleware
+
+    text = "caf\udce9 needle\nother\n"  # a Latin-1 file name or text decoded as UTF-8
+    create = call("str_replace_based_edit_tool", "c", command="create", path="/odd.txt")
+    create.args["file_text"] = text
+    agent = make_agent(
+        [
+            ai("", create),
+            ai("", call("grep_search", "g", pattern="needle", output_mode="content")),
+            "done",
+        ],
+        middleware=[AnthropicTextEditorMiddleware(), AnthropicFileSearchMiddleware()],
+    )
+    got = tool_answers(agent.invoke("go").messages)
+    assert got["c"].content == "Created /odd.txt"
+    assert got["g"].content == "/odd.txt:1: caf\udce9 needle"

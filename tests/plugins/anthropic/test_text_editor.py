@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 from replay_server import claude_message, claude_tool_use
 
 import plait
-from plait.backends import BackendError, DiskBackend, StateBackend, StoreBackend
+from plait.backends import (
+    BackendError,
+    CompositeBackend,
+    DiskBackend,
+    StateBackend,
+    StoreBackend,
+)
 from plait.errors import ConfigError
 from plait.models.anthropic import AnthropicChatModel
 from plait.store import MemoryStore
@@ -446,3 +452,88 @@ def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> N
     finally:
         tracemalloc.stop()
     assert top < 1024 * 1024  # the file was never loaded
+
+
+def _huge(lines: int) -> str:
+    return "".join(f"line {n} é\n" for n in range(1, lines + 1))
+
+
+HUGE = _huge(400_000)  # 5.6 MB in UTF-8
+
+
+def _over_the_limit_backends(tmp_path: Path) -> list[tuple[str, Any, str]]:
+    """(name, a bound file system holding HUGE, its path) for each kind of backend."""
+    (tmp_path / "disk").mkdir()
+    (tmp_path / "disk" / "huge.txt").write_text(HUGE)
+    store = MemoryStore()
+    store.put(("filesystem",), "/huge.txt", {"content": HUGE})
+    runtime = SimpleNamespace(state={"files": {"/huge.txt": {"content": HUGE}}}, store=store)
+    routed = CompositeBackend(
+        default=StateBackend(), routes={"/disk/": DiskBackend(tmp_path / "disk")}
+    )
+    return [
+        ("state", StateBackend().bind(runtime), "/huge.txt"),
+        ("store", StoreBackend().bind(runtime), "/huge.txt"),
+        ("composite to state", routed.bind(runtime), "/huge.txt"),
+        ("composite to disk", routed.bind(runtime), "/disk/huge.txt"),
+    ]
+
+
+def test_a_file_over_the_limit_on_every_backend_is_refused_or_viewed_in_a_range(
+    tmp_path: Path,
+) -> None:
+    import tracemalloc
+
+    for name, fs, path in _over_the_limit_backends(tmp_path):
+        editor = Editor(fs=fs, max_file_size_mb=1)
+        tracemalloc.start()
+        try:
+            with pytest.raises(BackendError) as whole:
+                editor.view(path)
+            shown = editor.view(path, [399_999, 400_000]).text
+            with pytest.raises(BackendError) as edit:
+                editor.str_replace(path, "line 7 ", "LINE 7 ")
+            with pytest.raises(BackendError) as inserted:
+                editor.insert(path, 1, "x")
+            _, top = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert str(whole.value) == (
+            f"Error: {path} is 5.6 MB, over the 1 MB limit: view part of it with view_range "
+            "[start, end] (up to 2000 lines)"
+        ), name
+        assert shown == "399999\tline 399999 é\n400000\tline 400000 é", name
+        assert str(edit.value) == f"Error: {path} is 5.6 MB, over the 1 MB limit", name
+        assert str(inserted.value) == str(edit.value), name
+        assert top < 2.5 * 1024 * 1024, (name, top)  # never a copy of the 5 MB text
+
+
+def test_a_range_of_a_file_over_the_limit_is_bounded_and_checked(tmp_path: Path) -> None:
+    _, fs, path = _over_the_limit_backends(tmp_path)[3]
+    editor = Editor(fs=fs, max_file_size_mb=1, max_characters=60)
+    assert editor.view(path, [1, 2]).text == "     1\tline 1 é\n     2\tline 2 é"
+    assert editor.view(path, [10, 2000]).text.endswith(
+        "... [output truncated at 60 characters: view a smaller view_range]"
+    )
+    for bad in ([5, -1], [0, 3], [5, 2], [1, 2001]):
+        with pytest.raises(BackendError, match=r"at most 2000 lines, got \["):
+            editor.view(path, bad)
+    with pytest.raises(BackendError, match=r"past the end of /huge\.txt, which has 400000 lines"):
+        editor.view(path, [400_001, 400_002])
+
+
+def test_a_link_inside_a_composite_route_cannot_pass_the_prefix_check(tmp_path: Path) -> None:
+    root = tmp_path / "mem"
+    (root / "notes").mkdir(parents=True)
+    (root / "private").mkdir()
+    (root / "private" / "secret.txt").write_text("secret\n")
+    (root / "notes" / "leak").symlink_to("../private")
+    backend = CompositeBackend(default=StateBackend(), routes={"/memories/": DiskBackend(root)})
+    runtime = SimpleNamespace(state={}, store=None)
+    editor = Editor(fs=backend.bind(runtime), allowed_path_prefixes=["/memories/notes"])
+    with pytest.raises(BackendError) as refused:
+        editor.view("/memories/notes/leak/secret.txt")
+    assert str(refused.value) == (
+        "Error: access to /memories/notes/leak/secret.txt (a link to "
+        "/memories/private/secret.txt) is not allowed: paths must be under /memories/notes"
+    )
