@@ -174,3 +174,36 @@ def test_a_dead_workers_runs_are_finished_by_the_others(database_url: str, tmp_p
         assert len({m.id for m in messages}) == len(messages) == 4 * RUNS_PER_THREAD, thread_id
         kinds = [type(m).__name__ for m in messages]
         assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"] * RUNS_PER_THREAD
+
+
+def test_takeover_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
+    """The same on one machine without a server: a worker killed for good, its runs
+    finished by the other (heartbeats in the SQLite system database, its clock)."""
+    from plait_dbos import submit
+    from plait_dbos._submit import _client
+
+    url = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    log = tmp_path / "tool.log"
+    agent = durable_app.build_agent(url, str(log))
+    client = _client(url)
+    (killed, killed_id), (other, other_id) = _worker(url, log, 0), _worker(url, log, 1)
+    try:
+        queued = [submit(agent, f"item-{n}", thread_id=f"t{n}") for n in range(6)]
+        running = _wait_for_runs(client, killed_id, time.monotonic() + 60)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        results = [q.result() for q in queued]
+    finally:
+        for process in (killed, other):
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+            process.communicate()
+    assert sorted(r["text"] for r in results) == sorted(
+        f"done: recorded item-{n}" for n in range(6)
+    )
+    for workflow_id in running:
+        assert client.retrieve_workflow(workflow_id).get_status().executor_id == other_id
+    assert (
+        f"took over {len(running)} run(s) of worker '{killed_id}'"
+        in (tmp_path / "worker1.err").read_text()
+    )
