@@ -96,6 +96,12 @@ PAGES: dict[str, Page] = {
             ),
         },
     ),
+    "google.md": Page(
+        setup=tool("get_weather", "city: str", "Get the weather.", "f'{city}: sunny'"),
+        env={"GOOGLE_API_KEY": "docs-test-key"},
+        after={0: "assert agent.model.provider == llm.provider == 'google'"},
+        needs=("plait_google",),
+    ),
     "index.md": Page(
         turns=(call("get_weather", city="Paris"), say("It is sunny in Paris, 21 °C.")),
         stdout="It is sunny in Paris, 21 °C.\n",
@@ -414,7 +420,7 @@ def _env(server: DocsProvider, extra: dict[str, str]) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("PLAIT_", "OPENAI_", "ANTHROPIC_", "OTEL_"))
+        if not k.startswith(("PLAIT_", "OPENAI_", "ANTHROPIC_", "GOOGLE_", "OTEL_"))
         and "PROXY" not in k.upper()
     }
     env.update(
