@@ -102,9 +102,14 @@ def check_settings(settings: Mapping[str, Any]) -> None:
         )
 
 
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+"""Google's documented placeholder signature for a function call Gemini did not write."""
+
+
 def body(
     messages: Sequence[AnyMessage],
     *,
+    model: str = "",
     system_prompt: str | None,
     tools: Sequence[Tool],
     tool_choice: str | None,
@@ -123,7 +128,7 @@ def body(
         if isinstance(message, SystemMessage):
             system.extend(_parts(message.content, "system"))
             continue
-        role, parts = _turn(message, names)
+        role, parts = _turn(message, names, placeholder=model.startswith("gemini-3"))
         if not parts:
             continue
         if turns and turns[-1]["role"] == role:
@@ -222,14 +227,20 @@ def _tool_config(choice: str | None, tools: Sequence[Tool]) -> dict[str, Any] | 
     return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
 
 
-def _turn(message: AnyMessage, names: dict[str, str]) -> tuple[str, list[dict[str, Any]]]:
+def _turn(
+    message: AnyMessage, names: dict[str, str], *, placeholder: bool = False
+) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(message, HumanMessage):
         parts = _parts(message.content, "user")
         return "user", parts or [{"text": ""}]
     if isinstance(message, AIMessage):
         parts = _parts(message.content, "model")
         signatures = message.response_metadata.get(THOUGHT_SIGNATURES) or {}
-        for call in message.tool_calls:
+        # Gemini 3 refuses a function-call turn without a signature; a turn another
+        # provider (or a scripted model) wrote has none, so its first call gets Google's
+        # placeholder. A Gemini turn keeps its own: there, only the first call is signed.
+        unsigned = placeholder and not signatures
+        for index, call in enumerate(message.tool_calls):
             names[call.id] = call.name
             part: dict[str, Any] = {
                 "functionCall": {"name": call.name, "args": dict(call.args), "id": call.id}
@@ -237,6 +248,8 @@ def _turn(message: AnyMessage, names: dict[str, str]) -> tuple[str, list[dict[st
             signature = signatures.get(call.id) if isinstance(signatures, Mapping) else None
             if isinstance(signature, str) and signature:
                 part["thoughtSignature"] = signature
+            elif unsigned and index == 0:
+                part["thoughtSignature"] = SKIP_SIGNATURE
             parts.append(part)
         return "model", parts
     if isinstance(message, ToolMessage):

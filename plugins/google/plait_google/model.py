@@ -190,6 +190,7 @@ class GoogleChatModel(HTTPChatModel):
     ) -> PreparedCall:
         body = _request.body(
             messages,
+            model=self.model_name,
             system_prompt=system_prompt,
             tools=tools,
             tool_choice=tool_choice,

@@ -478,3 +478,46 @@ def test_a_200_that_is_no_answer_is_invalid(server: ReplayServer) -> None:
     with pytest.raises(ProviderError) as caught:
         model(server).invoke([HumanMessage("hi")])
     assert caught.value.error_type == "invalid_response" and caught.value.retryable
+
+
+def test_a_tool_turn_gemini_did_not_write_gets_googles_placeholder_on_gemini_3(
+    server: ReplayServer,
+) -> None:
+    """Gemini 3 refuses a function-call turn without a thought signature; a turn written
+    by another provider has none, so its first call carries Google's documented
+    placeholder — on Gemini 3 only, and never over a real signature."""
+    foreign = AIMessage(
+        "",
+        tool_calls=[ToolCall("lookup", {"q": "a"}, "toolu_1"), ToolCall("lookup", {}, "toolu_2")],
+    )
+    turns = [
+        HumanMessage("find"),
+        foreign,
+        ToolMessage("A", tool_call_id="toolu_1"),
+        ToolMessage("B", tool_call_id="toolu_2"),
+    ]
+    for name, expected in (
+        ("gemini-3-flash-preview", "skip_thought_signature_validator"),
+        ("gemini-2.5-flash", None),
+    ):
+        server.json(answer({"text": "ok"}))
+        GoogleChatModel(name, api_key=KEY, base_url=server.url).invoke(turns)
+        first, second = server.last.body["contents"][1]["parts"]
+        assert first.get("thoughtSignature") == expected
+        assert "thoughtSignature" not in second
+    signed = AIMessage(
+        "",
+        tool_calls=[ToolCall("lookup", {}, "c1"), ToolCall("lookup", {}, "c2")],
+        response_metadata={THOUGHT_SIGNATURES: {"c1": "c2ln"}},
+    )
+    server.json(answer({"text": "ok"}))
+    GoogleChatModel("gemini-3-pro-preview", api_key=KEY, base_url=server.url).invoke(
+        [
+            HumanMessage("find"),
+            signed,
+            ToolMessage("A", tool_call_id="c1"),
+            ToolMessage("B", tool_call_id="c2"),
+        ]
+    )
+    parts = server.last.body["contents"][1]["parts"]
+    assert [part.get("thoughtSignature") for part in parts] == ["c2ln", None]
