@@ -1,6 +1,7 @@
-"""A loopback server speaking the OpenAI Chat Completions and Anthropic Messages wire
-formats, for code that names a real model: point ``OPENAI_BASE_URL`` at ``url + "/v1"``
-and ``ANTHROPIC_BASE_URL`` at ``url``. It answers with the scripted turns in order, then
+"""A loopback server speaking the OpenAI Chat Completions, Anthropic Messages and Gemini
+``generateContent`` wire formats, for code that names a real model: point
+``OPENAI_BASE_URL`` at ``url + "/v1"``, ``ANTHROPIC_BASE_URL`` and
+``GOOGLE_GEMINI_BASE_URL`` at ``url``. It answers with the scripted turns in order, then
 with a default text; a request asking for a stream gets server-sent events."""
 
 from __future__ import annotations
@@ -55,7 +56,13 @@ class DocsProvider:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
                 turn = provider._next(self.path, body)
                 anthropic = self.path.endswith("/messages")
-                if body.get("stream"):
+                if ":streamGenerateContent" in self.path:
+                    self._send(_gemini_events(turn).encode(), "text/event-stream")
+                elif ":generateContent" in self.path:
+                    self._send(
+                        json.dumps(_gemini(turn.text, turn.calls)).encode(), "application/json"
+                    )
+                elif body.get("stream"):
                     events = _claude_events(turn, provider._id()) if anthropic else None
                     data = events or _openai_events(turn, provider._id())
                     self._send(data.encode(), "text/event-stream")
@@ -178,3 +185,20 @@ def _claude_events(turn: Turn, id: str) -> str:
 def _words(text: str) -> list[str]:
     words = text.split(" ")
     return [w + " " for w in words[:-1]] + [words[-1]] if text else []
+
+
+def _gemini(text: str, calls: Iterable[tuple[str, dict[str, Any]]], finish: bool = True) -> Any:
+    parts: list[dict[str, Any]] = [{"text": text}] if text else []
+    parts += [{"functionCall": {"name": name, "args": args}} for name, args in calls]
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish:
+        candidate["finishReason"] = "STOP"
+    usage = {"promptTokenCount": 5, "candidatesTokenCount": 3, "totalTokenCount": 8}
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-docs"}
+
+
+def _gemini_events(turn: Turn) -> str:
+    """One response per word, then the calls and the finish reason."""
+    responses = [_gemini(word, (), finish=False) for word in _words(turn.text)]
+    responses.append(_gemini("", turn.calls))
+    return "".join(f"data: {json.dumps(r)}\r\n\r\n" for r in responses)

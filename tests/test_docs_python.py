@@ -98,9 +98,10 @@ PAGES: dict[str, Page] = {
     ),
     "google.md": Page(
         setup=tool("get_weather", "city: str", "Get the weather.", "f'{city}: sunny'"),
-        env={"GOOGLE_API_KEY": "docs-test-key"},
+        turns=(call("get_weather", city="Paris"), say("Sunny in Paris."), say("Once upon a time.")),
         after={0: "assert agent.model.provider == llm.provider == 'google'"},
         needs=("plait_google",),
+        stdout="Sunny in Paris.\nOnce upon a time.\n",
     ),
     "index.md": Page(
         turns=(call("get_weather", city="Paris"), say("It is sunny in Paris, 21 °C.")),
@@ -420,7 +421,7 @@ def _env(server: DocsProvider, extra: dict[str, str]) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("PLAIT_", "OPENAI_", "ANTHROPIC_", "GOOGLE_", "OTEL_"))
+        if not k.startswith(("PLAIT_", "OPENAI_", "ANTHROPIC_", "OTEL_", "GOOGLE_", "GEMINI_"))
         and "PROXY" not in k.upper()
     }
     env.update(
@@ -428,6 +429,8 @@ def _env(server: DocsProvider, extra: dict[str, str]) -> dict[str, str]:
         OPENAI_API_KEY="sk-docs-test",
         ANTHROPIC_BASE_URL=server.url,
         ANTHROPIC_API_KEY="sk-ant-docs-test",
+        GOOGLE_GEMINI_BASE_URL=server.url,
+        GOOGLE_API_KEY="google-docs-test",
         OTEL_EXPORTER_OTLP_ENDPOINT=server.url + "/otlp",
         PYTHONDONTWRITEBYTECODE="1",
         **extra,
