@@ -13,7 +13,14 @@ from replay_server import ReplayServer
 
 import plait
 from plait.errors import ConfigError, ContextOverflowError, ProviderError
-from plait.messages import AIMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
+from plait.messages import (
+    AIMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    assemble_chunks,
+)
 from plait.models import init_chat_model
 from plait_google import THOUGHT_SIGNATURES, GoogleChatModel
 
@@ -521,3 +528,24 @@ def test_a_tool_turn_gemini_did_not_write_gets_googles_placeholder_on_gemini_3(
     )
     parts = server.last.body["contents"][1]["parts"]
     assert [part.get("thoughtSignature") for part in parts] == ["c2ln", None]
+
+
+def test_a_usage_sent_after_the_finish_replaces_the_earlier_one(server: ReplayServer) -> None:
+    """Usage in a stream is cumulative: each response repeats it; if one after the finish
+    says more, the assembled message has the later figures (not their sum)."""
+    first = answer({"text": "Hi"})
+    later = {
+        "candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP"}],
+        "usageMetadata": {
+            "promptTokenCount": 3,
+            "candidatesTokenCount": 5,
+            "thoughtsTokenCount": 1,
+        },
+    }
+    server.sse(f"data: {json.dumps(first)}\n\ndata: {json.dumps(later)}\n\n", split=9)
+    chunks = list(model(server).stream([HumanMessage("hi")]))
+    usages = [chunk.usage for chunk in chunks if chunk.usage is not None]
+    assert len(usages) == 2
+    message = assemble_chunks(chunks)
+    assert message.usage == plait.Usage(input_tokens=3, output_tokens=6, reasoning_tokens=1)
+    assert message.content == "Hi"
