@@ -362,6 +362,8 @@ def test_without_user_namespaces_the_error_says_so(tmp_path: Path) -> None:
     outer = [
         shutil.which("bwrap") or "bwrap",
         *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
+        # The interpreter's environment may itself live under /tmp (tox in a CI clone).
+        *("--ro-bind", sys.prefix, sys.prefix),
         *("--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--"),
         sys.executable,
         "-c",
