@@ -285,7 +285,7 @@ class PartReader:
             out.append(self._chunk(response_metadata=extras))
         if self.finished:
             out.extend(self._usage())
-            self._check_finish(candidate, out)
+            self._check_finish(candidate)
         return out
 
     def finish(self) -> list[AIMessageChunk]:
@@ -326,7 +326,7 @@ class PartReader:
             extras["logprobs"] = dict(candidate.logprobsResult)
         return extras
 
-    def _check_finish(self, candidate: Candidate, out: list[AIMessageChunk]) -> None:
+    def _check_finish(self, candidate: Candidate) -> None:
         reason = candidate.finishReason or ""
         detail = f": {candidate.finishMessage}" if candidate.finishMessage else ""
         if reason in BLOCKED:

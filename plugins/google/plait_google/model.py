@@ -66,7 +66,7 @@ def lookup_profile(model: str) -> ModelProfile | None:
     return PROFILES[best] if best is not None else None
 
 
-_OVERFLOW_WORDS = ("input token count", "exceeds the maximum number of tokens", "too long")
+_OVERFLOW_WORDS = ("input token count", "exceeds the maximum number of tokens")
 
 
 class GoogleChatModel(HTTPChatModel):
