@@ -99,9 +99,16 @@ def redact_url(url: str) -> str:
                 safe="*",
                 quote_via=quote,
             )
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        return _unsplit(parts.scheme, netloc, parts.path, query, parts.fragment)
     except ValueError:
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def _unsplit(scheme: str, netloc: str, path: str, query: str, fragment: str = "") -> str:
+    """``urlunsplit`` keeping the ``//`` of a URL with no host (``postgresql:///db``, libpq's
+    local socket form), which ``urlunsplit`` drops for schemes it does not know."""
+    url = urlunsplit((scheme, netloc, path, query, fragment))
+    return url if netloc else url.replace(f"{scheme}:", f"{scheme}://", 1)
 
 
 _FORMS = " (expected postgresql://user:password@host:port/db, optionally ?schema=NAME)"
@@ -129,9 +136,7 @@ def parse_postgres_url(url: str) -> tuple[str, str]:
     schema = schemas[-1] if schemas else "public"
     if not schema:
         raise MalformedURLError(f"malformed PostgreSQL URL {shown!r}: schema= is empty{_FORMS}")
-    conninfo = urlunsplit(
-        (parts.scheme, parts.netloc, parts.path, urlencode(rest, quote_via=quote), "")
-    )
+    conninfo = _unsplit(parts.scheme, parts.netloc, parts.path, urlencode(rest, quote_via=quote))
     try:
         conninfo_to_dict(conninfo)
     except psycopg.Error as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from importlib.metadata import entry_points
+from urllib.parse import unquote, urlencode, urlsplit
 
 import psycopg
 import pytest
@@ -44,6 +45,8 @@ def _with_schema(url: str, schema: str) -> str:
         ("postgresql://db/app?password=s3cret&sslmode=require", "postgresql://db/app?password=***&sslmode=require"),
         ("postgresql://bob:p%40ss@db/app", "postgresql://bob:***@db/app"),
         ("host=db user=bob password=s3cret dbname=app", "host=db user=bob password=*** dbname=app"),
+        ("postgresql:///app?password=s3cret", "postgresql:///app?password=***"),
+        ("postgresql://", "postgresql://"),
         ("host=db password = 'a b\\' c' dbname=app", "host=db password = *** dbname=app"),
     ],
 )  # fmt: skip
@@ -84,6 +87,22 @@ def test_malformed_urls_are_store_errors_naming_the_redacted_url(url: str, why: 
     assert why in str(info.value)
     assert "bob:***@db" in str(info.value)
     assert "s3cret" not in str(info.value)
+
+
+def test_a_url_without_a_host_is_libpqs_and_works(server: str, schema: str) -> None:
+    """``postgresql:///db?host=…`` (the host in parameters, or a local socket) used to
+    lose its ``//`` and fail as a malformed connection string."""
+    parts = urlsplit(server)
+    params = {"host": parts.hostname or "", "port": str(parts.port or 5432)}
+    if parts.username:
+        params["user"] = unquote(parts.username)
+    if parts.password:
+        params["password"] = unquote(parts.password)
+    url = f"postgresql://{parts.path}?{urlencode(params)}&schema={schema}"
+    cp = PostgresCheckpointer.from_url(url)
+    cp.save("t", StepDelta(1, upserts=(HumanMessage("hi", id="h"),)))
+    assert cp.load("t") == Checkpoint(1, [HumanMessage("hi", id="h")], {})
+    cp.close()
 
 
 @pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
