@@ -150,3 +150,25 @@ def test_a_streamed_tool_loop(server: ReplayServer) -> None:
         part["thoughtSignature"].replace("+", "-").replace("/", "_")
         == recorded_part["thoughtSignature"]
     )
+
+
+def test_gemini_as_a_fallback_given_by_id(server: ReplayServer) -> None:
+    """``model_fallback`` reaches Gemini from an id and its settings when the main model
+    fails; the plugin is loaded only then, through the ``plait.models`` entry point."""
+    from plait.errors import ProviderError
+
+    def overloaded(messages: Any, tools: Any) -> Any:
+        raise ProviderError("overloaded", status_code=529, provider="scripted")
+
+    serve(server, "gem_text_plain")
+    fallback = {"model": "google:gemini-2.5-flash", "base_url": server.url, "api_key": KEY}
+    agent = plait.create_agent(
+        model=plait.ScriptedChatModel([overloaded]),
+        middleware=[("model_fallback", {"models": [fallback]})],
+        system_prompt="You are a chatbot.",
+    )
+    result = agent.invoke("Hello!")
+    assert result.text == "Hello! How can I help you today?"
+    (sent,) = server.requests
+    assert sent.body["systemInstruction"] == {"parts": [{"text": "You are a chatbot."}]}
+    assert result.messages[-1].response_metadata["provider"] == "google"
