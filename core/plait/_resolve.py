@@ -36,7 +36,18 @@ def build(name: str, options: Mapping[str, Any]) -> object:
         raise ConfigError(f"plugin {name!r}: {exc}") from None
 
 
+@attrs.frozen
+class Built:
+    """A middleware already built from the entry point ``name`` (an agent file builds each
+    one to check its options, then hands that instance on instead of building it again)."""
+
+    name: str
+    obj: object
+
+
 def _one(item: Any) -> tuple[str, object]:
+    if isinstance(item, Built):
+        return item.name, item.obj
     if isinstance(item, str):
         return item, build(item, {})
     if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):

@@ -409,6 +409,9 @@ class AgentSpec:
     file: AgentFile
     kwargs: dict[str, Any]
     recursion_limit: int
+    # The middleware read_agent_file built while checking the file: the first build()
+    # takes them (each is built once), later builds make their own from kwargs.
+    _built: list[Any] = attrs.field(factory=list, eq=False, repr=False)
 
     @property
     def checkpointer(self) -> str | None:
@@ -426,6 +429,9 @@ class AgentSpec:
         from plait.agent import create_agent
 
         kwargs = {**self.kwargs, **overrides}
+        if "middleware" not in overrides and self._built:
+            kwargs["middleware"] = list(self._built)
+            self._built.clear()
         kwargs["middleware"] = [*first, *kwargs.get("middleware", ()), *last]
         for key, group in (("checkpointer", "plait.checkpointers"), ("store", "plait.stores")):
             where = "" if key in overrides else f"[agent] {key}"
@@ -509,12 +515,14 @@ def read_agent_file(path: str | Path, *, model: Any = None) -> AgentSpec:
             raise AgentFileError(file, "[agent] response_format", str(exc)) from None
 
     middleware: list[Any] = []
+    built: list[Any] = []
     for index, table in enumerate(parsed.middleware):
         try:
-            _resolve.build(table.use, table.options)
+            obj = _resolve.build(table.use, table.options)
         except ConfigError as exc:
             raise AgentFileError(file, _middleware_label(index, data), str(exc)) from None
         middleware.append((table.use, dict(table.options)))
+        built.append(_resolve.Built(table.use, obj))
 
     kwargs: dict[str, Any] = {
         "model": model,
@@ -527,7 +535,7 @@ def read_agent_file(path: str | Path, *, model: Any = None) -> AgentSpec:
         "name": agent.name,
         "tool_timeout": agent.tool_timeout,
     }
-    return AgentSpec(file, parsed, kwargs, agent.recursion_limit)
+    return AgentSpec(file, parsed, kwargs, agent.recursion_limit, built)
 
 
 def load_agent(path: str | Path, **overrides: Any) -> Agent:

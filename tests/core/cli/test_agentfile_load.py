@@ -147,3 +147,60 @@ def test_a_scripted_response_can_repeat(write: Callable[[str, str], Path]) -> No
         assert agent.invoke("hi", thread_id="t").text == "again"
     with pytest.raises(Exception, match="has 3 response"):
         agent.invoke("hi", thread_id="t")
+
+
+COUNTING = """
+import attrs
+import plait
+
+BUILT = []
+
+
+@attrs.frozen
+class Counting(plait.Middleware):
+    label: str = "x"
+
+    def __attrs_post_init__(self) -> None:
+        BUILT.append(self.label)
+
+    def after_model(self, state):
+        return None
+"""
+
+
+def test_each_middleware_table_is_built_once(
+    write: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    from importlib.metadata import EntryPoint
+
+    from plait import _entrypoints
+
+    write("counting_mw.py", COUNTING)
+    real = _entrypoints.available
+    counting = EntryPoint("counting", "counting_mw:Counting", "plait.middleware")
+    monkeypatch.setattr(
+        _entrypoints,
+        "available",
+        lambda group: (
+            {**real(group), "counting": counting} if group == "plait.middleware" else real(group)
+        ),
+    )
+    monkeypatch.delitem(sys.modules, "counting_mw", raising=False)
+    path = write(
+        "agent.toml",
+        '[agent]\nmodel = "scripted:x"\nmodel_settings = { responses = ["ok"] }\n'
+        '[[middleware]]\nuse = "counting"\nlabel = "a"\n'
+        '[[middleware]]\nuse = "counting"\nlabel = "b"\n',
+    )
+    spec = read_agent_file(path)
+    built = sys.modules["counting_mw"].BUILT
+    assert built == ["a", "b"]
+    agent = spec.build()
+    assert built == ["a", "b"]  # the agent got the instances the file check built
+    assert agent.compiled.registry.names[-2:] == ["counting", "counting#2"]
+    assert agent.invoke("hi").messages[-1].text == "ok"
+    # a second agent from the same spec gets middleware of its own
+    second = spec.build()
+    assert built == ["a", "b", "a", "b"]
+    assert not set(map(id, second.middleware)) & set(map(id, agent.middleware))
