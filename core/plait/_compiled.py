@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import attrs
 
-from plait import _entrypoints
+from plait import _convert, _entrypoints
 from plait._bridge import LoopThread
 from plait._calls import Innermost
 from plait._compose import Layers, chain_async, chain_sync
@@ -106,14 +106,7 @@ def compile_agent(
     """Check and build everything; every mistake is a ``ConfigError`` raised here."""
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"name must be a non-empty string, got {name!r}")
-    if tool_timeout is not None and (
-        isinstance(tool_timeout, bool)
-        or not isinstance(tool_timeout, (int, float))
-        or not tool_timeout > 0
-    ):
-        raise ConfigError(
-            f"tool_timeout must be a positive number of seconds or None, got {tool_timeout!r}"
-        )
+    _convert.number(above=0, optional=True).require("tool_timeout", tool_timeout)
     chat_model = init_chat_model(model)
     # Middleware and tools first: a mistake there must not leave a database file behind
     # (the checkpointer and store below may create one).

@@ -1,11 +1,16 @@
-"""The strict cattrs converter behind middleware options, tool arguments and structured output.
+"""The strict cattrs converter behind middleware options, agent files, tool arguments and
+structured output, and the one vocabulary their errors share.
 
-One factory (``make_converter``) so options and tool arguments obey the same rules: nothing is
-silently coerced (``"two"``, ``1.7`` and ``True`` are not ints, a string is not a list), values
-that already have the right type pass through (instances, callables, compiled patterns), and
+One factory (``make_converter``) so all of them obey the same rules: nothing is silently
+coerced (``"two"``, ``1.7`` and ``True`` are not ints, a string is not a list), values that
+already have the right type pass through (instances, callables, compiled patterns), and
 ``"module:attr"`` strings name callables and exception classes from TOML. Errors are collected
 with ``detailed_validation`` and flattened by ``cattrs.transform_error`` into ``Problem``s: a
 path and what was expected.
+
+Every wrong value is worded by ``expected`` (``expected an int >= 1, got 0``); the number
+checks (``Bounded``: ``integer``, ``number``) and ``FieldError`` use it too, and plugins get
+them through ``plait.options``. ``schema`` uses only the names in ``__all__``.
 """
 
 from __future__ import annotations
@@ -39,11 +44,24 @@ from cattrs.gen.typeddicts import make_dict_structure_fn as make_typeddict_struc
 from plait.errors import ConfigError
 
 __all__ = [
+    "MAPPING_ORIGINS",
+    "Bounded",
     "ConversionError",
+    "FieldError",
     "Problem",
+    "collection_origin",
     "describe_type",
+    "expected",
+    "import_string",
+    "integer",
     "is_optional",
+    "is_pattern_type",
+    "is_unique_collection",
     "make_converter",
+    "number",
+    "plain",
+    "same_literal",
+    "show",
     "structure",
     "type_repr",
 ]
@@ -63,6 +81,8 @@ _TUPLE_ORIGINS = (tuple, cabc.Sequence, cabc.Collection, cabc.Iterable)
 _SET_ORIGINS = (set, cabc.MutableSet)
 _FROZENSET_ORIGINS = (frozenset, cabc.Set)
 _MAPPING_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
+MAPPING_ORIGINS = _MAPPING_ORIGINS
+"""The generic origins a mapping type has (``dict``, ``Mapping``, ``MutableMapping``)."""
 
 
 # --------------------------------------------------------------------------- errors
@@ -98,6 +118,29 @@ class ConversionError(ValueError):
         super().__init__("; ".join(str(p) for p in self.problems))
 
 
+def show(value: Any) -> str:
+    """``value`` as every "got ..." shows it: its repr, shortened."""
+    return _repr.repr(value)
+
+
+def expected(what: str, value: Any, detail: str | None = None) -> str:
+    """The one sentence for a wrong value, wherever it was given (an option, an agent file,
+    a tool argument, a structured answer): ``expected an int >= 1, got 0``."""
+    text = f"expected {what}, got {show(value)}"
+    return f"{text} ({detail})" if detail else text
+
+
+class FieldError(ValueError):
+    """A validator's complaint about one field. ``str()`` is ``"<field>: <message>"`` (what a
+    direct ``Cls(field=...)`` call shows); options and agent files put their own location
+    (``option 'run_limit'``, ``[agent] recursion_limit``) before ``message`` instead."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
 class _Mismatch(ValueError):
     """Raised by the strict hooks: the value is not what the type allows."""
 
@@ -109,8 +152,101 @@ class _Mismatch(ValueError):
 
     @property
     def message(self) -> str:
-        text = f"expected {self.expected}, got {_repr.repr(self.value)}"
-        return f"{text} ({self.detail})" if self.detail else text
+        return expected(self.expected, self.value, self.detail)
+
+
+def _number(bound: float) -> str:
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
+
+
+@attrs.frozen
+class Bounded:
+    """A number option's check, usable as an attrs validator: an int (``integral``) or any
+    number, within the bounds given, ``None`` allowed if ``optional``.
+
+    A wrong kind gets the converter's sentence (``expected an int or None, got 'two'``), a
+    value out of bounds names them (``expected an int >= 1 or None, got 0``), so a value
+    checked here and one structured by the converter read the same.
+    """
+
+    integral: bool
+    minimum: float | None = None
+    """Inclusive lower bound."""
+    above: float | None = None
+    """Exclusive lower bound."""
+    maximum: float | None = None
+    """Inclusive upper bound."""
+    optional: bool = False
+
+    @property
+    def kind(self) -> str:
+        """``an int``, ``a number``, ``an int or None``..."""
+        return ("an int" if self.integral else "a number") + (" or None" if self.optional else "")
+
+    @property
+    def wanted(self) -> str:
+        """The kind with its bounds: ``an int >= 1 or None``, ``a number > 0 and <= 1``."""
+        bounds = [
+            f"{sign} {_number(bound)}"
+            for sign, bound in ((">=", self.minimum), (">", self.above), ("<=", self.maximum))
+            if bound is not None
+        ]
+        words = "an int" if self.integral else "a number"
+        if bounds:
+            words += " " + " and ".join(bounds)
+        return words + (" or None" if self.optional else "")
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with ``value`` (an "expected ..., got ..." sentence), or ``None``."""
+        if value is None and self.optional:
+            return None
+        kinds: tuple[type, ...] = (int,) if self.integral else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            return expected(self.kind, value)
+        number = typing.cast(float, value)
+        if (
+            (self.minimum is not None and not number >= self.minimum)
+            or (self.above is not None and not number > self.above)
+            or (self.maximum is not None and not number <= self.maximum)
+            or number != number  # NaN fits no bound
+        ):
+            return expected(self.wanted, value)
+        return None
+
+    def check(self, name: str, value: Any) -> None:
+        """Raise ``FieldError(name, ...)`` if ``value`` does not fit."""
+        problem = self.problem(value)
+        if problem is not None:
+            raise FieldError(name, problem)
+
+    def require(self, name: str, value: Any) -> None:
+        """For a plain keyword argument (``create_agent(tool_timeout=...)``): raise
+        ``ConfigError("<name>: expected ..., got ...")`` if ``value`` does not fit."""
+        problem = self.problem(value)
+        if problem is not None:
+            raise ConfigError(f"{name}: {problem}")
+
+    def __call__(self, _: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        self.check(attribute.name, value)
+
+
+def integer(
+    *, minimum: int | None = None, maximum: int | None = None, optional: bool = False
+) -> Bounded:
+    """An int option's check: ``integer(minimum=1)``, ``integer(minimum=0, optional=True)``."""
+    return Bounded(True, minimum=minimum, maximum=maximum, optional=optional)
+
+
+def number(
+    *,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+    optional: bool = False,
+) -> Bounded:
+    """A number option's check (ints and floats): ``number(above=0)`` for seconds,
+    ``number(above=0, maximum=1)`` for a fraction, ``number(minimum=0, optional=True)``."""
+    return Bounded(False, minimum=minimum, above=above, maximum=maximum, optional=optional)
 
 
 def _article(word: str) -> str:
@@ -194,8 +330,12 @@ def type_repr(tp: Any) -> str:
     return repr(tp).replace("typing.", "")
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """An enum member's value; anything else as it is."""
     return value.value if isinstance(value, enum.Enum) else value
+
+
+_plain = plain
 
 
 # --------------------------------------------------------------------------- predicates
@@ -222,15 +362,29 @@ def _is_type_type(tp: Any) -> bool:
     return tp is type or typing.get_origin(tp) is type
 
 
-def _is_pattern_type(tp: Any) -> bool:
+def is_pattern_type(tp: Any) -> bool:
+    """Whether ``tp`` is ``re.Pattern`` (a string option compiled as a regular expression)."""
     return tp is re.Pattern or typing.get_origin(tp) is re.Pattern
 
 
-def _collection_origin(tp: Any) -> Any:
+_is_pattern_type = is_pattern_type
+
+
+def collection_origin(tp: Any) -> Any:
+    """The origin of a list-like type (``list``, ``tuple``, ``set``, ``Sequence``...), else
+    ``None``; ``tuple`` for fixed-length tuples too."""
     origin = typing.get_origin(tp) or tp
     if origin in _LIST_ORIGINS + _TUPLE_ORIGINS + _SET_ORIGINS + _FROZENSET_ORIGINS:
         return origin
     return None
+
+
+_collection_origin = collection_origin
+
+
+def is_unique_collection(origin: Any) -> bool:
+    """Whether a ``collection_origin`` holds each item once (a set or frozenset)."""
+    return origin in _SET_ORIGINS + _FROZENSET_ORIGINS
 
 
 def _is_mapping(tp: Any) -> bool:
@@ -282,15 +436,30 @@ def _instance_of(value: Any, tp: Any) -> bool:
 # --------------------------------------------------------------------------- hooks
 
 
-def import_string(value: str) -> Any:
-    """Import ``"package.module:attr.sub"``; ``ValueError`` with the reason if it fails."""
+def import_string(value: str, *, searched: str | None = None) -> Any:
+    """The object ``"package.module:attr.sub"`` names; ``ValueError`` saying why if it fails.
+
+    :param searched: where modules are looked for, added to a "no module named" message
+        (an agent file: "looked beside the agent file, in DIR, and on sys.path").
+    """
     module_name, sep, attr_path = value.partition(":")
     if not sep or not module_name or not attr_path:
-        raise ValueError(f"{value!r} is not a 'module:attr' string")
+        raise ValueError(expected("a 'module:attr' string", value))
     try:
         obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
+            hint = f" ({searched})" if searched else ""
+            raise ValueError(
+                f"cannot import {value!r}: no module named {exc.name!r}{hint}"
+            ) from exc
+        raise ValueError(
+            f"cannot import {value!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+        ) from exc
     except Exception as exc:
-        raise ValueError(f"cannot import {value!r}: {type(exc).__name__}: {exc}") from exc
+        raise ValueError(
+            f"cannot import {value!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+        ) from exc
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)
@@ -327,13 +496,16 @@ def _structure_scalar(value: Any, tp: Any) -> Any:
     raise _Mismatch(describe_type(tp), value)
 
 
-def _same_literal(value: Any, allowed: Any) -> bool:
+def same_literal(value: Any, allowed: Any) -> bool:
     """Equality that keeps ``True`` apart from ``1`` (and ``1.0`` apart from ``True``)."""
     if isinstance(value, bool) or isinstance(allowed, bool):
         return isinstance(value, bool) and isinstance(allowed, bool) and value is allowed
     if isinstance(allowed, int | float) and isinstance(value, int | float):
         return bool(value == allowed)
     return type(value) is type(allowed) and bool(value == allowed)
+
+
+_same_literal = same_literal
 
 
 def _literal_hook(tp: Any) -> Hook:
@@ -583,6 +755,8 @@ def _locate(exc: Exception, cls: type, data: Mapping[str, Any]) -> None:
 
 def _failing_field(exc: Exception, cls: type, data: Mapping[str, Any]) -> str | None:
     fields = {f.name: f for f in attrs.fields(cls) if f.init}
+    if isinstance(exc, FieldError):
+        return exc.field if exc.field in fields else None
     # attrs' own validators put the Attribute in the exception's args.
     for arg in exc.args:
         if isinstance(arg, attrs.Attribute) and arg.name in fields:
@@ -679,7 +853,7 @@ def problems(exc: BaseException) -> list[Problem]:
 
 
 def _problem_of(error: BaseException, tp: Any) -> Problem:
-    if isinstance(error, _Mismatch):
+    if isinstance(error, _Mismatch | FieldError):
         return Problem("", error.message)
     if isinstance(error, ForbiddenExtraKeysError):
         cls = error.cl

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from plait import effects
+from plait import _convert, effects
 from plait._compiled import CompiledAgent, compile_agent
 from plait._compose import chain_async, chain_sync
 from plait._loop import Run, RunInfo, adrive, drive
@@ -225,12 +225,7 @@ class Agent:
         recursion_limit: int,
         sink: EventSink | None,
     ) -> Run:
-        if (
-            not isinstance(recursion_limit, int)
-            or isinstance(recursion_limit, bool)
-            or recursion_limit < 1
-        ):
-            raise ConfigError(f"recursion_limit must be a positive int, got {recursion_limit!r}")
+        _convert.integer(minimum=1).require("recursion_limit", recursion_limit)
         if thread_id is not None and self.checkpointer is None:
             raise CheckpointerRequiredError(
                 f"thread_id={thread_id!r} needs a checkpointer to keep the thread: "

@@ -20,7 +20,6 @@ is reported with the file, the table and the key, and what was expected there.
 from __future__ import annotations
 
 import difflib
-import importlib
 import re
 import sys
 import tomllib
@@ -30,15 +29,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import cattrs
-from cattrs.cols import list_structure_factory
-from cattrs.errors import (
-    AttributeValidationNote,
-    ClassValidationError,
-    ForbiddenExtraKeysError,
-    IterableValidationError,
-    IterableValidationNote,
-)
 
+from plait import _convert
+from plait._convert import expected, integer, number
 from plait.errors import ConfigError, StoreError
 from plait.tools import Tool
 
@@ -78,24 +71,6 @@ class _AgentFileStoreError(AgentFileError, StoreError):
 # --------------------------------------------------------------------------- the file's shape
 
 
-class _FieldError(ValueError):
-    """A validator's complaint, with the field it is about (so the path can name it)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-
-
-def _positive(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
-    if value < 1:
-        raise _FieldError(attribute.name, f"must be at least 1, got {value}")
-
-
-def _positive_seconds(_: Any, attribute: attrs.Attribute[float | None], value: Any) -> None:
-    if value is not None and not value > 0:
-        raise _FieldError(attribute.name, f"must be a positive number of seconds, got {value}")
-
-
 @attrs.frozen
 class AgentSection:
     """The ``[agent]`` table."""
@@ -108,8 +83,8 @@ class AgentSection:
     checkpointer: str | None = None
     store: str | None = None
     response_format: str | None = None
-    recursion_limit: int = attrs.field(default=25, validator=_positive)
-    tool_timeout: float | None = attrs.field(default=None, validator=_positive_seconds)
+    recursion_limit: int = attrs.field(default=25, validator=integer(minimum=1))
+    tool_timeout: float | None = attrs.field(default=None, validator=number(above=0, optional=True))
 
 
 @attrs.frozen
@@ -149,7 +124,7 @@ class ScriptedResponse:
     text: str = ""
     tool_calls: list[ScriptedToolCall] = attrs.Factory(list)
     function: str | None = None
-    repeat: int = attrs.field(default=1, validator=_positive)
+    repeat: int = attrs.field(default=1, validator=integer(minimum=1))
 
     def __attrs_post_init__(self) -> None:
         if self.function is not None and (self.text or self.tool_calls):
@@ -159,54 +134,19 @@ class ScriptedResponse:
 # --------------------------------------------------------------------------- the converter
 
 
-class _Expected(ValueError):
-    """A value of the wrong kind: carries the words for what was expected."""
-
-    def __init__(self, expected: str, value: Any) -> None:
-        self.expected = expected
-        super().__init__(f"expected {expected}, got {_show(value)}")
-
-
-def _show(value: Any) -> str:
-    kind = {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a float",
-        str: "a string",
-        list: "an array",
-        dict: "a table",
-    }.get(type(value), type(value).__name__)
-    text = repr(value)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"{kind} ({text})" if not isinstance(value, dict | list) else kind
-
-
-def _scalar(kind: type, words: str) -> Callable[[Any, Any], Any]:
-    def structure(value: Any, _: Any) -> Any:
-        # bool is an int in Python, but never in an agent file.
-        if type(value) is not kind and not (kind is float and type(value) is int):
-            raise _Expected(words, value)
-        return value
-
-    return structure
-
-
-def _table(value: Any, _: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _Expected("a table", value)
-    return dict(value)
+# The kernel's strict converter (the one options, tool arguments and structured output use),
+# so a wrong value reads the same in a file as in Python; two shapes are the file's own.
 
 
 def _middleware_table(value: Any, _: Any) -> MiddlewareTable:
-    if not isinstance(value, dict):
-        raise _Expected("a table", value)
+    if not isinstance(value, Mapping):
+        raise ValueError(expected("a mapping", value))
     options = dict(value)
     if "use" not in options:
-        raise _Expected("a 'use' key naming the middleware", value)
+        raise ValueError(expected("a 'use' key naming the middleware", value))
     use = options.pop("use")
     if not isinstance(use, str):
-        raise _Expected("a string in 'use'", use)
+        raise ValueError(expected("a string in 'use'", use))
     return MiddlewareTable(use, options)
 
 
@@ -214,38 +154,17 @@ def _response(converter: cattrs.Converter) -> Callable[[Any, Any], Any]:
     def structure(value: Any, _: Any) -> str | ScriptedResponse:
         if isinstance(value, str):
             return value
-        if isinstance(value, dict):
+        if isinstance(value, Mapping):
             return converter.structure(value, ScriptedResponse)
-        raise _Expected("a string or a table {text, tool_calls} or {function}", value)
+        raise ValueError(expected("a string or a mapping {text, tool_calls} or {function}", value))
 
     return structure
 
 
 def _make_converter() -> cattrs.Converter:
-    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
-    conv.register_structure_hook(str, _scalar(str, "a string"))
-    conv.register_structure_hook(int, _scalar(int, "an integer"))
-    conv.register_structure_hook(bool, _scalar(bool, "a boolean"))
-    conv.register_structure_hook(float, _scalar(float, "a number"))
-    conv.register_structure_hook_func(lambda tp: tp == dict[str, Any], _table)
+    conv = _convert.make_converter()
     conv.register_structure_hook(MiddlewareTable, _middleware_table)
     conv.register_structure_hook_func(lambda tp: tp == str | ScriptedResponse, _response(conv))
-
-    def strict_list(tp: Any) -> Callable[[Any, Any], Any]:
-        base = list_structure_factory(tp, conv)
-
-        def structure(value: Any, _: Any) -> list[Any]:
-            if not isinstance(value, list):
-                raise _Expected("an array", value)
-            result: list[Any] = base(value, tp)
-            return result
-
-        return structure
-
-    conv.register_structure_hook_factory(
-        lambda tp: getattr(tp, "__origin__", None) is list, strict_list
-    )
-    conv.register_unstructure_hook(type(None), lambda _: None)
     return conv
 
 
@@ -253,41 +172,31 @@ _converter = _make_converter()
 
 
 def _problems(exc: BaseException, path: str) -> list[tuple[str, str]]:
-    """Flatten a cattrs error tree into (path, message) pairs, paths like ``agent.tools[0]``."""
-    if isinstance(exc, ClassValidationError | IterableValidationError):
-        found: list[tuple[str, str]] = []
-        with_notes, without = exc.group_exceptions()
-        for inner, note in with_notes:
-            if isinstance(note, IterableValidationNote):
-                sub = f"{path}[{note.index}]"
-            elif isinstance(note, AttributeValidationNote):
-                sub = f"{path}.{note.name}" if path else note.name
-            else:
-                sub = path
-            if isinstance(inner, KeyError):
-                found.append((sub, "this key is required"))
-            else:
-                found.extend(_problems(inner, sub))
-        for inner in without:
-            if isinstance(inner, _FieldError):
-                found.append((f"{path}.{inner.field}" if path else inner.field, str(inner)))
-            else:
-                found.extend(_problems(inner, path))
-        return found
-    if isinstance(exc, ForbiddenExtraKeysError):
-        names = [f.name for f in attrs.fields(exc.cl)] if attrs.has(exc.cl) else []
-        valid = ", ".join(names)
-        extra = sorted(exc.extra_fields)
-        keys = ", ".join(_with_suggestion(k, names) for k in extra)
-        noun = "keys" if len(extra) > 1 else "key"
-        text = f"unknown {noun} {keys}" + (f" (expected one of: {valid})" if valid else "")
-        if exc.cl is AgentSection and "middleware" in extra:
-            text += (
-                "; middleware is not an [agent] key: give each its own table after [agent], "
-                '[[middleware]] with use = "NAME" and its options'
-            )
-        return [(path, text)]
-    return [(path, str(exc))]
+    """The converter's problems as (path, message) pairs, paths like ``agent.tools[0]``."""
+    found: list[tuple[str, str]] = []
+    for problem in _convert.problems(exc):
+        sub = problem.path
+        where = path + sub if sub.startswith("[") or not path or not sub else f"{path}.{sub}"
+        if problem.kind == "missing":
+            found.append((where, "this key is required"))
+        elif problem.kind == "unknown":
+            found.append((where, _unknown(problem)))
+        else:
+            found.append((where, problem.message))
+    return found
+
+
+def _unknown(problem: _convert.Problem) -> str:
+    keys = ", ".join(_with_suggestion(k, problem.valid) for k in problem.keys)
+    noun = "keys" if len(problem.keys) > 1 else "key"
+    valid = ", ".join(problem.valid)
+    text = f"unknown {noun} {keys}" + (f" (expected one of: {valid})" if valid else "")
+    if "middleware" in problem.keys and "model" in problem.valid:  # the [agent] table
+        text += (
+            "; middleware is not an [agent] key: give each its own table after [agent], "
+            '[[middleware]] with use = "NAME" and its options'
+        )
+    return text
 
 
 def _with_suggestion(key: str, valid: Sequence[str]) -> str:
@@ -337,33 +246,12 @@ def _structure(file: Path, data: Mapping[str, Any], value: Any, tp: type[T], pat
 
 def _import(spec: str, base: Path) -> Any:
     """The object ``"module:attr"`` names, importing modules beside the agent file first."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"expected 'module:name', got {spec!r}")
     folder = str(base)
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and module_name.startswith(exc.name):
-            raise ValueError(
-                f"cannot import {spec!r}: no module named {exc.name!r} "
-                f"(looked beside the agent file, in {folder}, and on sys.path)"
-            ) from None
-        raise ValueError(f"cannot import {spec!r}: {type(exc).__name__}: {exc}") from None
-    except Exception as exc:
-        raise ValueError(
-            f"cannot import {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
-        ) from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ValueError(
-                f"cannot import {spec!r}: {module_name!r} has no attribute {attr!r}"
-            ) from None
-    return obj
+    return _convert.import_string(
+        spec, searched=f"looked beside the agent file, in {folder}, and on sys.path"
+    )
 
 
 def _scripted_responses(file: Path, data: Mapping[str, Any], raw: Any, base: Path) -> list[Any]:

@@ -1,9 +1,14 @@
-"""Middleware options: structuring them strictly, and describing them for ``plait plugins``.
+"""Middleware options: structuring them strictly, checking them, and describing them for
+``plait plugins``.
 
 A middleware class is an attrs class whose fields are its options. ``structure_options`` builds
 one from a mapping (TOML, ``("name", {...})`` in ``middleware=[...]``) with the same strict
 converter tools use, and turns every failure into a ``ConfigError`` that names the plugin, the
 option's path and what was expected.
+
+The validators here (``integer``, ``number``, ``positive_or_none``) and ``expected`` word a
+bad value as that converter does, so an option, an agent file, a kernel argument, a tool
+argument and a structured answer all say ``expected an int >= 1, got 0`` alike.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import attrs
 import cattrs
 
 from plait import _convert
+from plait._convert import Bounded, FieldError, expected, integer, number, show
 from plait.errors import ConfigError
 from plait.schema import field_descriptions
 
@@ -26,10 +32,16 @@ if TYPE_CHECKING:
     from plait.types import AgentConfig
 
 __all__ = [
+    "Bounded",
+    "FieldError",
     "OptionInfo",
     "check_tool_names",
     "describe_options",
+    "expected",
+    "integer",
+    "number",
     "positive_or_none",
+    "show",
     "structure_options",
 ]
 
@@ -41,13 +53,13 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str) 
 
     :param plugin: the name the user gave (entry-point name), used in error messages.
     :raises ConfigError: e.g. ``plugin 'tool_call_limit': option 'run_limit': expected an
-        int, got 'two'``; an unknown option lists the valid ones, a missing required one
+        int or None, got 'two'``; an unknown option lists the valid ones, a missing required one
         says so; several problems are reported together, separated by ``;``.
     """
     if not isinstance(options, Mapping):
         raise ConfigError(
             f"plugin {plugin!r}: options must be a mapping of option names to values, "
-            f"got {type(options).__name__} {_convert._repr.repr(options)}"
+            f"got {type(options).__name__} {show(options)}"
         )
     try:
         result: T = _convert.structure(dict(options), cls)
@@ -84,11 +96,9 @@ def _describe(problem: _convert.Problem) -> str:
     return f"option {problem.path!r}: {problem.message}"
 
 
-def positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
-    """An attrs validator for a count option that may be switched off with ``None``
-    (``max_files``, ``max_output_lines``...): an int of at least 1, or ``None``."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{attribute.name} must be a positive int or None, got {value!r}")
+positive_or_none = integer(minimum=1, optional=True)
+"""The validator of a count option that may be switched off with ``None`` (``max_files``,
+``max_output_lines``...): an int of at least 1, or ``None``."""
 
 
 def check_tool_names(

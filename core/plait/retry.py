@@ -25,6 +25,7 @@ import attrs
 import backoff
 import httpx
 
+from plait._convert import FieldError, expected, integer, number
 from plait.errors import ProviderError, StopRun
 
 __all__ = [
@@ -106,19 +107,9 @@ def backoff_delays(
 # instance=None to find the failing option, so they never read the instance.
 
 
-def _non_negative_int(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be an int >= 0, got {value!r}")
-
-
-def _non_negative_number(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ValueError(f"{attribute.name} must be a number >= 0, got {value!r}")
-
-
 def _is_bool(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, bool):
-        raise ValueError(f"{attribute.name} must be true or false, got {value!r}")
+        raise FieldError(attribute.name, expected("a bool", value))
 
 
 def _check_error_type(name: str, value: Any) -> None:
@@ -160,7 +151,7 @@ def _on_failure(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
 
 def _callable(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not callable(value):
-        raise ValueError(f"{attribute.name} must be callable, got {value!r}")
+        raise FieldError(attribute.name, expected("a callable", value))
 
 
 def _as_retry_on(value: Any) -> Any:
@@ -176,7 +167,7 @@ class RetryPolicy:
     """The options and the loop of a retrying middleware (each field is an option; a
     subclass adds its own and says, in its give-up function, what ``on_failure`` means)."""
 
-    max_retries: int = attrs.field(default=2, validator=_non_negative_int)
+    max_retries: int = attrs.field(default=2, validator=integer(minimum=0))
     """Retries after the first attempt (2: three attempts in all); an int >= 0."""
     retry_on: RetryOn = attrs.field(
         default=default_retry_on, converter=_as_retry_on, validator=_retry_on
@@ -184,11 +175,11 @@ class RetryPolicy:
     """Exception classes to retry (subclasses match), or a predicate ``exc -> bool``."""
     on_failure: OnFailure = attrs.field(default="continue", validator=_on_failure)
     """When retries run out: ``'continue'``, ``'error'`` or a formatter ``exc -> str``."""
-    backoff_factor: float = attrs.field(default=2.0, validator=_non_negative_number)
+    backoff_factor: float = attrs.field(default=2.0, validator=number(minimum=0))
     """Growth of the delay per retry; 0 keeps it constant."""
-    initial_delay: float = attrs.field(default=1.0, validator=_non_negative_number)
+    initial_delay: float = attrs.field(default=1.0, validator=number(minimum=0))
     """Seconds before the first retry."""
-    max_delay: float = attrs.field(default=60.0, validator=_non_negative_number)
+    max_delay: float = attrs.field(default=60.0, validator=number(minimum=0))
     """Cap on the delay in seconds, before jitter."""
     jitter: bool = attrs.field(default=True, validator=_is_bool)
     """Spread each delay uniformly over ±25%."""

@@ -102,25 +102,27 @@ def _check_type(value: Any, schema: Mapping[str, Any], path: str) -> _convert.Pr
     names = [declared] if isinstance(declared, str) else list(declared or ())
     if names and not any(_is_json_type(value, name) for name in names):
         expected = " or ".join(_JSON_WORDS.get(n, n) for n in names)
-        return _convert.Problem(path, f"expected {expected}, got {_convert._repr.repr(value)}")
+        return _convert.Problem(path, _convert.expected(expected, value))
     if "enum" in schema and not any(
-        _convert._same_literal(value, option) for option in schema["enum"]
+        _convert.same_literal(value, option) for option in schema["enum"]
     ):
         options = ", ".join(repr(o) for o in schema["enum"])
-        return _convert.Problem(
-            path, f"expected one of {options}, got {_convert._repr.repr(value)}"
-        )
+        return _convert.Problem(path, _convert.expected(f"one of {options}", value))
     return None
 
 
+# A JSON type in the converter's words, so a raw-schema tool and a typed one say the same.
 _JSON_WORDS = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "a boolean",
-    "array": "an array",
-    "object": "an object",
-    "null": "null",
+    name: _convert.describe_type(tp)
+    for name, tp in (
+        ("string", str),
+        ("integer", int),
+        ("number", float),
+        ("boolean", bool),
+        ("array", list),
+        ("object", dict),
+        ("null", None),
+    )
 }
 
 
@@ -159,22 +161,22 @@ def _schema(tp: Any, seen: tuple[Any, ...]) -> dict[str, Any]:
         return {"type": "number"}
     if tp is str:
         return {"type": "string"}
-    if _convert._is_pattern_type(tp):
+    if _convert.is_pattern_type(tp):
         return {"type": "string", "format": "regex"}
     if origin in (typing.Union, types.UnionType):
         return _union_schema(args, seen)
     if origin is Literal:
-        return _enum_schema([_convert._plain(a) for a in args])
+        return _enum_schema([_convert.plain(a) for a in args])
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         schema = _enum_schema([m.value for m in tp])
         doc = _own_doc(tp)
         if doc:
             schema["description"] = doc
         return schema
-    collection = _convert._collection_origin(tp)
+    collection = _convert.collection_origin(tp)
     if collection is not None:
         return _array_schema(collection, args, seen)
-    if (origin or tp) in _convert._MAPPING_ORIGINS:
+    if (origin or tp) in _convert.MAPPING_ORIGINS:
         key, value = args if args else (str, Any)
         if key not in (str, Any) and typing.get_origin(key) is not Literal:
             raise TypeError(f"JSON objects have string keys; cannot describe {_name(tp)}")
@@ -226,7 +228,7 @@ def _array_schema(collection: Any, args: tuple[Any, ...], seen: tuple[Any, ...])
     item = args[0] if args else Any
     if item is not Any:
         schema["items"] = _schema(item, seen)
-    if collection in _convert._SET_ORIGINS + _convert._FROZENSET_ORIGINS:
+    if _convert.is_unique_collection(collection):
         schema["uniqueItems"] = True
     return schema
 
@@ -254,7 +256,7 @@ def _object_schema(cls: type, seen: tuple[Any, ...]) -> dict[str, Any]:
                 if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
                     default = attrs.NOTHING if default.takes_self else default.factory()
                 if is_json_value(default):
-                    prop["default"] = _convert._plain(default)
+                    prop["default"] = _convert.plain(default)
             properties[field.name] = prop
     else:
         hints = typing.get_type_hints(cls, include_extras=True)
@@ -281,7 +283,7 @@ def _object_schema(cls: type, seen: tuple[Any, ...]) -> dict[str, Any]:
 def is_json_value(value: Any) -> bool:
     """Whether ``value`` survives ``json.dumps`` (an enum member counts as its value)."""
     try:
-        json.dumps(_convert._plain(value), allow_nan=False)
+        json.dumps(_convert.plain(value), allow_nan=False)
     except (TypeError, ValueError):
         return False
     return True

@@ -108,13 +108,9 @@ class Tool:
 
     @timeout.validator
     def _check_timeout(self, _: Any, value: float | None) -> None:
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
-        ):
-            raise ValueError(
-                f"tool {self.name!r}: timeout must be a positive number of seconds or None, "
-                f"got {value!r}"
-            )
+        problem = _convert.number(above=0, optional=True).problem(value)
+        if problem is not None:
+            raise ValueError(f"tool {self.name!r}: timeout: {problem}")
 
     @functools.cached_property
     def is_async(self) -> bool:
@@ -197,7 +193,7 @@ class Tool:
                 fields[param.name] = attrs.field(type=hint, kw_only=True)
             else:
                 if schema.is_json_value(param.default):
-                    prop["default"] = _convert._plain(param.default)
+                    prop["default"] = _convert.plain(param.default)
                 fields[param.name] = attrs.field(type=hint, default=_OMITTED, kw_only=True)
             properties[param.name] = prop
 
@@ -225,9 +221,7 @@ class Tool:
         :raises ToolArgumentError: listing every bad, missing or unknown argument.
         """
         if not isinstance(args, Mapping):
-            problem = _convert.Problem(
-                "", f"expected an object of named arguments, got {_convert._repr.repr(args)}"
-            )
+            problem = _convert.Problem("", _convert.expected("an object of named arguments", args))
             raise ToolArgumentError(self.name, [problem])
         if self._arguments is not None:
             try:

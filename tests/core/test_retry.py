@@ -274,13 +274,13 @@ def test_defaults() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"max_retries": -1}, "max_retries must be an int >= 0, got -1"),
-        ({"max_retries": 1.5}, "max_retries must be an int >= 0, got 1.5"),
-        ({"max_retries": True}, "max_retries must be an int >= 0, got True"),
-        ({"backoff_factor": -2}, "backoff_factor must be a number >= 0, got -2"),
-        ({"initial_delay": -0.1}, "initial_delay must be a number >= 0, got -0.1"),
-        ({"max_delay": float("nan")}, "max_delay must be a number >= 0, got nan"),
-        ({"jitter": "yes"}, "jitter must be true or false, got 'yes'"),
+        ({"max_retries": -1}, "max_retries: expected an int >= 0, got -1"),
+        ({"max_retries": 1.5}, "max_retries: expected an int, got 1.5"),
+        ({"max_retries": True}, "max_retries: expected an int, got True"),
+        ({"backoff_factor": -2}, "backoff_factor: expected a number >= 0, got -2"),
+        ({"initial_delay": -0.1}, "initial_delay: expected a number >= 0, got -0.1"),
+        ({"max_delay": float("nan")}, "max_delay: expected a number >= 0, got nan"),
+        ({"jitter": "yes"}, "jitter: expected a bool, got 'yes'"),
         ({"on_failure": "explode"}, "on_failure must be 'continue', 'error' or a function"),
         ({"on_failure": 3}, "on_failure must be 'continue', 'error' or a function"),
         ({"retry_on": (ValueError, "oops")}, "retry_on must hold exception classes, got 'oops'"),
@@ -289,7 +289,7 @@ def test_defaults() -> None:
             {"retry_on": (asyncio.CancelledError,)},
             "retry_on may not include CancelledError: it is not an Exception",
         ),
-        ({"sleep": None}, "sleep must be callable, got None"),
+        ({"sleep": None}, "sleep: expected a callable, got None"),
     ],
 )
 def test_bad_options_say_which_and_what_was_expected(options: dict[str, Any], message: str) -> None:

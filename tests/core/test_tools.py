@@ -310,7 +310,7 @@ def test_raw_schema_tool_checks_required_unknown_and_top_level_types() -> None:
         RAW.prepare({"limit": True, "mode": "slow", "page": 2}, None)
     text = str(info.value)
     assert "missing required argument 'query'" in text
-    assert "argument 'limit': expected an integer, got True" in text
+    assert "argument 'limit': expected an int, got True" in text
     assert "argument 'mode': expected one of 'fast', 'deep', got 'slow'" in text
     assert "unknown argument 'page' (this tool takes: query, limit, mode)" in text
 

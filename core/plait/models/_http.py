@@ -31,6 +31,7 @@ import attrs
 import cattrs
 import httpx
 
+from plait._convert import number
 from plait.errors import ConfigError, ContextOverflowError, ProviderError
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage
 from plait.models.base import ChatModel, ModelProfile, message_to_chunk
@@ -349,8 +350,9 @@ class HTTPChatModel(ChatModel):
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigError(f"{self.provider}: model must be a non-empty name, got {model!r}")
-        if timeout is not None and (isinstance(timeout, bool) or timeout <= 0):
-            raise ConfigError(f"{self.provider}: timeout must be a positive number of seconds")
+        problem = number(above=0, optional=True).problem(timeout)
+        if problem is not None:
+            raise ConfigError(f"{self.provider}: timeout: {problem}")
         self.model_name = model
         key = api_key if api_key is not None else os.environ.get(self.api_key_env, "")
         self._api_key = Secret(key)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from plait._convert import ConversionError, structure
+from plait._convert import ConversionError, integer, structure
 from plait.errors import ConfigError
 from plait.messages import (
     AIMessage,
@@ -314,8 +314,9 @@ class AnthropicChatModel(HTTPChatModel):
         if max_tokens is None:
             limit = self.profile.max_output_tokens if self.profile else None
             max_tokens = min(DEFAULT_MAX_TOKENS, limit or DEFAULT_MAX_TOKENS)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
-            raise ConfigError(f"anthropic: max_tokens must be a positive int, got {max_tokens!r}")
+        problem = integer(minimum=1).problem(max_tokens)
+        if problem is not None:
+            raise ConfigError(f"anthropic: max_tokens: {problem}")
         self.max_tokens = max_tokens
 
     @classmethod

@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from plait._convert import integer
 from plait.errors import ConfigError
 from plait.models.base import ModelProfile
 
@@ -127,11 +128,7 @@ def resolve_profile(
             f"expected some of {', '.join(sorted(_FIELDS))}"
         )
     for key in ("max_input_tokens", "max_output_tokens"):
-        value = override.get(key)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value <= 0
-        ):
-            raise ConfigError(
-                f"{provider}: profile {key} must be a positive int or None, got {value!r}"
-            )
+        problem = integer(minimum=1, optional=True).problem(override.get(key))
+        if problem is not None:
+            raise ConfigError(f"{provider}: profile {key}: {problem}")
     return attrs.evolve(known or ModelProfile(), **dict(override))

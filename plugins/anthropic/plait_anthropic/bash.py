@@ -23,7 +23,7 @@ import attrs
 from plait.errors import ConfigError
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
-from plait.options import positive_or_none
+from plait.options import number, positive_or_none
 from plait.tools import Tool
 from plait.types import AgentConfig, Runtime, ToolRuntime
 from plait_anthropic._guard import refused
@@ -48,11 +48,6 @@ and the shell restarted, which loses its state. Long output is cut: redirect it 
 and inspect it with `head`, `tail` or `grep`.
 
 Set `restart` to true (without a command) to start a fresh shell."""
-
-
-def _positive_number(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{attribute.name} must be a positive number of seconds, got {value!r}")
 
 
 def _directory(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -171,7 +166,7 @@ class AnthropicBashMiddleware(Middleware):
     )
     """The directory every session starts in (an existing directory); None: a fresh
     temporary directory per thread, removed when ``close()`` closes its session."""
-    timeout: float = attrs.field(default=30.0, validator=_positive_number)
+    timeout: float = attrs.field(default=30.0, validator=number(above=0))
     """Seconds one command may run; then its process group is killed and the shell restarted."""
     max_output_lines: int | None = attrs.field(default=100, validator=positive_or_none)
     """Output is cut to its first this many lines, with a note; None: no line limit."""

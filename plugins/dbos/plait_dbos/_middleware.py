@@ -18,7 +18,7 @@ from plait import effects
 from plait.agent import AgentResult
 from plait.errors import ConfigError, PlaitError
 from plait.middleware import Middleware
-from plait.options import positive_or_none
+from plait.options import number, positive_or_none
 from plait.types import RunRequest
 from plait_dbos._steps import StepPerformer, in_workflow
 
@@ -43,13 +43,6 @@ def _queue_name(_: object, attribute: attrs.Attribute[str], value: str) -> None:
         )
 
 
-def _positive_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(
-            f"plugin 'dbos': option {attribute.name!r}: expected seconds > 0, got {value!r}"
-        )
-
-
 @attrs.frozen(kw_only=True)
 class DBOSMiddleware(Middleware):
     """Runs of this agent are DBOS workflows on a queue, served by ``plait worker``
@@ -62,7 +55,7 @@ class DBOSMiddleware(Middleware):
     """The DBOS queue runs are put on; every worker of the agent serves it."""
     worker_concurrency: int | None = attrs.field(default=4, validator=positive_or_none)
     """Most runs one worker process runs at once (``None``: no limit)."""
-    poll_interval: float = attrs.field(default=1.0, validator=_positive_seconds)
+    poll_interval: float = attrs.field(default=1.0, validator=number(above=0))
     """Seconds between a worker's looks at the queue (the longest a queued run waits
     for an idle worker)."""
     heartbeat_interval: float = attrs.field(default=5.0, validator=_positive_seconds)

@@ -24,7 +24,7 @@ from plait.errors import ConfigError, PlaitError
 from plait.messages import AIMessage, AnyMessage, HumanMessage
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
-from plait.options import check_tool_names
+from plait.options import check_tool_names, integer, positive_or_none
 from plait.tools import Tool
 from plait.types import AgentConfig, ModelRequest, ModelResponse
 
@@ -53,18 +53,6 @@ class _Selection:
     """The selector's answer."""
 
     tools: list[str]
-
-
-def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be an int >= 1 or None, got {value!r}")
-
-
-def _non_negative(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be an int >= 0, got {value!r}")
 
 
 def _model(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -108,11 +96,11 @@ class LLMToolSelectorMiddleware(Middleware):
         default=DEFAULT_SYSTEM_PROMPT, validator=attrs.validators.instance_of(str)
     )
     """The selector's instructions."""
-    max_tools: int | None = attrs.field(default=None, validator=_positive_or_none)
+    max_tools: int | None = attrs.field(default=None, validator=positive_or_none)
     """At most this many selected tools are kept (the first ones); ``None``: no limit."""
     always_include: tuple[str, ...] = attrs.field(default=(), converter=_tuple, validator=_names)
     """Tools always offered, not counted in ``max_tools``, never shown to the selector."""
-    max_retries: int = attrs.field(default=1, validator=_non_negative)
+    max_retries: int = attrs.field(default=1, validator=integer(minimum=0))
     """How many times a malformed selection is asked for again."""
     on_parsing_failure: OnParsingFailure = attrs.field(
         default="error", converter=_tuple, validator=_on_failure

@@ -7,15 +7,9 @@ from typing import Any
 import attrs
 
 from plait.errors import ConfigError
+from plait.options import number
 
 __all__ = ["ServerConfig"]
-
-
-def _positive(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{attribute.name} must be a positive number of seconds, got {value!r}")
 
 
 def _name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -51,10 +45,10 @@ class ServerConfig:
     """Only these tools (server names, before the prefix); None: all."""
     exclude: list[str] = attrs.field(factory=list)
     """Never these tools (server names, before the prefix)."""
-    timeout: float | None = attrs.field(default=None, validator=_positive)
+    timeout: float | None = attrs.field(default=None, validator=number(above=0, optional=True))
     """Seconds one call may take; past it the call is cancelled and the model told so.
     None: no limit of its own."""
-    connect_timeout: float = attrs.field(default=30.0, validator=_positive)
+    connect_timeout: float = attrs.field(default=30.0, validator=number(above=0))
     """Seconds starting (or reconnecting to) the server and listing its tools may take."""
 
     def __attrs_post_init__(self) -> None:

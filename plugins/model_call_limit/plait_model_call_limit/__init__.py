@@ -18,6 +18,7 @@ import attrs
 from plait.errors import ConfigError, ModelCallLimitExceededError
 from plait.messages import AIMessage
 from plait.middleware import Middleware, can_jump_to
+from plait.options import integer
 from plait.types import Command, Runtime, StateField
 
 __all__ = ["ModelCallLimitMiddleware"]
@@ -28,12 +29,8 @@ RUN_KEY = "model_call_limit_run"
 """Run-scoped: ``{"calls": n, "last": id}``, the run's model calls and the id of the last
 AI message counted."""
 
-
-def _optional_limit(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be an int >= 0 or None, got {value!r}")
+_LIMIT = integer(minimum=0, optional=True)
+"""A limit option: an int >= 0, or None for no limit."""
 
 
 @attrs.frozen(kw_only=True)
@@ -47,9 +44,9 @@ class ModelCallLimitMiddleware(Middleware):
     with the same text. The thread count needs a checkpointer to span runs.
     """
 
-    thread_limit: int | None = attrs.field(default=None, validator=_optional_limit)
+    thread_limit: int | None = attrs.field(default=None, validator=_LIMIT)
     """Most model calls in a thread, across runs (needs a checkpointer)."""
-    run_limit: int | None = attrs.field(default=None, validator=_optional_limit)
+    run_limit: int | None = attrs.field(default=None, validator=_LIMIT)
     """Most model calls in one run."""
     exit_behavior: Literal["end", "error"] = attrs.field(
         default="end", validator=attrs.validators.in_(("end", "error"))

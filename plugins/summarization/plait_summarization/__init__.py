@@ -26,6 +26,7 @@ from plait.messages import (
 )
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
+from plait.options import integer, number, positive_or_none
 from plait.tokens import count_tokens
 from plait.types import AgentConfig, Runtime
 
@@ -60,20 +61,8 @@ Reply with the summary only."""
 
 _ELIDED = "\n\n[... the middle of the conversation was omitted to fit the summarizer ...]\n\n"
 
-
-def _in_unit_interval(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not 0 < value <= 1:
-        raise ValueError(f"{attribute.name} must be in (0, 1], got {value!r}")
-
-
-def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and value < 1:
-        raise ValueError(f"{attribute.name} must be >= 1, got {value!r}")
-
-
-def _non_negative(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and value < 0:
-        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
+_FRACTION = number(above=0, maximum=1, optional=True)
+_COUNT = integer(minimum=0, optional=True)
 
 
 @attrs.frozen
@@ -83,9 +72,9 @@ class TriggerCondition:
     ``fraction`` is of the agent model's ``profile.max_input_tokens``.
     """
 
-    fraction: float | None = attrs.field(default=None, validator=_in_unit_interval)
-    tokens: int | None = attrs.field(default=None, validator=_positive)
-    messages: int | None = attrs.field(default=None, validator=_positive)
+    fraction: float | None = attrs.field(default=None, validator=_FRACTION)
+    tokens: int | None = attrs.field(default=None, validator=positive_or_none)
+    messages: int | None = attrs.field(default=None, validator=positive_or_none)
 
     def __attrs_post_init__(self) -> None:
         if self.fraction is None and self.tokens is None and self.messages is None:
@@ -108,9 +97,9 @@ class Keep:
     """How much recent history stays verbatim: exactly one of ``fraction`` (of the model's
     ``max_input_tokens``), ``tokens`` or ``messages``."""
 
-    fraction: float | None = attrs.field(default=None, validator=_in_unit_interval)
-    tokens: int | None = attrs.field(default=None, validator=_non_negative)
-    messages: int | None = attrs.field(default=None, validator=_non_negative)
+    fraction: float | None = attrs.field(default=None, validator=_FRACTION)
+    tokens: int | None = attrs.field(default=None, validator=_COUNT)
+    messages: int | None = attrs.field(default=None, validator=_COUNT)
 
     def __attrs_post_init__(self) -> None:
         given = [n for n in ("fraction", "tokens", "messages") if getattr(self, n) is not None]
@@ -237,10 +226,10 @@ class SummarizationMiddleware(Middleware):
     keep: Keep = attrs.field(factory=lambda: Keep(messages=20), converter=_as_keep)
     token_counter: TokenCounter | None = attrs.field(default=None, eq=False)
     summary_prompt: str = attrs.field(default=DEFAULT_SUMMARY_PROMPT, validator=_has_placeholder)
-    trim_tokens_to_summarize: int | None = attrs.field(default=4000, validator=_positive)
+    trim_tokens_to_summarize: int | None = attrs.field(default=4000, validator=positive_or_none)
     summary_prefix: str = DEFAULT_SUMMARY_PREFIX
-    max_tokens_before_summary: int | None = attrs.field(default=None, validator=_positive)
-    messages_to_keep: int | None = attrs.field(default=None, validator=_non_negative)
+    max_tokens_before_summary: int | None = attrs.field(default=None, validator=positive_or_none)
+    messages_to_keep: int | None = attrs.field(default=None, validator=_COUNT)
 
     summarizer: ChatModel = attrs.field(init=False, repr=False, eq=False)
     conditions: tuple[TriggerCondition, ...] = attrs.field(init=False, repr=False)

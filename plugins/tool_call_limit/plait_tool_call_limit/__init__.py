@@ -21,7 +21,7 @@ import attrs
 from plait.errors import ConfigError, ToolCallLimitExceededError
 from plait.messages import AIMessage, ToolCall, ToolMessage, pending_tool_calls
 from plait.middleware import Middleware, can_jump_to
-from plait.options import check_tool_names
+from plait.options import check_tool_names, integer
 from plait.types import AgentConfig, Command, StateField
 
 __all__ = ["ToolCallLimitMiddleware"]
@@ -33,12 +33,8 @@ RUN_KEY = "tool_call_limit_run"
 ``stop`` is set when an ``"error"`` exit must be raised once the history is valid."""
 ALL_TOOLS = "__all__"
 
-
-def _optional_limit(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be an int >= 0 or None, got {value!r}")
+_LIMIT = integer(minimum=0, optional=True)
+"""A limit option: an int >= 0, or None for no limit."""
 
 
 def _optional_name(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -77,9 +73,9 @@ class ToolCallLimitMiddleware(Middleware):
 
     tool_name: str | None = attrs.field(default=None, validator=_optional_name)
     """The tool to limit; ``None`` limits every tool together."""
-    thread_limit: int | None = attrs.field(default=None, validator=_optional_limit)
+    thread_limit: int | None = attrs.field(default=None, validator=_LIMIT)
     """Most calls in a thread, across runs (needs a checkpointer)."""
-    run_limit: int | None = attrs.field(default=None, validator=_optional_limit)
+    run_limit: int | None = attrs.field(default=None, validator=_LIMIT)
     """Most calls in one run; may not exceed ``thread_limit``."""
     exit_behavior: Literal["continue", "error", "end"] = attrs.field(
         default="continue", validator=attrs.validators.in_(("continue", "error", "end"))

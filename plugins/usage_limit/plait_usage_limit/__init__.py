@@ -19,6 +19,7 @@ import attrs
 from plait.errors import ConfigError, UsageLimitExceededError
 from plait.messages import AIMessage, Usage
 from plait.middleware import Middleware, can_jump_to
+from plait.options import integer, number
 from plait.types import AgentConfig, Command, ModelRequest, ModelResponse, Runtime, StateField
 from plait_usage_limit._prices import Prices, cost_of, known
 
@@ -30,24 +31,21 @@ RUN_KEY = "usage_limit_run"
 """Run-scoped: the same for the run, plus ``"last"``, the id of the last answer counted."""
 
 _ZERO = {"input_tokens": 0, "output_tokens": 0, "cost": 0.0}
-
-
-def _amount(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or value < 0):
-        raise ValueError(f"{attribute.name} must be a number >= 0 or None, got {value!r}")
+_TOKENS = integer(minimum=0, optional=True)
+_DOLLARS = number(minimum=0, optional=True)
 
 
 @attrs.frozen(kw_only=True)
 class Limits:
     """The most a thread or a run may spend; ``None`` is no limit."""
 
-    input_tokens: int | None = attrs.field(default=None, validator=_amount)
+    input_tokens: int | None = attrs.field(default=None, validator=_TOKENS)
     """Prompt tokens, cached ones included."""
-    output_tokens: int | None = attrs.field(default=None, validator=_amount)
+    output_tokens: int | None = attrs.field(default=None, validator=_TOKENS)
     """Tokens the model wrote."""
-    total_tokens: int | None = attrs.field(default=None, validator=_amount)
+    total_tokens: int | None = attrs.field(default=None, validator=_TOKENS)
     """Input plus output tokens."""
-    cost: float | None = attrs.field(default=None, validator=_amount)
+    cost: float | None = attrs.field(default=None, validator=_DOLLARS)
     """US dollars, priced by ``prices`` or the ``genai-prices`` package."""
 
     def reached(self, spent: Mapping[str, Any]) -> list[str]:

@@ -3,32 +3,30 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import attrs
 import genai_prices
 
 from plait.messages import Usage
+from plait.options import number
 
 __all__ = ["Prices", "cost_of", "known"]
 
-
-def _price(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or value < 0):
-        raise ValueError(f"{attribute.name} must be a number of dollars >= 0, got {value!r}")
+_PRICE = number(minimum=0)
+_OPTIONAL_PRICE = number(minimum=0, optional=True)
 
 
 @attrs.frozen(kw_only=True)
 class Prices:
     """US dollars per million tokens. Cache prices default to the input price."""
 
-    input: float = attrs.field(validator=_price)
+    input: float = attrs.field(validator=_PRICE)
     """Dollars per million input tokens (uncached)."""
-    output: float = attrs.field(validator=_price)
+    output: float = attrs.field(validator=_PRICE)
     """Dollars per million output tokens."""
-    cache_read: float | None = attrs.field(default=None, validator=_price)
+    cache_read: float | None = attrs.field(default=None, validator=_OPTIONAL_PRICE)
     """Dollars per million input tokens read from the provider's cache."""
-    cache_write: float | None = attrs.field(default=None, validator=_price)
+    cache_write: float | None = attrs.field(default=None, validator=_OPTIONAL_PRICE)
     """Dollars per million input tokens written to the provider's cache."""
 
     def cost(self, usage: Usage) -> float:

@@ -29,7 +29,7 @@ AGENT = '[agent]\nmodel = "scripted:x"\n'
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ("model = 3\n", "[agent] model: expected a string, got an integer (3)"),
+        ("model = 3\n", "[agent] model: expected a string, got 3"),
         (
             'model = "scripted:x"\nmodle = "y"\n',
             "[agent]: unknown key 'modle' (did you mean 'model'?) (expected one of: model, "
@@ -39,27 +39,27 @@ AGENT = '[agent]\nmodel = "scripted:x"\n'
         ),
         (
             'model = "scripted:x"\ntools = "mod:fn"\n',
-            "[agent] tools: expected an array, got a string ('mod:fn')",
+            "[agent] tools: expected a list, got 'mod:fn'",
         ),
         (
             'model = "scripted:x"\ntools = ["a:b", 7]\n',
-            "[agent] tools[1]: expected a string, got an integer (7)",
+            "[agent] tools[1]: expected a string, got 7",
         ),
         (
             'model = "scripted:x"\nrecursion_limit = true\n',
-            "[agent] recursion_limit: expected an integer, got a boolean (True)",
+            "[agent] recursion_limit: expected an int, got True",
         ),
         (
             'model = "scripted:x"\nrecursion_limit = 0\n',
-            "[agent] recursion_limit: must be at least 1, got 0",
+            "[agent] recursion_limit: expected an int >= 1, got 0",
         ),
         (
             'model = "scripted:x"\nsystem_prompt = ["a"]\n',
-            "[agent] system_prompt: expected a string, got an array",
+            "[agent] system_prompt: expected a string or None, got ['a']",
         ),
         (
             'model = "scripted:x"\nmodel_settings = "fast"\n',
-            "[agent] model_settings: expected a table, got a string ('fast')",
+            "[agent] model_settings: expected a mapping, got 'fast'",
         ),
         ('system_prompt = "hi"\n', "[agent] model: this key is required"),
     ],
@@ -128,7 +128,7 @@ def test_settings_the_provider_does_not_take(write) -> None:
 @pytest.mark.parametrize(
     ("response", "expected"),
     [
-        ("3", "[agent] model_settings.responses[0]: expected a string or a table"),
+        ("3", "[agent] model_settings.responses[0]: expected a string or a mapping"),
         ("{ text = 1 }", "[agent] model_settings.responses[0].text: expected a string"),
         (
             "{ tool_calls = [{ args = {} }] }",
@@ -166,7 +166,7 @@ def test_tool_module_without_the_function(write) -> None:
     write("tools_without.py", "def other():\n    pass\n")
     message = _error(write, AGENT + 'tools = ["tools_without:get"]\n')
     assert message == (
-        "[agent] tools[0]: cannot import 'tools_without:get': 'tools_without' has no "
+        "[agent] tools[0]: cannot import 'tools_without:get': module 'tools_without' has no "
         "attribute 'get'"
     )
 
@@ -182,7 +182,7 @@ def test_tool_module_that_fails_to_import(write) -> None:
 
 def test_tool_spec_without_colon(write) -> None:
     message = _error(write, AGENT + 'tools = ["just_a_name"]\n')
-    assert message == "[agent] tools[0]: expected 'module:name', got 'just_a_name'"
+    assert message == "[agent] tools[0]: expected a 'module:attr' string, got 'just_a_name'"
 
 
 def test_tool_that_is_not_callable(write) -> None:
@@ -198,12 +198,14 @@ def test_response_format_must_import(write) -> None:
 
 def test_middleware_table_without_use(write) -> None:
     message = _error(write, AGENT + "[[middleware]]\nrun_limit = 1\n")
-    assert message == "[[middleware]] #1: expected a 'use' key naming the middleware, got a table"
+    assert message == (
+        "[[middleware]] #1: expected a 'use' key naming the middleware, got {'run_limit': 1}"
+    )
 
 
 def test_middleware_use_must_be_a_string(write) -> None:
     message = _error(write, AGENT + "[[middleware]]\nuse = 3\n")
-    assert message == "[[middleware]] #1: expected a string in 'use', got an integer (3)"
+    assert message == "[[middleware]] #1: expected a string in 'use', got 3"
 
 
 def test_unknown_middleware_lists_the_installed_names(write) -> None:
@@ -280,7 +282,7 @@ def test_middleware_option_errors_name_the_table_and_the_option(write) -> None:
 def test_repeat_must_be_positive(write) -> None:
     body = AGENT + '[[agent.model_settings.responses]]\ntext = "a"\nrepeat = 0\n'
     assert _error(write, body) == (
-        "[agent] model_settings.responses[0].repeat: must be at least 1, got 0"
+        "[agent] model_settings.responses[0].repeat: expected an int >= 1, got 0"
     )
 
 

@@ -55,8 +55,7 @@ def test_bad_agent_file_is_a_one_line_error_naming_file_table_and_key(
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert done.stderr == (
-        "plait: error: bad.toml: [agent] recursion_limit: expected an integer, "
-        "got a string ('ten')\n"
+        "plait: error: bad.toml: [agent] recursion_limit: expected an int, got 'ten'\n"
     )
 
 

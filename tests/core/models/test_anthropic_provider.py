@@ -689,7 +689,7 @@ def test_init_chat_model_and_profiles(server: Any) -> None:
         "claude-sonnet-4-5", api_key=KEY, profile={"max_input_tokens": 1_000_000}
     )
     assert wide.profile == ModelProfile(max_input_tokens=1_000_000, max_output_tokens=64_000)
-    with pytest.raises(ConfigError, match="max_tokens must be a positive int"):
+    with pytest.raises(ConfigError, match="max_tokens: expected an int >= 1, got "):
         AnthropicChatModel("claude-sonnet-4-5", api_key=KEY, max_tokens=0)
 
 

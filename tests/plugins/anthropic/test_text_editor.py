@@ -332,7 +332,7 @@ def test_options_and_their_errors(tmp_path: Path) -> None:
         ConfigError, match=r"plugin 'anthropic_text_editor': option 'backend'.*store"
     ):
         build(backend="store")
-    with pytest.raises(ValueError, match="max_characters must be a positive int"):
+    with pytest.raises(ValueError, match="max_characters: expected an int >= 1 or None, got -1"):
         AnthropicTextEditorMiddleware(max_characters=-1)
 
 

@@ -100,7 +100,7 @@ def test_submit_needs_a_dbos_table(tmp_path: Path) -> None:
         ({"database_url": "mysql://x"}, "option 'database_url': expected a postgresql://"),
         ({"queue": "no spaces"}, "option 'queue': expected 1-100 letters"),
         ({"worker_concurrency": 0}, "worker_concurrency"),
-        ({"poll_interval": 0}, "option 'poll_interval': expected seconds > 0"),
+        ({"poll_interval": 0}, "option 'poll_interval': expected a number > 0, got 0.0"),
         ({"outside_workflow": "maybe"}, "outside_workflow"),
         ({"heartbeat_interval": -1}, "option 'heartbeat_interval': expected seconds > 0"),
         (

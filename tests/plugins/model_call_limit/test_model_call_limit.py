@@ -202,7 +202,7 @@ def test_by_name(make_agent: Any) -> None:
     ("options", "message"),
     [
         ({}, "thread_limit and run_limit are both None: set at least one"),
-        ({"run_limit": -1}, "option 'run_limit': run_limit must be an int >= 0 or None, got -1"),
+        ({"run_limit": -1}, "option 'run_limit': expected an int >= 0 or None, got -1"),
         ({"thread_limit": "two"}, "option 'thread_limit': expected an int or None, got 'two'"),
         ({"thread_limit": True}, "option 'thread_limit'"),
         ({"run_limit": 1.5}, "option 'run_limit'"),

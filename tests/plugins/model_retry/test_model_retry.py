@@ -277,11 +277,11 @@ def test_by_name_takes_exception_types_from_strings(make_agent: Any) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"max_retries": -1}, "option 'max_retries': max_retries must be an int >= 0, got -1"),
+        ({"max_retries": -1}, "option 'max_retries': expected an int >= 0, got -1"),
         ({"max_retries": "two"}, "option 'max_retries': expected an int, got 'two'"),
-        ({"backoff_factor": -1}, "option 'backoff_factor': backoff_factor must be a number >= 0"),
-        ({"initial_delay": -3}, "option 'initial_delay': initial_delay must be a number >= 0"),
-        ({"max_delay": -1}, "option 'max_delay': max_delay must be a number >= 0"),
+        ({"backoff_factor": -1}, "option 'backoff_factor': expected a number >= 0"),
+        ({"initial_delay": -3}, "option 'initial_delay': expected a number >= 0"),
+        ({"max_delay": -1}, "option 'max_delay': expected a number >= 0"),
         ({"jitter": "yes"}, "option 'jitter': expected a bool"),
         ({"on_failure": "explode"}, "option 'on_failure': expected one of 'continue', 'error'"),
         ({"retry_on": ["asyncio:CancelledError"]}, "option 'retry_on[0]'"),

@@ -351,7 +351,7 @@ def test_by_name(make_agent: Any) -> None:
     [
         ({}, "thread_limit and run_limit are both None: set at least one"),
         ({"thread_limit": 1, "run_limit": 2}, "run_limit (2) may not exceed thread_limit (1)"),
-        ({"run_limit": -1}, "option 'run_limit': run_limit must be an int >= 0 or None, got -1"),
+        ({"run_limit": -1}, "option 'run_limit': expected an int >= 0 or None, got -1"),
         ({"run_limit": "3"}, "option 'run_limit': expected an int or None, got '3'"),
         (
             {"run_limit": 1, "exit_behavior": "stop"},

@@ -281,7 +281,7 @@ def test_unknown_tool_names_fail_at_create_agent(make_agent: Any) -> None:
     [
         ({"tools": "fetch"}, "option 'tools': expected a list or None, got 'fetch'"),
         ({"tools": [3]}, "option 'tools[0]'"),
-        ({"max_retries": -2}, "option 'max_retries': max_retries must be an int >= 0, got -2"),
+        ({"max_retries": -2}, "option 'max_retries': expected an int >= 0, got -2"),
         ({"on_failure": "ignore"}, "option 'on_failure'"),
         ({"retry_on": 7}, "option 'retry_on'"),
         ({"max_delay": "1m"}, "option 'max_delay'"),

@@ -1,0 +1,116 @@
+"""One vocabulary: the same wrong value gets the same sentence wherever it is given."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+import plait
+from plait import schema
+from plait.agentfile import AgentFileError, read_agent_file
+from plait.errors import ConfigError
+from plait.testing import scripted
+from plait.tools import ToolArgumentError
+from plait_tool_call_limit import ToolCallLimitMiddleware
+
+AGENT = '[agent]\nmodel = "scripted:x"\n'
+
+
+def _file_error(write: Callable[[str, str], Path], body: str) -> str:
+    path = write("agent.toml", body)
+    with pytest.raises(AgentFileError) as info:
+        read_agent_file(path)
+    return f"{info.value.where}: {info.value.problem}"
+
+
+def _config_error(call: Callable[[], Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        call()
+    return str(info.value)
+
+
+@attrs.frozen
+class Answer:
+    n: int
+
+
+def count(n: int) -> str:
+    """Count.
+
+    Args:
+        n: how many.
+    """
+    return str(n)
+
+
+def test_a_string_for_an_int_reads_the_same_everywhere(write) -> None:
+    sentence = "expected an int, got 'two'"
+    agent = plait.create_agent(scripted("ok"))
+    assert _file_error(write, AGENT + 'recursion_limit = "two"\n') == (
+        f"[agent] recursion_limit: {sentence}"
+    )
+    assert _config_error(lambda: agent.invoke("hi", recursion_limit="two")) == (
+        f"recursion_limit: {sentence}"
+    )
+    assert (
+        _config_error(
+            lambda: plait.create_agent(
+                scripted("ok"), middleware=[("llm_tool_selector", {"max_retries": "two"})]
+            )
+        )
+        == f"plugin 'llm_tool_selector': option 'max_retries': {sentence}"
+    )
+    assert _file_error(
+        write, AGENT + '[[middleware]]\nuse = "llm_tool_selector"\nmax_retries = "two"\n'
+    ) == (
+        '[[middleware]] #1 (use = "llm_tool_selector"): '
+        f"plugin 'llm_tool_selector': option 'max_retries': {sentence}"
+    )
+    with pytest.raises(ToolArgumentError) as info:
+        plait.tool(count).prepare({"n": "two"}, None)
+    assert str(info.value) == f"argument 'n': {sentence}"
+    with pytest.raises(ValueError) as error:
+        schema.structure({"n": "two"}, Answer)
+    assert str(error.value) == f"$.n: {sentence}"
+
+
+def test_a_value_out_of_bounds_reads_the_same_everywhere(write) -> None:
+    agent = plait.create_agent(scripted("ok"))
+    # an int of at least 1: the agent file, invoke() in Python
+    assert _file_error(write, AGENT + "recursion_limit = 0\n") == (
+        "[agent] recursion_limit: expected an int >= 1, got 0"
+    )
+    assert _config_error(lambda: agent.invoke("hi", recursion_limit=0)) == (
+        "recursion_limit: expected an int >= 1, got 0"
+    )
+    # a plugin's limit: Python options, the agent file, and the class called directly
+    sentence = "expected an int >= 0 or None, got -1"
+    assert (
+        _config_error(
+            lambda: plait.create_agent(
+                scripted("ok"), middleware=[("tool_call_limit", {"run_limit": -1})]
+            )
+        )
+        == f"plugin 'tool_call_limit': option 'run_limit': {sentence}"
+    )
+    assert _file_error(
+        write, AGENT + '[[middleware]]\nuse = "tool_call_limit"\nrun_limit = -1\n'
+    ) == (
+        '[[middleware]] #1 (use = "tool_call_limit"): '
+        f"plugin 'tool_call_limit': option 'run_limit': {sentence}"
+    )
+    with pytest.raises(ValueError) as info:
+        ToolCallLimitMiddleware(run_limit=-1)
+    assert str(info.value) == f"run_limit: {sentence}"
+    # and a string there reads as the converter puts it
+    assert _config_error(
+        lambda: plait.create_agent(
+            scripted("ok"), middleware=[("tool_call_limit", {"run_limit": "two"})]
+        )
+    ).endswith("option 'run_limit': expected an int or None, got 'two'")
+    with pytest.raises(ValueError, match=r"^run_limit: expected an int or None, got 'two'$"):
+        ToolCallLimitMiddleware(run_limit="two")  # type: ignore[arg-type]
