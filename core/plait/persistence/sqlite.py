@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 from urllib.parse import unquote
 
+from plait._convert import integer
 from plait.checkpoint import (
     Checkpoint,
     StepDelta,
@@ -547,8 +548,9 @@ class SQLiteStore:
     def search(self, prefix: tuple[str, ...], *, limit: int = 10) -> list[StoreItem]:
         if isinstance(prefix, str):
             raise TypeError(f"a namespace prefix is a tuple of str, not the str {prefix!r}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"search limit must be an int >= 0, got {limit!r}")
+        problem = integer(minimum=0).problem(limit)
+        if problem is not None:
+            raise ValueError(f"search limit: {problem}")
         low = encode_namespace(prefix)
         with self._db.connection() as conn, self._db.errors():
             if low:

@@ -58,9 +58,9 @@ class DBOSMiddleware(Middleware):
     poll_interval: float = attrs.field(default=1.0, validator=number(above=0))
     """Seconds between a worker's looks at the queue (the longest a queued run waits
     for an idle worker)."""
-    heartbeat_interval: float = attrs.field(default=5.0, validator=_positive_seconds)
+    heartbeat_interval: float = attrs.field(default=5.0, validator=number(above=0))
     """Seconds between a worker's heartbeats (and its looks for dead workers)."""
-    takeover_after: float = attrs.field(default=30.0, validator=_positive_seconds)
+    takeover_after: float = attrs.field(default=30.0, validator=number(above=0))
     """Seconds without a heartbeat after which a worker counts as dead and another worker
     takes its unfinished runs over. A worker that could not record a heartbeat for half
     this time stops itself first, so no run is ever served by two workers at once.

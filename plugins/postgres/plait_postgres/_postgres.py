@@ -32,6 +32,7 @@ from plait.checkpoint import (
 )
 from plait.errors import MalformedURLError, SchemaVersionError, StoreError, ThreadBusyError
 from plait.messages import AnyMessage
+from plait.options import integer
 from plait.store import StoreItem
 
 __all__ = ["SCHEMA_VERSION", "PostgresCheckpointer", "PostgresStore", "redact_url"]
@@ -542,8 +543,9 @@ class PostgresStore:
     def search(self, prefix: tuple[str, ...], *, limit: int = 10) -> list[StoreItem]:
         if isinstance(prefix, str):
             raise TypeError(f"a namespace prefix is a tuple of str, not the str {prefix!r}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"search limit must be an int >= 0, got {limit!r}")
+        problem = integer(minimum=0).problem(limit)
+        if problem is not None:
+            raise ValueError(f"search limit: {problem}")
         low = encode_namespace(prefix)
         if low:
             rows = self._db.fetch(

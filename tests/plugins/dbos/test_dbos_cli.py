@@ -102,7 +102,10 @@ def test_submit_needs_a_dbos_table(tmp_path: Path) -> None:
         ({"worker_concurrency": 0}, "worker_concurrency"),
         ({"poll_interval": 0}, "option 'poll_interval': expected a number > 0, got 0.0"),
         ({"outside_workflow": "maybe"}, "outside_workflow"),
-        ({"heartbeat_interval": -1}, "option 'heartbeat_interval': expected seconds > 0"),
+        (
+            {"heartbeat_interval": -1},
+            "option 'heartbeat_interval': expected a number > 0, got -1.0",
+        ),
         (
             {"heartbeat_interval": 10, "takeover_after": 20},
             "option 'takeover_after': expected at least three heartbeat_interval (30 s), got 20",

@@ -205,7 +205,10 @@ def test_a_server_that_exits_at_once_reports_its_stderr() -> None:
         ({"name": "x", "command": "a", "url": "http://h/mcp"}, "not both"),
         ({"name": "x", "url": "ftp://h"}, "http:// or https://"),
         ({"name": "x", "command": "a", "headers": {"A": "b"}}, "'headers' are for streamable HTTP"),
-        ({"name": "x", "command": "a", "timeout": 0}, "timeout': expected a number > 0 or None, got 0"),
+        (
+            {"name": "x", "command": "a", "timeout": 0},
+            "timeout': expected a number > 0 or None, got 0",
+        ),
         ({"name": "x", "command": "a", "timeout": "5"}, "timeout"),
         ({"command": "a"}, "name"),
     ],
