@@ -214,7 +214,7 @@ def test_structure_against_a_raw_schema_checks_the_top_level() -> None:
     assert "$.answer: required, but missing" in text
     assert "$.score: expected a number, got 'high'" in text
     assert "unknown key 'extra'" in text
-    with pytest.raises(ValueError, match=r"\$: expected an object, got \[1\]"):
+    with pytest.raises(ValueError, match=r"\$: expected a mapping, got \[1\]"):
         structure([1], raw)
 
 
