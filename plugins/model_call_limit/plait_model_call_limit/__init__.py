@@ -16,6 +16,7 @@ from typing import Any, Literal
 import attrs
 
 from plait.errors import ConfigError, ModelCallLimitExceededError
+from plait.limits import limit_reached
 from plait.messages import AIMessage
 from plait.middleware import Middleware, can_jump_to
 from plait.options import integer
@@ -77,15 +78,12 @@ class ModelCallLimitMiddleware(Middleware):
             reached.append(f"run limit ({run_calls}/{self.run_limit})")
         if not reached:
             return None
-        which = " and ".join(reached)
-        if self.exit_behavior == "error":
-            raise ModelCallLimitExceededError(f"Model call limit reached: {which}.")
-        message = AIMessage(
-            f"Model call limit reached: {which}. The agent stopped without calling the model "
-            "again; start a new conversation or raise the limit to continue.",
+        return limit_reached(
+            f"Model call limit reached: {' and '.join(reached)}.",
+            exit_behavior=self.exit_behavior,
+            error=ModelCallLimitExceededError,
             metadata={"model_call_limit": {"thread_calls": thread_calls, "run_calls": run_calls}},
         )
-        return Command(update={"messages": [message]}, jump_to="end")
 
     def after_model(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         last = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)

@@ -19,7 +19,8 @@ from typing import Any, Literal
 import attrs
 
 from plait.errors import ConfigError, ToolCallLimitExceededError
-from plait.messages import AIMessage, ToolCall, ToolMessage, pending_tool_calls
+from plait.limits import limit_reached
+from plait.messages import ToolCall, ToolMessage, pending_tool_calls
 from plait.middleware import Middleware, can_jump_to
 from plait.options import check_tool_names, integer
 from plait.types import AgentConfig, Command, StateField
@@ -162,16 +163,15 @@ class ToolCallLimitMiddleware(Middleware):
             return Command(update=update)
         others = [c for c in pending if c not in mine]
         if self.exit_behavior == "end" and not others:
-            update["messages"] = [
-                *self._stop_messages(pending, decision),
-                AIMessage(
-                    f"Tool call limit reached: {decision.exceeded} for {self._subject}. "
-                    "The agent stopped before running more tools; start a new conversation "
-                    "or raise the limit to continue.",
-                    metadata={"tool_call_limit": {"tool": self.key}},
-                ),
-            ]
-            return Command(update=update, jump_to="end")
+            return limit_reached(
+                f"Tool call limit reached: {decision.exceeded} for {self._subject}.",
+                exit_behavior="end",
+                error=ToolCallLimitExceededError,
+                stopped="before running more tools",
+                metadata={"tool_call_limit": {"tool": self.key}},
+                update=update,
+                messages=self._stop_messages(pending, decision),
+            )
         if self.exit_behavior == "end":
             error = (
                 f"Tool call limit reached: {decision.exceeded} for {self._subject}, but "

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import attrs
 
 from plait.errors import ConfigError, UsageLimitExceededError
+from plait.limits import limit_reached
 from plait.messages import AIMessage, Usage
 from plait.middleware import Middleware, can_jump_to
 from plait.options import integer, number
@@ -146,15 +147,12 @@ class UsageLimitMiddleware(Middleware):
                 reached.append(f"{scope} limit: {', '.join(found)}")
         if not reached:
             return None
-        which = "; ".join(reached)
-        if self.exit_behavior == "error":
-            raise UsageLimitExceededError(f"Usage limit reached ({which}).")
-        message = AIMessage(
-            f"Usage limit reached ({which}). The agent stopped without calling the model "
-            "again; start a new conversation or raise the limit to continue.",
+        return limit_reached(
+            f"Usage limit reached ({'; '.join(reached)}).",
+            exit_behavior=self.exit_behavior,
+            error=UsageLimitExceededError,
             metadata={"usage_limit": {"thread": dict(thread), "run": _spent(run)}},
         )
-        return Command(update={"messages": [message]}, jump_to="end")
 
     def after_model(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         last = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)

@@ -1,0 +1,58 @@
+"""What a limiting middleware does once a limit is reached: end the run with an AI message
+saying so, or raise its ``StopRun`` error.
+
+``model_call_limit``, ``tool_call_limit`` and ``usage_limit`` share it, so every limit words
+its stop alike, and a third-party limiter can too::
+
+    @plait.can_jump_to("end")
+    def before_model(self, state):
+        if state["spent"] < self.budget:
+            return None
+        return limit_reached(
+            f"Budget reached ({state['spent']}/{self.budget}).",
+            exit_behavior=self.exit_behavior,
+            error=BudgetExceededError,
+        )
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from plait.errors import StopRun
+from plait.messages import AIMessage, AnyMessage
+from plait.types import Command
+
+__all__ = ["limit_reached"]
+
+
+def limit_reached(
+    reason: str,
+    *,
+    exit_behavior: Literal["end", "error"],
+    error: type[StopRun],
+    stopped: str = "without calling the model again",
+    metadata: Mapping[str, Any] | None = None,
+    update: Mapping[str, Any] | None = None,
+    messages: Sequence[AnyMessage] = (),
+) -> Command:
+    """Stop the run because a limit is reached (call it from a hook that may jump to
+    ``"end"``).
+
+    :param reason: what was reached, e.g. ``"Model call limit reached: run limit (3/3)."``.
+    :param exit_behavior: ``"error"`` raises ``error(reason)``; ``"end"`` returns a
+        ``Command`` that jumps to the end with ``update`` and an AI message
+        ``"<reason> The agent stopped <stopped>; start a new conversation or raise the limit
+        to continue."`` (after ``messages``, e.g. answers to pending tool calls).
+    :param metadata: the AI message's metadata (what the limiter counted).
+    :raises StopRun: the ``error`` class given, when ``exit_behavior="error"``.
+    """
+    if exit_behavior == "error":
+        raise error(reason)
+    message = AIMessage(
+        f"{reason} The agent stopped {stopped}; start a new conversation or raise the limit "
+        "to continue.",
+        metadata=dict(metadata or {}),
+    )
+    return Command(update={**(update or {}), "messages": [*messages, message]}, jump_to="end")

@@ -1,0 +1,49 @@
+"""``plait.limits.limit_reached``: the one way a limit ends a run or raises."""
+
+from __future__ import annotations
+
+import pytest
+
+from plait.errors import StopRun
+from plait.limits import limit_reached
+from plait.messages import AIMessage, ToolMessage
+
+
+class BudgetError(StopRun):
+    pass
+
+
+def test_end_jumps_to_the_end_with_a_closing_ai_message() -> None:
+    answer = ToolMessage("blocked", tool_call_id="c1")
+    command = limit_reached(
+        "Budget reached (5/3).",
+        exit_behavior="end",
+        error=BudgetError,
+        stopped="before running more tools",
+        metadata={"budget": {"spent": 5}},
+        update={"spent": 5},
+        messages=[answer],
+    )
+    assert command.jump_to == "end"
+    assert command.update["spent"] == 5
+    first, last = command.update["messages"]
+    assert first is answer
+    assert isinstance(last, AIMessage)
+    assert last.text == (
+        "Budget reached (5/3). The agent stopped before running more tools; start a new "
+        "conversation or raise the limit to continue."
+    )
+    assert last.metadata == {"budget": {"spent": 5}}
+
+
+def test_error_raises_the_limiters_error_with_the_reason() -> None:
+    with pytest.raises(BudgetError, match=r"^Budget reached \(5/3\)\.$"):
+        limit_reached("Budget reached (5/3).", exit_behavior="error", error=BudgetError)
+
+
+def test_the_default_end_message_says_the_model_was_not_called_again() -> None:
+    command = limit_reached("Limit reached.", exit_behavior="end", error=BudgetError)
+    assert command.update == {"messages": [command.update["messages"][0]]}
+    assert command.update["messages"][0].text.startswith(
+        "Limit reached. The agent stopped without calling the model again;"
+    )
