@@ -48,6 +48,7 @@ __all__ = [
     "Bounded",
     "ConversionError",
     "FieldError",
+    "NonEmptyString",
     "Problem",
     "collection_origin",
     "describe_type",
@@ -58,6 +59,7 @@ __all__ = [
     "is_pattern_type",
     "is_unique_collection",
     "make_converter",
+    "non_empty_string",
     "number",
     "plain",
     "same_literal",
@@ -247,6 +249,35 @@ def number(
     """A number option's check (ints and floats): ``number(above=0)`` for seconds,
     ``number(above=0, maximum=1)`` for a fraction, ``number(minimum=0, optional=True)``."""
     return Bounded(False, minimum=minimum, above=above, maximum=maximum, optional=optional)
+
+
+@attrs.frozen
+class NonEmptyString:
+    """A text option's check, usable as an attrs validator: a string with more than
+    whitespace in it, ``None`` allowed if ``optional`` (``expected a non-empty string,
+    got '  '``)."""
+
+    optional: bool = False
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with ``value`` (an "expected ..., got ..." sentence), or ``None``."""
+        if (value is None and self.optional) or (isinstance(value, str) and value.strip()):
+            return None
+        return expected("a non-empty string" + (" or None" if self.optional else ""), value)
+
+    def check(self, name: str, value: Any) -> None:
+        """Raise ``FieldError(name, ...)`` if ``value`` does not fit."""
+        problem = self.problem(value)
+        if problem is not None:
+            raise FieldError(name, problem)
+
+    def __call__(self, _: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        self.check(attribute.name, value)
+
+
+def non_empty_string(*, optional: bool = False) -> NonEmptyString:
+    """A text option's check: ``non_empty_string()``, ``non_empty_string(optional=True)``."""
+    return NonEmptyString(optional)
 
 
 def _article(word: str) -> str:

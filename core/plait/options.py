@@ -6,7 +6,8 @@ one from a mapping (TOML, ``("name", {...})`` in ``middleware=[...]``) with the 
 converter tools use, and turns every failure into a ``ConfigError`` that names the plugin, the
 option's path and what was expected.
 
-The validators here (``integer``, ``number``, ``positive_or_none``) and ``expected`` word a
+The validators here (``integer``, ``number``, ``positive_or_none``, ``non_empty_string``) and
+``expected`` word a
 bad value as that converter does, so an option, an agent file, a kernel argument, a tool
 argument and a structured answer all say ``expected an int >= 1, got 0`` alike.
 """
@@ -23,7 +24,16 @@ import attrs
 import cattrs
 
 from plait import _convert
-from plait._convert import Bounded, FieldError, expected, integer, number, show
+from plait._convert import (
+    Bounded,
+    FieldError,
+    NonEmptyString,
+    expected,
+    integer,
+    non_empty_string,
+    number,
+    show,
+)
 from plait.errors import ConfigError
 from plait.schema import field_descriptions
 
@@ -34,11 +44,13 @@ if TYPE_CHECKING:
 __all__ = [
     "Bounded",
     "FieldError",
+    "NonEmptyString",
     "OptionInfo",
     "check_tool_names",
     "describe_options",
     "expected",
     "integer",
+    "non_empty_string",
     "number",
     "positive_or_none",
     "show",

@@ -23,7 +23,7 @@ import attrs
 from plait.errors import ConfigError
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
-from plait.options import number, positive_or_none
+from plait.options import FieldError, expected, number, positive_or_none
 from plait.tools import Tool
 from plait.types import AgentConfig, Runtime, ToolRuntime
 from plait_anthropic._guard import refused
@@ -52,7 +52,7 @@ Set `restart` to true (without a command) to start a fresh shell."""
 
 def _directory(_: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
     if value is not None and not os.path.isdir(value):
-        raise ValueError(f"{attribute.name} must be an existing directory, got {value!r}")
+        raise FieldError(attribute.name, expected("an existing directory", value))
 
 
 def _absolute(value: str | os.PathLike[str] | None) -> str | None:

@@ -30,7 +30,7 @@ from plait.errors import CheckpointerRequiredError, ConfigError, StopRun
 from plait.messages import AIMessage, ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.models import ChatModel, init_chat_model
-from plait.options import check_tool_names
+from plait.options import check_tool_names, non_empty_string
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, Interrupt, ModelRequest, ToolRuntime
 
@@ -111,11 +111,6 @@ def _middleware_items(value: Any) -> Any:
     )
 
 
-def _text(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{attribute.name} must be a non-empty string, got {value!r}")
-
-
 def _model(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None or isinstance(value, ChatModel):
         return
@@ -156,9 +151,9 @@ class SubAgent:
     used as it is (its own model, tools, middleware, checkpointer and store).
     """
 
-    name: str = attrs.field(validator=_text)
+    name: str = attrs.field(validator=non_empty_string())
     """What the model passes as ``subagent_type``; unique among the sub-agents."""
-    description: str = attrs.field(validator=_text)
+    description: str = attrs.field(validator=non_empty_string())
     """Shown in the ``task`` description, so the model knows when to pick this one."""
     system_prompt: str | None = None
     """The sub-agent's instructions (required unless ``agent`` is given)."""
@@ -207,11 +202,6 @@ def _subagents(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise ValueError(f"{attribute.name} must be a list of sub-agents, got {value!r}")
 
 
-def _optional_text(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
-        _text(_, attribute, value)
-
-
 @attrs.frozen(kw_only=True)
 class _Entry:
     """A sub-agent ready to run."""
@@ -245,10 +235,14 @@ class SubAgentMiddleware(RequestMiddleware):
         default=(), converter=_tuple, validator=_subagents
     )
     """The sub-agents beside ``general-purpose`` (one named so replaces it)."""
-    system_prompt: str | None = attrs.field(default=DEFAULT_SYSTEM_PROMPT, validator=_optional_text)
+    system_prompt: str | None = attrs.field(
+        default=DEFAULT_SYSTEM_PROMPT, validator=non_empty_string(optional=True)
+    )
     """The section teaching ``task``, appended to the main agent's system prompt; ``None``:
     add none."""
-    task_description: str | None = attrs.field(default=None, validator=_optional_text)
+    task_description: str | None = attrs.field(
+        default=None, validator=non_empty_string(optional=True)
+    )
     """The ``task`` description the model reads; ``None``: the built-in one. Its
     ``{available_agents}`` is replaced with the list of sub-agents."""
 

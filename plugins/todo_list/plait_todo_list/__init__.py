@@ -17,6 +17,7 @@ import attrs
 
 from plait.messages import ToolMessage, pending_tool_calls
 from plait.middleware import RequestMiddleware, can_jump_to
+from plait.options import non_empty_string
 from plait.tools import Tool
 from plait.types import (
     AgentConfig,
@@ -95,19 +96,16 @@ def _summary(todos: Sequence[Todo]) -> str:
     return "\n".join(lines)
 
 
-def _text(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{attribute.name} must be a non-empty string, got {value!r}")
-
-
 @attrs.frozen(kw_only=True)
 class TodoListMiddleware(RequestMiddleware):
     """Gives the agent a ``write_todos`` tool and a system-prompt section on planning;
     the list lives in the thread's ``todos`` state key."""
 
-    system_prompt: str = attrs.field(default=DEFAULT_SYSTEM_PROMPT, validator=_text)
+    system_prompt: str = attrs.field(default=DEFAULT_SYSTEM_PROMPT, validator=non_empty_string())
     """The section appended to the system prompt of every model call offering the tool."""
-    tool_description: str = attrs.field(default=DEFAULT_TOOL_DESCRIPTION, validator=_text)
+    tool_description: str = attrs.field(
+        default=DEFAULT_TOOL_DESCRIPTION, validator=non_empty_string()
+    )
     """The ``write_todos`` description the model reads."""
 
     def state_fields(self) -> dict[str, StateField]:

@@ -22,7 +22,7 @@ from plait.errors import ConfigError, ToolCallLimitExceededError
 from plait.limits import limit_reached
 from plait.messages import ToolCall, ToolMessage, pending_tool_calls
 from plait.middleware import Middleware, can_jump_to
-from plait.options import check_tool_names, integer
+from plait.options import check_tool_names, integer, non_empty_string
 from plait.types import AgentConfig, Command, StateField
 
 __all__ = ["ToolCallLimitMiddleware"]
@@ -36,11 +36,6 @@ ALL_TOOLS = "__all__"
 
 _LIMIT = integer(minimum=0, optional=True)
 """A limit option: an int >= 0, or None for no limit."""
-
-
-def _optional_name(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise ValueError(f"{attribute.name} must be a tool's name or None, got {value!r}")
 
 
 @attrs.frozen
@@ -72,7 +67,7 @@ class ToolCallLimitMiddleware(Middleware):
     attempt.
     """
 
-    tool_name: str | None = attrs.field(default=None, validator=_optional_name)
+    tool_name: str | None = attrs.field(default=None, validator=non_empty_string(optional=True))
     """The tool to limit; ``None`` limits every tool together."""
     thread_limit: int | None = attrs.field(default=None, validator=_LIMIT)
     """Most calls in a thread, across runs (needs a checkpointer)."""

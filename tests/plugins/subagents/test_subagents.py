@@ -751,7 +751,7 @@ def test_duplicate_names_are_a_config_error(make_agent: Any) -> None:
         ),
         (
             {"subagents": [{"name": "", "description": "d", "system_prompt": "p"}]},
-            "option 'subagents[0].name': name must be a non-empty string",
+            "option 'subagents[0].name': expected a non-empty string, got ''",
         ),
         (
             {"subagents": [{"name": "r", "description": "d", "system_prompt": "p", "modle": "x"}]},

@@ -81,7 +81,7 @@ def test_empty_options_fail_at_create_agent(make_agent: Any) -> None:
     with pytest.raises(ConfigError) as info:
         make_agent(["hi"], middleware=[("todo_list", {"system_prompt": "  "})])
     assert "plugin 'todo_list'" in str(info.value)
-    assert "system_prompt must be a non-empty string" in str(info.value)
+    assert "option 'system_prompt': expected a non-empty string, got '  '" in str(info.value)
 
 
 def test_the_list_is_in_state_and_survives_across_turns(make_agent: Any) -> None:

@@ -357,7 +357,10 @@ def test_by_name(make_agent: Any) -> None:
             {"run_limit": 1, "exit_behavior": "stop"},
             "option 'exit_behavior': expected one of 'continue', 'error', 'end'",
         ),
-        ({"run_limit": 1, "tool_name": ""}, "option 'tool_name': tool_name must be a tool's name"),
+        (
+            {"run_limit": 1, "tool_name": ""},
+            "option 'tool_name': expected a non-empty string or None, got ''",
+        ),
         (
             {"run_limit": 1, "tool_name": "serch"},
             "option 'tool_name' names a tool the agent does not have: 'serch' (did you mean "
