@@ -63,6 +63,9 @@ if TYPE_CHECKING:
 __all__ = ["OpenAIResponsesModel"]
 
 PROVIDER = "openai-responses"
+DEFAULT_TIMEOUT = 600.0
+"""Seconds for connect and each read: a reasoning model thinks for minutes before the first
+byte of a non-streamed answer (the official SDK waits ten minutes too)."""
 
 _ANTHROPIC_TEXT_KEYS = ("cache_control", "citations")
 _OWN_ITEMS = frozenset({"message", "function_call"})
@@ -243,9 +246,9 @@ class OpenAIResponsesModel(HTTPChatModel):
     """A Responses API model: ``OpenAIResponsesModel("gpt-5", reasoning={"effort": "low"})``.
 
     ``api_key`` defaults to ``OPENAI_API_KEY``, ``base_url`` to ``OPENAI_BASE_URL``, then
-    ``https://api.openai.com/v1``. Other keyword settings (``reasoning``, ``include``,
-    ``store``, ``temperature``, ``max_tokens`` — sent as ``max_output_tokens``…) go into
-    every request body; per-call settings override them.
+    ``https://api.openai.com/v1``; ``timeout`` to 600 seconds. Other keyword settings
+    (``reasoning``, ``include``, ``store``, ``temperature``, ``max_tokens`` — sent as
+    ``max_output_tokens``…) go into every request body; per-call settings override them.
     """
 
     provider: ClassVar[str] = PROVIDER
@@ -259,7 +262,7 @@ class OpenAIResponsesModel(HTTPChatModel):
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        timeout: float | None = 60.0,
+        timeout: float | None = DEFAULT_TIMEOUT,
         profile: ModelProfile | Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         **settings: Any,

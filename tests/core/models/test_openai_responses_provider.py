@@ -531,3 +531,9 @@ def test_a_stream_without_part_events_still_keeps_the_message_id(server: ReplayS
     assert expected.content[-1]["id"].startswith("msg_")
     serve_stream(server, kept, 3)
     assert assemble_chunks(llm.stream([HumanMessage("hi")])).content == expected.content
+
+
+def test_the_default_timeout_waits_for_a_reasoning_model() -> None:
+    llm = OpenAIResponsesModel("gpt-5", api_key="k")
+    assert llm.timeout == 600.0
+    assert OpenAIResponsesModel("gpt-5", api_key="k", timeout=30).timeout == 30

@@ -219,14 +219,21 @@ def test_a_tool_error_in_a_sqlite_checkpoint_does_not_carry_the_key(
     assert "REDACTED" in dump and BARE_KEY not in dump
 
 
-@pytest.mark.parametrize("name", ["openai-stream-error", "anthropic-error-event", "openai-401"])
+@pytest.mark.parametrize(
+    "name",
+    ["openai-stream-error", "anthropic-error-event", "openai-401", "responses-error-event"],
+)
 def test_plait_run_output_does_not_carry_the_key(
     name: str, server: ReplayServer, tmp_path: Path
 ) -> None:
     provider, reply, _ = failures(BARE_KEY)[name]
     for _ in range(12):  # the CLI may retry
         server.reply(reply())
-    model = "openai:gpt-4o" if provider == "openai" else "anthropic:claude-sonnet-4-5"
+    model = {
+        "openai": "openai:gpt-4o",
+        "openai-responses": "openai-responses:gpt-5",
+        "anthropic": "anthropic:claude-sonnet-4-5",
+    }[provider]
     agent = tmp_path / "agent.toml"
     agent.write_text(f'[agent]\nmodel = "{model}"\n', encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}

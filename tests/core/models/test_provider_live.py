@@ -23,6 +23,9 @@ LIVE = os.environ.get("PLAIT_LIVE") == "1"
 PROVIDERS = []
 if ENV.get("OPENAI_API_KEY") or ENV.get("OPENAI_BASE_URL"):
     PROVIDERS.append("openai:" + os.environ.get("PLAIT_LIVE_OPENAI_MODEL", "gpt-4.1-mini"))
+if ENV.get("OPENAI_API_KEY") and not ENV.get("OPENAI_BASE_URL"):
+    model = os.environ.get("PLAIT_LIVE_OPENAI_RESPONSES_MODEL", "gpt-4.1-mini")
+    PROVIDERS.append("openai-responses:" + model)
 if ENV.get("ANTHROPIC_API_KEY"):
     PROVIDERS.append(
         "anthropic:" + os.environ.get("PLAIT_LIVE_ANTHROPIC_MODEL", "claude-haiku-4-5")
