@@ -482,3 +482,26 @@ def test_recorded_errors_are_typed_with_their_text(name: str, server: ReplayServ
         assert caught.value.retryable is False
         assert error["message"] in str(caught.value)
         assert str(caught.value).startswith("openai-responses API error 400")
+
+
+def test_streamed_reasoning_summary_is_what_its_deltas_said(server: ReplayServer) -> None:
+    """The summary deltas carry nothing the done reasoning item lacks: the kept block's
+    summary is the deltas joined, part by part."""
+    text = body("resp_stream_reasoning_summary_code_interpreter")
+    parts: dict[tuple[str, int], str] = {}
+    for name, data in sse_events(text):
+        if name == "response.reasoning_summary_text.delta":
+            event = json.loads(data)
+            key = (event["item_id"], event["summary_index"])
+            parts[key] = parts.get(key, "") + event["delta"]
+    assert len(parts) == 1
+    answer = streamed(model(server), server, text, 2)
+    assert isinstance(answer.content, list)
+    summaries = {
+        (block["id"], index): part["text"]
+        for block in answer.content
+        if block["type"] == "reasoning"
+        for index, part in enumerate(block["summary"])
+    }
+    assert summaries == parts
+    assert [b["type"] for b in answer.content].count("code_interpreter_call") == 3
