@@ -70,6 +70,16 @@ byte of a non-streamed answer (the official SDK waits ten minutes too)."""
 _ANTHROPIC_TEXT_KEYS = ("cache_control", "citations")
 _OWN_ITEMS = frozenset({"message", "function_call"})
 """Output item types turned into text and tool calls; every other type is kept whole."""
+_OTHER_ITEMS = frozenset(
+    {"reasoning", "mcp_list_tools", "mcp_approval_request", "item_reference", "compaction"}
+)
+
+
+def _is_item(block: Mapping[str, Any]) -> bool:
+    """Whether a kept block is a Responses item (reasoning, a built-in tool's call or its
+    output...), not another provider's block (an Anthropic ``thinking`` block)."""
+    kind = str(block.get("type", ""))
+    return kind in _OTHER_ITEMS or kind.endswith(("_call", "_call_output"))
 
 
 # -- the wire format ------------------------------------------------------------------------
@@ -394,7 +404,8 @@ def _items(message: AnyMessage) -> list[dict[str, Any]]:
 def _assistant_items(message: AIMessage) -> list[dict[str, Any]]:
     """An answer as the output items it came from, in their order: text with a message id
     as that message, other text as an assistant turn, kept items unchanged, each function
-    call where it stood (else after everything)."""
+    call where it stood (else after everything). Another provider's blocks (a fallback's
+    thinking) are left out, as the Chat Completions provider leaves them."""
     calls = {call.id: call for call in message.tool_calls}
     items: list[dict[str, Any]] = []
     blocks = (
@@ -431,7 +442,7 @@ def _assistant_items(message: AIMessage) -> list[dict[str, Any]]:
             call = calls.pop(str(block.get("call_id")), None)
             if call is not None:  # a call middleware removed is not sent
                 items.append(_function_call(call, block.get("id")))
-        else:
+        elif _is_item(block):
             items.append(dict(block))
     if not items and not calls and message.response_metadata.get("refusal"):
         items.append({"role": "assistant", "content": str(message.response_metadata["refusal"])})

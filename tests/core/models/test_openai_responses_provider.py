@@ -537,3 +537,31 @@ def test_the_default_timeout_waits_for_a_reasoning_model() -> None:
     llm = OpenAIResponsesModel("gpt-5", api_key="k")
     assert llm.timeout == 600.0
     assert OpenAIResponsesModel("gpt-5", api_key="k", timeout=30).timeout == 30
+
+
+def test_another_providers_answer_is_sent_as_text_and_calls(server: ReplayServer) -> None:
+    """A history from a fallback model (Anthropic thinking and server-tool blocks) goes
+    as its text and tool calls; blocks with no Responses item are left out."""
+    anthropic = AIMessage(
+        [
+            {"type": "thinking", "thinking": "Let me look.", "signature": "c2ln"},
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+            {"type": "text", "text": "Checking the weather."},
+        ],
+        tool_calls=[ToolCall("get_weather", {"city": "Rome"}, "toolu_1")],
+    )
+    server.json(answer("resp_text_plain"))
+    model(server).invoke(
+        [HumanMessage("Rome?"), anthropic, ToolMessage("sunny", tool_call_id="toolu_1")]
+    )
+    assert server.last.body["input"][1:] == [
+        {"role": "assistant", "content": "Checking the weather."},
+        {
+            "type": "function_call",
+            "call_id": "toolu_1",
+            "name": "get_weather",
+            "arguments": '{"city": "Rome"}',
+        },
+        {"type": "function_call_output", "call_id": "toolu_1", "output": "sunny"},
+    ]
