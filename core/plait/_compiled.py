@@ -102,11 +102,13 @@ def compile_agent(
     response_format: Any,
     name: str,
     tool_timeout: float | None,
+    output_retries: int = 1,
 ) -> CompiledAgent:
     """Check and build everything; every mistake is a ``ConfigError`` raised here."""
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"name must be a non-empty string, got {name!r}")
     _convert.number(above=0, optional=True).require("tool_timeout", tool_timeout)
+    _convert.integer(minimum=0).require("output_retries", output_retries)
     chat_model = init_chat_model(model)
     # Middleware and tools first: a mistake there must not leave a database file behind
     # (the checkpointer and store below may create one).
@@ -138,7 +140,7 @@ def compile_agent(
         by_name[item.name] = item
     config = attrs.evolve(config, tools=all_tools)
     native = chat_model.profile is None or chat_model.profile.structured_output
-    structured = Structured(response_format, native)
+    structured = Structured(response_format, native, output_retries)
     for impl in registry.impls("validate_agent"):
         impl.call(config)
     loops = LoopThread()

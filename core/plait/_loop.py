@@ -26,6 +26,7 @@ from plait.errors import (
 from plait.interrupts import InterruptSignal, Scope, current_scope
 from plait.messages import (
     AIMessage,
+    HumanMessage,
     Message,
     RemoveMessage,
     ToolCall,
@@ -63,6 +64,8 @@ class RunInfo:
     resume: dict[str, Any] = attrs.field(factory=dict)
     usage: Usage = attrs.field(factory=Usage)
     structured_response: Any = None
+    format_retries: int = 0
+    """Answers not in the ``response_format`` the model was asked to redo so far."""
     finished: dict[str, Any] = attrs.field(factory=dict)
     """The answers of a tools step's calls that finished, by call id, saved as each
     finishes (when a step has several), so a crash re-runs only the calls in flight."""
@@ -319,14 +322,39 @@ class Run:
         message = response.message
         if message is not None and message.usage is not None:
             info.usage = info.usage + message.usage
-        if response.structured_response is not None:
-            info.structured_response = self.agent.structured.dump(response.structured_response)
-        elif self.agent.structured.native and message is not None and not message.tool_calls:
-            parsed = self.agent.structured.parse_text(message.text)
-            info.structured_response = self.agent.structured.dump(parsed)
-        elif message is not None:
-            self.agent.structured.check_answered(message)
+        structured = self.agent.structured
+        try:
+            if response.structured_response is not None:
+                info.structured_response = structured.dump(response.structured_response)
+            elif structured.native and message is not None and not message.tool_calls:
+                info.structured_response = structured.dump(structured.parse_text(message.text))
+            elif message is not None:
+                structured.check_answered(message)
+        except StructuredOutputError as error:
+            self.redo_answer(error)  # or raise, once the retries are spent
+            return "before_model", True
         return "after_model", True
+
+    def redo_answer(self, error: StructuredOutputError) -> None:
+        """Ask the model again for an answer in the format, telling it what was wrong —
+        or raise ``error`` when the agent's ``output_retries`` are spent."""
+        if self.info.format_retries >= self.agent.structured.retries:
+            raise error
+        self.info.format_retries += 1
+        tool = self.agent.structured.tool
+        how = f"call {tool.name!r} with it" if tool is not None else "reply with JSON only"
+        self.apply_update(
+            {
+                "messages": [
+                    HumanMessage(
+                        f"Your answer is not in the required format: {error}. Give the "
+                        f"final answer again in that format ({how}).",
+                        metadata={"plait": {"format_retry": self.info.format_retries}},
+                    )
+                ]
+            },
+            "model",
+        )
 
     def tools_node(self) -> Steps:
         calls = self.pending_calls()
@@ -441,6 +469,9 @@ class Run:
         try:
             value = structured.parse_args(call.args)
         except StructuredOutputError as exc:
+            if self.info.format_retries >= structured.retries:
+                raise
+            self.info.format_retries += 1
             return ToolMessage(
                 f"Error: the answer does not match the required format: {exc}. "
                 f"Call {call.name!r} again with a corrected answer.",

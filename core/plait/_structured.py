@@ -21,8 +21,10 @@ class Structured:
     doesn't). ``format`` is an attrs class (answers become instances) or a JSON schema
     (answers stay dicts, checked at the top level)."""
 
-    def __init__(self, response_format: Any, native: bool) -> None:
+    def __init__(self, response_format: Any, native: bool, retries: int = 1) -> None:
         self.format = response_format
+        self.retries = retries
+        """Answers not in the format a run asks the model to redo before it fails."""
         self.schema: dict[str, Any] | None = None
         self.native = False
         self.tool: Tool | None = None

@@ -49,6 +49,7 @@ def create_agent(
     response_format: Any = None,
     name: str = "agent",
     tool_timeout: float | None = None,
+    output_retries: int = 1,
 ) -> Agent:
     """Build an agent. Every misconfiguration raises ``ConfigError`` here, not later.
 
@@ -64,6 +65,10 @@ def create_agent(
     :param name: the agent's name, in traces, logs and errors (``runtime.agent_name``).
     :param tool_timeout: seconds a tool call may take unless its tool sets its own
         ``timeout``; past it the call is abandoned and the model gets an error message.
+    :param output_retries: with a ``response_format``, how many times a run asks the model
+        again for an answer that is not in the format (text that does not parse, a text
+        answer where the answer tool was expected, answer-tool arguments that do not fit)
+        before it raises ``StructuredOutputError``.
     """
     return Agent(
         compile_agent(
@@ -76,6 +81,7 @@ def create_agent(
             response_format=response_format,
             name=name,
             tool_timeout=tool_timeout,
+            output_retries=output_retries,
         )
     )
 

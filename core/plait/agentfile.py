@@ -85,6 +85,7 @@ class AgentSection:
     response_format: str | None = None
     recursion_limit: int = attrs.field(default=25, validator=integer(minimum=1))
     tool_timeout: float | None = attrs.field(default=None, validator=number(above=0, optional=True))
+    output_retries: int = attrs.field(default=1, validator=integer(minimum=0))
 
 
 @attrs.frozen
@@ -422,6 +423,7 @@ def read_agent_file(path: str | Path, *, model: Any = None) -> AgentSpec:
         "response_format": response_format,
         "name": agent.name,
         "tool_timeout": agent.tool_timeout,
+        "output_retries": agent.output_retries,
     }
     return AgentSpec(file, parsed, kwargs, agent.recursion_limit, built)
 

@@ -312,7 +312,7 @@ def test_structured_response_with_a_json_schema(make_agent: Any) -> None:
     agent = make_agent(['{"city": "Oslo"}'], response_format=schema)
     assert agent.invoke("where?").structured_response == {"city": "Oslo"}
 
-    bad = make_agent(['{"town": "Oslo"}'], response_format=schema)
+    bad = make_agent(['{"town": "Oslo"}', '{"town": "Bergen"}'], response_format=schema)
     with pytest.raises(plait.errors.StructuredOutputError, match="city"):
         bad.invoke("where?")
 

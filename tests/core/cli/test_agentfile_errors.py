@@ -35,7 +35,7 @@ AGENT = '[agent]\nmodel = "scripted:x"\n'
             "[agent]: unknown key 'modle' (did you mean 'model'?) (expected one of: model, "
             "name, model_settings, "
             "system_prompt, tools, checkpointer, store, response_format, recursion_limit, "
-            "tool_timeout)",
+            "tool_timeout, output_retries)",
         ),
         (
             'model = "scripted:x"\ntools = "mod:fn"\n',

@@ -185,6 +185,6 @@ def test_tool_strategy_text_answer_is_a_structured_output_error(server: Any) -> 
         profile={"structured_output": False},
         compat={"tool_choice_required": False},
     )
-    agent = plait.create_agent(model=llm, response_format=Report)
+    agent = plait.create_agent(model=llm, response_format=Report, output_retries=0)
     with pytest.raises(plait.errors.StructuredOutputError, match=r"answered in text.*'Report'"):
         agent.invoke("Weather report for Rome")
