@@ -563,7 +563,9 @@ def _message_metadata(message: _Message, logprobs: _Logprobs | None) -> dict[str
     return metadata
 
 
-_ANTHROPIC_TEXT_KEYS = ("cache_control", "citations")
+FOREIGN_TEXT_KEYS = ("cache_control", "citations", "thought_signature")
+"""Other providers' marks on a text block (Anthropic's cache mark and citations, Gemini's
+thought signature), which OpenAI rejects: a thread moved here keeps only the text."""
 
 
 def _content(content: str | list[dict[str, Any]]) -> Any:
@@ -575,8 +577,8 @@ def _content(content: str | list[dict[str, Any]]) -> Any:
     for block in content:
         part = dict(block)
         if part.get("type") == "text":
-            # A provider key (a cache breakpoint) is sent; Anthropic's own marks are not.
-            for key in _ANTHROPIC_TEXT_KEYS:
+            # A provider key (a cache breakpoint) is sent; another provider's are not.
+            for key in FOREIGN_TEXT_KEYS:
                 part.pop(key, None)
             part["text"] = str(part.get("text", ""))
         parts.append(part)

@@ -52,6 +52,7 @@ from plait.models._http import (
 from plait.models.base import ModelProfile, merge_text_blocks
 from plait.models.openai import (
     DEFAULT_BASE_URL,
+    FOREIGN_TEXT_KEYS,
     is_context_overflow,
     json_schema_format,
     strict_ok,
@@ -67,7 +68,6 @@ DEFAULT_TIMEOUT = 600.0
 """Seconds for connect and each read: a reasoning model thinks for minutes before the first
 byte of a non-streamed answer (the official SDK waits ten minutes too)."""
 
-_ANTHROPIC_TEXT_KEYS = ("cache_control", "citations")
 _OWN_ITEMS = frozenset({"message", "function_call"})
 """Output item types turned into text and tool calls; every other type is kept whole."""
 _OTHER_ITEMS = frozenset(
@@ -473,7 +473,7 @@ def _input_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, 
         part = dict(block)
         kind = part.get("type")
         if kind == "text":
-            for key in _ANTHROPIC_TEXT_KEYS:
+            for key in FOREIGN_TEXT_KEYS:
                 part.pop(key, None)
             part["type"] = "input_text"
             part["text"] = str(part.get("text", ""))

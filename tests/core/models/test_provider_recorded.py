@@ -436,10 +436,13 @@ def test_openai_text_part_keeps_its_provider_keys(server: ReplayServer) -> None:
     model = model_for("openai", server)
     server.raw(body("oai_reasoning_tokens").encode())
     part = {"type": "text", "text": "long prefix", "prompt_cache_breakpoint": {"mode": "auto"}}
-    model.invoke([HumanMessage([part, {"type": "text", "text": "q", "cache_control": {}}])])
+    gemini = {"type": "text", "text": "a", "thought_signature": "c2ln"}
+    anthropic = {"type": "text", "text": "q", "cache_control": {}}
+    model.invoke([HumanMessage([part, anthropic, gemini])])
     assert server.last.body["messages"][0]["content"] == [
         part,
         {"type": "text", "text": "q"},
+        {"type": "text", "text": "a"},
     ]
 
 
