@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 import pytest
+from recorded import RESPONSES, interactions, needs
 from replay_server import ReplayServer, Reply, split_bytes
 
 import plait
@@ -27,16 +28,11 @@ from plait.messages import (
 from plait.models import init_chat_model
 from plait.models.openai_responses import OpenAIResponsesModel
 
-RECORDED = Path(__file__).resolve().parents[3].parent / "shared" / "recorded"
-TRAFFIC = RECORDED / "openai-responses-traffic.json"
-
-pytestmark = pytest.mark.skipif(
-    not TRAFFIC.exists(), reason=f"recorded Responses traffic not found at {TRAFFIC}"
-)
+pytestmark = needs(RESPONSES)
 
 
 def recorded(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(TRAFFIC.read_text(encoding="utf-8"))["interactions"][name]
+    data: dict[str, Any] = interactions(RESPONSES)[name]
     return data
 
 

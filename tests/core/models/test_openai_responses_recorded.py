@@ -18,36 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+import recorded
 from replay_server import ReplayServer, Reply, split_bytes
 
 from plait.errors import ProviderError
 from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage, assemble_chunks
 from plait.models.openai_responses import OpenAIResponsesModel
 
-RECORDED = Path(__file__).resolve().parents[3].parent / "shared" / "recorded"
-TRAFFIC = RECORDED / "openai-responses-traffic.json"
-
-pytestmark = pytest.mark.skipif(
-    not TRAFFIC.exists(), reason=f"recorded Responses traffic not found at {TRAFFIC}"
-)
-
-
-def _interactions() -> dict[str, Any]:
-    if not TRAFFIC.exists():
-        return {}
-    data: dict[str, Any] = json.loads(TRAFFIC.read_text(encoding="utf-8"))["interactions"]
-    return data
-
-
-INTERACTIONS = _interactions()
-
-
-def _is_stream(item: dict[str, Any]) -> bool:
-    return "event-stream" in item["response"]["headers"].get("content-type", "")
+pytestmark = recorded.needs(recorded.RESPONSES)
+INTERACTIONS = recorded.interactions(recorded.RESPONSES)
+_is_stream = recorded.is_stream
 
 
 STREAMS = sorted(name for name, item in INTERACTIONS.items() if _is_stream(item))

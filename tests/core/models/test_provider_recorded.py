@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+import recorded
 from replay_server import ReplayServer, Reply, split_bytes
 
 from plait.errors import ConfigError, ProviderError
@@ -22,26 +22,9 @@ from plait.messages import AIMessage, HumanMessage, assemble_chunks
 from plait.models.anthropic import AnthropicChatModel
 from plait.models.openai import OpenAIChatModel
 
-RECORDED = Path(__file__).resolve().parents[3].parent / "shared" / "recorded"
-TRAFFIC = RECORDED / "provider-traffic.json"
-
-pytestmark = pytest.mark.skipif(
-    not TRAFFIC.exists(), reason=f"recorded provider traffic not found at {TRAFFIC}"
-)
-
-
-def _interactions() -> dict[str, Any]:
-    if not TRAFFIC.exists():
-        return {}
-    data: dict[str, Any] = json.loads(TRAFFIC.read_text(encoding="utf-8"))["interactions"]
-    return data
-
-
-INTERACTIONS = _interactions()
-
-
-def _is_stream(item: dict[str, Any]) -> bool:
-    return "event-stream" in item["response"]["headers"].get("content-type", "")
+pytestmark = recorded.needs(recorded.PROVIDERS)
+INTERACTIONS = recorded.interactions(recorded.PROVIDERS)
+_is_stream = recorded.is_stream
 
 
 STREAMS = sorted(name for name, item in INTERACTIONS.items() if _is_stream(item))

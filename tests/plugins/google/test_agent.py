@@ -9,21 +9,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
+from recorded import GEMINI, interactions, needs
 from replay_server import ReplayServer, Reply
 
 import plait
 from plait_google import THOUGHT_SIGNATURES, GoogleChatModel
 
-RECORDED = Path(__file__).resolve().parents[3].parent / "shared" / "recorded"
-TRAFFIC = RECORDED / "google-gemini-traffic.json"
 KEY = "AIza" + "SyE-plaitTestKeyNotRealzzzzzzzzzzz"
 
-pytestmark = pytest.mark.skipif(not TRAFFIC.exists(), reason=f"no recorded traffic at {TRAFFIC}")
+pytestmark = needs(GEMINI)
 
 
 def recorded(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(TRAFFIC.read_text(encoding="utf-8"))["interactions"][name]
+    data: dict[str, Any] = interactions(GEMINI)[name]
     return data
 
 

@@ -4,23 +4,20 @@ on loopback (``GOOGLE_GEMINI_BASE_URL``; a keyless server needs no key)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+import recorded
 from replay_server import ReplayServer, Reply
 
 REPO = Path(__file__).resolve().parents[3]
-TRAFFIC = REPO.parent / "shared" / "recorded" / "google-gemini-traffic.json"
-
-pytestmark = pytest.mark.skipif(not TRAFFIC.exists(), reason=f"no recorded traffic at {TRAFFIC}")
+pytestmark = recorded.needs(recorded.GEMINI)
 
 
 def test_plait_run_an_agent_file_on_gemini(server: ReplayServer) -> None:
-    interactions = json.loads(TRAFFIC.read_text(encoding="utf-8"))["interactions"]
+    interactions = recorded.interactions(recorded.GEMINI)
     for name in ("gem_function_call", "gem_function_response_roundtrip"):
         response = interactions[name]["response"]
         server.reply(Reply(response["status"], response["body"].encode(), response["headers"]))

@@ -18,11 +18,11 @@ import asyncio
 import base64
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+import recorded
 from replay_server import ReplayServer, Reply, split_bytes
 
 import plait
@@ -31,23 +31,10 @@ from plait.errors import ProviderError
 from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage, assemble_chunks
 from plait_google import THOUGHT_SIGNATURES, GoogleChatModel
 
-RECORDED = Path(__file__).resolve().parents[3].parent / "shared" / "recorded"
-TRAFFIC = RECORDED / "google-gemini-traffic.json"
 KEY = "AIza" + "SyD-plaitTestKeyNotRealxxxxxxxxxxx"
 
-pytestmark = pytest.mark.skipif(
-    not TRAFFIC.exists(), reason=f"recorded Gemini traffic not found at {TRAFFIC}"
-)
-
-
-def _interactions() -> dict[str, Any]:
-    if not TRAFFIC.exists():
-        return {}
-    data: dict[str, Any] = json.loads(TRAFFIC.read_text(encoding="utf-8"))["interactions"]
-    return data
-
-
-INTERACTIONS = _interactions()
+pytestmark = recorded.needs(recorded.GEMINI)
+INTERACTIONS = recorded.interactions(recorded.GEMINI)
 NAMES = sorted(INTERACTIONS)
 PREVIOUS = {
     "gem_function_response_roundtrip": "gem_function_call",
