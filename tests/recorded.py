@@ -35,3 +35,18 @@ def interactions(file: str) -> dict[str, Any]:
 
 def is_stream(item: dict[str, Any]) -> bool:
     return "event-stream" in item["response"]["headers"].get("content-type", "")
+
+
+def sse_events(text: str) -> list[tuple[str, str]]:
+    """(event, data) pairs of a recorded SSE body (``message`` where no event is named)."""
+    events = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        name, data = "message", []
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].lstrip())
+        if data:
+            events.append((name, "\n".join(data)))
+    return events

@@ -31,6 +31,7 @@ from plait.models.openai_responses import OpenAIResponsesModel
 pytestmark = recorded.needs(recorded.RESPONSES)
 INTERACTIONS = recorded.interactions(recorded.RESPONSES)
 _is_stream = recorded.is_stream
+sse_events = recorded.sse_events
 
 
 STREAMS = sorted(name for name, item in INTERACTIONS.items() if _is_stream(item))
@@ -45,20 +46,6 @@ ERRORS = sorted(name for name, item in INTERACTIONS.items() if item["response"][
 def body(name: str) -> str:
     text: str = INTERACTIONS[name]["response"]["body"]
     return text
-
-
-def sse_events(text: str) -> list[tuple[str, str]]:
-    events = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        name, data = "message", []
-        for line in block.split("\n"):
-            if line.startswith("event:"):
-                name = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].lstrip())
-        if data:
-            events.append((name, "\n".join(data)))
-    return events
 
 
 def completed(text: str) -> dict[str, Any]:

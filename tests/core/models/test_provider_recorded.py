@@ -25,6 +25,7 @@ from plait.models.openai import OpenAIChatModel
 pytestmark = recorded.needs(recorded.PROVIDERS)
 INTERACTIONS = recorded.interactions(recorded.PROVIDERS)
 _is_stream = recorded.is_stream
+sse_events = recorded.sse_events
 
 
 STREAMS = sorted(name for name, item in INTERACTIONS.items() if _is_stream(item))
@@ -39,21 +40,6 @@ ANTHROPIC_STREAMS = [name for name in STREAMS if INTERACTIONS[name]["provider"] 
 def body(name: str) -> str:
     text: str = INTERACTIONS[name]["response"]["body"]
     return text
-
-
-def sse_events(text: str) -> list[tuple[str, str]]:
-    """(event, data) pairs of a recorded SSE body (the recordings use ``\\n`` lines)."""
-    events = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        name, data = "message", []
-        for line in block.split("\n"):
-            if line.startswith("event:"):
-                name = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].lstrip())
-        if data:
-            events.append((name, "\n".join(data)))
-    return events
 
 
 # -- the non-streamed body a stream stands for --------------------------------------------

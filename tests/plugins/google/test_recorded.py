@@ -313,12 +313,7 @@ def test_function_responses_and_signatures_go_back_as_received(server: ReplaySer
 
 def sse_responses(text: str) -> list[dict[str, Any]]:
     """The ``GenerateContentResponse`` of each event of a recorded SSE body."""
-    out = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        data = [line[5:].lstrip() for line in block.split("\n") if line.startswith("data:")]
-        if data:
-            out.append(json.loads("\n".join(data)))
-    return out
+    return [json.loads(data) for _, data in recorded.sse_events(text)]
 
 
 def whole(responses: list[dict[str, Any]]) -> dict[str, Any]:
