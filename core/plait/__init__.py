@@ -35,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     "wrap_tool_call": "plait.middleware",
     "transform_model_stream": "plait.middleware",
     "interrupt": "plait.interrupts",
-    "new_id": "plait.effects",
+    "new_id": "plait._ids",
     # tools
     "tool": "plait.tools",
     "Tool": "plait.tools",
@@ -89,9 +89,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from plait._ids import new_id as new_id
     from plait.agent import Agent as Agent
     from plait.agent import create_agent as create_agent
-    from plait.effects import new_id as new_id
     from plait.errors import ConfigError as ConfigError
     from plait.errors import PlaitError as PlaitError
     from plait.hookspecs import hookimpl as hookimpl

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from plait import _tool_threads, effects
+from plait import _performers, _tool_threads
 from plait._compose import Layers, transform_async, transform_sync
 from plait._stream import stream_sink
 from plait.messages import ToolMessage, assemble_chunks
@@ -27,6 +27,7 @@ from plait.types import (
     ModelResponse,
     StreamEvent,
     ToolCallRequest,
+    ToolRun,
     ToolRuntime,
 )
 
@@ -74,15 +75,13 @@ class Innermost:
     # -- tools -----------------------------------------------------------------------------
 
     def call_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
-        if effects.active():
-            return effects.perform(effects.ToolRun(request), lambda: self._run_tool(request))
+        if _performers.active():
+            return _performers.perform(ToolRun(request), lambda: self._run_tool(request))
         return self._run_tool(request)
 
     async def acall_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
-        if effects.active():
-            return await effects.aperform(
-                effects.ToolRun(request), lambda: self._arun_tool(request)
-            )
+        if _performers.active():
+            return await _performers.aperform(ToolRun(request), lambda: self._arun_tool(request))
         return await self._arun_tool(request)
 
     def _run_tool(self, request: ToolCallRequest) -> ToolMessage | Command:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from plait import _loop, checkpoint, effects
+from plait import _ids, _loop, checkpoint
 from plait._compiled import CompiledAgent
 from plait._loop import Run, RunInfo
 from plait._state import RUN_KEY, ThreadState
@@ -123,7 +123,7 @@ def _run_info(thread: ThreadState, thread_id: str | None, input: Any) -> tuple[R
             )
         if info is not None and info.status != "done":
             _cancel_unanswered(thread, info, input)
-        info = RunInfo(run_id=effects.new_id())
+        info = RunInfo(run_id=_ids.new_id())
         thread.reset_run_fields()
         _apply_input(thread, input)
         return info, False

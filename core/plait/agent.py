@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from plait import _convert, effects
+from plait import _convert, _ids
 from plait._compiled import CompiledAgent, compile_agent
 from plait._compose import chain_async, chain_sync
 from plait._loop import Run, RunInfo, adrive, drive
@@ -239,7 +239,7 @@ class Agent:
                 "'sqlite:///agent.db' across restarts"
             )
         if thread_id is None and self.checkpointer is not None:
-            thread_id = effects.new_id()
+            thread_id = _ids.new_id()
         thread = self._thread(thread_id)
         try:
             return start_run(

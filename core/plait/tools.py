@@ -1,5 +1,9 @@
 """Tools: what the model may call. ``@tool`` turns a typed, documented function into a ``Tool``.
 
+A ``Tool`` is handed a ``ToolRuntime`` holding the run's ``Runtime``, which lists the
+tools: the three name each other, so they are declared here together (``plait.types``
+exports the two runtimes beside the other objects hooks receive).
+
 The function's type hints become the JSON schema the model sees, its docstring the
 description (and, from a Google-style ``Args:`` section, each parameter's description).
 Before a call, ``Tool.prepare`` validates the model's arguments with the same strict
@@ -14,16 +18,20 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import attrs
 import cattrs
 
 from plait import _convert, schema
 from plait.errors import PlaitError
-from plait.types import ToolRuntime
+from plait.messages import ToolCall
 
-__all__ = ["Tool", "ToolArgumentError", "tool"]
+if TYPE_CHECKING:
+    from plait.models.base import ChatModel
+    from plait.store import Store
+
+__all__ = ["Runtime", "Tool", "ToolArgumentError", "ToolRuntime", "tool"]
 
 _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -241,6 +249,52 @@ class Tool:
         if self._runtime_parameter is not None:
             kwargs[self._runtime_parameter] = runtime
         return kwargs
+
+
+@attrs.frozen
+class Runtime:
+    """What a run knows about itself, passed to node hooks and inside requests."""
+
+    thread_id: str | None
+    run_id: str
+    context: Any = None
+    store: Store | None = None
+    model: ChatModel | None = None
+    tools: tuple[Tool, ...] = ()
+    stream_writer: Callable[[Any], None] = attrs.field(default=lambda _data: None, eq=False)
+    agent_name: str = "agent"
+
+
+@attrs.frozen
+class ToolRuntime:
+    """Injected into a tool parameter annotated ``ToolRuntime`` (hidden from the model)."""
+
+    tool_call: ToolCall
+    state: Mapping[str, Any]
+    runtime: Runtime
+
+    @property
+    def tool_call_id(self) -> str:
+        return self.tool_call.id
+
+    @property
+    def context(self) -> Any:
+        return self.runtime.context
+
+    @property
+    def store(self) -> Store | None:
+        return self.runtime.store
+
+    @property
+    def stream_writer(self) -> Callable[[Any], None]:
+        return self.runtime.stream_writer
+
+    @property
+    def idempotency_key(self) -> str:
+        """``"{run_id}:{tool_call_id}"``: the same each time this call is retried or
+        replayed, so a tool can make its side effect once (send it as the
+        ``Idempotency-Key`` of an HTTP request, or a unique key of a row)."""
+        return f"{self.runtime.run_id}:{self.tool_call.id}"
 
 
 def _is_runtime_hint(hint: Any) -> bool:

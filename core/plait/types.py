@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
+from plait._performers import Effect
 from plait.messages import AIMessage, AnyMessage, Message, RemoveMessage, ToolCall, Usage
+from plait.tools import Runtime, Tool, ToolRuntime
 
 if TYPE_CHECKING:
     from plait.checkpoint import Checkpointer
     from plait.models.base import ChatModel
     from plait.store import Store
-    from plait.tools import Tool
 
 __all__ = [
     "AgentConfig",
@@ -29,6 +30,7 @@ __all__ = [
     "StateUpdate",
     "StreamEvent",
     "ToolCallRequest",
+    "ToolRun",
     "ToolRuntime",
 ]
 
@@ -95,20 +97,6 @@ class StreamEvent:
 
 
 @attrs.frozen
-class Runtime:
-    """What a run knows about itself, passed to node hooks and inside requests."""
-
-    thread_id: str | None
-    run_id: str
-    context: Any = None
-    store: Store | None = None
-    model: ChatModel | None = None
-    tools: tuple[Tool, ...] = ()
-    stream_writer: Callable[[Any], None] = attrs.field(default=lambda _data: None, eq=False)
-    agent_name: str = "agent"
-
-
-@attrs.frozen
 class RunRequest:
     """One run as ``wrap_run`` sees it, before it starts."""
 
@@ -123,38 +111,6 @@ class RunRequest:
     @property
     def agent_name(self) -> str:
         return self.runtime.agent_name
-
-
-@attrs.frozen
-class ToolRuntime:
-    """Injected into a tool parameter annotated ``ToolRuntime`` (hidden from the model)."""
-
-    tool_call: ToolCall
-    state: State
-    runtime: Runtime
-
-    @property
-    def tool_call_id(self) -> str:
-        return self.tool_call.id
-
-    @property
-    def context(self) -> Any:
-        return self.runtime.context
-
-    @property
-    def store(self) -> Store | None:
-        return self.runtime.store
-
-    @property
-    def stream_writer(self) -> Callable[[Any], None]:
-        return self.runtime.stream_writer
-
-    @property
-    def idempotency_key(self) -> str:
-        """``"{run_id}:{tool_call_id}"``: the same each time this call is retried or
-        replayed, so a tool can make its side effect once (send it as the
-        ``Idempotency-Key`` of an HTTP request, or a unique key of a row)."""
-        return f"{self.runtime.run_id}:{self.tool_call.id}"
 
 
 @attrs.frozen
@@ -225,6 +181,15 @@ class ToolCallRequest:
 
     def override(self, **changes: Any) -> ToolCallRequest:
         return attrs.evolve(self, **changes)
+
+
+@attrs.frozen
+class ToolRun(Effect):
+    """One run of a tool function, inside every ``wrap_tool_call`` hook, as performers
+    see it (``plait.effects``); ``proceed()`` returns the ``ToolMessage`` or ``Command``
+    answering the call."""
+
+    request: ToolCallRequest
 
 
 @attrs.frozen

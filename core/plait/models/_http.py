@@ -38,7 +38,7 @@ from plait.models.base import ChatModel, ModelProfile, message_to_chunk
 from plait.models.profiles import resolve_profile
 
 if TYPE_CHECKING:
-    from plait.tools import Tool
+    from plait.models.base import ToolDefinition
 
 __all__ = [
     "HTTPChatModel",
@@ -388,7 +388,7 @@ class HTTPChatModel(ChatModel):
         messages: Sequence[AnyMessage],
         *,
         system_prompt: str | None,
-        tools: Sequence[Tool],
+        tools: Sequence[ToolDefinition],
         tool_choice: str | None,
         response_format: Mapping[str, Any] | None,
         provider_options: Mapping[str, Any] | None,
@@ -477,7 +477,7 @@ class HTTPChatModel(ChatModel):
         messages: Sequence[AnyMessage],
         *,
         system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
+        tools: Sequence[ToolDefinition] = (),
         tool_choice: str | None = None,
         response_format: Mapping[str, Any] | None = None,
         provider_options: Mapping[str, Any] | None = None,

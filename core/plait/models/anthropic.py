@@ -52,7 +52,7 @@ from plait.models._http import (
 from plait.models.base import ModelProfile, merge_text_blocks
 
 if TYPE_CHECKING:
-    from plait.tools import Tool
+    from plait.models.base import ToolDefinition
 
 __all__ = ["AnthropicChatModel"]
 
@@ -364,7 +364,7 @@ class AnthropicChatModel(HTTPChatModel):
         messages: Sequence[AnyMessage],
         *,
         system_prompt: str | None,
-        tools: Sequence[Tool],
+        tools: Sequence[ToolDefinition],
         tool_choice: str | None,
         response_format: Mapping[str, Any] | None,
         provider_options: Mapping[str, Any] | None,
@@ -457,7 +457,7 @@ class AnthropicChatModel(HTTPChatModel):
         raise TypeError(f"anthropic: cannot send a {type(message).__name__}")
 
     @staticmethod
-    def _tool(tool: Tool) -> dict[str, Any]:
+    def _tool(tool: ToolDefinition) -> dict[str, Any]:
         options = dict(tool.provider_options.get("anthropic", {}))
         if options.get("type", "custom") != "custom":
             # A provider-defined tool (bash, text editor, web search...): its type says it
@@ -471,7 +471,7 @@ class AnthropicChatModel(HTTPChatModel):
 
     @staticmethod
     def _tool_choice(
-        choice: str | None, tools: Sequence[Tool], answer_tool: str | None
+        choice: str | None, tools: Sequence[ToolDefinition], answer_tool: str | None
     ) -> dict[str, Any] | None:
         if choice is None:
             if answer_tool is None:

@@ -1,22 +1,45 @@
-"""The ``ChatModel`` base class every provider implements, and model profiles."""
+"""The ``ChatModel`` base class every provider implements, what it reads of a tool
+(``ToolDefinition``), the effect each of its calls is (``ModelCall``), and model
+profiles."""
 
 from __future__ import annotations
 
 import abc
 import asyncio
+import contextvars
 import functools
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import attrs
 
-from plait import effects
+from plait._performers import Effect, aperform, perform
+from plait._performers import active as _performing
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCallChunk
 
-if TYPE_CHECKING:
-    from plait.tools import Tool
+__all__ = ["ChatModel", "ModelCall", "ModelProfile", "ToolDefinition", "merge_text_blocks"]
 
-__all__ = ["ChatModel", "ModelProfile", "merge_text_blocks"]
+T = TypeVar("T")
+
+
+class ToolDefinition(Protocol):
+    """What a provider reads of each tool it offers the model. ``plait.Tool`` is one; a
+    provider never runs a tool, so it needs nothing else."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        """The JSON schema of the arguments (an object schema)."""
+
+    @property
+    def provider_options(self) -> Mapping[str, Any]:
+        """Provider-native extras; a tool run by the provider (a server tool) is described
+        here alone."""
 
 
 @attrs.frozen
@@ -33,11 +56,11 @@ class ChatModel(abc.ABC):
     """A chat model. Providers override ``invoke`` (and, for real streaming and non-
     blocking async, ``stream``/``ainvoke``/``astream``).
 
-    ``tools`` are ``plait.Tool`` objects (name, description, JSON-schema ``parameters``,
-    ``provider_options``); ``response_format`` is a JSON schema the answer must match;
-    ``provider_options`` carries provider-native extras, and a provider ignores keys
-    meant for others. ``ainvoke``, ``stream`` and ``astream`` take the same options as
-    ``invoke``.
+    ``tools`` are ``ToolDefinition``s (``plait.Tool`` objects: name, description,
+    JSON-schema ``parameters``, ``provider_options``); ``response_format`` is a JSON
+    schema the answer must match; ``provider_options`` carries provider-native extras,
+    and a provider ignores keys meant for others. ``ainvoke``, ``stream`` and
+    ``astream`` take the same options as ``invoke``.
     """
 
     provider: ClassVar[str] = "base"
@@ -45,7 +68,7 @@ class ChatModel(abc.ABC):
     profile: ModelProfile | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        # Every provider's calls are effects (``plait.effects.ModelCall``), whoever makes
+        # Every provider's calls are effects (``ModelCall``), whoever makes
         # them, so a performer (tracing, durable execution) sees each one.
         super().__init_subclass__(**kwargs)
         for name, performed in _PERFORMED.items():
@@ -59,7 +82,7 @@ class ChatModel(abc.ABC):
         messages: Sequence[AnyMessage],
         *,
         system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
+        tools: Sequence[ToolDefinition] = (),
         tool_choice: str | None = None,
         response_format: Mapping[str, Any] | None = None,
         provider_options: Mapping[str, Any] | None = None,
@@ -93,24 +116,65 @@ class ChatModel(abc.ABC):
         return f"<{type(self).__name__} {self.provider}:{self.model_name}>"
 
 
+@attrs.frozen
+class ModelCall(Effect):
+    """One call of a chat model, as performers see it (``plait.effects``).
+
+    ``proceed()`` returns the ``AIMessage``; when ``streaming``, an iterator (async
+    iterator for ``aperform``) of ``AIMessageChunk`` — and the performer returns an
+    iterable (async iterable) of chunks.
+    """
+
+    model: ChatModel
+    messages: Sequence[AnyMessage]
+    options: Mapping[str, Any]
+    streaming: bool = False
+
+
+# A model call made while performing another (a provider's ``stream`` built on its own
+# ``invoke``) is part of that one, not an effect of its own.
+_in_model_call: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "plait_in_model_call", default=False
+)
+
+
+def _direct() -> bool:
+    """Whether a call goes straight to the provider: no performer, or inside another."""
+    return not _performing() or _in_model_call.get()
+
+
 def _invoke(method: Callable[..., AIMessage]) -> Callable[..., AIMessage]:
     @functools.wraps(method)
     def invoke(self: ChatModel, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
-        if not effects.active():
+        if _direct():
             return method(self, messages, **options)
-        call = effects.ModelCall(self, messages, options)
-        return effects.call_model(call, lambda: method(self, messages, **options))
+
+        def proceed() -> AIMessage:
+            token = _in_model_call.set(True)
+            try:
+                return method(self, messages, **options)
+            finally:
+                _in_model_call.reset(token)
+
+        return perform(ModelCall(self, messages, options), proceed)
 
     return invoke
 
 
-def _ainvoke(method: Callable[..., Any]) -> Callable[..., Any]:
+def _ainvoke(method: Callable[..., Awaitable[AIMessage]]) -> Callable[..., Any]:
     @functools.wraps(method)
-    async def ainvoke(self: ChatModel, messages: Sequence[AnyMessage], **options: Any) -> Any:
-        if not effects.active():
+    async def ainvoke(self: ChatModel, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
+        if _direct():
             return await method(self, messages, **options)
-        call = effects.ModelCall(self, messages, options)
-        return await effects.acall_model(call, lambda: method(self, messages, **options))
+
+        async def proceed() -> AIMessage:
+            token = _in_model_call.set(True)
+            try:
+                return await method(self, messages, **options)
+            finally:
+                _in_model_call.reset(token)
+
+        return await aperform(ModelCall(self, messages, options), proceed)
 
     return ainvoke
 
@@ -120,10 +184,10 @@ def _stream(method: Callable[..., Iterator[AIMessageChunk]]) -> Callable[..., An
     def stream(
         self: ChatModel, messages: Sequence[AnyMessage], **options: Any
     ) -> Iterator[AIMessageChunk]:
-        if not effects.active():
+        if _direct():
             return method(self, messages, **options)
-        call = effects.ModelCall(self, messages, options, streaming=True)
-        return effects.stream_model(call, lambda: method(self, messages, **options))
+        call = ModelCall(self, messages, options, streaming=True)
+        return _performed_stream(call, lambda: method(self, messages, **options))
 
     return stream
 
@@ -133,12 +197,62 @@ def _astream(method: Callable[..., AsyncIterator[AIMessageChunk]]) -> Callable[.
     def astream(
         self: ChatModel, messages: Sequence[AnyMessage], **options: Any
     ) -> AsyncIterator[AIMessageChunk]:
-        if not effects.active():
+        if _direct():
             return method(self, messages, **options)
-        call = effects.ModelCall(self, messages, options, streaming=True)
-        return effects.astream_model(call, lambda: method(self, messages, **options))
+        call = ModelCall(self, messages, options, streaming=True)
+        return _aperformed_stream(call, lambda: method(self, messages, **options))
 
     return astream
+
+
+def _performed_stream(effect: ModelCall, start: Callable[[], Iterator[T]]) -> Iterator[T]:
+    """The chunks of a streamed model call, performed when the first one is asked for."""
+    yield from perform(effect, lambda: _guarded(start()))
+
+
+async def _aperformed_stream(
+    effect: ModelCall, start: Callable[[], AsyncIterator[T]]
+) -> AsyncIterator[T]:
+    async def proceed() -> AsyncIterator[T]:
+        return _aguarded(start())
+
+    async for chunk in _aiter(await aperform(effect, proceed)):
+        yield chunk
+
+
+def _guarded(chunks: Iterator[T]) -> Iterator[T]:
+    while True:
+        token = _in_model_call.set(True)
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            return
+        finally:
+            _in_model_call.reset(token)
+        yield chunk
+
+
+async def _aguarded(chunks: AsyncIterator[T]) -> AsyncIterator[T]:
+    while True:
+        token = _in_model_call.set(True)
+        try:
+            chunk = await anext(chunks)
+        except StopAsyncIteration:
+            return
+        finally:
+            _in_model_call.reset(token)
+        yield chunk
+
+
+async def _aiter(chunks: Any) -> AsyncIterator[Any]:
+    """What a performer returned for an async stream: an async iterable, or a plain one
+    (chunks recorded earlier)."""
+    if hasattr(chunks, "__aiter__"):
+        async for chunk in chunks:
+            yield chunk
+    else:
+        for chunk in chunks:
+            yield chunk
 
 
 _PERFORMED: dict[str, Callable[[Any], Any]] = {

@@ -23,8 +23,9 @@ The helpers below are the ones those methods use: ``wire`` (a cattrs converter t
 ignores unknown keys), ``loads_event``, ``stream_error``/``body_error`` for errors inside
 a 200, ``error_details`` for the error-body shapes seen in the wild, ``redact``,
 ``Secret``, ``parse_retry_after``, the incremental ``SSEDecoder`` and
-``message_to_chunk``. Importing this module imports httpx, so a plugin should import it
-only from the module its entry point names.
+``message_to_chunk``; ``ToolDefinition`` is what ``_prepare`` reads of each tool.
+Importing this module imports httpx, so a plugin should import it only from the module
+its entry point names.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from plait.models._http import (
     stream_error,
     wire,
 )
-from plait.models.base import message_to_chunk
+from plait.models.base import ToolDefinition, message_to_chunk
 
 __all__ = [
     "ErrorDetails",
@@ -55,6 +56,7 @@ __all__ = [
     "SSEEvent",
     "Secret",
     "StreamParser",
+    "ToolDefinition",
     "body_error",
     "error_details",
     "loads_event",

@@ -46,7 +46,7 @@ from plait.models._http import (
 from plait.models.base import ModelProfile
 
 if TYPE_CHECKING:
-    from plait.tools import Tool
+    from plait.models.base import ToolDefinition
 
 __all__ = ["COMPAT_PRESETS", "LOCAL_SERVERS", "LocalServer", "OpenAIChatModel", "OpenAICompat"]
 
@@ -324,7 +324,7 @@ class OpenAIChatModel(HTTPChatModel):
         messages: Sequence[AnyMessage],
         *,
         system_prompt: str | None,
-        tools: Sequence[Tool],
+        tools: Sequence[ToolDefinition],
         tool_choice: str | None,
         response_format: Mapping[str, Any] | None,
         provider_options: Mapping[str, Any] | None,
@@ -395,7 +395,7 @@ class OpenAIChatModel(HTTPChatModel):
             return out
         raise TypeError(f"openai: cannot send a {type(message).__name__}")
 
-    def _tool(self, tool: Tool) -> dict[str, Any]:
+    def _tool(self, tool: ToolDefinition) -> dict[str, Any]:
         function: dict[str, Any] = {"name": tool.name, "parameters": tool.parameters}
         if tool.description:
             function["description"] = tool.description
@@ -404,7 +404,7 @@ class OpenAIChatModel(HTTPChatModel):
         function.update(tool.provider_options.get("openai", {}))
         return {"type": "function", "function": function}
 
-    def _tool_choice(self, choice: str, tools: Sequence[Tool]) -> Any:
+    def _tool_choice(self, choice: str, tools: Sequence[ToolDefinition]) -> Any:
         if choice in ("required", "any"):
             return "required" if self.compat.tool_choice_required else "auto"
         if choice in ("auto", "none"):

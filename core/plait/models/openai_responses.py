@@ -59,7 +59,7 @@ from plait.models.openai import (
 )
 
 if TYPE_CHECKING:
-    from plait.tools import Tool
+    from plait.models.base import ToolDefinition
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -305,7 +305,7 @@ class OpenAIResponsesModel(HTTPChatModel):
         messages: Sequence[AnyMessage],
         *,
         system_prompt: str | None,
-        tools: Sequence[Tool],
+        tools: Sequence[ToolDefinition],
         tool_choice: str | None,
         response_format: Mapping[str, Any] | None,
         provider_options: Mapping[str, Any] | None,
@@ -487,7 +487,7 @@ def _input_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, 
     return parts
 
 
-def _tool(tool: Tool) -> dict[str, Any]:
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
     options = dict(tool.provider_options.get(PROVIDER, {}))
     if options.get("type", "function") != "function":
         # A built-in tool (web_search, file_search, code_interpreter…): its options are it.
@@ -504,7 +504,7 @@ def _tool(tool: Tool) -> dict[str, Any]:
     return out
 
 
-def _tool_choice(choice: str, tools: Sequence[Tool]) -> Any:
+def _tool_choice(choice: str, tools: Sequence[ToolDefinition]) -> Any:
     if choice in ("required", "any"):
         return "required"
     if choice in ("auto", "none"):

@@ -15,12 +15,13 @@ from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCallChunk
 from plait.models.base import ChatModel, ModelProfile
 
 if TYPE_CHECKING:
-    from plait.tools import Tool
+    from plait.models.base import ToolDefinition
 
 __all__ = ["ScriptExhaustedError", "ScriptedChatModel", "ScriptedRequest"]
 
 Response: TypeAlias = (
-    "AIMessage | str | BaseException | Callable[[list[AnyMessage], list[Tool]], AIMessage | str]"
+    "AIMessage | str | BaseException"
+    " | Callable[[list[AnyMessage], list[ToolDefinition]], AIMessage | str]"
 )
 
 
@@ -34,7 +35,7 @@ class ScriptedRequest:
 
     messages: list[AnyMessage]
     system_prompt: str | None
-    tools: list[Tool]
+    tools: list[ToolDefinition]
     tool_choice: str | None
     response_format: Mapping[str, Any] | None
     settings: dict[str, Any]
@@ -87,7 +88,7 @@ class ScriptedChatModel(ChatModel):
         messages: Sequence[AnyMessage],
         *,
         system_prompt: str | None = None,
-        tools: Sequence[Tool] = (),
+        tools: Sequence[ToolDefinition] = (),
         tool_choice: str | None = None,
         response_format: Mapping[str, Any] | None = None,
         provider_options: Mapping[str, Any] | None = None,

@@ -79,7 +79,9 @@ def _effect_name(effect: effects.Effect) -> str:
         model = effect.model
         label = getattr(model, "model_name", None) or getattr(model, "model", None)
         return f"plait.model:{label or type(model).__name__}"
-    return f"plait.tool:{effect.request.tool_call.name}"
+    if isinstance(effect, effects.ToolRun):
+        return f"plait.tool:{effect.request.tool_call.name}"
+    return f"plait.effect:{type(effect).__name__}"
 
 
 STREAM_KEY = "plait.text"

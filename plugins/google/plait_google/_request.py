@@ -24,7 +24,7 @@ from plait.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, T
 from plait_google._wire import DATA_FIELDS, PROVIDER, THOUGHT_SIGNATURES
 
 if TYPE_CHECKING:
-    from plait import Tool
+    from plait.models.http import ToolDefinition
 
 GENERATION_SETTINGS = {
     "temperature": "temperature",
@@ -111,7 +111,7 @@ def body(
     *,
     model: str = "",
     system_prompt: str | None,
-    tools: Sequence[Tool],
+    tools: Sequence[ToolDefinition],
     tool_choice: str | None,
     response_format: Mapping[str, Any] | None,
     provider_options: Mapping[str, Any] | None,
@@ -187,7 +187,7 @@ def _merge(out: dict[str, Any], options: Mapping[str, Any]) -> None:
             out[key] = value
 
 
-def _builtin(tool: Tool) -> dict[str, Any] | None:
+def _builtin(tool: ToolDefinition) -> dict[str, Any] | None:
     """A Gemini tool (``googleSearch``, ``codeExecution``...) a ``plait.Tool`` stands for:
     ``provider_options={"google": {"builtin": {"googleSearch": {}}}}``; the API runs it."""
     builtin = tool.provider_options.get(PROVIDER, {}).get("builtin")
@@ -201,7 +201,7 @@ def _builtin(tool: Tool) -> dict[str, Any] | None:
     return dict(builtin)
 
 
-def _declaration(tool: Tool) -> dict[str, Any]:
+def _declaration(tool: ToolDefinition) -> dict[str, Any]:
     out: dict[str, Any] = {"name": tool.name}
     if tool.description:
         out["description"] = tool.description
@@ -210,7 +210,7 @@ def _declaration(tool: Tool) -> dict[str, Any]:
     return out
 
 
-def _tool_config(choice: str | None, tools: Sequence[Tool]) -> dict[str, Any] | None:
+def _tool_config(choice: str | None, tools: Sequence[ToolDefinition]) -> dict[str, Any] | None:
     if choice is None or not tools:
         if choice not in (None, "auto", "none"):
             raise ConfigError(f"{PROVIDER}: tool_choice {choice!r} but no tools are offered")

@@ -24,7 +24,7 @@ from plait_google import _request
 from plait_google._wire import PROVIDER, PartReader
 
 if TYPE_CHECKING:
-    from plait import Tool
+    from plait.models.http import ToolDefinition
 
 __all__ = ["GoogleChatModel"]
 
@@ -181,7 +181,7 @@ class GoogleChatModel(HTTPChatModel):
         messages: Sequence[AnyMessage],
         *,
         system_prompt: str | None,
-        tools: Sequence[Tool],
+        tools: Sequence[ToolDefinition],
         tool_choice: str | None,
         response_format: Mapping[str, Any] | None,
         provider_options: Mapping[str, Any] | None,

@@ -137,6 +137,8 @@ class SpanPerformer:
             return proceed()
         if isinstance(effect, effects.ToolRun):
             return self._tool(scope, effect, proceed)
+        if not isinstance(effect, effects.ModelCall):  # an effect this performer does not span
+            return proceed()
         if effect.streaming:
             return self._stream(scope, effect, proceed)  # type: ignore[return-value]
         chat = self._start_chat(scope, effect)
@@ -196,6 +198,8 @@ class SpanPerformer:
                 raise
             self._tool_done(span, outcome)
             return outcome
+        if not isinstance(effect, effects.ModelCall):
+            return await proceed()
         if effect.streaming:
             return self._astream(scope, effect, proceed)  # type: ignore[return-value]
         chat = self._start_chat(scope, effect)
