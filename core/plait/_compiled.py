@@ -105,8 +105,7 @@ def compile_agent(
     output_retries: int = 1,
 ) -> CompiledAgent:
     """Check and build everything; every mistake is a ``ConfigError`` raised here."""
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError(f"name must be a non-empty string, got {name!r}")
+    _convert.non_empty_string().require("name", name)
     _convert.number(above=0, optional=True).require("tool_timeout", tool_timeout)
     _convert.integer(minimum=0).require("output_retries", output_retries)
     chat_model = init_chat_model(model)

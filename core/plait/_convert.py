@@ -271,6 +271,13 @@ class NonEmptyString:
         if problem is not None:
             raise FieldError(name, problem)
 
+    def require(self, name: str, value: Any) -> None:
+        """For a plain keyword argument (``create_agent(name=...)``): raise
+        ``ConfigError("<name>: expected ..., got ...")`` if ``value`` does not fit."""
+        problem = self.problem(value)
+        if problem is not None:
+            raise ConfigError(f"{name}: {problem}")
+
     def __call__(self, _: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         self.check(attribute.name, value)
 

@@ -31,7 +31,7 @@ import attrs
 import cattrs
 
 from plait import _convert
-from plait._convert import expected, integer, number
+from plait._convert import expected, integer, non_empty_string, number
 from plait.errors import ConfigError, StoreError
 from plait.tools import Tool
 
@@ -76,7 +76,7 @@ class AgentSection:
     """The ``[agent]`` table."""
 
     model: str
-    name: str = "agent"
+    name: str = attrs.field(default="agent", validator=non_empty_string())
     model_settings: dict[str, Any] = attrs.Factory(dict)
     system_prompt: str | None = None
     tools: list[str] = attrs.Factory(list)

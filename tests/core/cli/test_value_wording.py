@@ -114,3 +114,14 @@ def test_a_value_out_of_bounds_reads_the_same_everywhere(write) -> None:
     ).endswith("option 'run_limit': expected an int or None, got 'two'")
     with pytest.raises(ValueError, match=r"^run_limit: expected an int or None, got 'two'$"):
         ToolCallLimitMiddleware(run_limit="two")  # type: ignore[arg-type]
+
+
+def test_an_empty_agent_name_reads_the_same_everywhere(write) -> None:
+    sentence = "expected a non-empty string, got ' '"
+    assert _file_error(write, AGENT + 'name = " "\n') == f"[agent] name: {sentence}"
+    assert _config_error(lambda: plait.create_agent(scripted("ok"), name=" ")) == (
+        f"name: {sentence}"
+    )
+    assert _config_error(lambda: plait.create_agent(scripted("ok"), name=3)) == (  # type: ignore[arg-type]
+        "name: expected a non-empty string, got 3"
+    )
