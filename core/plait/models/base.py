@@ -132,21 +132,17 @@ class ModelCall(Effect):
 
 
 # A model call made while performing another (a provider's ``stream`` built on its own
-# ``invoke``) is part of that one, not an effect of its own.
+# ``invoke``) is part of that one, not an effect of its own: it goes straight to the
+# provider, as every call does when no performer is installed.
 _in_model_call: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "plait_in_model_call", default=False
 )
 
 
-def _direct() -> bool:
-    """Whether a call goes straight to the provider: no performer, or inside another."""
-    return not _performing() or _in_model_call.get()
-
-
 def _invoke(method: Callable[..., AIMessage]) -> Callable[..., AIMessage]:
     @functools.wraps(method)
     def invoke(self: ChatModel, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
-        if _direct():
+        if not _performing() or _in_model_call.get():  # straight to the provider
             return method(self, messages, **options)
 
         def proceed() -> AIMessage:
@@ -164,7 +160,7 @@ def _invoke(method: Callable[..., AIMessage]) -> Callable[..., AIMessage]:
 def _ainvoke(method: Callable[..., Awaitable[AIMessage]]) -> Callable[..., Any]:
     @functools.wraps(method)
     async def ainvoke(self: ChatModel, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
-        if _direct():
+        if not _performing() or _in_model_call.get():  # straight to the provider
             return await method(self, messages, **options)
 
         async def proceed() -> AIMessage:
@@ -184,7 +180,7 @@ def _stream(method: Callable[..., Iterator[AIMessageChunk]]) -> Callable[..., An
     def stream(
         self: ChatModel, messages: Sequence[AnyMessage], **options: Any
     ) -> Iterator[AIMessageChunk]:
-        if _direct():
+        if not _performing() or _in_model_call.get():  # straight to the provider
             return method(self, messages, **options)
         call = ModelCall(self, messages, options, streaming=True)
         return _performed_stream(call, lambda: method(self, messages, **options))
@@ -197,7 +193,7 @@ def _astream(method: Callable[..., AsyncIterator[AIMessageChunk]]) -> Callable[.
     def astream(
         self: ChatModel, messages: Sequence[AnyMessage], **options: Any
     ) -> AsyncIterator[AIMessageChunk]:
-        if _direct():
+        if not _performing() or _in_model_call.get():  # straight to the provider
             return method(self, messages, **options)
         call = ModelCall(self, messages, options, streaming=True)
         return _aperformed_stream(call, lambda: method(self, messages, **options))
