@@ -482,7 +482,7 @@ def import_string(value: str, *, searched: str | None = None) -> Any:
     """
     module_name, sep, attr_path = value.partition(":")
     if not sep or not module_name or not attr_path:
-        raise ValueError(expected("a 'module:attr' string", value))
+        raise _NotImportString(expected("a 'module:attr' string", value))
     try:
         obj: Any = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -506,6 +506,16 @@ def import_string(value: str, *, searched: str | None = None) -> Any:
                 f"cannot import {value!r}: module {module_name!r} has no attribute {attr_path!r}"
             ) from None
     return obj
+
+
+def _import_detail(exc: ValueError) -> str | None:
+    """Why a ``"module:attr"`` string named nothing, for the detail of the "expected ..."
+    sentence; ``None`` for a string not of that form (the sentence already asks for one)."""
+    return None if isinstance(exc, _NotImportString) else str(exc)
+
+
+class _NotImportString(ValueError):
+    """``import_string`` was given a string without the ``module:attr`` form."""
 
 
 def _structure_scalar(value: Any, tp: Any) -> Any:
@@ -567,7 +577,7 @@ def _callable_hook(tp: Any) -> Hook:
             try:
                 value = import_string(value)
             except ValueError as exc:
-                raise _Mismatch(describe_type(tp), value, str(exc)) from None
+                raise _Mismatch(describe_type(tp), value, _import_detail(exc)) from None
             if not callable(value):
                 raise _Mismatch(describe_type(tp), value, "it names something not callable")
             return value
@@ -588,7 +598,7 @@ def _type_hook(tp: Any) -> Hook:
             try:
                 value = import_string(value)
             except ValueError as exc:
-                raise _Mismatch(describe_type(tp), original, str(exc)) from None
+                raise _Mismatch(describe_type(tp), original, _import_detail(exc)) from None
         if isinstance(value, type) and issubclass(value, bound):
             return value
         detail = f"it names {_repr.repr(value)}" if isinstance(original, str) else None

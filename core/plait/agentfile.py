@@ -326,10 +326,11 @@ class AgentSpec:
             where = "" if key in overrides else f"[agent] {key}"
             try:
                 kwargs[key] = by_url(kwargs[key], group, key)
-            except StoreError as exc:
-                raise _AgentFileStoreError(self.path, where, str(exc)) from None
-            except ConfigError as exc:
-                raise AgentFileError(self.path, where, str(exc)) from None
+            except (StoreError, ConfigError) as exc:
+                # "checkpointer: expected ..." is said once, by where, when the file gave it
+                problem = str(exc).removeprefix(f"{key}: ") if where else str(exc)
+                kind = _AgentFileStoreError if isinstance(exc, StoreError) else AgentFileError
+                raise kind(self.path, where, problem) from None
         try:
             return create_agent(**kwargs)
         except AgentFileError:

@@ -14,7 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from plait.errors import StoreError, ThreadBusyError
+from plait._convert import expected
+from plait.errors import MalformedURLError, StoreError, ThreadBusyError
 from plait.messages import AnyMessage, structure_message, unstructure_message
 
 __all__ = [
@@ -142,6 +143,15 @@ class _MemoryThread:
     values: dict[str, str] = attrs.field(factory=dict)
 
 
+def check_memory_url(url: str, what: str) -> None:
+    """Refuse ``memory:<anything>`` for the checkpointer or store ``what``: memory keeps
+    nothing on disk, so a path there is a mistake (``memory:agent.db`` for ``sqlite:``)."""
+    if url not in ("memory", "memory:"):
+        raise MalformedURLError(
+            f"{what}: {expected(repr('memory'), url, f'the memory {what} takes no path')}"
+        )
+
+
 class MemoryCheckpointer:
     """Threads kept in this process's memory (lost when it exits): for tests and demos.
 
@@ -155,6 +165,8 @@ class MemoryCheckpointer:
 
     @classmethod
     def from_url(cls, url: str = "memory") -> MemoryCheckpointer:
+        """The ``plait.checkpointers`` entry point of ``"memory"``, which takes no path."""
+        check_memory_url(url, "checkpointer")
         return cls()
 
     def load(self, thread_id: str) -> Checkpoint | None:

@@ -112,41 +112,39 @@ def _is_bool(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise FieldError(attribute.name, expected("a bool", value))
 
 
-def _check_error_type(name: str, value: Any) -> None:
-    if not isinstance(value, type) or not issubclass(value, BaseException):
-        raise ValueError(f"{name} must hold exception classes, got {value!r}")
-    if not issubclass(value, Exception):
-        raise ValueError(
-            f"{name} may not include {value.__qualname__}: it is not an Exception "
-            "(interrupts, cancellation and KeyboardInterrupt are never retried)"
-        )
+_RETRY_ON = "a subclass of Exception, a list of them or a callable (exception -> bool)"
+_ON_FAILURE = (
+    "one of 'continue', 'error', 'raise', 'return_message' or a callable (exception -> str)"
+)
 
 
 def _retry_on(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, tuple):
-        for item in value:
-            _check_error_type(attribute.name, item)
+        classes = value
     elif isinstance(value, type):
-        _check_error_type(attribute.name, value)
-    elif not callable(value):
-        raise ValueError(
-            f"{attribute.name} must be exception classes or a predicate "
-            f"(exception -> bool), got {value!r}"
-        )
+        classes = (value,)
+    elif callable(value):
+        return
+    else:
+        raise FieldError(attribute.name, expected(_RETRY_ON, value))
+    for item in classes:
+        if not isinstance(item, type) or not issubclass(item, BaseException):
+            raise FieldError(attribute.name, expected(_RETRY_ON, value))
+        if not issubclass(item, Exception):
+            raise FieldError(
+                attribute.name,
+                expected(
+                    _RETRY_ON,
+                    value,
+                    f"{item.__qualname__} is not an Exception: interrupts, cancellation and "
+                    "KeyboardInterrupt are never retried",
+                ),
+            )
 
 
 def _on_failure(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, str):
-        if value not in _MODES:
-            raise ValueError(
-                f"{attribute.name} must be 'continue', 'error' or a function "
-                f"(exception -> str), got {value!r}"
-            )
-    elif not callable(value):
-        raise ValueError(
-            f"{attribute.name} must be 'continue', 'error' or a function (exception -> str), "
-            f"got {value!r}"
-        )
+    if (value not in _MODES) if isinstance(value, str) else not callable(value):
+        raise FieldError(attribute.name, expected(_ON_FAILURE, value))
 
 
 def _callable(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:

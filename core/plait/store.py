@@ -8,6 +8,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from plait.checkpoint import check_memory_url
+
 __all__ = ["MemoryStore", "Store", "StoreItem"]
 
 
@@ -46,6 +48,8 @@ class MemoryStore:
 
     @classmethod
     def from_url(cls, url: str = "memory") -> MemoryStore:
+        """The ``plait.stores`` entry point of ``"memory"``, which takes no path."""
+        check_memory_url(url, "store")
         return cls()
 
     def put(self, namespace: tuple[str, ...], key: str, value: Any) -> None:

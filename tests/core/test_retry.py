@@ -281,20 +281,40 @@ def test_defaults() -> None:
         ({"initial_delay": -0.1}, "initial_delay: expected a number >= 0, got -0.1"),
         ({"max_delay": float("nan")}, "max_delay: expected a number >= 0, got nan"),
         ({"jitter": "yes"}, "jitter: expected a bool, got 'yes'"),
-        ({"on_failure": "explode"}, "on_failure must be 'continue', 'error' or a function"),
-        ({"on_failure": 3}, "on_failure must be 'continue', 'error' or a function"),
-        ({"retry_on": (ValueError, "oops")}, "retry_on must hold exception classes, got 'oops'"),
-        ({"retry_on": 5}, "retry_on must be exception classes or a predicate"),
+        (
+            {"on_failure": "explode"},
+            "on_failure: expected one of 'continue', 'error', 'raise', 'return_message' or a "
+            "callable (exception -> str), got 'explode'",
+        ),
+        (
+            {"on_failure": 3},
+            "on_failure: expected one of 'continue', 'error', 'raise', 'return_message' or a "
+            "callable (exception -> str), got 3",
+        ),
+        (
+            {"retry_on": (ValueError, "oops")},
+            "retry_on: expected a subclass of Exception, a list of them or a callable "
+            "(exception -> bool), got (<class 'ValueError'>, 'oops')",
+        ),
+        (
+            {"retry_on": 5},
+            "retry_on: expected a subclass of Exception, a list of them or a callable "
+            "(exception -> bool), got 5",
+        ),
         (
             {"retry_on": (asyncio.CancelledError,)},
-            "retry_on may not include CancelledError: it is not an Exception",
+            "retry_on: expected a subclass of Exception, a list of them or a callable "
+            "(exception -> bool), got (<class 'asyncio.exceptions.CancelledError'>,) "
+            "(CancelledError is not an Exception: interrupts, cancellation and "
+            "KeyboardInterrupt are never retried)",
         ),
         ({"sleep": None}, "sleep: expected a callable, got None"),
     ],
 )
 def test_bad_options_say_which_and_what_was_expected(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError) as info:
         RetryPolicy(**options)
+    assert str(info.value) == message
 
 
 @pytest.mark.parametrize(("old", "new"), [("raise", "error"), ("return_message", "continue")])

@@ -15,6 +15,7 @@ from plait.agentfile import AgentFileError, read_agent_file
 from plait.errors import ConfigError
 from plait.testing import scripted
 from plait.tools import ToolArgumentError
+from plait_model_retry import ModelRetryMiddleware
 from plait_tool_call_limit import ToolCallLimitMiddleware
 
 AGENT = '[agent]\nmodel = "scripted:x"\n'
@@ -125,3 +126,43 @@ def test_an_empty_agent_name_reads_the_same_everywhere(write) -> None:
     assert _config_error(lambda: plait.create_agent(scripted("ok"), name=3)) == (  # type: ignore[arg-type]
         "name: expected a non-empty string, got 3"
     )
+
+
+def test_a_retry_on_that_is_not_an_exception_reads_the_same_everywhere(write) -> None:
+    sentence = (
+        "expected a subclass of Exception, a list of them or a callable (exception -> bool), "
+        "got <class 'KeyboardInterrupt'> (KeyboardInterrupt is not an Exception: interrupts, "
+        "cancellation and KeyboardInterrupt are never retried)"
+    )
+    for plugin in ("model_retry", "tool_retry"):
+        assert _config_error(
+            lambda plugin=plugin: plait.create_agent(
+                scripted("ok"), middleware=[(plugin, {"retry_on": "builtins:KeyboardInterrupt"})]
+            )
+        ) == (f"plugin {plugin!r}: option 'retry_on': {sentence}")
+        assert _file_error(
+            write,
+            AGENT + f'[[middleware]]\nuse = "{plugin}"\nretry_on = "builtins:KeyboardInterrupt"\n',
+        ) == (
+            f'[[middleware]] #1 (use = "{plugin}"): '
+            f"plugin {plugin!r}: option 'retry_on': {sentence}"
+        )
+    with pytest.raises(ValueError) as info:
+        ModelRetryMiddleware(retry_on=KeyboardInterrupt)  # type: ignore[arg-type]
+    assert str(info.value) == f"retry_on: {sentence}"
+
+
+@pytest.mark.parametrize("key", ["checkpointer", "store"])
+def test_a_path_after_memory_reads_the_same_everywhere(write, key: str) -> None:
+    sentence = f"expected 'memory', got 'memory:agent.db' (the memory {key} takes no path)"
+    assert _config_error(
+        lambda: plait.create_agent(scripted("ok"), **{key: "memory:agent.db"})
+    ) == (f"{key}: {sentence}")
+    # the file is read, then built (where its URLs are opened)
+    spec = read_agent_file(write("agent.toml", AGENT + f'{key} = "memory:agent.db"\n'))
+    with pytest.raises(AgentFileError) as info:
+        spec.build()
+    assert f"{info.value.where}: {info.value.problem}" == f"[agent] {key}: {sentence}"
+    # the URLs it always took still work
+    for url in ("memory", "memory:"):
+        assert plait.create_agent(scripted("ok"), **{key: url}) is not None
