@@ -1,74 +1,29 @@
-"""Every Python block in docs/ runs.
-
-Each page's blocks run top to bottom, as written, in one fresh Python process (under
-pytest when the page shows a test), in an empty directory holding a copy of
-``examples/``. Code that names a real model reaches a loopback server speaking the
-OpenAI or Anthropic wire format (``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL`` point at it;
-``tests/docs_provider.py``), which answers with the turns scripted here for the page.
-What a page assumes its reader already has (a tool named in passing, an agent built on
-an earlier page) is defined by the page's ``setup``; what a block defines is exercised
-by the ``after`` code that follows it. A server address a page names is replaced by a
-local server's, each replacement checked to occur.
-
-The one kind of block that does not run is a signature, marked in the page with
-``<!-- docs-test: signature of module:Qualified.name -->``: the test checks it against
-the named object's real signature.
+"""Every Python block in docs/ runs (tests/page_runner.py says how): each page's blocks
+in one fresh process, against loopback model, MCP and PostgreSQL servers, with what the
+page assumes defined by its ``setup`` and what it defines exercised by its ``after``.
 """
 
 from __future__ import annotations
 
-import ast
-import importlib
-import inspect
-import os
-import re
-import shutil
-import subprocess
-import sys
 import textwrap
-import uuid
 from pathlib import Path
 
-import attrs
 import pytest
-from docs_provider import DocsProvider, Turn, call, say
+from docs_provider import call, say
+from page_runner import (
+    REPO,
+    SEARCH,
+    Page,
+    check_pages,
+    has_python,
+    mcp_http_url,
+    postgres_database_url,
+    run_page,
+    tool,
+)
 
-REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
-MARK = re.compile(r"<!-- docs-test: signature of ([\w.]+:[\w.]+) -->\s*$")
-
-
-@attrs.frozen
-class Page:
-    setup: str = ""
-    before: dict[int, str] = attrs.Factory(dict)
-    after: dict[int, str] = attrs.Factory(dict)
-    turns: tuple[Turn, ...] = ()
-    replace: dict[str, str] = attrs.Factory(dict)  # text in the page -> fixture name
-    stdout: str | None = None
-    needs: tuple[str, ...] = ()  # importable modules (plugins) the page uses
-    env: dict[str, str] = attrs.Factory(dict)  # environment variables the page reads
-    # Two comments that split a block into a server process and a client process:
-    # (first line of the server part, first line of the client part).
-    split: tuple[str, str] | None = None
-
-
-TOOLS = '''
-import plait
-
-@plait.tool
-def {name}({args}) -> str:
-    """{doc}"""
-    return {result}
-'''
-
-
-def tool(name: str, args: str, doc: str, result: str) -> str:
-    return TOOLS.format(name=name, args=args, doc=doc, result=result)
-
-
-SEARCH = tool("search", "query: str", "Search the web.", "f'3 results for {query}'")
+FIXTURES = (mcp_http_url, postgres_database_url)  # the pages' ``replace`` use them
 
 PAGES: dict[str, Page] = {
     "agent-files.md": Page(
@@ -137,7 +92,7 @@ PAGES: dict[str, Page] = {
     "middleware/context_editing.md": Page(needs=("plait_context_editing",)),
     "middleware/dbos.md": Page(
         setup=tool("refund", "order_id: str", "Refund an order.", "f'refunded {order_id}'"),
-        replace={"postgresql://app@db/plait": "dbos_database_url"},
+        replace={"postgresql://app@db/plait": "postgres_database_url"},
         split=("# in a worker process", "# anywhere else"),
         turns=(say("Your order ships tomorrow."),),
         stdout="Your order ships tomorrow.\n",
@@ -283,167 +238,12 @@ PAGES: dict[str, Page] = {
 }
 
 
-def _pages() -> list[str]:
-    names = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
-    return [name for name in names if BLOCK.search((DOCS / name).read_text(encoding="utf-8"))]
-
-
-def _blocks(name: str) -> list[tuple[str, str | None]]:
-    """The page's Python blocks, each with the object its signature mark names (if any)."""
-    text = (DOCS / name).read_text(encoding="utf-8")
-    blocks = []
-    for match in BLOCK.finditer(text):
-        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        mark = MARK.search(before)
-        blocks.append((match.group(1), mark.group(1) if mark else None))
-    return blocks
-
-
 def test_every_page_with_python_is_run() -> None:
-    assert sorted(PAGES) == _pages()
-    for name, page in PAGES.items():
-        count = len(_blocks(name))
-        assert all(index < count for index in [*page.before, *page.after]), name
-
-
-@pytest.fixture(scope="module")
-def mcp_http_url() -> object:
-    sys.path.insert(0, str(REPO / "tests" / "plugins" / "mcp"))
-    try:
-        from mcp_servers import HTTPServer
-    finally:
-        sys.path.pop(0)
-    server = HTTPServer()
-    yield server.url
-    server.stop()
-
-
-@pytest.fixture
-def dbos_database_url() -> object:
-    """A new PostgreSQL database for DBOS and the threads, dropped afterwards."""
-    import psycopg
-    from postgres_server import postgres_url_or_skip
-    from psycopg import sql
-
-    base = postgres_url_or_skip()
-    name = f"plait_docs_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    head, _, tail = base.rpartition("/")
-    query = tail.partition("?")[2]
-    yield f"{head}/{name}" + (f"?{query}" if query else "")
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
+    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if has_python(p))
+    assert sorted(PAGES) == pages
+    check_pages({DOCS / name: page for name, page in PAGES.items()})
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_page_runs_as_written(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    page = PAGES[name]
-    for module in page.needs:
-        pytest.importorskip(module)
-    parts = [page.setup]
-    for index, (code, signature) in enumerate(_blocks(name)):
-        if signature is not None:
-            _check_signature(code, signature)
-            continue
-        parts += [page.before.get(index, ""), code, page.after.get(index, "")]
-    script = "\n".join(parts)
-    for text, fixture in page.replace.items():
-        assert text in script, f"{name} no longer shows {text!r}"
-        script = script.replace(text, str(request.getfixturevalue(fixture)))
-    shutil.copytree(REPO / "examples", tmp_path / "examples")
-    server = DocsProvider(page.turns)
-    background = None
-    try:
-        if page.split is not None:
-            script, background = _split(script, *page.split, tmp_path, server, page.env)
-        tests = bool(re.search(r"^def test_", script, re.MULTILINE))
-        done = _run(script, tmp_path, server, page.env, pytest_mode=tests)
-    finally:
-        if background is not None:
-            background.kill()
-            background.wait()
-        server.close()
-    assert done.returncode == 0, done.stdout + done.stderr
-    if page.stdout is not None:
-        assert done.stdout.endswith(page.stdout) or done.stdout == page.stdout, done.stdout
-    assert server.unused == [], f"the page never asked for {server.unused}"
-
-
-def _split(
-    script: str,
-    server_mark: str,
-    client_mark: str,
-    folder: Path,
-    server: DocsProvider,
-    extra: dict[str, str],
-) -> tuple[str, subprocess.Popen[str]]:
-    """Start the part of the script from ``server_mark`` to ``client_mark`` (after what
-    comes before it) in a background process; the client script is the rest."""
-    head, found, rest = script.partition(server_mark)
-    assert found, f"the page no longer has {server_mark!r}"
-    serving, found, client = rest.partition(client_mark)
-    assert found, f"the page no longer has {client_mark!r}"
-    path = folder / "serve.py"
-    path.write_text(head + serving, encoding="utf-8")
-    process = subprocess.Popen(
-        [sys.executable, str(path)],
-        cwd=folder,
-        env=_env(server, extra),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    return head + client, process
-
-
-def _run(
-    script: str, folder: Path, server: DocsProvider, extra: dict[str, str], *, pytest_mode: bool
-) -> subprocess.CompletedProcess[str]:
-    path = folder / ("test_page.py" if pytest_mode else "page.py")
-    path.write_text(script, encoding="utf-8")
-    command = [sys.executable, str(path)]
-    if pytest_mode:
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)]
-    return subprocess.run(
-        command,
-        cwd=folder,
-        env=_env(server, extra),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-
-
-def _env(server: DocsProvider, extra: dict[str, str]) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PLAIT_", "OPENAI_", "ANTHROPIC_", "OTEL_", "GOOGLE_", "GEMINI_"))
-        and "PROXY" not in k.upper()
-    }
-    env.update(
-        OPENAI_BASE_URL=server.url + "/v1",
-        OPENAI_API_KEY="sk-docs-test",
-        ANTHROPIC_BASE_URL=server.url,
-        ANTHROPIC_API_KEY="sk-ant-docs-test",
-        GOOGLE_GEMINI_BASE_URL=server.url,
-        GOOGLE_API_KEY="google-docs-test",
-        OTEL_EXPORTER_OTLP_ENDPOINT=server.url + "/otlp",
-        PYTHONDONTWRITEBYTECODE="1",
-        **extra,
-    )
-    return env
-
-
-def _check_signature(code: str, target: str) -> None:
-    module_name, _, qualname = target.partition(":")
-    obj: object = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    [shown] = ast.parse(code).body
-    assert isinstance(shown, ast.FunctionDef) and shown.name == qualname.rsplit(".", 1)[-1]
-    real = inspect.signature(obj)  # type: ignore[arg-type]
-    assert [a.arg for a in shown.args.args] == list(real.parameters)
+    run_page(DOCS / name, PAGES[name], tmp_path, request)

@@ -1,0 +1,254 @@
+"""Runs the Python blocks of a Markdown page (a docs page, a README) as a reader would.
+
+A page's blocks run top to bottom, as written, in one fresh Python process (under pytest
+when the page shows a test), in an empty directory holding a copy of ``examples/``. Code
+that names a real model reaches a loopback server speaking the OpenAI, Anthropic or
+Gemini wire format (``tests/docs_provider.py``; ``OPENAI_BASE_URL`` and the others point at
+it), which answers with the turns the test scripts for the page. What a page assumes its
+reader already has (a tool named in passing, an agent built earlier) is defined by the
+page's ``setup``; what a block defines is exercised by the ``after`` code that follows it.
+A server address a page names is replaced by a local server's, each replacement checked
+to occur.
+
+Two kinds of block do not run, each marked in the page on the line before it:
+``<!-- docs-test: signature of module:Qualified.name -->`` (checked against the named
+object's real signature) and ``<!-- docs-test: not run: <why> -->`` (the reason is
+required; ``check_pages`` fails on a mark without one).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+from docs_provider import DocsProvider, Turn
+
+REPO = Path(__file__).resolve().parents[1]
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+MARK = re.compile(r"<!-- docs-test: (signature of|not run:)\s*(.*?)\s*-->\s*$")
+
+
+@attrs.frozen
+class Page:
+    setup: str = ""
+    before: dict[int, str] = attrs.Factory(dict)
+    after: dict[int, str] = attrs.Factory(dict)
+    turns: tuple[Turn, ...] = ()
+    replace: dict[str, str] = attrs.Factory(dict)  # text in the page -> fixture name
+    stdout: str | None = None
+    needs: tuple[str, ...] = ()  # importable modules (plugins) the page uses
+    env: dict[str, str] = attrs.Factory(dict)  # environment variables the page reads
+    # Two comments that split a block into a server process and a client process:
+    # (first line of the server part, first line of the client part).
+    split: tuple[str, str] | None = None
+
+
+@attrs.frozen
+class Block:
+    code: str
+    signature: str | None = None  # module:Qualified.name, for a signature block
+    not_run: str | None = None  # why the block does not run ("" if the mark gives no reason)
+
+
+TOOLS = '''
+import plait
+
+@plait.tool
+def {name}({args}) -> str:
+    """{doc}"""
+    return {result}
+'''
+
+
+def tool(name: str, args: str, doc: str, result: str) -> str:
+    """Source defining a tool the page uses but does not define."""
+    return TOOLS.format(name=name, args=args, doc=doc, result=result)
+
+
+SEARCH = tool("search", "query: str", "Search the web.", "f'3 results for {query}'")
+
+
+def has_python(path: Path) -> bool:
+    return BLOCK.search(path.read_text(encoding="utf-8")) is not None
+
+
+def blocks(path: Path) -> list[Block]:
+    """The page's Python blocks, each with what the mark on the line before it says."""
+    text = path.read_text(encoding="utf-8")
+    found = []
+    for match in BLOCK.finditer(text):
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        mark = MARK.search(before)
+        if mark is None:
+            found.append(Block(match.group(1)))
+        elif mark.group(1) == "signature of":
+            found.append(Block(match.group(1), signature=mark.group(2)))
+        else:
+            found.append(Block(match.group(1), not_run=mark.group(2)))
+    return found
+
+
+def check_pages(pages: dict[Path, Page]) -> None:
+    """Each page's ``before``/``after`` name one of its blocks, and every block that does
+    not run says why."""
+    for path, page in pages.items():
+        found = blocks(path)
+        assert all(index < len(found) for index in [*page.before, *page.after]), path
+        for index, block in enumerate(found):
+            assert block.not_run != "", f"{path}: block {index} is not run and does not say why"
+
+
+def run_page(path: Path, page: Page, folder: Path, request: pytest.FixtureRequest) -> None:
+    """Run the page's blocks in ``folder`` and check what the page promises."""
+    for module in page.needs:
+        pytest.importorskip(module)
+    parts = [page.setup]
+    for index, block in enumerate(blocks(path)):
+        if block.signature is not None:
+            _check_signature(block.code, block.signature)
+            continue
+        if block.not_run is not None:
+            continue
+        parts += [page.before.get(index, ""), block.code, page.after.get(index, "")]
+    script = "\n".join(parts)
+    for text, fixture in page.replace.items():
+        assert text in script, f"{path} no longer shows {text!r}"
+        script = script.replace(text, str(request.getfixturevalue(fixture)))
+    shutil.copytree(REPO / "examples", folder / "examples")
+    server = DocsProvider(page.turns)
+    background = None
+    try:
+        if page.split is not None:
+            script, background = _split(script, *page.split, folder, server, page.env)
+        tests = bool(re.search(r"^def test_", script, re.MULTILINE))
+        done = _run(script, folder, server, page.env, pytest_mode=tests)
+    finally:
+        if background is not None:
+            background.kill()
+            background.wait()
+        server.close()
+    assert done.returncode == 0, done.stdout + done.stderr
+    if page.stdout is not None:
+        assert done.stdout.endswith(page.stdout) or done.stdout == page.stdout, done.stdout
+    assert server.unused == [], f"the page never asked for {server.unused}"
+
+
+@pytest.fixture(scope="module")
+def mcp_http_url() -> Iterator[str]:
+    """An MCP server over streamable HTTP on loopback (tests/plugins/mcp/mcp_servers.py)."""
+    sys.path.insert(0, str(REPO / "tests" / "plugins" / "mcp"))
+    try:
+        from mcp_servers import HTTPServer
+    finally:
+        sys.path.pop(0)
+    server = HTTPServer()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def postgres_database_url() -> Iterator[str]:
+    """A new PostgreSQL database, dropped afterwards."""
+    import psycopg
+    from postgres_server import postgres_url_or_skip
+    from psycopg import sql
+
+    base = postgres_url_or_skip()
+    name = f"plait_docs_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    head, _, tail = base.rpartition("/")
+    query = tail.partition("?")[2]
+    yield f"{head}/{name}" + (f"?{query}" if query else "")
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+def _split(
+    script: str,
+    server_mark: str,
+    client_mark: str,
+    folder: Path,
+    server: DocsProvider,
+    extra: dict[str, str],
+) -> tuple[str, subprocess.Popen[str]]:
+    """Start the part of the script from ``server_mark`` to ``client_mark`` (after what
+    comes before it) in a background process; the client script is the rest."""
+    head, found, rest = script.partition(server_mark)
+    assert found, f"the page no longer has {server_mark!r}"
+    serving, found, client = rest.partition(client_mark)
+    assert found, f"the page no longer has {client_mark!r}"
+    path = folder / "serve.py"
+    path.write_text(head + serving, encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, str(path)],
+        cwd=folder,
+        env=_env(server, extra),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    return head + client, process
+
+
+def _run(
+    script: str, folder: Path, server: DocsProvider, extra: dict[str, str], *, pytest_mode: bool
+) -> subprocess.CompletedProcess[str]:
+    path = folder / ("test_page.py" if pytest_mode else "page.py")
+    path.write_text(script, encoding="utf-8")
+    command = [sys.executable, str(path)]
+    if pytest_mode:
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)]
+    return subprocess.run(
+        command,
+        cwd=folder,
+        env=_env(server, extra),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def _env(server: DocsProvider, extra: dict[str, str]) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PLAIT_", "OPENAI_", "ANTHROPIC_", "OTEL_", "GOOGLE_", "GEMINI_"))
+        and "PROXY" not in k.upper()
+    }
+    env.update(
+        OPENAI_BASE_URL=server.url + "/v1",
+        OPENAI_API_KEY="sk-docs-test",
+        ANTHROPIC_BASE_URL=server.url,
+        ANTHROPIC_API_KEY="sk-ant-docs-test",
+        GOOGLE_GEMINI_BASE_URL=server.url,
+        GOOGLE_API_KEY="google-docs-test",
+        OTEL_EXPORTER_OTLP_ENDPOINT=server.url + "/otlp",
+        PYTHONDONTWRITEBYTECODE="1",
+        **extra,
+    )
+    return env
+
+
+def _check_signature(code: str, target: str) -> None:
+    module_name, _, qualname = target.partition(":")
+    obj: object = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    [shown] = ast.parse(code).body
+    assert isinstance(shown, ast.FunctionDef) and shown.name == qualname.rsplit(".", 1)[-1]
+    real = inspect.signature(obj)  # type: ignore[arg-type]
+    assert [a.arg for a in shown.args.args] == list(real.parameters)

@@ -1,0 +1,164 @@
+"""Every Python block of every plugins/*/README.md runs, the way tests/test_docs_python.py
+runs the docs (tests/page_runner.py): one fresh process per README, models answered by a
+loopback server with the turns scripted here, the tools a README names in passing defined
+by its ``setup``, what it shows checked by its ``after`` and ``stdout``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from docs_provider import Turn, call, say
+from page_runner import (
+    REPO,
+    SEARCH,
+    Page,
+    check_pages,
+    has_python,
+    mcp_http_url,
+    postgres_database_url,
+    run_page,
+    tool,
+)
+
+PLUGINS = REPO / "plugins"
+FIXTURES = (mcp_http_url, postgres_database_url)  # the READMEs' ``replace`` use them
+
+FETCH_PAGE = tool("fetch_page", "url: str", "Fetch a web page.", "f'<html>{url}</html>'")
+SEND_EMAIL = tool("send_email", "to: str, body: str", "Send an e-mail.", "f'sent to {to}'")
+GET_WEATHER = tool("get_weather", "city: str", "Get the weather.", "f'{city}: sunny'")
+
+READMES: dict[str, Page] = {
+    "anthropic": Page(
+        setup="import os\nos.mkdir('docs')\n",
+        after={0: "assert 'str_replace_based_edit_tool' in [t.name for t in agent.tools]"},
+        needs=("plait_anthropic",),
+    ),
+    "context_editing": Page(setup=SEARCH + FETCH_PAGE, needs=("plait_context_editing",)),
+    "filesystem": Page(needs=("plait_filesystem",)),
+    "google": Page(
+        turns=(call("get_weather", city="Paris"), say("Sunny, 22C in Paris.")),
+        stdout="Sunny, 22C in Paris.\n",
+        needs=("plait_google",),
+    ),
+    "human_in_the_loop": Page(
+        setup=SEARCH
+        + SEND_EMAIL
+        + tool("delete_file", "path: str", "Delete a file.", "f'deleted {path}'"),
+        turns=(
+            Turn(
+                "",
+                (
+                    ("send_email", {"to": "ann@example.com", "body": "The report."}),
+                    ("delete_file", {"path": "draft.txt"}),
+                ),
+            ),
+            say("I sent Ann the report and kept the draft."),
+        ),
+        after={
+            0: textwrap.dedent(
+                """
+                assert result.text == "I sent Ann the report and kept the draft."
+                tool_messages = [m.text for m in result.messages if m.type == "tool"]
+                [sent] = [t for t in tool_messages if t.endswith("sent to ann@example.com")]
+                assert "Report attached." in sent, sent
+                assert any("Their reason: keep the draft" in t for t in tool_messages)
+                """
+            )
+        },
+        stdout=(
+            "send_email {'to': 'ann@example.com', 'body': 'The report.'}\n"
+            "delete_file {'path': 'draft.txt'}\n"
+        ),
+        needs=("plait_human_in_the_loop",),
+    ),
+    "llm_tool_emulator": Page(
+        setup=SEARCH
+        + GET_WEATHER
+        + tool("book_flight", "to: str", "Book a flight.", "f'booked to {to}'"),
+        needs=("plait_llm_tool_emulator",),
+    ),
+    "llm_tool_selector": Page(
+        setup=SEARCH
+        + SEND_EMAIL
+        + GET_WEATHER
+        + tool("calculator", "expression: str", "Evaluate arithmetic.", "'4'")
+        + tool("translate", "text: str, to: str", "Translate text.", "text"),
+        needs=("plait_llm_tool_selector",),
+    ),
+    "mcp": Page(
+        replace={"http://127.0.0.1:8000/mcp": "mcp_http_url"},
+        turns=(
+            call("get_current_time", timezone="Asia/Tokyo"),
+            say("It is morning in Tokyo."),
+        ),
+        stdout="It is morning in Tokyo.\n",
+        needs=("plait_mcp", "mcp_server_time"),
+    ),
+    "model_call_limit": Page(setup=SEARCH, needs=("plait_model_call_limit",)),
+    "model_fallback": Page(setup=SEARCH, needs=("plait_model_fallback",)),
+    "model_retry": Page(setup=SEARCH, needs=("plait_model_retry",)),
+    "otel": Page(setup=SEARCH, needs=("plait_otel", "opentelemetry.exporter")),
+    "pii": Page(
+        setup=tool("lookup_customer", "email: str", "Find a customer.", "'Ann, since 2019'"),
+        stdout="pii: found 1 instance of credit_card in the user input; the run was stopped"
+        " (strategy 'block')\n",
+        needs=("plait_pii",),
+    ),
+    "postgres": Page(
+        replace={
+            "postgresql://app:secret@db.internal:5432/agents": "postgres_database_url",
+            "postgresql://app@db/agents": "postgres_database_url",
+        },
+        setup=tool("book_train", "departure: str", "Book a train.", "f'booked the {departure}'"),
+        turns=(call("book_train", departure="9:40"), say("Your 9:40 train is booked.")),
+        after={0: "assert result.text == 'Your 9:40 train is booked.'"},
+        needs=("plait_postgres", "psycopg"),
+    ),
+    "subagents": Page(
+        setup=tool("web_search", "query: str", "Search the web.", "'results'") + SEND_EMAIL,
+        turns=(
+            call("task", description="Email Ann the comparison", subagent_type="mailer"),
+            call("send_email", to="ann@example.com", body="A beats B."),
+            say("I sent it."),
+            say("Ann has the comparison."),
+        ),
+        stdout="Ann has the comparison.\n",
+        needs=("plait_subagents", "plait_human_in_the_loop"),
+    ),
+    "summarization": Page(setup=SEARCH, needs=("plait_summarization",)),
+    "todo_list": Page(
+        setup=SEARCH + tool("write_report", "text: str", "Write the report.", "'written'"),
+        turns=(
+            call("write_todos", todos=[{"content": "Research vendor A", "status": "completed"}]),
+            say("Vendor A is the cheapest."),
+            call(
+                "write_todos",
+                todos=[
+                    {"content": "Research vendor A", "status": "completed"},
+                    {"content": "Add pricing", "status": "in_progress"},
+                ],
+            ),
+            say("Pricing added."),
+        ),
+        needs=("plait_todo_list",),
+    ),
+    "tool_call_limit": Page(setup=SEARCH + FETCH_PAGE, needs=("plait_tool_call_limit",)),
+    "tool_retry": Page(setup=SEARCH + FETCH_PAGE, needs=("plait_tool_retry",)),
+    "usage_limit": Page(setup=SEARCH, needs=("plait_usage_limit",)),
+}
+
+
+def test_every_plugin_readme_with_python_is_run() -> None:
+    readmes = sorted(p.parent.name for p in PLUGINS.glob("*/README.md") if has_python(p))
+    assert sorted(READMES) == readmes
+    check_pages({PLUGINS / name / "README.md": page for name, page in READMES.items()})
+
+
+@pytest.mark.parametrize("name", sorted(READMES))
+def test_plugin_readme_runs_as_written(
+    name: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    run_page(PLUGINS / name / "README.md", READMES[name], tmp_path, request)
