@@ -19,6 +19,7 @@ input comes back as the message text (JSON), not as a tool call.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -73,6 +74,39 @@ sent as the ``anthropic-beta`` header, as the official SDKs' ``betas`` argument 
 MAX_CACHE_BREAKPOINTS = 4
 """The most ``cache_control`` marks the Messages API accepts in one request."""
 _UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+
+# -- another provider's answer ----------------------------------------------------------------
+
+TEXT_KEYS = frozenset({"type", "text", "citations", "cache_control"})
+"""The keys of a text block the Messages API reads; another provider's marks on a text
+block (Gemini's ``thought_signature``, a Responses message ``id``) are left out."""
+_OWN_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
+_TOOL_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _is_foreign(block: Mapping[str, Any]) -> bool:
+    """Whether a block of an answer was written by another provider, so it cannot be sent
+    back here: its thinking (a Gemini thought, a Responses ``reasoning`` item — the API
+    takes a ``thinking`` block only with the signature it issued itself, and the reasoning
+    is not turned into text the next model would read as said to the user), its
+    server-side tool traffic (Gemini code execution, Responses ``web_search_call``...: no
+    Messages API block stands for it; the answer's text says what it found) and its
+    place-holders. Anthropic's own server tools are ``*_tool_use``/``*_tool_result``."""
+    kind = str(block.get("type", ""))
+    if kind == "thinking":
+        return not block.get("signature") or "thought_signature" in block
+    return kind not in _OWN_BLOCKS and not kind.endswith(("_tool_use", "_tool_result"))
+
+
+def _tool_id(value: str) -> str:
+    """A tool-call id as the API takes it (``^[a-zA-Z0-9_-]+$``): another provider's id
+    with other characters (Kimi's ``functions.get:0``) gets them replaced and a short hash
+    of the original appended, so the call and its result still match and two ids never
+    become one."""
+    if _TOOL_ID.match(value):
+        return value
+    digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:8]
+    return f"{_NAME_UNSAFE.sub('_', value)}_{digest}"
 
 
 # -- the wire format ------------------------------------------------------------------------
@@ -439,7 +473,7 @@ class AnthropicChatModel(HTTPChatModel):
         if isinstance(message, ToolMessage):
             result: dict[str, Any] = {
                 "type": "tool_result",
-                "tool_use_id": message.tool_call_id,
+                "tool_use_id": _tool_id(message.tool_call_id),
                 "content": message.content
                 if isinstance(message.content, str)
                 else [dict(b) for b in message.content],
@@ -448,9 +482,9 @@ class AnthropicChatModel(HTTPChatModel):
                 result["is_error"] = True
             return "user", [result]
         if isinstance(message, AIMessage):
-            blocks = _blocks(message.content)
+            blocks = [block for block in _blocks(message.content) if not _is_foreign(block)]
             blocks.extend(
-                {"type": "tool_use", "id": call.id, "name": call.name, "input": call.args}
+                {"type": "tool_use", "id": _tool_id(call.id), "name": call.name, "input": call.args}
                 for call in message.tool_calls
             )
             return "assistant", blocks
@@ -690,14 +724,17 @@ class _AnthropicStream(StreamParser):
 
 
 def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Content as a block list; empty text is dropped (the API rejects empty text blocks)."""
+    """Content as a block list; empty text is dropped (the API rejects empty text blocks),
+    and a text block keeps only the keys the API reads."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
-    return [
-        dict(block)
-        for block in content
-        if not (block.get("type") == "text" and not block.get("text"))
-    ]
+    out: list[dict[str, Any]] = []
+    for block in content:
+        if block.get("type") != "text":
+            out.append(dict(block))
+        elif block.get("text"):
+            out.append({key: value for key, value in block.items() if key in TEXT_KEYS})
+    return out
 
 
 def _system(blocks: list[dict[str, Any]]) -> str | list[dict[str, Any]]:

@@ -9,8 +9,8 @@
 - Blocks: plait ``text`` (with its ``thought_signature``), ``thinking`` (a thought part),
   Gemini's own part blocks (``{"type": "inlineData", "inlineData": {...}}``) as they are,
   and the image blocks other providers use (OpenAI ``image_url``, Anthropic ``image``)
-  as ``inlineData``/``fileData``. Another provider's thinking is not Gemini's to read and
-  is left out; any other block is a ``ConfigError`` naming it.
+  as ``inlineData``/``fileData``. In a model turn, another provider's blocks are left out
+  (see ``is_foreign``); any other block is a ``ConfigError`` naming it.
 """
 
 from __future__ import annotations
@@ -69,7 +69,6 @@ _KNOWN = frozenset(
         BUILTIN_TOOLS,
     }
 )
-_ANTHROPIC_THINKING = frozenset({"redacted_thinking"})
 _DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)", re.DOTALL)
 
 
@@ -271,11 +270,31 @@ def _turn(
     raise TypeError(f"{PROVIDER}: cannot send a {type(message).__name__}")
 
 
+_READABLE = frozenset({"text", "thinking", "image_url", "image"})
+
+
+def is_foreign(block: Mapping[str, Any]) -> bool:
+    """Whether a block of an answer was written by another provider and has no place in a
+    Gemini model turn: Claude's thinking (signed for Anthropic: a thought part's signature
+    must be Gemini's own) and redacted thinking, a Responses ``reasoning`` item, and either
+    one's server-side tool traffic (``server_tool_use``, ``web_search_call``...) or
+    place-holders. Thinking is dropped, never turned into text the next model would read
+    as said to the user; the answer's text, which says what the tools found, is kept."""
+    kind = block.get("type")
+    if kind == "thinking":
+        return "signature" in block and "thought_signature" not in block
+    if isinstance(kind, str) and kind in DATA_FIELDS and kind in block:
+        return False
+    return kind not in _READABLE
+
+
 def _parts(content: str | list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"text": content}] if content else []
     parts: list[dict[str, Any]] = []
     for block in content:
+        if role == "model" and is_foreign(block):
+            continue
         part = _part(block, role)
         if part is not None:
             parts.append(part)
@@ -292,11 +311,9 @@ def _part(block: Mapping[str, Any], role: str) -> dict[str, Any] | None:
             return None
         part = {"text": text}
     elif kind == "thinking":
-        if "signature" in block and "thought_signature" not in block:
-            return None  # Claude's thinking: signed for Anthropic, meaningless here
+        if is_foreign(block):
+            return None
         part = {"text": str(block.get("thinking", "")), "thought": True}
-    elif kind in _ANTHROPIC_THINKING:
-        return None
     elif isinstance(kind, str) and kind in DATA_FIELDS and kind in block:
         part = {
             key: value for key, value in block.items() if key not in ("type", "thought_signature")
