@@ -219,6 +219,11 @@ PAGES: dict[str, Page] = {
         turns=(say("Hello."), say("Once upon a time.")),
         stdout="Once upon a time.",
     ),
+    "tools.md": Page(
+        turns=(call("count_notes"), say("You have no notes yet.")),
+        after={0: "assert result.messages[2].text == '0', result.messages[2].text"},
+        stdout="You have no notes yet.\n",
+    ),
     "writing-middleware.md": Page(setup=SEARCH),
     "writing-plugins.md": Page(
         after={

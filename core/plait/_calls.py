@@ -89,7 +89,7 @@ class Innermost:
         if isinstance(prepared, ToolMessage):
             return prepared
         found, func, kwargs = prepared
-        limit = found.timeout or self.tool_timeout
+        limit = self._limit(found)
         if limit is None:
             result = func(**kwargs)
             if found.is_async:
@@ -105,18 +105,29 @@ class Innermost:
         if isinstance(prepared, ToolMessage):
             return prepared
         found, func, kwargs = prepared
-        limit = found.timeout or self.tool_timeout
+        limit = self._limit(found)
         if found.is_async:
             called = func(**kwargs)
             if limit is None:
                 result = await called
             else:
                 result = await _tool_threads.await_within(called, found.name, limit)
-        elif limit is None:
+        elif limit is not None:
+            result = await _tool_threads.acall_within(func, kwargs, found.name, limit)
+        elif found.run_in_thread:
             result = await asyncio.to_thread(_tool_threads.call, func, kwargs)
         else:
-            result = await _tool_threads.acall_within(func, kwargs, found.name, limit)
+            result = _tool_threads.call(func, kwargs)
         return tool_output(result, request)
+
+    def _limit(self, found: Tool) -> float | None:
+        """The seconds a call of ``found`` may take (``None``: no limit). A sync tool with
+        ``run_in_thread=False`` has none: it runs inline, where nothing can abandon it
+        (``@tool`` and ``create_agent`` refuse a timeout for it; a tool a middleware swaps
+        in runs as its flag says)."""
+        if not found.run_in_thread and not found.is_async:
+            return None
+        return found.timeout or self.tool_timeout
 
     def _prepare(
         self, request: ToolCallRequest

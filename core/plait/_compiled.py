@@ -137,6 +137,8 @@ def compile_agent(
         if item.name in by_name:
             raise ConfigError(f"two tools are named {item.name!r}; tool names must be unique")
         by_name[item.name] = item
+    if tool_timeout is not None:
+        _check_inline_tools(all_tools, tool_timeout)
     config = attrs.evolve(config, tools=all_tools)
     native = chat_model.profile is None or chat_model.profile.structured_output
     structured = Structured(response_format, native, output_retries)
@@ -172,6 +174,21 @@ def compile_agent(
         atool_handler=chain_async(tool_layers, innermost.acall_tool, _tool_result),
         run_layers=registry.pairs("wrap_run", "awrap_run"),
     )
+
+
+def _check_inline_tools(tools: Sequence[Tool], tool_timeout: float) -> None:
+    """A sync tool run inline cannot be abandoned, so the agent's timeout cannot cover it."""
+    inline = [
+        repr(t.name) for t in tools if not t.run_in_thread and t.func is not None and not t.is_async
+    ]
+    if inline:
+        which = f"tool {inline[0]} is" if len(inline) == 1 else f"tools {', '.join(inline)} are"
+        wanted = _convert.expected(
+            "None when a sync tool has run_in_thread=False",
+            tool_timeout,
+            f"{which} called in the agent loop's thread, where a call cannot be abandoned",
+        )
+        raise ConfigError(f"tool_timeout: {wanted}")
 
 
 def by_url(value: Any, group: str, what: str) -> Any:

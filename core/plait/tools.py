@@ -24,7 +24,7 @@ import attrs
 import cattrs
 
 from plait import _convert, schema
-from plait.errors import PlaitError
+from plait.errors import ConfigError, PlaitError
 from plait.messages import ToolCall
 
 if TYPE_CHECKING:
@@ -105,6 +105,16 @@ class Tool:
     timeout: float | None = attrs.field(default=None, kw_only=True)
     """Seconds a call may take; past it the call is abandoned and answered with an error
     (``None``: the agent's ``tool_timeout``, if any)."""
+    run_in_thread: bool = attrs.field(default=True, kw_only=True)
+    """For a sync ``func``: whether the kernel may move a call to a worker thread (the
+    default), so that a function that blocks never blocks the event loop of ``ainvoke`` and
+    ``astream``, and a ``timeout`` can abandon it. ``False`` calls it directly in the thread
+    running the agent loop — the event loop's thread under ``ainvoke``/``astream``, the
+    caller's under ``invoke`` — which saves a thread hop per call: for cheap functions that
+    never block, and for objects tied to the thread that made them (a ``sqlite3``
+    connection, tkinter, COM). Such a call cannot be abandoned, so it takes no ``timeout``
+    (nor the agent's ``tool_timeout``). No effect on an async ``func``, which always runs
+    on the event loop."""
     _arguments: type | None = attrs.field(default=None, alias="_arguments", repr=False)
     """An attrs class built from the function's parameters (``None``: schema checks only)."""
     _runtime_parameter: str | None = attrs.field(
@@ -119,6 +129,20 @@ class Tool:
         problem = _convert.number(above=0, optional=True).problem(value)
         if problem is not None:
             raise ValueError(f"tool {self.name!r}: timeout: {problem}")
+
+    @run_in_thread.validator
+    def _check_run_in_thread(self, _: Any, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise ValueError(
+                f"tool {self.name!r}: run_in_thread: {_convert.expected('a bool', value)}"
+            )
+        if not value and self.timeout is not None and self.func is not None and not self.is_async:
+            wanted = _convert.expected(
+                "None with run_in_thread=False",
+                self.timeout,
+                "a sync function called in the agent loop's thread cannot be abandoned",
+            )
+            raise ConfigError(f"tool {self.name!r}: timeout: {wanted}")
 
     @functools.cached_property
     def is_async(self) -> bool:
@@ -144,6 +168,7 @@ class Tool:
         provider_options: Mapping[str, Any] | None = None,
         parse_docstring: bool = True,
         timeout: float | None = None,
+        run_in_thread: bool = True,
     ) -> Tool:
         """Build a tool from a typed function (sync or async).
 
@@ -153,6 +178,8 @@ class Tool:
         :param parse_docstring: read per-parameter descriptions from a Google-style
             ``Args:`` section.
         :param timeout: seconds a call may take (see ``Tool.timeout``).
+        :param run_in_thread: ``False`` calls a sync function in the agent loop's own
+            thread (see ``Tool.run_in_thread``).
         :raises TypeError: a parameter the model cannot be asked for (``*args``,
             positional-only, or a type hint with no JSON schema), naming it.
         """
@@ -218,6 +245,7 @@ class Tool:
             func=func,
             provider_options=dict(provider_options or {}),
             timeout=timeout,
+            run_in_thread=run_in_thread,
             _arguments=arguments,
             runtime_parameter=runtime_parameter,
         )
@@ -324,6 +352,7 @@ def tool(
     provider_options: Mapping[str, Any] | None = None,
     parse_docstring: bool = True,
     timeout: float | None = None,
+    run_in_thread: bool = True,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -335,6 +364,7 @@ def tool(
     provider_options: Mapping[str, Any] | None = None,
     parse_docstring: bool = True,
     timeout: float | None = None,
+    run_in_thread: bool = True,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -347,10 +377,11 @@ def tool(
     provider_options: Mapping[str, Any] | None = None,
     parse_docstring: bool = True,
     timeout: float | None = None,
+    run_in_thread: bool = True,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a ``Tool`` of a typed function: ``@tool``, ``@tool("name")`` or
     ``@tool(name=..., description=..., provider_options=..., parse_docstring=...,
-    timeout=...)``."""
+    timeout=..., run_in_thread=...)``."""
     if isinstance(func, str):
         if name is not None:
             raise TypeError("give the tool's name once: @tool('name') or @tool(name='name')")
@@ -363,6 +394,7 @@ def tool(
             provider_options=provider_options,
             parse_docstring=parse_docstring,
             timeout=timeout,
+            run_in_thread=run_in_thread,
         )
 
     def decorate(function: Callable[..., Any]) -> Tool:
@@ -373,6 +405,7 @@ def tool(
             provider_options=provider_options,
             parse_docstring=parse_docstring,
             timeout=timeout,
+            run_in_thread=run_in_thread,
         )
 
     return decorate
