@@ -75,7 +75,10 @@ def test_a_thread_moves_from_gemini_to_claude(
                 {
                     "models": [
                         AnthropicChatModel(
-                            "claude-sonnet-4-0", api_key="test-key", base_url=claude.url
+                            "claude-sonnet-4-0",
+                            api_key="test-key",
+                            base_url=claude.url,
+                            thinking=CLAUDE["ant_thinking_tool_use"]["request"]["thinking"],
                         )
                     ]
                 },
@@ -106,6 +109,9 @@ def test_a_thread_moves_from_gemini_to_claude(
         {"role": "user", "content": "What is the largest city in the user country?"},
     ]
     for body in (asked, answered):
+        # Thinking stays on: the first call starts a turn, the second continues Claude's
+        # own tool-use turn, which starts with its signed thinking.
+        assert body["thinking"] == {"type": "enabled", "budget_tokens": 3000}
         wire = json.dumps(body)
         assert thought["thinking"][:60] not in wire
         assert signed["thought_signature"] not in wire
@@ -157,3 +163,70 @@ def test_a_thread_moves_from_gemini_to_claude(
         ],
     }
     assert recorded_turn["content"][0]["signature"] not in json.dumps(last)
+
+
+@plait.tool
+def pelican_name_generator() -> str:
+    """A name for a pet pelican."""
+    return "Percy"
+
+
+def test_claude_thinking_finishes_a_tool_loop_gemini_began(
+    servers: tuple[ReplayServer, ReplayServer],
+) -> None:
+    """Streamed: Gemini thinks and calls a tool, then is overloaded. Claude, with thinking
+    on, is sent the tool-use turn without Gemini's thought and signature — and so with
+    thinking off for this call: the API takes a tool-use turn being continued with thinking
+    on only if it starts with Claude's own signed thinking, which this one cannot have."""
+    gemini, claude = servers
+    serve(gemini, GEMINI["gem_stream_json_array_thinking_tool"])
+    gemini.json(OVERLOADED, status=503)
+    serve(claude, CLAUDE["ant_stream_text"])
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    agent = plait.create_agent(
+        model=plait_google.GoogleChatModel("gemini-2.5-flash", api_key=KEY, base_url=gemini.url),
+        tools=[pelican_name_generator],
+        middleware=[
+            (
+                "model_fallback",
+                {
+                    "models": [
+                        {
+                            "model": "anthropic:claude-haiku-4-5",
+                            "api_key": "test-key",
+                            "base_url": claude.url,
+                            "thinking": thinking,
+                        }
+                    ]
+                },
+            )
+        ],
+        checkpointer="memory",
+    )
+    list(agent.stream("Two names for a pet pelican", mode="messages", thread_id="t"))
+    _, began, ran, answer = agent.get_state("t")["messages"]
+    assert began.response_metadata["provider"] == "google"
+    (thought,) = began.content
+    (call,) = began.tool_calls
+    assert (ran.tool_call_id, ran.text) == (call.id, "Percy")
+    assert answer.response_metadata["provider"] == "anthropic"
+    assert answer.text == "Hello"
+
+    (sent,) = claude.requests
+    assert sent.body["thinking"] == {"type": "disabled"}
+    assert sent.body["messages"] == [
+        {"role": "user", "content": "Two names for a pet pelican"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "Percy"}],
+        },
+    ]
+    wire = json.dumps(sent.body)
+    assert thought["thinking"][:40] not in wire
+    assert began.response_metadata["thought_signatures"][call.id] not in wire

@@ -154,7 +154,11 @@ def model_for(provider: str, server: ReplayServer) -> ChatModel:
     if provider == "openai":
         return OpenAIChatModel("gpt-4o", api_key="test-key", base_url=server.url + "/v1")
     if provider == "anthropic":
-        return AnthropicChatModel("claude-sonnet-4-5", api_key="test-key", base_url=server.url)
+        # With thinking on: the setting under which Claude is strictest about a thread.
+        thinking = {"type": "enabled", "budget_tokens": 1024}
+        return AnthropicChatModel(
+            "claude-sonnet-4-5", api_key="test-key", base_url=server.url, thinking=thinking
+        )
     if provider == "openai-responses":
         return OpenAIResponsesModel("gpt-5", api_key="test-key", base_url=server.url + "/v1")
     # Gemini 3: the model that refuses an unsigned function call of its own turns.
@@ -236,6 +240,12 @@ def check_anthropic(body: dict[str, Any]) -> list[tuple[str, str]]:
     own keys, every ``tool_use`` answered by a ``tool_result`` first in the next turn.
     Returns each turn's (role, visible text)."""
     turns = body["messages"]
+    if body.get("thinking", {}).get("type", "disabled") != "disabled":
+        # With thinking on, a tool-use turn being continued must start with its (signed)
+        # thinking block; a thread from another provider has none, so thinking is off.
+        last = turns[-1]["content"]
+        if isinstance(last, list) and last[0]["type"] == "tool_result":
+            assert turns[-2]["content"][0]["type"] in ("thinking", "redacted_thinking")
     assert [turn["role"] for turn in turns] == ["user", "assistant"] * (len(turns) // 2) + [
         "user"
     ] * (len(turns) % 2)

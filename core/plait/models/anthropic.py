@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -82,6 +83,7 @@ TEXT_KEYS = frozenset({"type", "text", "citations", "cache_control"})
 block (Gemini's ``thought_signature``, a Responses message ``id``) are left out."""
 _OWN_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
 _TOOL_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+logger = logging.getLogger("plait.models")
 
 
 def _is_foreign(block: Mapping[str, Any]) -> bool:
@@ -464,6 +466,17 @@ class AnthropicChatModel(HTTPChatModel):
             if thinking.get("type") == "enabled":
                 # Extended thinking cannot be combined with a forced tool: offer it instead.
                 body["tool_choice"] = {"type": "auto"}
+        if isinstance(thinking, Mapping) and thinking.get("type") != "disabled":
+            if not _loop_starts_thinking(turns):
+                # With thinking on, the API takes a tool-use turn being continued only if it
+                # starts with its thinking block; a turn another provider wrote (or one
+                # written with thinking off) has none, so this call goes without, as the
+                # API's own error advises. Later turns think again.
+                logger.info(
+                    "anthropic: thinking turned off for this call: the tool-use turn it "
+                    "continues has no Claude thinking block (written by another model?)"
+                )
+                body["thinking"] = {"type": "disabled"}
         return PreparedCall(f"{self.base_url}/v1/messages", body, answer_tool, headers)
 
     @staticmethod
@@ -721,6 +734,17 @@ class _AnthropicStream(StreamParser):
             error: _ErrorEvent = loads_event("anthropic", event, _ErrorEvent)
             raise stream_error("anthropic", error.error.message or event.data, error.error.type)
         return []
+
+
+def _loop_starts_thinking(turns: list[dict[str, Any]]) -> bool:
+    """Whether the request either continues no tool-use turn (its last turn is not tool
+    results) or continues one that starts with a thinking block."""
+    if len(turns) < 2 or turns[-1]["role"] != "user" or turns[-2]["role"] != "assistant":
+        return True
+    results, turn = turns[-1]["content"], turns[-2]["content"]
+    if isinstance(results, str) or not results or results[0].get("type") != "tool_result":
+        return True
+    return not isinstance(turn, str) and turn[0].get("type") in ("thinking", "redacted_thinking")
 
 
 def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
