@@ -23,7 +23,7 @@ from plait.backends import (
     text_size,
 )
 from plait.messages import ToolMessage
-from plait.options import positive_or_none
+from plait.options import FieldError, expected, positive_or_none
 from plait.types import Command, ToolRuntime
 
 __all__ = [
@@ -59,16 +59,15 @@ def check_prefixes(_: Any, attribute: attrs.Attribute[Any], value: Sequence[str]
     """``allowed_path_prefixes``: None, or a non-empty list of valid absolute paths."""
     if value is None:
         return
+    what = "a non-empty list of absolute paths (such as ['/memories']) or None"
     if isinstance(value, str) or not value:
-        raise ValueError(
-            f"{attribute.name} must be a non-empty list of absolute paths (e.g. "
-            f"['/memories']) or None, got {value!r}"
-        )
+        raise FieldError(attribute.name, expected(what, value))
     for prefix in value:
         try:
             check_path(prefix)
         except BackendError as problem:
-            raise ValueError(f"{attribute.name}: {str(problem).removeprefix('Error: ')}") from None
+            detail = str(problem).removeprefix("Error: ")
+            raise FieldError(attribute.name, expected(what, value, detail)) from None
 
 
 def check_file_size(

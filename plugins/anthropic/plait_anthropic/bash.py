@@ -62,21 +62,24 @@ def _absolute(value: str | os.PathLike[str] | None) -> str | None:
 def _names(_: Any, attribute: attrs.Attribute[Any], value: list[str] | None) -> None:
     if value is None:
         return
+    what = "a list of command names or None"
     if isinstance(value, str) or not all(isinstance(n, str) and n.strip() for n in value):
-        raise ValueError(
-            f"{attribute.name} must be a list of command names (e.g. ['rm', 'curl']) or "
-            f"None, got {value!r}"
-        )
-    if any("/" in n or n != n.strip() for n in value):
-        raise ValueError(
-            f"{attribute.name}: give bare command names without paths or spaces (e.g. 'rm', "
-            f"not '/bin/rm'), got {value!r}"
-        )
+        raise FieldError(attribute.name, expected(what, value))
+    for name in value:
+        if "/" in name or name != name.strip():
+            detail = f"{name!r} is not a bare command name: give 'rm', not '/bin/rm'"
+            raise FieldError(attribute.name, expected(what, value, detail))
 
 
 def _directories(_: Any, attribute: attrs.Attribute[Any], value: list[str]) -> None:
-    if isinstance(value, str) or not all(isinstance(p, str) and os.path.isdir(p) for p in value):
-        raise ValueError(f"{attribute.name} must be a list of existing directories, got {value!r}")
+    if isinstance(value, str) or not all(isinstance(p, str) for p in value):
+        raise FieldError(attribute.name, expected("a list of existing directories", value))
+    for path in value:
+        if not os.path.isdir(path):
+            detail = f"{path!r} is not an existing directory"
+            raise FieldError(
+                attribute.name, expected("a list of existing directories", value, detail)
+            )
 
 
 def _absolutes(value: list[str]) -> list[str]:
@@ -87,15 +90,20 @@ def _absolutes(value: list[str]) -> list[str]:
 
 def _commands(_: Any, attribute: attrs.Attribute[Any], value: list[str]) -> None:
     if isinstance(value, str) or not all(isinstance(c, str) for c in value):
-        raise ValueError(f"{attribute.name} must be a list of shell commands, got {value!r}")
+        raise FieldError(attribute.name, expected("a list of shell commands", value))
 
 
 def _environment(_: Any, attribute: attrs.Attribute[Any], value: Mapping[str, str]) -> None:
     for key, item in value.items():
-        if not isinstance(key, str) or not key or "=" in key or not isinstance(item, str):
-            raise ValueError(
-                f"{attribute.name} must map variable names to string values, got {key!r}: {item!r}"
-            )
+        if not isinstance(key, str) or not key or "=" in key:
+            detail = f"{key!r} is not a variable name"
+        elif not isinstance(item, str):
+            detail = f"the value of {key!r} is not a string"
+        else:
+            continue
+        raise FieldError(
+            attribute.name, expected("a mapping of variable names to strings", value, detail)
+        )
 
 
 class _Sessions:

@@ -19,6 +19,7 @@ from plait.backends import (
 )
 from plait.messages import ToolMessage
 from plait.middleware import RequestMiddleware
+from plait.options import FieldError, expected
 from plait.tools import Tool
 from plait.types import (
     AgentConfig,
@@ -82,9 +83,8 @@ what you learned and did in earlier conversations.
 
 def _check_betas(_: Any, attribute: attrs.Attribute[Any], value: list[str]) -> None:
     if isinstance(value, str) or not all(isinstance(name, str) and name for name in value):
-        raise ValueError(
-            f"{attribute.name} must be a list of beta names such as [{MEMORY_BETA!r}], "
-            f"got {value!r}"
+        raise FieldError(
+            attribute.name, expected(f"a list of beta names such as [{MEMORY_BETA!r}]", value)
         )
 
 

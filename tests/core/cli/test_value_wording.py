@@ -15,6 +15,7 @@ from plait.agentfile import AgentFileError, read_agent_file
 from plait.errors import ConfigError
 from plait.testing import scripted
 from plait.tools import ToolArgumentError
+from plait_anthropic import AnthropicBashMiddleware
 from plait_model_retry import ModelRetryMiddleware
 from plait_tool_call_limit import ToolCallLimitMiddleware
 
@@ -166,3 +167,22 @@ def test_a_path_after_memory_reads_the_same_everywhere(write, key: str) -> None:
     # the URLs it always took still work
     for url in ("memory", "memory:"):
         assert plait.create_agent(scripted("ok"), **{key: url}) is not None
+
+
+def test_a_command_name_with_a_path_reads_the_same_everywhere(write) -> None:
+    sentence = (
+        "expected a list of command names or None, got ['/bin/rm'] "
+        "('/bin/rm' is not a bare command name: give 'rm', not '/bin/rm')"
+    )
+    where = "plugin 'anthropic_bash': option 'denied_commands'"
+    assert _config_error(
+        lambda: plait.create_agent(
+            scripted("ok"), middleware=[("anthropic_bash", {"denied_commands": ["/bin/rm"]})]
+        )
+    ) == (f"{where}: {sentence}")
+    assert _file_error(
+        write, AGENT + '[[middleware]]\nuse = "anthropic_bash"\ndenied_commands = ["/bin/rm"]\n'
+    ) == (f'[[middleware]] #1 (use = "anthropic_bash"): {where}: {sentence}')
+    with pytest.raises(ValueError) as info:
+        AnthropicBashMiddleware(denied_commands=["/bin/rm"])
+    assert str(info.value) == f"denied_commands: {sentence}"

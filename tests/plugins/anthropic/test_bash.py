@@ -512,6 +512,58 @@ def test_bad_options_fail_at_create_agent(
     assert "anthropic_bash" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"allowed_commands": ["ls", "/bin/rm"]},
+            "option 'allowed_commands': expected a list of command names or None, got "
+            "['ls', '/bin/rm'] ('/bin/rm' is not a bare command name: give 'rm', not '/bin/rm')",
+        ),
+        (
+            {"denied_commands": ["rm "]},
+            "option 'denied_commands': expected a list of command names or None, got "
+            "['rm '] ('rm ' is not a bare command name: give 'rm', not '/bin/rm')",
+        ),
+        (
+            {"denied_commands": ["  "]},
+            "option 'denied_commands': expected a list of command names or None, got ['  ']",
+        ),
+        (
+            {"env": {"A=B": "x"}},
+            "option 'env': expected a mapping of variable names to strings, got {'A=B': 'x'} "
+            "('A=B' is not a variable name)",
+        ),
+        (
+            {"sandbox_read_only": ["/no/such/dir"]},
+            "option 'sandbox_read_only': expected a list of existing directories, got "
+            "['/no/such/dir'] ('/no/such/dir' is not an existing directory)",
+        ),
+    ],
+)
+def test_bad_option_values_are_worded_like_every_option(
+    make_agent: Any, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        make_agent(["hi"], middleware=[("anthropic_bash", options)])
+    assert str(info.value) == f"plugin 'anthropic_bash': {message}"
+
+
+def test_bad_option_values_read_the_same_given_to_the_class() -> None:
+    with pytest.raises(ValueError) as info:
+        AnthropicBashMiddleware(denied_commands="rm")  # type: ignore[arg-type]
+    assert str(info.value) == "denied_commands: expected a list of command names or None, got 'rm'"
+    with pytest.raises(ValueError) as info:
+        AnthropicBashMiddleware(env={"A": 1})  # type: ignore[dict-item]
+    assert str(info.value) == (
+        "env: expected a mapping of variable names to strings, got {'A': 1} "
+        "(the value of 'A' is not a string)"
+    )
+    with pytest.raises(ValueError) as info:
+        AnthropicBashMiddleware(startup_commands="ls")  # type: ignore[arg-type]
+    assert str(info.value) == "startup_commands: expected a list of shell commands, got 'ls'"
+
+
 def test_options_by_name_and_a_path_workspace(make_agent: Any, tmp_path: Path) -> None:
     agent = make_agent(
         [ai("", sh("a", "pwd")), "done"],

@@ -254,8 +254,12 @@ def test_options_and_their_errors() -> None:
         build(system_prompt=3)
     with pytest.raises(ConfigError, match=r"plugin 'anthropic_memory'.*anthropic_betas"):
         build(anthropic_betas="context-management-2025-06-27")
-    with pytest.raises(ValueError, match="anthropic_betas must be a list of beta names"):
+    with pytest.raises(ValueError) as info:
         AnthropicMemoryMiddleware(anthropic_betas=[""])
+    assert str(info.value) == (
+        "anthropic_betas: expected a list of beta names such as "
+        "['context-management-2025-06-27'], got ['']"
+    )
     with pytest.raises(ConfigError, match=r"plugin 'anthropic_memory': option 'backend'.*store"):
         build(backend="store:memories")
 

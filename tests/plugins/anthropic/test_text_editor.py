@@ -318,8 +318,19 @@ def test_options_and_their_errors(tmp_path: Path) -> None:
         build(allowed_path_prefixes="/a")
     with pytest.raises(ConfigError, match=r"allowed_path_prefixes.*'\.\.' segments"):
         build(allowed_path_prefixes=["/a/../b"])
-    with pytest.raises(ConfigError, match=r"allowed_path_prefixes must be a non-empty list"):
+    with pytest.raises(ConfigError) as info:
         build(allowed_path_prefixes=[])
+    assert str(info.value) == (
+        "plugin 'anthropic_text_editor': option 'allowed_path_prefixes': expected a non-empty "
+        "list of absolute paths (such as ['/memories']) or None, got []"
+    )
+    with pytest.raises(ConfigError) as info:
+        build(allowed_path_prefixes=["/a", "notes"])
+    assert str(info.value) == (
+        "plugin 'anthropic_text_editor': option 'allowed_path_prefixes': expected a non-empty "
+        "list of absolute paths (such as ['/memories']) or None, got ['/a', 'notes'] (invalid "
+        "path 'notes': it must be absolute, starting with '/' (e.g. '/notes.txt'))"
+    )
     with pytest.raises(ConfigError, match="max_characters"):
         build(max_characters=0)
     with pytest.raises(ConfigError, match="max_file_size_mb"):
