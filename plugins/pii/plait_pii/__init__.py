@@ -27,6 +27,7 @@ from plait.messages import (
     ToolMessage,
 )
 from plait.middleware import Middleware
+from plait.options import FieldError, expected
 from plait.types import (
     Command,
     ModelRequest,
@@ -55,8 +56,8 @@ CONTEXT = 32
 
 def _type_name(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     if not _TYPE_NAME.match(value):
-        raise ValueError(
-            f"pii_type must be a name of letters, digits and underscores, got {value!r}"
+        raise FieldError(
+            attribute.name, expected("a name of letters, digits and underscores", value)
         )
 
 
@@ -97,17 +98,23 @@ class PIIMiddleware(Middleware):
             detector = load_installed(self.pii_type)
             if detector is None:
                 installed = ", ".join(installed_names()) or "none"
-                raise ValueError(
-                    f"pii_type {self.pii_type!r} is not built in ({', '.join(BUILTIN)}) "
-                    f"nor installed (entry points in {GROUP}: {installed}); give a "
-                    "detector for it: a regex string, a compiled pattern, or a function "
-                    "returning PIIMatch objects"
+                known = f"a built-in type ({', '.join(BUILTIN)}) or an installed one"
+                raise FieldError(
+                    "pii_type",
+                    expected(
+                        f"{known} ({GROUP}: {installed})",
+                        self.pii_type,
+                        "for another type, give a detector: a regex string, a compiled "
+                        "pattern, or a function returning PIIMatch objects",
+                    ),
                 )
         if isinstance(detector, str):
             try:
                 detector = re.compile(detector)
             except re.error as exc:
-                raise ValueError(f"detector is not a valid regular expression: {exc}") from None
+                raise FieldError(
+                    "detector", expected("a regular expression", detector, f"invalid regex: {exc}")
+                ) from None
         if isinstance(detector, re.Pattern):
             pattern = detector
             return lambda text: [
@@ -116,7 +123,9 @@ class PIIMiddleware(Middleware):
                 if m.end() > m.start()
             ]
         if not callable(detector):
-            raise ValueError(f"detector must be a regex or a function, got {detector!r}")
+            raise FieldError(
+                "detector", expected("a regular expression, a callable or None", detector)
+            )
         function = detector
 
         def call(text: str) -> list[PIIMatch]:

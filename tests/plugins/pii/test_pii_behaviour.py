@@ -397,11 +397,25 @@ def test_options_by_name(make_agent: Any) -> None:
 @pytest.mark.parametrize(
     ("options", "fragment"),
     [
-        ({"pii_type": "ssn"}, "give a detector"),
         ({"pii_type": "email", "strategy": "scramble"}, "strategy"),
-        ({"pii_type": "code", "detector": "("}, "not a valid regular expression"),
+        (
+            {"pii_type": "code", "detector": "("},
+            "plugin 'pii': option 'detector': expected a regular expression, got '(' "
+            "(invalid regex: missing ), unterminated subpattern at position 0)",
+        ),
+        (
+            {"pii_type": "ssn"},
+            "plugin 'pii': option 'pii_type': expected a built-in type (email, credit_card, ip, "
+            "mac_address, url) or an installed one (plait.pii_detectors: none), got 'ssn' (for "
+            "another type, give a detector: a regex string, a compiled pattern, or a function "
+            "returning PIIMatch objects)",
+        ),
+        (
+            {"pii_type": "e mail", "detector": "x"},
+            "plugin 'pii': option 'pii_type': expected a name of letters, digits and "
+            "underscores, got 'e mail'",
+        ),
         ({"pii_type": "email", "apply_to_input": False}, "enable at least one"),
-        ({"pii_type": "e mail", "detector": "x"}, "pii_type"),
         ({"pii_type": "email", "apply_to_output": "yes"}, "apply_to_output"),
         ({}, "pii_type"),
     ],
@@ -412,6 +426,14 @@ def test_bad_options_fail_at_create_agent(
     with pytest.raises(plait.ConfigError) as info:
         make_agent(["ok"], middleware=[("pii", options)])
     assert "pii" in str(info.value) and fragment in str(info.value)
+    if fragment.startswith("plugin"):
+        assert str(info.value) == fragment
+
+
+def test_a_detector_that_is_not_one_is_worded_like_every_option() -> None:
+    with pytest.raises(ValueError) as info:
+        PIIMiddleware("code", detector=3)  # type: ignore[arg-type]
+    assert str(info.value) == "detector: expected a regular expression, a callable or None, got 3"
 
 
 def test_streamed_block_sends_nothing_of_the_value(make_agent: Any) -> None:
