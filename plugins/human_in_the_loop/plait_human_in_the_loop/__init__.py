@@ -16,6 +16,7 @@ run stays paused at the same interrupt, so the caller can answer again.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -25,7 +26,7 @@ from plait import interrupt, schema
 from plait.errors import CheckpointerRequiredError, PlaitError
 from plait.messages import ToolCall, ToolMessage, pending_tool_calls
 from plait.middleware import Middleware, can_jump_to
-from plait.options import check_tool_names
+from plait.options import FieldError, check_tool_names, expected
 from plait.tools import Tool, ToolArgumentError
 from plait.types import AgentConfig, Command, Runtime, StateField, ToolCallRequest
 
@@ -61,18 +62,27 @@ class HumanInTheLoopError(PlaitError):
 # -- options -------------------------------------------------------------------------------
 
 
+_ROOT = re.compile(r"(^|; )\$")
+"""Where each problem of a ``schema.structure`` error starts: its path's root."""
+_DECISIONS = f"a non-empty list of decisions ({', '.join(map(repr, ALL_DECISIONS))})"
+_ENTRY = "a bool or a mapping of InterruptOnConfig's fields"  # as the options' converter says
+_MAP = f"a mapping of tool names to {_ENTRY}"
+
+
 def _decisions(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, tuple) or not value:
-        raise ValueError(
-            f"{attribute.name} must list at least one of {', '.join(ALL_DECISIONS)}; "
-            f"to never ask about a tool, map it to False (got {value!r})"
-        )
+        detail = "to never ask about a tool, map it to False"
+        raise FieldError(attribute.name, expected(_DECISIONS, value, detail))
     for item in value:
         if item not in ALL_DECISIONS:
-            raise ValueError(
-                f"{attribute.name}: {item!r} is not a decision; choose from "
-                f"{', '.join(ALL_DECISIONS)}"
-            )
+            detail = f"{item!r} is not a decision"
+            raise FieldError(attribute.name, expected(_DECISIONS, value, detail))
+
+
+def _located(problems: str, where: str) -> str:
+    """``schema.structure``'s ``$.allowed_decisions: ...`` as ``interrupt_on['x'].allowed_decisions:
+    ...``, the path an option given by name shows."""
+    return _ROOT.sub(lambda m: m.group(1) + where, problems)
 
 
 def _as_tuple(value: Any) -> Any:
@@ -108,26 +118,22 @@ def _interrupt_on(
     """Normalise ``interrupt_on``: mappings (Python users write dicts, as in LangChain)
     become ``InterruptOnConfig`` with the same strict checks as options given by name."""
     if not isinstance(value, Mapping):
-        raise TypeError(
-            "interrupt_on must map tool names to True, False or {allowed_decisions, "
-            f"description, when}}, got {value!r}"
-        )
+        raise TypeError(f"interrupt_on: {expected(_MAP, value)}")
     result: dict[str, bool | InterruptOnConfig] = {}
     for name, entry in value.items():
         if not isinstance(name, str) or not name:
-            raise ValueError(f"interrupt_on: keys must be tool names, got {name!r}")
+            detail = f"{name!r} is not a tool name"
+            raise FieldError("interrupt_on", expected(_MAP, value, detail))
+        where = f"interrupt_on[{name!r}]"
         if isinstance(entry, bool | InterruptOnConfig):
             result[name] = entry
         elif isinstance(entry, Mapping):
             try:
                 result[name] = schema.structure(dict(entry), InterruptOnConfig)
             except ValueError as exc:
-                raise ValueError(f"interrupt_on[{name!r}]: {exc}") from None
+                raise ValueError(_located(str(exc), where)) from None
         else:
-            raise ValueError(
-                f"interrupt_on[{name!r}] must be True, False or {{allowed_decisions, "
-                f"description, when}}, got {entry!r}"
-            )
+            raise ValueError(f"{where}: {expected(_ENTRY, entry)}")
     return result
 
 
@@ -377,10 +383,11 @@ def _parse_decisions(answer: Any, reviews: Sequence[_Review]) -> list[Decision]:
             f"decision per reviewed call ({names}); got {answer!r}: {exc}"
         ) from None
     if len(envelope.decisions) != len(reviews):
+        wanted = f"a list of {len(reviews)} decision(s), one per call awaiting review ({names})"
         raise HumanInTheLoopError(
-            f"human_in_the_loop: {len(reviews)} tool call(s) await review ({names}) but the "
-            f"resume value has {len(envelope.decisions)} decision(s); give exactly one per "
-            "call, in order. Nothing was run."
+            "human_in_the_loop: $.decisions: "
+            f"{expected(wanted, envelope.decisions, f'it has {len(envelope.decisions)}')}; "
+            "give exactly one per call, in order. Nothing was run."
         )
     decisions: list[Decision] = []
     for index, (raw, review) in enumerate(zip(envelope.decisions, reviews, strict=True)):
@@ -393,9 +400,9 @@ def _parse_decisions(answer: Any, reviews: Sequence[_Review]) -> list[Decision]:
             raise HumanInTheLoopError(f"{where}: {exc}. Nothing was run.") from None
         allowed = review.allowed
         if decision.type not in allowed:
+            choices = f"one of {', '.join(map(repr, allowed))} (the decisions this tool allows)"
             raise HumanInTheLoopError(
-                f"{where}: {decision.type!r} is not allowed for this tool; allowed: "
-                f"{', '.join(allowed)}. Nothing was run."
+                f"{where}: $.type: {expected(choices, decision.type)}. Nothing was run."
             )
         decisions.append(decision)
     return decisions

@@ -363,9 +363,9 @@ def test_wrong_number_of_decisions_runs_nothing(make_agent: Any) -> None:
     with pytest.raises(HumanInTheLoopError) as info:
         agent.invoke(resume({"type": "approve"}), thread_id="t")
     assert str(info.value) == (
-        "human_in_the_loop: 2 tool call(s) await review ('send_email', 'delete_file') but "
-        "the resume value has 1 decision(s); give exactly one per call, in order. Nothing "
-        "was run."
+        "human_in_the_loop: $.decisions: expected a list of 2 decision(s), one per call "
+        "awaiting review ('send_email', 'delete_file'), got [{'type': 'approve'}] (it has 1); "
+        "give exactly one per call, in order. Nothing was run."
     )
     assert ran == []
 
@@ -388,8 +388,8 @@ def test_a_decision_the_tool_does_not_allow_runs_nothing(make_agent: Any) -> Non
             thread_id="t",
         )
     assert str(info.value) == (
-        "human_in_the_loop: decision 2 (for 'delete_file'): 'edit' is not allowed for this "
-        "tool; allowed: approve, reject. Nothing was run."
+        "human_in_the_loop: decision 2 (for 'delete_file'): $.type: expected one of "
+        "'approve', 'reject' (the decisions this tool allows), got 'edit'. Nothing was run."
     )
     assert ran == []
 
@@ -478,9 +478,10 @@ def test_options_by_name_are_structured_strictly(make_agent: Any) -> None:
                 ("human_in_the_loop", {"interrupt_on": {"delete_file": {"allowed_decisions": []}}})
             ],
         )
-    assert "plugin 'human_in_the_loop'" in str(info.value)
-    assert "allowed_decisions must list at least one of approve, edit, reject, respond" in str(
-        info.value
+    assert str(info.value) == (
+        "plugin 'human_in_the_loop': option \"interrupt_on['delete_file'].allowed_decisions\": "
+        "expected a non-empty list of decisions ('approve', 'edit', 'reject', 'respond'), "
+        "got () (to never ask about a tool, map it to False)"
     )
     with pytest.raises(ConfigError) as info:
         make_agent(
@@ -488,20 +489,45 @@ def test_options_by_name_are_structured_strictly(make_agent: Any) -> None:
             tools=TOOLS,
             middleware=[("human_in_the_loop", {"interrupt_on": {"delete_file": "yes"}})],
         )
-    assert "interrupt_on" in str(info.value)
+    assert str(info.value) == (
+        "plugin 'human_in_the_loop': option \"interrupt_on['delete_file']\": expected a bool "
+        "or a mapping of InterruptOnConfig's fields, got 'yes'"
+    )
+    with pytest.raises(ConfigError) as info:
+        make_agent(
+            ["x"], tools=TOOLS, middleware=[("human_in_the_loop", {"interrupt_on": {"": True}})]
+        )
+    assert str(info.value) == (
+        "plugin 'human_in_the_loop': option 'interrupt_on': expected a mapping of tool names "
+        "to a bool or a mapping of InterruptOnConfig's fields, got {'': True} ('' is not a "
+        "tool name)"
+    )
 
 
 def test_bad_python_options_fail_on_construction() -> None:
     with pytest.raises(ValueError) as info:
         HumanInTheLoopMiddleware(interrupt_on={"x": {"allowed_decisions": ["skip"]}})
     assert str(info.value) == (
-        "interrupt_on['x']: $.allowed_decisions[0]: expected one of 'approve', 'edit', "
+        "interrupt_on['x'].allowed_decisions[0]: expected one of 'approve', 'edit', "
         "'reject', 'respond', got 'skip'"
     )
-    with pytest.raises(ValueError, match="'skip' is not a decision"):
+    with pytest.raises(ValueError) as info:
+        HumanInTheLoopMiddleware(interrupt_on={"x": "yes"})  # type: ignore[dict-item]
+    assert str(info.value) == (
+        "interrupt_on['x']: expected a bool or a mapping of InterruptOnConfig's fields, got 'yes'"
+    )
+    with pytest.raises(ValueError) as info:
         InterruptOnConfig(allowed_decisions=("skip",))  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="at least one of approve"):
+    assert str(info.value) == (
+        "allowed_decisions: expected a non-empty list of decisions ('approve', 'edit', "
+        "'reject', 'respond'), got ('skip',) ('skip' is not a decision)"
+    )
+    with pytest.raises(ValueError) as info:
         InterruptOnConfig(allowed_decisions=())
+    assert str(info.value) == (
+        "allowed_decisions: expected a non-empty list of decisions ('approve', 'edit', "
+        "'reject', 'respond'), got () (to never ask about a tool, map it to False)"
+    )
 
 
 # -- async -----------------------------------------------------------------------------------

@@ -526,8 +526,8 @@ def test_a_resume_value_the_sub_agent_refuses_ends_the_task_with_an_error(
     [error] = tool_messages(result)
     assert error.status == "error"
     assert error.content.startswith(
-        "Error: sub-agent 'mailer' failed: HumanInTheLoopError: human_in_the_loop: 1 tool "
-        "call(s) await review"
+        "Error: sub-agent 'mailer' failed: HumanInTheLoopError: human_in_the_loop: "
+        "$.decisions: expected a list of 1 decision(s)"
     )
     assert result.text == "could not send" and result.interrupts == []
 
