@@ -30,7 +30,7 @@ from plait.errors import CheckpointerRequiredError, ConfigError, StopRun
 from plait.messages import AIMessage, ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.models import ChatModel, init_chat_model
-from plait.options import check_tool_names, non_empty_string
+from plait.options import FieldError, check_tool_names, expected, non_empty_string
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, Interrupt, ModelRequest, ToolRuntime
 
@@ -115,8 +115,8 @@ def _model(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None or isinstance(value, ChatModel):
         return
     if not isinstance(value, str) or ":" not in value:
-        raise ValueError(
-            f"{attribute.name} must be a 'provider:model' id, a ChatModel or None, got {value!r}"
+        raise FieldError(
+            attribute.name, expected("a 'provider:model' id, a ChatModel or None", value)
         )
 
 
@@ -127,17 +127,17 @@ def _tools(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         isinstance(item, Tool) or (isinstance(item, str) and item) or callable(item)
         for item in value
     ):
-        raise ValueError(
-            f"{attribute.name} must be None or a list of tool names, plait.Tool objects or "
-            f"functions, got {value!r}"
+        raise FieldError(
+            attribute.name,
+            expected("a list of tool names, plait.Tool objects or functions, or None", value),
         )
 
 
 def _middleware(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, tuple):
-        raise ValueError(
-            f"{attribute.name} must be a list of middleware (names, (name, options) pairs or "
-            f"instances), got {value!r}"
+        raise FieldError(
+            attribute.name,
+            expected("a list of middleware: names, (name, options) pairs or instances", value),
         )
 
 
@@ -191,15 +191,15 @@ class SubAgent:
                     f"{', '.join(given)}; give either agent or {', '.join(given)}, not both"
                 )
         elif self.system_prompt is None or not self.system_prompt.strip():
-            raise ValueError(
-                f"sub-agent {self.name!r} needs a system_prompt saying what it does and how "
-                "(or a prebuilt agent)"
+            detail = f"sub-agent {self.name!r} needs instructions, unless it is a prebuilt agent"
+            raise FieldError(
+                "system_prompt", expected("a non-empty string", self.system_prompt, detail)
             )
 
 
 def _subagents(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, tuple) or not all(isinstance(item, SubAgent) for item in value):
-        raise ValueError(f"{attribute.name} must be a list of sub-agents, got {value!r}")
+        raise FieldError(attribute.name, expected("a list of sub-agents", value))
 
 
 @attrs.frozen(kw_only=True)

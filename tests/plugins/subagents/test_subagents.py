@@ -747,7 +747,8 @@ def test_duplicate_names_are_a_config_error(make_agent: Any) -> None:
         ),
         (
             {"subagents": [{"name": "r", "description": "d"}]},
-            "sub-agent 'r' needs a system_prompt",
+            "plugin 'subagents': option 'subagents[0].system_prompt': expected a non-empty "
+            "string, got None (sub-agent 'r' needs instructions, unless it is a prebuilt agent)",
         ),
         (
             {"subagents": [{"name": "", "description": "d", "system_prompt": "p"}]},
@@ -758,6 +759,16 @@ def test_duplicate_names_are_a_config_error(make_agent: Any) -> None:
             "option 'subagents[0]': unknown key 'modle'",
         ),
         ({"default_model": 3}, "option 'default_model'"),
+        (
+            {"default_model": "gpt-4.1"},
+            "plugin 'subagents': option 'default_model': expected a 'provider:model' id, a "
+            "ChatModel or None, got 'gpt-4.1'",
+        ),
+        (
+            {"default_tools": ["search", ""]},
+            "plugin 'subagents': option 'default_tools': expected a list of tool names, "
+            "plait.Tool objects or functions, or None, got ('search', '')",
+        ),
         (
             {
                 "subagents": [
@@ -791,6 +802,8 @@ def test_duplicate_names_are_a_config_error(make_agent: Any) -> None:
         "empty-name",
         "unknown-key",
         "model-type",
+        "model-id",
+        "empty-tool-name",
         "unknown-provider",
         "unknown-middleware",
         "bad-middleware-option",
@@ -800,6 +813,26 @@ def test_bad_options_fail_at_create_agent(make_agent: Any, options: Any, message
     with pytest.raises(ConfigError) as info:
         make_agent(["x"], tools=[search], middleware=[("subagents", options)])
     assert message in str(info.value)
+    if message.startswith("plugin") and "got " in message:  # the whole sentence
+        assert str(info.value) == message
+
+
+def test_bad_values_given_in_python_are_worded_alike() -> None:
+    with pytest.raises(ValueError) as info:
+        SubAgent(name="r", description="d", system_prompt=" ")
+    assert str(info.value) == (
+        "system_prompt: expected a non-empty string, got ' ' (sub-agent 'r' needs "
+        "instructions, unless it is a prebuilt agent)"
+    )
+    with pytest.raises(ValueError) as info:
+        SubAgentMiddleware(subagents=[{"name": "r"}])  # type: ignore[list-item]
+    assert str(info.value) == "subagents: expected a list of sub-agents, got ({'name': 'r'},)"
+    with pytest.raises(ValueError) as info:
+        SubAgentMiddleware(default_middleware="model_retry")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "default_middleware: expected a list of middleware: names, (name, options) pairs or "
+        "instances, got 'model_retry'"
+    )
 
 
 def test_prebuilt_agent_with_spec_fields_is_refused() -> None:
