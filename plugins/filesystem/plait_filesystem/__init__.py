@@ -28,10 +28,9 @@ from plait.backends import (
     StoreBackend,
     format_lines,
 )
-from plait.errors import ConfigError
 from plait.messages import ToolMessage
 from plait.middleware import RequestMiddleware
-from plait.options import positive_or_none
+from plait.options import FieldError, expected, non_empty_string, positive_or_none
 from plait.tools import Tool
 from plait.types import (
     AgentConfig,
@@ -109,15 +108,14 @@ and `grep`. Every path is absolute, starting with `/` (e.g. `/notes.md`).
 def _check_descriptions(_: Any, attribute: attrs.Attribute[Any], value: Mapping[str, Any]) -> None:
     unknown = sorted(set(value) - set(TOOL_NAMES))
     if unknown:
-        raise ConfigError(
-            f"plugin {PLUGIN!r}: option 'custom_tool_descriptions': unknown tool "
-            f"{', '.join(map(repr, unknown))}; the tools are {', '.join(TOOL_NAMES)}"
-        )
+        keys = "unknown key" + ("s " if len(unknown) > 1 else " ") + ", ".join(map(repr, unknown))
+        raise FieldError(attribute.name, f"{keys} (valid: {', '.join(TOOL_NAMES)})")
     for name, text in value.items():
-        if not isinstance(text, str) or not text.strip():
-            raise ConfigError(
-                f"plugin {PLUGIN!r}: option 'custom_tool_descriptions': the description of "
-                f"{name!r} must be non-empty text, got {text!r}"
+        if non_empty_string().problem(text) is not None:
+            detail = f"the description of {name!r} is not a non-empty string"
+            raise FieldError(
+                attribute.name,
+                expected("a mapping of tool names to non-empty strings", value, detail),
             )
 
 

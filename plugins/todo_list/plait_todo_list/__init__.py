@@ -55,16 +55,11 @@ Update it as soon as an item's status changes. Do not use it for trivial one-ste
 and call it at most once per message."""
 
 
-def _non_blank(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
-    if not value.strip():
-        raise ValueError(f"{attribute.name} must say what to do, got {value!r}")
-
-
 @attrs.frozen
 class Todo:
     """One item of the todo list."""
 
-    content: str = attrs.field(validator=[attrs.validators.instance_of(str), _non_blank])
+    content: str = attrs.field(validator=non_empty_string())
     """What to do, as a short imperative sentence."""
     status: Literal["pending", "in_progress", "completed"]
     """pending (not started), in_progress (being worked on now) or completed (done)."""

@@ -15,7 +15,7 @@ import attrs
 from plait.errors import ToolCallFailedError
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
-from plait.options import check_tool_names
+from plait.options import FieldError, check_tool_names, expected
 from plait.retry import RetryPolicy, describe_error
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, ToolCallRequest
@@ -35,9 +35,9 @@ def _check_tools(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
     if not isinstance(value, tuple) or not all(isinstance(n, str) and n for n in value):
-        raise ValueError(
-            f"{attribute.name} must be a list of tool names or Tool objects "
-            f"(or None for every tool), got {value!r}"
+        raise FieldError(
+            attribute.name,
+            expected("a list of tool names or Tool objects, or None for every tool", value),
         )
 
 

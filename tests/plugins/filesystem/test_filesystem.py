@@ -277,11 +277,25 @@ def test_options_by_name_and_their_errors(tmp_path: Path) -> None:
     assert mw.backend == StoreBackend(("team", "notes"))
     assert FilesystemMiddleware(backend="state").backend == StateBackend()
     assert FilesystemMiddleware(backend="disk:" + str(tmp_path)).backend == DiskBackend(tmp_path)
-    with pytest.raises(ConfigError, match="unknown tool 'cat'; the tools are ls, read_file"):
+    with pytest.raises(ConfigError) as info:
         plait.create_agent(
             plait.testing.scripted("hi"),
             middleware=[("filesystem", {"custom_tool_descriptions": {"cat": "x"}})],
         )
+    assert str(info.value) == (
+        "plugin 'filesystem': option 'custom_tool_descriptions': unknown key 'cat' (valid: "
+        "ls, read_file, write_file, edit_file, glob, grep)"
+    )
+    with pytest.raises(ConfigError) as info:
+        plait.create_agent(
+            plait.testing.scripted("hi"),
+            middleware=[("filesystem", {"custom_tool_descriptions": {"ls": " "}})],
+        )
+    assert str(info.value) == (
+        "plugin 'filesystem': option 'custom_tool_descriptions': expected a mapping of tool "
+        "names to non-empty strings, got {'ls': ' '} (the description of 'ls' is not a "
+        "non-empty string)"
+    )
     with pytest.raises(
         ConfigError, match=r"plugin 'filesystem': option 'backend': expected a Backend"
     ):

@@ -129,7 +129,10 @@ def test_each_write_replaces_the_whole_list(make_agent: Any) -> None:
             "'completed', got 'started'",
         ),
         ([{"content": "x"}], "todos[0]"),
-        ([{"content": "", "status": "pending"}], "content must say what to do"),
+        (
+            [{"content": "", "status": "pending"}],
+            "argument 'todos[0].content': expected a non-empty string, got ''",
+        ),
         ("not a list", "argument 'todos'"),
     ],
 )

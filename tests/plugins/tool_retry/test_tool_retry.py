@@ -296,6 +296,15 @@ def test_bad_options_fail_at_create_agent(
     assert message in str(raised.value)
 
 
+def test_bad_tools_given_in_python_are_worded_like_every_option() -> None:
+    with pytest.raises(ValueError) as raised:
+        ToolRetryMiddleware(tools=["search", ""])
+    assert str(raised.value) == (
+        "tools: expected a list of tool names or Tool objects, or None for every tool, "
+        "got ('search', '')"
+    )
+
+
 def test_a_deterministic_error_is_not_retried_by_default(
     make_agent: Any, sleeper: FakeSleeper
 ) -> None:
