@@ -10,6 +10,10 @@ page's ``setup``; what a block defines is exercised by the ``after`` code that f
 A server address a page names is replaced by a local server's, each replacement checked
 to occur.
 
+A page's TOML blocks run too where the test asks (``run_page(..., toml=True)``): each is
+an agent file (after the page's ``agent_table`` if it has no ``[agent]`` table of its
+own), loaded with ``plait.agentfile.load_agent`` in the same process, after the Python.
+
 Two kinds of block do not run, each marked in the page on the line before it:
 ``<!-- docs-test: signature of module:Qualified.name -->`` (checked against the named
 object's real signature) and ``<!-- docs-test: not run: <why> -->`` (the reason is
@@ -35,7 +39,7 @@ import pytest
 from docs_provider import DocsProvider, Turn
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+FENCE = r"^```{lang}\n(.*?)^```"
 MARK = re.compile(r"<!-- docs-test: (signature of|not run:)\s*(.*?)\s*-->\s*$")
 
 
@@ -52,6 +56,10 @@ class Page:
     # Two comments that split a block into a server process and a client process:
     # (first line of the server part, first line of the client part).
     split: tuple[str, str] | None = None
+    # For TOML blocks: the [agent] table put before a block without one, and the names
+    # (defined by ``setup``) of the tools the agent is given.
+    agent_table: str = '[agent]\nmodel = "openai:gpt-4.1"\n'
+    agent_tools: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -79,15 +87,25 @@ def tool(name: str, args: str, doc: str, result: str) -> str:
 SEARCH = tool("search", "query: str", "Search the web.", "f'3 results for {query}'")
 
 
-def has_python(path: Path) -> bool:
-    return BLOCK.search(path.read_text(encoding="utf-8")) is not None
+LOAD = """
+import pathlib as _pathlib
+import plait.agentfile as _agentfile
+_pathlib.Path({file!r}).write_text({text!r}, encoding="utf-8")
+with _agentfile.load_agent({file!r}, **{overrides}):
+    pass
+"""
 
 
-def blocks(path: Path) -> list[Block]:
-    """The page's Python blocks, each with what the mark on the line before it says."""
+def has_blocks(path: Path, lang: str = "python") -> bool:
+    text = path.read_text(encoding="utf-8")
+    return re.search(FENCE.format(lang=lang), text, re.MULTILINE | re.DOTALL) is not None
+
+
+def blocks(path: Path, lang: str = "python") -> list[Block]:
+    """The page's ``lang`` blocks, each with what the mark on the line before it says."""
     text = path.read_text(encoding="utf-8")
     found = []
-    for match in BLOCK.finditer(text):
+    for match in re.finditer(FENCE.format(lang=lang), text, re.MULTILINE | re.DOTALL):
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         mark = MARK.search(before)
         if mark is None:
@@ -105,12 +123,16 @@ def check_pages(pages: dict[Path, Page]) -> None:
     for path, page in pages.items():
         found = blocks(path)
         assert all(index < len(found) for index in [*page.before, *page.after]), path
-        for index, block in enumerate(found):
-            assert block.not_run != "", f"{path}: block {index} is not run and does not say why"
+        for lang in ("python", "toml"):
+            for index, block in enumerate(blocks(path, lang)):
+                assert block.not_run != "", f"{path}: {lang} block {index} does not say why"
 
 
-def run_page(path: Path, page: Page, folder: Path, request: pytest.FixtureRequest) -> None:
-    """Run the page's blocks in ``folder`` and check what the page promises."""
+def run_page(
+    path: Path, page: Page, folder: Path, request: pytest.FixtureRequest, *, toml: bool = False
+) -> None:
+    """Run the page's blocks (and its TOML blocks if ``toml``) in ``folder`` and check what
+    the page promises."""
     for module in page.needs:
         pytest.importorskip(module)
     parts = [page.setup]
@@ -121,6 +143,13 @@ def run_page(path: Path, page: Page, folder: Path, request: pytest.FixtureReques
         if block.not_run is not None:
             continue
         parts += [page.before.get(index, ""), block.code, page.after.get(index, "")]
+    for index, block in enumerate(blocks(path, "toml") if toml else []):
+        if block.not_run is None:
+            text = block.code
+            if not re.search(r"^\[agent\]", text, re.MULTILINE):
+                text = page.agent_table + "\n" + text
+            overrides = f"dict(tools=[{', '.join(page.agent_tools)}])" if page.agent_tools else "{}"
+            parts.append(LOAD.format(file=f"block_{index}.toml", text=text, overrides=overrides))
     script = "\n".join(parts)
     for text, fixture in page.replace.items():
         assert text in script, f"{path} no longer shows {text!r}"
@@ -238,6 +267,8 @@ def _env(server: DocsProvider, extra: dict[str, str]) -> dict[str, str]:
         GOOGLE_API_KEY="google-docs-test",
         OTEL_EXPORTER_OTLP_ENDPOINT=server.url + "/otlp",
         PYTHONDONTWRITEBYTECODE="1",
+        # as in an activated virtual environment: its scripts (mcp-server-time) are found
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         **extra,
     )
     return env

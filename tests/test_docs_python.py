@@ -15,7 +15,7 @@ from page_runner import (
     SEARCH,
     Page,
     check_pages,
-    has_python,
+    has_blocks,
     mcp_http_url,
     postgres_database_url,
     run_page,
@@ -244,7 +244,7 @@ PAGES: dict[str, Page] = {
 
 
 def test_every_page_with_python_is_run() -> None:
-    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if has_python(p))
+    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if has_blocks(p))
     assert sorted(PAGES) == pages
     check_pages({DOCS / name: page for name, page in PAGES.items()})
 

@@ -1,7 +1,8 @@
 """Every Python block of every plugins/*/README.md runs, the way tests/test_docs_python.py
 runs the docs (tests/page_runner.py): one fresh process per README, models answered by a
 loopback server with the turns scripted here, the tools a README names in passing defined
-by its ``setup``, what it shows checked by its ``after`` and ``stdout``.
+by its ``setup``, what it shows checked by its ``after`` and ``stdout``. Each TOML block
+(an agent file, or its ``[[middleware]]`` tables) is then loaded into an agent.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from page_runner import (
     SEARCH,
     Page,
     check_pages,
-    has_python,
+    has_blocks,
     mcp_http_url,
     postgres_database_url,
     run_page,
@@ -37,6 +38,10 @@ READMES: dict[str, Page] = {
         needs=("plait_anthropic",),
     ),
     "context_editing": Page(setup=SEARCH + FETCH_PAGE, needs=("plait_context_editing",)),
+    "dbos": Page(
+        replace={"postgresql://app@db/plait": "postgres_database_url"},
+        needs=("plait_dbos", "psycopg"),
+    ),
     "filesystem": Page(needs=("plait_filesystem",)),
     "google": Page(
         turns=(call("get_weather", city="Paris"), say("Sunny, 22C in Paris.")),
@@ -68,6 +73,8 @@ READMES: dict[str, Page] = {
                 """
             )
         },
+        agent_table='[agent]\nmodel = "openai:gpt-4.1"\ncheckpointer = "memory"\n',
+        agent_tools=("send_email", "delete_file", "search"),
         stdout=(
             "send_email {'to': 'ann@example.com', 'body': 'The report.'}\n"
             "delete_file {'path': 'draft.txt'}\n"
@@ -100,7 +107,25 @@ READMES: dict[str, Page] = {
     "model_call_limit": Page(setup=SEARCH, needs=("plait_model_call_limit",)),
     "model_fallback": Page(setup=SEARCH, needs=("plait_model_fallback",)),
     "model_retry": Page(setup=SEARCH, needs=("plait_model_retry",)),
-    "otel": Page(setup=SEARCH, needs=("plait_otel", "opentelemetry.exporter")),
+    "otel": Page(
+        setup=SEARCH,
+        after={
+            0: textwrap.dedent(
+                """
+                from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+                from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+                    InMemorySpanExporter,
+                )
+                spans = InMemorySpanExporter()
+                provider.add_span_processor(SimpleSpanProcessor(spans))
+                agent.invoke("And the invoice?", thread_id="t1")
+                names = [span.name for span in spans.get_finished_spans()]
+                assert "invoke_agent support" in names, names
+                """
+            )
+        },
+        needs=("plait_otel", "opentelemetry.exporter"),
+    ),
     "pii": Page(
         setup=tool("lookup_customer", "email: str", "Find a customer.", "'Ann, since 2019'"),
         stdout="pii: found 1 instance of credit_card in the user input; the run was stopped"
@@ -143,16 +168,44 @@ READMES: dict[str, Page] = {
             ),
             say("Pricing added."),
         ),
+        after={
+            0: textwrap.dedent(
+                """
+                assert result.state["todos"] == [
+                    {"content": "Research vendor A", "status": "completed"}
+                ]
+                assert [t["status"] for t in agent.get_state("t1")["todos"]] == [
+                    "completed", "in_progress"
+                ]
+                """
+            )
+        },
         needs=("plait_todo_list",),
     ),
-    "tool_call_limit": Page(setup=SEARCH + FETCH_PAGE, needs=("plait_tool_call_limit",)),
-    "tool_retry": Page(setup=SEARCH + FETCH_PAGE, needs=("plait_tool_retry",)),
-    "usage_limit": Page(setup=SEARCH, needs=("plait_usage_limit",)),
+    "tool_call_limit": Page(
+        setup=SEARCH + FETCH_PAGE,
+        agent_tools=("search", "fetch_page"),
+        needs=("plait_tool_call_limit",),
+    ),
+    "tool_retry": Page(
+        setup=SEARCH + FETCH_PAGE,
+        agent_tools=("search", "fetch_page"),
+        needs=("plait_tool_retry",),
+    ),
+    "usage_limit": Page(
+        setup=SEARCH,
+        after={0: "assert result.usage.cost > 0 and result.usage.total_tokens == 8"},
+        needs=("plait_usage_limit",),
+    ),
 }
 
 
-def test_every_plugin_readme_with_python_is_run() -> None:
-    readmes = sorted(p.parent.name for p in PLUGINS.glob("*/README.md") if has_python(p))
+def test_every_plugin_readme_with_python_or_toml_is_run() -> None:
+    readmes = sorted(
+        p.parent.name
+        for p in PLUGINS.glob("*/README.md")
+        if has_blocks(p, "python") or has_blocks(p, "toml")
+    )
     assert sorted(READMES) == readmes
     check_pages({PLUGINS / name / "README.md": page for name, page in READMES.items()})
 
@@ -161,4 +214,4 @@ def test_every_plugin_readme_with_python_is_run() -> None:
 def test_plugin_readme_runs_as_written(
     name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    run_page(PLUGINS / name / "README.md", READMES[name], tmp_path, request)
+    run_page(PLUGINS / name / "README.md", READMES[name], tmp_path, request, toml=True)
