@@ -418,11 +418,11 @@ def test_the_next_turn_is_valid_for_the_other_provider(
     body = server.last.body
 
     texts = CHECKS[target](body)
-    # The answer's visible text is the assistant text sent back (for a refusal with no
-    # content, the Responses provider sends the refusal, as the API's own replay does).
+    # The answer's visible text is the assistant text sent back (an OpenAI refusal, the
+    # only text of its answer, is sent as text: no other API has a refusal field).
     sent = "".join(text for role, text in texts if role == "assistant")
     expected = message_text(answer.content)
-    if not expected and target == "openai-responses":
+    if not expected and not answer.tool_calls:
         expected = str(answer.response_metadata.get("refusal") or "")
     assert sent == expected
     # The user's turns arrive whole.
@@ -471,3 +471,14 @@ def test_tool_ids_claude_refuses_stay_paired_and_distinct(server: ReplayServer) 
     results = [block["tool_use_id"] for block in sent[2]["content"][: len(ids)]]
     assert uses == results and len(set(uses)) == 3
     assert uses[2] == "functions_get_0"
+
+
+def test_a_refusal_goes_back_to_chat_completions_as_text(server: ReplayServer) -> None:
+    """The refusal is the answer's only text: sent back as it, never as an empty turn."""
+    answer = parse_recorded(server, "oai_refusal")
+    serve(server, PLAIN_ANSWER["openai"])
+    model_for("openai", server).invoke(thread(answer))
+    assert server.last.body["messages"][1] == {
+        "role": "assistant",
+        "content": answer.response_metadata["refusal"],
+    }

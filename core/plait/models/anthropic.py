@@ -496,6 +496,10 @@ class AnthropicChatModel(HTTPChatModel):
             return "user", [result]
         if isinstance(message, AIMessage):
             blocks = [block for block in _blocks(message.content) if not _is_foreign(block)]
+            refusal = message.response_metadata.get("refusal")
+            if not blocks and not message.tool_calls and isinstance(refusal, str) and refusal:
+                # An OpenAI refusal is the answer's only text: the turn says it, as text.
+                blocks = [{"type": "text", "text": refusal}]
             blocks.extend(
                 {"type": "tool_use", "id": _tool_id(call.id), "name": call.name, "input": call.args}
                 for call in message.tool_calls

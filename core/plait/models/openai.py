@@ -380,6 +380,11 @@ class OpenAIChatModel(HTTPChatModel):
             }
         if isinstance(message, AIMessage):
             text = message_text(message.content)
+            refusal = message.response_metadata.get("refusal")
+            if not text and not message.tool_calls and isinstance(refusal, str):
+                # A refusal is the answer's only text: sent as the assistant's content
+                # (servers that speak this format do not all read a ``refusal`` field).
+                text = refusal
             out: dict[str, Any] = {"role": "assistant", "content": text}
             if message.tool_calls:
                 if not text:

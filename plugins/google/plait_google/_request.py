@@ -234,6 +234,10 @@ def _turn(
         return "user", parts or [{"text": ""}]
     if isinstance(message, AIMessage):
         parts = _parts(message.content, "model")
+        refusal = message.response_metadata.get("refusal")
+        if not parts and not message.tool_calls and isinstance(refusal, str) and refusal:
+            # An OpenAI refusal is the answer's only text: the turn says it, as text.
+            parts = [{"text": refusal}]
         signatures = message.response_metadata.get(THOUGHT_SIGNATURES) or {}
         # Gemini 3 refuses a function-call turn without a signature; a turn another
         # provider (or a scripted model) wrote has none, so its first call gets Google's
