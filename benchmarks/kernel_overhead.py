@@ -3,10 +3,13 @@
 A step is one scripted model call plus one trivial tool call. Prints, for a 200-step run,
 the cost per step of a bare loop making the same calls, of plait with no middleware and
 with 10 no-op middleware (each as a ratio to the bare loop, measured in this run); the
-async path with an async tool and with a sync tool (run in a worker thread, as it must
-be so it cannot block the event loop) as ratios to the sync path, beside the cost of one
-bare thread hop (``await asyncio.to_thread(f)``) on this machine; the cold import time
-of ``plait`` (``-X importtime``) and the peak RSS.
+async path as ratios to the sync path: with an async tool, with a sync tool (by default
+run in a worker thread, so that it cannot block the event loop) and with a sync tool made
+with ``run_in_thread=False`` (called on the event loop's thread: no hop), beside the cost
+of one bare thread hop (``await asyncio.to_thread(f)``) on this machine; the cold import
+time of ``plait`` (``-X importtime``) and the peak RSS. Each figure is the best of
+``--repeat`` runs, and every repetition runs each configuration once in turn, so load
+elsewhere on a shared machine weighs on a ratio's two sides alike.
 
     python benchmarks/kernel_overhead.py [--steps 200] [--repeat 5]
 """
@@ -15,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -26,6 +31,8 @@ import attrs
 import plait
 from plait.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from plait.models.scripted import ScriptedChatModel
+
+WIDTH = 52  # of the row labels
 
 
 @plait.tool
@@ -40,6 +47,16 @@ def noop(n: int) -> str:
 
 @plait.tool(name="noop")
 async def anoop(n: int) -> str:
+    """Return n.
+
+    Args:
+        n: any number.
+    """
+    return str(n)
+
+
+@plait.tool(name="noop", run_in_thread=False)
+def inline_noop(n: int) -> str:
     """Return n.
 
     Args:
@@ -95,10 +112,9 @@ def bare_loop(steps: int) -> float:
 
 
 def agent_run(
-    steps: int, middleware: int, *, use_async: bool = False, async_tool: bool = False
+    steps: int, middleware: int, *, use_async: bool = False, tool: plait.Tool = noop
 ) -> float:
     model = ScriptedChatModel(script(steps))
-    tool = anoop if async_tool else noop
     agent = plait.create_agent(model, [tool], middleware=[NoOp() for _ in range(middleware)])
     if not use_async:
         start = time.perf_counter()
@@ -126,8 +142,14 @@ def thread_hop(count: int) -> float:
     return asyncio.run(hops())
 
 
-def best(fn: Any, repeat: int) -> float:
-    return min(fn() for _ in range(repeat))
+def best_interleaved(runs: dict[str, Callable[[], float]], repeat: int) -> dict[str, float]:
+    """The best time of each run, each repetition running every one of them in turn, so a
+    burst of load elsewhere on the machine weighs on all of them alike."""
+    times: dict[str, list[float]] = {label: [] for label in runs}
+    for _ in range(repeat):
+        for label, run in runs.items():
+            times[label].append(run())
+    return {label: min(values) for label, values in times.items()}
 
 
 def import_time() -> float:
@@ -153,40 +175,49 @@ def main() -> None:
     args = parser.parse_args()
     steps, repeat = args.steps, args.repeat
 
-    bare = best(lambda: bare_loop(steps), repeat)
-    sync0 = best(lambda: agent_run(steps, 0), repeat)
-    sync10 = best(lambda: agent_run(steps, 10), repeat)
-    rows = [
-        ("bare python loop", bare),
-        ("plait, 0 middleware", sync0),
-        ("plait, 10 no-op middleware", sync10),
+    sync_rows: list[tuple[str, Callable[[], float]]] = [
+        ("bare python loop", functools.partial(bare_loop, steps)),
+        ("plait, 0 middleware", functools.partial(agent_run, steps, 0)),
+        ("plait, 10 no-op middleware", functools.partial(agent_run, steps, 10)),
     ]
-    print(f"per-step cost, {steps}-step run (best of {repeat}):")
-    for label, seconds in rows:
+    async_rows = [  # label, middleware, tool
+        ("async tool, 0 middleware", 0, anoop),
+        ("async tool, 10 no-op middleware", 10, anoop),
+        ("sync tool, 0 middleware", 0, noop),
+        ("sync tool, 10 no-op middleware", 10, noop),
+        ("sync tool, run_in_thread=False, 0 middleware", 0, inline_noop),
+        ("sync tool, run_in_thread=False, 10 no-op middleware", 10, inline_noop),
+    ]
+    runs: dict[str, Callable[[], float]] = dict(sync_rows)
+    for label, middleware, tool in async_rows:
+        runs[label] = functools.partial(agent_run, steps, middleware, use_async=True, tool=tool)
+    runs["thread hop"] = functools.partial(thread_hop, steps)
+    times = best_interleaved(runs, repeat)
+
+    bare = times["bare python loop"]
+    print(f"per-step cost, {steps}-step run (best of {repeat}, runs interleaved):")
+    for label, _ in sync_rows:
+        seconds = times[label]
         per_step = seconds / steps * 1e6
-        print(f"  {label:34s} {per_step:9.1f} us/step   x{seconds / bare:6.1f} of bare loop")
-    hop = min(thread_hop(steps) for _ in range(repeat))
+        print(f"  {label:{WIDTH}s} {per_step:9.1f} us/step   x{seconds / bare:6.1f} of bare loop")
+    hop = times["thread hop"]
     print("async path, as a ratio to the sync path with the same middleware:")
-    for label, middleware, async_tool, sync in [
-        ("async tool, 0 middleware", 0, True, sync0),
-        ("async tool, 10 no-op middleware", 10, True, sync10),
-        ("sync tool, 0 middleware", 0, False, sync0),
-        ("sync tool, 10 no-op middleware", 10, False, sync10),
-    ]:
-        seconds = best(
-            lambda m=middleware, a=async_tool: agent_run(steps, m, use_async=True, async_tool=a),
-            repeat,
-        )
+    for label, middleware, tool in async_rows:
+        seconds = times[label]
+        sync = times[sync_rows[1 if middleware == 0 else 2][0]]
         per_step = seconds / steps * 1e6
-        line = f"  {label:34s} {per_step:9.1f} us/step   x{seconds / sync:6.2f} of sync"
-        if not async_tool:
+        line = f"  {label:{WIDTH}s} {per_step:9.1f} us/step   x{seconds / sync:6.2f} of sync"
+        if tool is noop:
             rest = seconds / steps - hop
             line += f"   (x{rest * steps / sync:.2f} without the thread hop)"
         print(line)
-    print(f"one thread hop (asyncio.to_thread):   {hop * 1e6:9.1f} us")
-    print(f"cold import of plait:              {import_time() * 1e3:9.1f} ms (-X importtime)")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak RSS of this process:          {peak:9.1f} MiB")
+    for label, figure in [
+        ("one thread hop (asyncio.to_thread)", f"{hop * 1e6:9.1f} us"),
+        ("cold import of plait", f"{import_time() * 1e3:9.1f} ms (-X importtime)"),
+        ("peak RSS of this process", f"{peak:9.1f} MiB"),
+    ]:
+        print(f"{label + ':':{WIDTH + 2}s} {figure}")
 
 
 if __name__ == "__main__":
