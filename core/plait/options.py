@@ -35,6 +35,7 @@ from plait._convert import (
     show,
 )
 from plait.errors import ConfigError
+from plait.models import ChatModel
 from plait.schema import field_descriptions
 
 if TYPE_CHECKING:
@@ -43,9 +44,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Bounded",
+    "ChatModelOption",
     "FieldError",
     "NonEmptyString",
     "OptionInfo",
+    "chat_model",
     "check_tool_names",
     "describe_options",
     "expected",
@@ -111,6 +114,43 @@ def _describe(problem: _convert.Problem) -> str:
 positive_or_none = integer(minimum=1, optional=True)
 """The validator of a count option that may be switched off with ``None`` (``max_files``,
 ``max_output_lines``...): an int of at least 1, or ``None``."""
+
+
+@attrs.frozen
+class ChatModelOption:
+    """A model option's check, usable as an attrs validator: a ``"provider:model"`` id or a
+    ``ChatModel`` (made into a model when the agent is built, so an unknown provider is
+    reported there), ``None`` allowed if ``optional`` (for "the agent's model").
+
+    ``expected a 'provider:model' id, a ChatModel or None, got 'gpt-4.1'``.
+    """
+
+    optional: bool = False
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with ``value`` (an "expected ..., got ..." sentence), or ``None``."""
+        if (value is None and self.optional) or isinstance(value, ChatModel):
+            return None
+        if isinstance(value, str) and ":" in value:
+            return None
+        if self.optional:
+            return expected("a 'provider:model' id, a ChatModel or None", value)
+        return expected("a 'provider:model' id or a ChatModel", value)
+
+    def check(self, name: str, value: Any) -> None:
+        """Raise ``FieldError(name, ...)`` if ``value`` does not fit."""
+        problem = self.problem(value)
+        if problem is not None:
+            raise FieldError(name, problem)
+
+    def __call__(self, _: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        self.check(attribute.name, value)
+
+
+def chat_model(*, optional: bool = False) -> ChatModelOption:
+    """A model option's check: ``chat_model(optional=True)`` where ``None`` means the
+    agent's model (``subagents``' ``default_model``, ``llm_tool_selector``'s ``model``)."""
+    return ChatModelOption(optional)
 
 
 def check_tool_names(

@@ -286,3 +286,32 @@ def test_check_tool_names_names_plugin_option_and_the_closest_tool() -> None:
 def test_check_tool_names_on_an_agent_without_tools() -> None:
     with pytest.raises(ConfigError, match=r"the agent's tools are: none$"):
         check_tool_names(["x"], _config_with_tools(), plugin="p", option="o")
+
+
+def test_chat_model_takes_ids_and_models_and_words_the_rest_like_every_option() -> None:
+    from plait.options import chat_model
+
+    @attrs.frozen
+    class Picker:
+        model: str | ChatModel | None = attrs.field(
+            default=None, validator=chat_model(optional=True)
+        )
+        judge: str | ChatModel = attrs.field(default="scripted:x", validator=chat_model())
+
+    assert Picker("openai:gpt-4.1").model == "openai:gpt-4.1"
+    assert isinstance(Picker(ScriptedChatModel([])).model, ChatModel)
+    with pytest.raises(ValueError) as info:
+        Picker("gpt-4.1")
+    assert (
+        str(info.value)
+        == "model: expected a 'provider:model' id, a ChatModel or None, got 'gpt-4.1'"
+    )
+    with pytest.raises(ValueError) as info:
+        Picker(judge=None)  # type: ignore[arg-type]
+    assert str(info.value) == "judge: expected a 'provider:model' id or a ChatModel, got None"
+    with pytest.raises(ConfigError) as error:
+        structure_options(Picker, {"model": "gpt-4.1"}, plugin="picker")
+    assert str(error.value) == (
+        "plugin 'picker': option 'model': expected a 'provider:model' id, a ChatModel or None, "
+        "got 'gpt-4.1'"
+    )

@@ -19,7 +19,7 @@ from plait.errors import ConfigError
 from plait.messages import HumanMessage, ToolMessage
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
-from plait.options import check_tool_names
+from plait.options import FieldError, chat_model, check_tool_names, expected
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, ToolCallRequest
 
@@ -41,19 +41,9 @@ def _tools(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, tuple) or not all(
         isinstance(item, Tool) or (isinstance(item, str) and item) for item in value
     ):
-        raise ValueError(
-            f"{attribute.name} must be None (emulate every tool), [] (none) or a list of tool "
-            f"names or plait.Tool objects, got {value!r}"
-        )
-
-
-def _model(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None or isinstance(value, ChatModel):
-        return
-    if not isinstance(value, str) or ":" not in value:
-        raise ValueError(
-            f"{attribute.name} must be a 'provider:model' id, a ChatModel or None (the "
-            f"agent's model), got {value!r}"
+        raise FieldError(
+            attribute.name,
+            expected("a list of tool names or Tool objects, or None for every tool", value),
         )
 
 
@@ -70,7 +60,7 @@ class LLMToolEmulatorMiddleware(Middleware):
         default=None, converter=_tuple, validator=_tools
     )
     """``None``: emulate every tool; ``[]``: none; names or ``Tool`` objects: those."""
-    model: str | ChatModel | None = attrs.field(default=None, validator=_model)
+    model: str | ChatModel | None = attrs.field(default=None, validator=chat_model(optional=True))
     """The emulator: a ``"provider:model"`` id or a ``ChatModel``; ``None`` is the agent's."""
     _resolved: list[ChatModel] = attrs.field(init=False, factory=list, eq=False, repr=False)
 

@@ -24,7 +24,14 @@ from plait.errors import ConfigError, PlaitError
 from plait.messages import AIMessage, AnyMessage, HumanMessage
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
-from plait.options import check_tool_names, integer, positive_or_none
+from plait.options import (
+    FieldError,
+    chat_model,
+    check_tool_names,
+    expected,
+    integer,
+    positive_or_none,
+)
 from plait.tools import Tool
 from plait.types import AgentConfig, ModelRequest, ModelResponse
 
@@ -55,19 +62,9 @@ class _Selection:
     tools: list[str]
 
 
-def _model(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None or isinstance(value, ChatModel):
-        return
-    if not isinstance(value, str) or ":" not in value:
-        raise ValueError(
-            f"{attribute.name} must be a 'provider:model' id, a ChatModel or None (the "
-            f"agent's model), got {value!r}"
-        )
-
-
 def _names(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not all(isinstance(name, str) and name for name in value):
-        raise ValueError(f"{attribute.name} must list tool names, got {value!r}")
+        raise FieldError(attribute.name, expected("a list of tool names", value))
 
 
 def _on_failure(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -75,9 +72,13 @@ def _on_failure(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         return
     if isinstance(value, tuple) and all(isinstance(name, str) and name for name in value):
         return
-    raise ValueError(
-        f"{attribute.name} must be 'error', 'all', 'none', a list of tool names or a "
-        f"function (exception) -> names, got {value!r}"
+    raise FieldError(
+        attribute.name,
+        expected(
+            "one of 'error', 'all', 'none', a list of tool names or a callable "
+            "(exception -> names)",
+            value,
+        ),
     )
 
 
@@ -90,7 +91,7 @@ class LLMToolSelectorMiddleware(Middleware):
     """Asks ``model`` which tools matter for the latest user message before each model
     call, and offers the main model only those (plus ``always_include``)."""
 
-    model: str | ChatModel | None = attrs.field(default=None, validator=_model)
+    model: str | ChatModel | None = attrs.field(default=None, validator=chat_model(optional=True))
     """The selector: a ``"provider:model"`` id or a ``ChatModel``; ``None`` is the agent's."""
     system_prompt: str = attrs.field(
         default=DEFAULT_SYSTEM_PROMPT, validator=attrs.validators.instance_of(str)

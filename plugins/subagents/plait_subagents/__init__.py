@@ -30,7 +30,7 @@ from plait.errors import CheckpointerRequiredError, ConfigError, StopRun
 from plait.messages import AIMessage, ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.models import ChatModel, init_chat_model
-from plait.options import FieldError, check_tool_names, expected, non_empty_string
+from plait.options import FieldError, chat_model, check_tool_names, expected, non_empty_string
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, Interrupt, ModelRequest, ToolRuntime
 
@@ -111,15 +111,6 @@ def _middleware_items(value: Any) -> Any:
     )
 
 
-def _model(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None or isinstance(value, ChatModel):
-        return
-    if not isinstance(value, str) or ":" not in value:
-        raise FieldError(
-            attribute.name, expected("a 'provider:model' id, a ChatModel or None", value)
-        )
-
-
 def _tools(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
@@ -162,7 +153,7 @@ class SubAgent:
     )
     """Names of the main agent's tools, ``plait.Tool`` objects or functions; ``None``: the
     middleware's ``default_tools``."""
-    model: str | ChatModel | None = attrs.field(default=None, validator=_model)
+    model: str | ChatModel | None = attrs.field(default=None, validator=chat_model(optional=True))
     """A ``"provider:model"`` id or a ``ChatModel``; ``None``: ``default_model``."""
     middleware: tuple[Any, ...] = attrs.field(
         default=(), converter=_middleware_items, validator=_middleware
@@ -220,7 +211,9 @@ class SubAgentMiddleware(RequestMiddleware):
     a fresh context and answers with its final message; a ``general-purpose`` sub-agent
     (the main agent's model, instructions and tools) is always available."""
 
-    default_model: str | ChatModel | None = attrs.field(default=None, validator=_model)
+    default_model: str | ChatModel | None = attrs.field(
+        default=None, validator=chat_model(optional=True)
+    )
     """The model of sub-agents without their own; ``None``: the main agent's."""
     default_tools: tuple[ToolLike, ...] | None = attrs.field(
         default=None, converter=_tuple, validator=_tools

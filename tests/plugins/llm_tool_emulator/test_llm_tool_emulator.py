@@ -195,6 +195,16 @@ def test_a_failing_emulator_becomes_an_error_message(make_agent: Any) -> None:
         ),
         ({"model": "nowhere:m"}, "option 'model': unknown model provider 'nowhere'"),
         ({"tools": "book_flight"}, "option 'tools'"),
+        (
+            {"model": "gpt-4.1"},
+            "plugin 'llm_tool_emulator': option 'model': expected a 'provider:model' id, a "
+            "ChatModel or None, got 'gpt-4.1'",
+        ),
+        (
+            {"tools": ["book_flight", ""]},
+            "plugin 'llm_tool_emulator': option 'tools': expected a list of tool names or Tool "
+            "objects, or None for every tool, got ('book_flight', '')",
+        ),
     ],
 )
 def test_bad_options_fail_at_create_agent(
@@ -203,6 +213,8 @@ def test_bad_options_fail_at_create_agent(
     with pytest.raises(ConfigError) as info:
         make_agent(["x"], tools=TOOLS, middleware=[("llm_tool_emulator", options)])
     assert message in str(info.value)
+    if message.startswith("plugin") and "got " in message:  # the whole sentence
+        assert str(info.value) == message
 
 
 def test_async_path_emulates_without_running_the_tools(make_agent: Any) -> None:

@@ -294,7 +294,21 @@ def test_nothing_to_choose_means_no_selector_call(make_agent: Any) -> None:
         ),
         ({"max_tools": 0}, "max_tools': expected an int >= 1 or None, got 0"),
         ({"max_retries": -1}, "max_retries': expected an int >= 0, got -1"),
-        ({"on_parsing_failure": "skip"}, "on_parsing_failure"),
+        (
+            {"on_parsing_failure": "skip"},
+            "plugin 'llm_tool_selector': option 'on_parsing_failure': expected one of 'error', "
+            "'all', 'none', a list or a callable or a 'module:attr' string, got 'skip'",
+        ),
+        (
+            {"model": "gpt-4.1"},
+            "plugin 'llm_tool_selector': option 'model': expected a 'provider:model' id, a "
+            "ChatModel or None, got 'gpt-4.1'",
+        ),
+        (
+            {"always_include": ["search", ""]},
+            "plugin 'llm_tool_selector': option 'always_include': expected a list of tool "
+            "names, got ('search', '')",
+        ),
         ({"model": "nowhere:small"}, "option 'model': unknown model provider 'nowhere'"),
     ],
 )
@@ -305,6 +319,22 @@ def test_bad_options_fail_at_create_agent(
         make_agent(["x"], tools=TOOLS, middleware=[("llm_tool_selector", options)])
     assert message in str(info.value)
     assert "llm_tool_selector" in str(info.value)
+    if message.startswith("plugin") and "got " in message:  # the whole sentence
+        assert str(info.value) == message
+
+
+def test_bad_values_given_in_python_are_worded_like_every_option() -> None:
+    with pytest.raises(ValueError) as info:
+        LLMToolSelectorMiddleware(on_parsing_failure=3)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "on_parsing_failure: expected one of 'error', 'all', 'none', a list of tool names or a "
+        "callable (exception -> names), got 3"
+    )
+    with pytest.raises(ValueError) as info:
+        LLMToolSelectorMiddleware(model="gpt-4.1")
+    assert str(info.value) == (
+        "model: expected a 'provider:model' id, a ChatModel or None, got 'gpt-4.1'"
+    )
 
 
 def test_async_path(make_agent: Any) -> None:
