@@ -65,6 +65,8 @@ def create_agent(
     :param name: the agent's name, in traces, logs and errors (``runtime.agent_name``).
     :param tool_timeout: seconds a tool call may take unless its tool sets its own
         ``timeout``; past it the call is abandoned and the model gets an error message.
+        Refused (``ConfigError``) if a sync tool has ``run_in_thread=False``: a call in the
+        agent loop's own thread cannot be abandoned.
     :param output_retries: with a ``response_format``, how many times a run asks the model
         again for an answer that is not in the format (text that does not parse, a text
         answer where the answer tool was expected, answer-tool arguments that do not fit)
