@@ -482,3 +482,66 @@ def test_a_refusal_goes_back_to_chat_completions_as_text(server: ReplayServer) -
         "role": "assistant",
         "content": answer.response_metadata["refusal"],
     }
+
+
+# -- a user's image, in any provider's form -------------------------------------------------
+
+PNG = "iVBORw0KGgo="
+WEB = "https://example.com/cat.png"
+IMAGES = {
+    "openai": (
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+        {"type": "image_url", "image_url": {"url": WEB}},
+    ),
+    "openai-responses": (
+        {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
+        {"type": "input_image", "image_url": WEB},
+    ),
+    "anthropic": (
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+        {"type": "image", "source": {"type": "url", "url": WEB}},
+    ),
+    "google": (
+        {"type": "inlineData", "inlineData": {"mimeType": "image/png", "data": PNG}},
+        {"type": "fileData", "fileData": {"mimeType": "image/png", "fileUri": WEB}},
+    ),
+}
+"""The same two images (base64 data, a web address) in each provider's block form."""
+SENT_IMAGES = {
+    "openai": (IMAGES["openai"][0], IMAGES["openai"][1]),
+    "openai-responses": (IMAGES["openai-responses"][0], IMAGES["openai-responses"][1]),
+    "anthropic": (IMAGES["anthropic"][0], IMAGES["anthropic"][1]),
+    "google": (
+        {"inlineData": {"mimeType": "image/png", "data": PNG}},
+        {"fileData": {"fileUri": WEB}},
+    ),
+}
+"""How each provider's request carries them (Gemini's ``fileData`` for a web address of
+another provider's form has no MIME type to give)."""
+
+
+def user_parts(target: str, body: dict[str, Any]) -> list[Any]:
+    if target == "google":
+        return list(body["contents"][0]["parts"])
+    if target == "openai-responses":
+        return list(body["input"][0]["content"])
+    return list(body["messages"][0]["content"])
+
+
+@pytest.mark.parametrize(
+    ("form", "target"),
+    [pytest.param(f, t, id=f"{f}->{t}") for f in PROVIDERS for t in PROVIDERS],
+)
+def test_a_users_image_reaches_each_provider_in_its_form(
+    server: ReplayServer, form: str, target: str
+) -> None:
+    """A user's image given in one provider's form (a thread begun there) is sent to each
+    provider in the form its API documents, base64 data and web address alike."""
+    data, web = IMAGES[form]
+    serve(server, PLAIN_ANSWER[target])
+    model_for(target, server).invoke([HumanMessage([{"type": "text", "text": "what?"}, data, web])])
+    sent = user_parts(target, server.last.body)[1:]
+    expected = list(SENT_IMAGES[target])
+    if target == "google" and form == "google":
+        expected[1] = {"fileData": {"mimeType": "image/png", "fileUri": WEB}}
+    assert sent == expected

@@ -51,6 +51,7 @@ from plait.models._http import (
     stream_error,
     wire,
 )
+from plait.models._images import read_image
 from plait.models.base import ModelProfile, merge_text_blocks
 
 if TYPE_CHECKING:
@@ -753,12 +754,17 @@ def _loop_starts_thinking(turns: list[dict[str, Any]]) -> bool:
 
 def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Content as a block list; empty text is dropped (the API rejects empty text blocks),
-    and a text block keeps only the keys the API reads."""
+    a text block keeps only the keys the API reads, and another provider's image is sent
+    as an ``image`` block."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     out: list[dict[str, Any]] = []
     for block in content:
-        if block.get("type") != "text":
+        image = read_image(block) if block.get("type") != "image" else None
+        if image is not None:
+            # Another provider's image (Chat Completions, Responses, Gemini): as this API's.
+            out.append(image.anthropic())
+        elif block.get("type") != "text":
             out.append(dict(block))
         elif block.get("text"):
             out.append({key: value for key, value in block.items() if key in TEXT_KEYS})

@@ -43,6 +43,7 @@ from plait.models._http import (
     stream_error,
     wire,
 )
+from plait.models._images import IMAGE_TYPES, read_image
 from plait.models.base import ModelProfile
 
 if TYPE_CHECKING:
@@ -575,7 +576,9 @@ thought signature), which OpenAI rejects: a thread moved here keeps only the tex
 
 def _content(content: str | list[dict[str, Any]]) -> Any:
     """Message content for the wire: a string, or parts as given — a text part keeps the
-    provider keys it carries (``prompt_cache_breakpoint``), native parts pass through."""
+    provider keys it carries (``prompt_cache_breakpoint``), another provider's image
+    (Anthropic ``image``, Gemini ``inlineData``...) becomes an ``image_url`` part, native
+    parts pass through."""
     if isinstance(content, str):
         return content
     parts: list[dict[str, Any]] = []
@@ -586,6 +589,10 @@ def _content(content: str | list[dict[str, Any]]) -> Any:
             for key in FOREIGN_TEXT_KEYS:
                 part.pop(key, None)
             part["text"] = str(part.get("text", ""))
+        elif part.get("type") in IMAGE_TYPES and part.get("type") != "image_url":
+            # Another provider's image (Anthropic's, Gemini's, Responses'): this API's form.
+            image = read_image(part)
+            part = image.chat_completions() if image is not None else part
         parts.append(part)
     return parts
 

@@ -49,6 +49,7 @@ from plait.models._http import (
     stream_error,
     wire,
 )
+from plait.models._images import IMAGE_TYPES, read_image
 from plait.models.base import ModelProfile, merge_text_blocks
 from plait.models.openai import (
     DEFAULT_BASE_URL,
@@ -464,8 +465,9 @@ def _function_call(call: ToolCall, item_id: Any) -> dict[str, Any]:
 
 def _input_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     """User, system or tool-output content: a string, or parts — plait's text parts as
-    ``input_text`` (keeping provider keys such as ``prompt_cache_breakpoint``), Chat
-    Completions ``image_url`` parts as ``input_image``, the API's own parts unchanged."""
+    ``input_text`` (keeping provider keys such as ``prompt_cache_breakpoint``), the other
+    providers' images (Chat Completions ``image_url``, Anthropic ``image``, Gemini
+    ``inlineData``) as ``input_image``, the API's own parts unchanged."""
     if isinstance(content, str):
         return content
     parts: list[dict[str, Any]] = []
@@ -483,6 +485,10 @@ def _input_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, 
             part = {"type": "input_image", "image_url": url}
             if isinstance(image, Mapping) and image.get("detail"):
                 part["detail"] = image["detail"]
+        elif kind in IMAGE_TYPES and kind != "input_image":
+            # Another provider's image (Anthropic's, Gemini's): this API's form of it.
+            image_ref = read_image(part)
+            part = image_ref.responses() if image_ref is not None else part
         parts.append(part)
     return parts
 

@@ -274,7 +274,7 @@ def _turn(
     raise TypeError(f"{PROVIDER}: cannot send a {type(message).__name__}")
 
 
-_READABLE = frozenset({"text", "thinking", "image_url", "image"})
+_READABLE = frozenset({"text", "thinking", "image_url", "input_image", "image"})
 
 
 def is_foreign(block: Mapping[str, Any]) -> bool:
@@ -324,6 +324,8 @@ def _part(block: Mapping[str, Any], role: str) -> dict[str, Any] | None:
         }
     elif kind == "image_url":
         part = _image_url(block)
+    elif kind == "input_image":
+        part = _image_url({"image_url": block.get("image_url")})
     elif kind == "image":
         part = _image(block)
     else:
