@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from plait.errors import ConfigError
-from plait.options import number
+from plait.options import FieldError, expected, non_empty_string, number
 
 __all__ = ["ServerConfig"]
-
-
-def _name(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
-    if not value.strip():
-        raise ValueError(f"{attribute.name} must not be empty")
 
 
 @attrs.frozen(kw_only=True)
@@ -24,7 +17,7 @@ class ServerConfig:
     Give ``command`` (a subprocess spoken to over stdio) or ``url`` (streamable HTTP), not both.
     """
 
-    name: str = attrs.field(validator=_name)
+    name: str = attrs.field(validator=non_empty_string())
     """The server's name in error messages and stream events; required."""
     command: str | None = None
     """stdio: the executable to start."""
@@ -62,9 +55,7 @@ class ServerConfig:
             if self.args or self.env is not None or self.cwd is not None:
                 raise ConfigError(f"{where}: 'args', 'env' and 'cwd' are for stdio servers only")
             if not self.url.startswith(("http://", "https://")):
-                raise ConfigError(
-                    f"{where}: 'url' must be an http:// or https:// URL, got {self.url!r}"
-                )
+                raise FieldError("url", expected("an http:// or https:// URL", self.url))
         elif self.headers:
             raise ConfigError(f"{where}: 'headers' are for streamable HTTP servers only")
         if self.include is not None:

@@ -17,6 +17,7 @@ import attrs
 
 from plait.errors import ConfigError
 from plait.middleware import Middleware
+from plait.options import FieldError, expected
 from plait.tools import Tool
 from plait.types import AgentConfig
 from plait_mcp import _loop
@@ -29,7 +30,7 @@ __all__ = ["MCPMiddleware"]
 
 def _servers(_: Any, attribute: attrs.Attribute[Any], value: list[ServerConfig]) -> None:
     if not value:
-        raise ValueError("servers must list at least one server")
+        raise FieldError(attribute.name, expected("a non-empty list of servers", value))
     names = [server.name for server in value]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:

@@ -26,7 +26,7 @@ from plait.messages import (
 )
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
-from plait.options import integer, number, positive_or_none
+from plait.options import FieldError, expected, integer, number, positive_or_none
 from plait.tokens import count_tokens
 from plait.types import AgentConfig, Runtime
 
@@ -206,9 +206,8 @@ def _as_keep(value: Keep | Mapping[str, Any]) -> Keep:
 
 def _has_placeholder(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     if "{messages}" not in value:
-        raise ValueError(
-            "summary_prompt must contain {messages}, where the conversation to summarize goes"
-        )
+        what = "a prompt with {messages} where the conversation to summarize goes"
+        raise FieldError(attribute.name, expected(what, value))
 
 
 @attrs.frozen

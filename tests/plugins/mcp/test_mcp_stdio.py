@@ -203,7 +203,15 @@ def test_a_server_that_exits_at_once_reports_its_stderr() -> None:
     [
         ({"name": "x"}, "give either 'command' (stdio) or 'url'"),
         ({"name": "x", "command": "a", "url": "http://h/mcp"}, "not both"),
-        ({"name": "x", "url": "ftp://h"}, "http:// or https://"),
+        (
+            {"name": "x", "url": "ftp://h"},
+            "plugin 'mcp': option 'servers[0].url': expected an http:// or https:// URL, "
+            "got 'ftp://h'",
+        ),
+        (
+            {"name": " ", "command": "a"},
+            "plugin 'mcp': option 'servers[0].name': expected a non-empty string, got ' '",
+        ),
         ({"name": "x", "command": "a", "headers": {"A": "b"}}, "'headers' are for streamable HTTP"),
         (
             {"name": "x", "command": "a", "timeout": 0},
@@ -217,10 +225,15 @@ def test_bad_server_options_are_config_errors(server: dict[str, object], expecte
     with pytest.raises(ConfigError, match="plugin 'mcp'") as err:
         make(scripted("ok"), server)
     assert expected in str(err.value)
+    if expected.startswith("plugin"):
+        assert str(err.value) == expected
 
 
 def test_servers_must_be_unique_and_present() -> None:
     with pytest.raises(ConfigError, match="repeated: a"):
         make(scripted("ok"), {"name": "a", "command": "x"}, {"name": "a", "command": "y"})
-    with pytest.raises(ConfigError, match="at least one server"):
+    with pytest.raises(ConfigError) as err:
         make(scripted("ok"))
+    assert str(err.value) == (
+        "plugin 'mcp': option 'servers': expected a non-empty list of servers, got []"
+    )

@@ -351,7 +351,11 @@ def test_options_by_name(make_agent: Any) -> None:
         ({"keep": {"messages": 3, "tokens": 10}}, "exactly one"),
         ({"keep": {}}, "exactly one"),
         ({"keep": {"messages": -1}}, "messages"),
-        ({"summary_prompt": "no placeholder"}, "{messages}"),
+        (
+            {"summary_prompt": "no placeholder"},
+            "plugin 'summarization': option 'summary_prompt': expected a prompt with {messages} "
+            "where the conversation to summarize goes, got 'no placeholder'",
+        ),
         ({"trim_tokens_to_summarize": 0}, "trim_tokens_to_summarize"),
         ({"trigger": {"messages": 3}, "max_tokens_before_summary": 10}, "trigger alone"),
         ({"keep": {"tokens": 5}, "messages_to_keep": 3}, "keep alone"),
@@ -365,6 +369,8 @@ def test_bad_options_fail_at_create_agent(
         make_agent(["ok"], middleware=[("summarization", {"model": summarizer(), **options})])
     assert "summarization" in str(info.value)
     assert fragment in str(info.value)
+    if fragment.startswith("plugin"):
+        assert str(info.value) == fragment
 
 
 def test_missing_model_is_an_error(make_agent: Any) -> None:
