@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, get_args, overload
 
+from plait._convert import expected
 from plait.hookspecs import ALL_HOOKS, HOOKS, hookimpl
 from plait.types import JumpTarget
 
@@ -78,7 +79,8 @@ def can_jump_to(*targets: str) -> Callable[[F], F]:
     """
     for target in targets:
         if target not in _TARGETS:
-            raise ValueError(f"can_jump_to: {target!r} is not one of {', '.join(_TARGETS)}")
+            choices = "one of " + ", ".join(map(repr, _TARGETS))
+            raise ValueError(f"can_jump_to: {expected(choices, target)}")
 
     def mark(func: F) -> F:
         setattr(func, JUMPS_ATTR, frozenset(targets))

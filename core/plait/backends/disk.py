@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from plait._convert import expected
 from plait.backends._base import FileOps
 from plait.backends.format import line_window
 from plait.backends.paths import check_path
@@ -45,7 +46,7 @@ def _stamp(seconds: float) -> str:
 def _root(value: str | os.PathLike[str]) -> Path:
     root = Path(value).resolve()
     if not root.is_dir():
-        raise ValueError(f"DiskBackend root {str(value)!r} is not an existing directory")
+        raise ValueError(f"DiskBackend root: {expected('an existing directory', str(value))}")
     return root
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from plait._convert import expected
 from plait.backends.composite import CompositeBackend
 from plait.backends.disk import DiskBackend
 from plait.backends.protocol import Backend
@@ -38,8 +39,7 @@ def resolve_backend(value: Any, default_namespace: tuple[str, ...] = ("filesyste
         if kind == "disk" and arg:
             return DiskBackend(arg)
     raise ValueError(
-        f"expected a Backend (an object with bind(runtime)) or one of {BACKEND_SPELLINGS}, "
-        f"got {value!r}"
+        expected(f"a Backend (an object with bind(runtime)) or one of {BACKEND_SPELLINGS}", value)
     )
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 from urllib.parse import unquote
 
-from plait._convert import integer
+from plait._convert import expected, integer
 from plait.checkpoint import (
     Checkpoint,
     StepDelta,
@@ -137,7 +137,8 @@ class _Database:
         ddl: Sequence[str],
     ) -> None:
         if synchronous not in _SYNCHRONOUS:
-            raise ValueError(f"synchronous must be 'full' or 'normal', got {synchronous!r}")
+            choices = "one of " + ", ".join(map(repr, _SYNCHRONOUS))
+            raise ValueError(f"synchronous: {expected(choices, synchronous)}")
         self.path = os.fspath(path)
         self._component = component
         self._ddl = tuple(ddl)

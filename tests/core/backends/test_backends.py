@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import plait
+import plait.testing
 from plait.backends import (
     FILES,
     FILES_FIELD,
@@ -26,7 +28,7 @@ from plait.backends import (
     text_lines,
     text_size,
 )
-from plait.errors import PlaitError
+from plait.errors import ConfigError, PlaitError
 from plait.messages import ToolCall
 from plait.persistence import SQLiteStore
 from plait.store import MemoryStore
@@ -370,9 +372,20 @@ def test_disk_skips_links_outside_root_when_listing(disk: tuple[Any, Path, Path]
     assert [h.path for h in fs.grep("secret")] == ["/inner.txt"]
 
 
-def test_disk_root_must_exist(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="not an existing directory"):
-        DiskBackend(tmp_path / "missing")
+def test_disk_root_must_exist() -> None:
+    missing = "/no/such/dir"
+    with pytest.raises(ValueError) as info:
+        DiskBackend(missing)
+    assert str(info.value) == f"DiskBackend root: expected an existing directory, got {missing!r}"
+    with pytest.raises(ConfigError) as error:
+        plait.create_agent(
+            plait.testing.scripted("hi"),
+            middleware=[("filesystem", {"backend": f"disk:{missing}"})],
+        )
+    assert str(error.value) == (
+        "plugin 'filesystem': option 'backend': DiskBackend root: expected an existing "
+        f"directory, got {missing!r}"
+    )
 
 
 def test_disk_follows_links_that_stay_inside_root(disk: tuple[Any, Path, Path]) -> None:

@@ -43,8 +43,9 @@ def test_synchronous_option(tmp_path: Path) -> None:
         with cp._db.connection() as conn:
             assert conn.execute("PRAGMA synchronous").fetchone() == (level,)
         cp.close()
-    with pytest.raises(ValueError, match="synchronous must be 'full' or 'normal'"):
+    with pytest.raises(ValueError) as info:
         SQLiteStore(tmp_path / "s.db", synchronous="off")  # type: ignore[arg-type]
+    assert str(info.value) == "synchronous: expected one of 'full', 'normal', got 'off'"
 
 
 @pytest.mark.parametrize(
