@@ -2,7 +2,8 @@
 ``generateContent`` wire formats, for code that names a real model: point
 ``OPENAI_BASE_URL`` at ``url + "/v1"``, ``ANTHROPIC_BASE_URL`` and
 ``GOOGLE_GEMINI_BASE_URL`` at ``url``. It answers with the scripted turns in order, then
-with a default text; a request asking for a stream gets server-sent events."""
+with a default text; a request asking for a stream gets server-sent events. OTLP exports
+(``OTEL_EXPORTER_OTLP_ENDPOINT`` at ``url + "/otlp"``) are accepted and kept in ``otlp``."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ class DocsProvider:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.otlp: list[tuple[str, bytes]] = []
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -53,7 +55,12 @@ class DocsProvider:
                 pass
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
+                data = self.rfile.read(int(self.headers.get("content-length", "0")))
+                if self.path.startswith("/otlp/"):
+                    provider.otlp.append((self.path, data))
+                    self._send(b"", "application/x-protobuf")  # an empty Export*Response
+                    return
+                body = json.loads(data)
                 turn = provider._next(self.path, body)
                 anthropic = self.path.endswith("/messages")
                 if ":streamGenerateContent" in self.path:

@@ -53,6 +53,7 @@ class Page:
     stdout: str | None = None
     needs: tuple[str, ...] = ()  # importable modules (plugins) the page uses
     env: dict[str, str] = attrs.Factory(dict)  # environment variables the page reads
+    otlp: tuple[str, ...] = ()  # paths the page's OpenTelemetry exporters must post to
     # Two comments that split a block into a server process and a client process:
     # (first line of the server part, first line of the client part).
     split: tuple[str, str] | None = None
@@ -171,6 +172,8 @@ def run_page(
     if page.stdout is not None:
         assert done.stdout.endswith(page.stdout) or done.stdout == page.stdout, done.stdout
     assert server.unused == [], f"the page never asked for {server.unused}"
+    posted = {path for path, _ in server.otlp}
+    assert posted >= set(page.otlp), f"OTLP exports reached only {sorted(posted)}"
 
 
 @pytest.fixture(scope="module")

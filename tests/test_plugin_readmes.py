@@ -104,11 +104,25 @@ READMES: dict[str, Page] = {
         stdout="It is morning in Tokyo.\n",
         needs=("plait_mcp", "mcp_server_time"),
     ),
-    "model_call_limit": Page(setup=SEARCH, needs=("plait_model_call_limit",)),
+    "model_call_limit": Page(
+        setup=SEARCH,
+        turns=tuple(call("search", query=f"part {n}") for n in range(10)),
+        after={
+            0: textwrap.dedent(
+                """
+                last = result.messages[-1].text
+                assert last.startswith("Model call limit reached: run limit (10/10). The agent"
+                                       " stopped"), last
+                """
+            )
+        },
+        needs=("plait_model_call_limit",),
+    ),
     "model_fallback": Page(setup=SEARCH, needs=("plait_model_fallback",)),
     "model_retry": Page(setup=SEARCH, needs=("plait_model_retry",)),
     "otel": Page(
         setup=SEARCH,
+        otlp=("/otlp/v1/traces",),
         after={
             0: textwrap.dedent(
                 """
@@ -139,7 +153,19 @@ READMES: dict[str, Page] = {
         },
         setup=tool("book_train", "departure: str", "Book a train.", "f'booked the {departure}'"),
         turns=(call("book_train", departure="9:40"), say("Your 9:40 train is booked.")),
-        after={0: "assert result.text == 'Your 9:40 train is booked.'"},
+        after={
+            0: "assert result.text == 'Your 9:40 train is booked.'",
+            1: textwrap.dedent(
+                """
+                built = plait.create_agent(
+                    plait.ScriptedChatModel(["Noted."]), checkpointer=checkpointer, store=store
+                )
+                built.invoke("Note this", thread_id="ticket-2")
+                assert "ticket-2" in built.list_threads()
+                assert "ticket-1841" not in built.list_threads()  # another schema
+                """
+            ),
+        },
         needs=("plait_postgres", "psycopg"),
     ),
     "subagents": Page(
