@@ -28,14 +28,18 @@ each API's reference documents it:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
+import string
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import recorded
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from replay_server import ReplayServer, Reply
 
 from plait.messages import (
@@ -545,3 +549,71 @@ def test_a_users_image_reaches_each_provider_in_its_form(
     if target == "google" and form == "google":
         expected[1] = {"fileData": {"mimeType": "image/png", "fileUri": WEB}}
     assert sent == expected
+
+
+# -- any mix of another provider's parts ----------------------------------------------------
+
+
+@functools.cache
+def recorded_parts() -> dict[str, tuple[tuple[dict[str, Any], ...], tuple[str, ...]]]:
+    """Every block of the recorded answers above, and every secret in them, by the
+    provider that wrote them."""
+    server = ReplayServer()
+    try:
+        out = {}
+        for source, names in SOURCES.items():
+            blocks: list[dict[str, Any]] = []
+            secrets: list[str] = []
+            for name in names:
+                answer = parse_recorded(server, name)
+                if isinstance(answer.content, list):
+                    blocks.extend(answer.content)
+                secrets.extend(own_secrets(answer))
+            out[source] = (tuple(blocks), tuple(secrets))
+        return out
+    finally:
+        server.close()
+
+
+@st.composite
+def foreign_answers(draw: st.DrawFn, target: str) -> tuple[AIMessage, tuple[str, ...]]:
+    """An answer made of the real blocks of one provider other than ``target`` (in any
+    order and number), with tool calls whose ids use any characters."""
+    source = draw(st.sampled_from([p for p in PROVIDERS if p != target]))
+    pool, secrets = recorded_parts()[source]
+    blocks = draw(st.lists(st.sampled_from(pool), max_size=6)) if pool else []
+    ids = draw(
+        st.lists(
+            st.text(string.ascii_letters + string.digits + "_-.:|/ ", min_size=1, max_size=12),
+            max_size=3,
+            unique=True,
+        )
+    )
+    calls = [ToolCall("lookup", {"n": index}, call_id) for index, call_id in enumerate(ids)]
+    return AIMessage([dict(b) for b in blocks], tool_calls=calls), secrets
+
+
+@pytest.mark.parametrize("target", PROVIDERS)
+def test_any_mix_of_another_providers_parts_is_accepted(target: str) -> None:
+    """Beyond the recorded answers as they came: any mix of one provider's real blocks,
+    with tool calls whose ids the target may refuse, makes a request the target accepts."""
+    server = ReplayServer()
+    model = model_for(target, server)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(foreign_answers(target))
+    def check(drawn: tuple[AIMessage, tuple[str, ...]]) -> None:
+        answer, secrets = drawn
+        serve(server, PLAIN_ANSWER[target])
+        model.invoke(thread(answer))
+        body = server.last.body
+        texts = CHECKS[target](body)
+        sent = "".join(text for role, text in texts if role == "assistant")
+        assert sent == message_text(answer.content)
+        wire = json.dumps(body, ensure_ascii=False)
+        assert not [secret for secret in secrets if secret in wire]
+
+    try:
+        check()
+    finally:
+        server.close()
