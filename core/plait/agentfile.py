@@ -379,7 +379,7 @@ def read_agent_file(path: str | Path, *, model: Any = None) -> AgentSpec:
     try:
         model = init_chat_model(agent.model, **settings) if model is None else model
     except ConfigError as exc:
-        raise AgentFileError(file, "[agent] model", str(exc)) from None
+        raise AgentFileError(file, "[agent] model", str(exc).removeprefix("model: ")) from None
     except TypeError as exc:
         raise AgentFileError(
             file, "[agent] model_settings", f"not accepted by {provider!r}: {exc}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from plait._convert import expected
 from plait._entrypoints import load
 from plait.errors import ConfigError
 from plait.models.base import ChatModel, ModelProfile
@@ -46,7 +47,8 @@ def init_chat_model(model: str | ChatModel, **settings: Any) -> ChatModel:
             raise ConfigError("settings can only be given with a model id, not an instance")
         return model
     if not isinstance(model, str) or ":" not in model:
-        raise ConfigError(f"model must be a ChatModel or a 'provider:model' string, got {model!r}")
+        wanted = "a 'provider:model' id or a ChatModel"
+        raise ConfigError(f"model: {expected(wanted, model)}")
     provider, _, name = model.partition(":")
     factory = load("plait.models", provider, what="model provider")
     instance = factory(name, **settings)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from plait._convert import ConversionError, integer, structure
+from plait._convert import ConversionError, expected, integer, structure
 from plait.errors import ConfigError
 from plait.messages import (
     AIMessage,
@@ -377,10 +377,8 @@ class AnthropicChatModel(HTTPChatModel):
             or not isinstance(value, Sequence)
             or not all(isinstance(item, str) and item for item in value)
         ):
-            raise ConfigError(
-                f"anthropic: provider option {BETAS!r} must be a list of beta names such as "
-                f'["context-management-2025-06-27"], got {value!r}'
-            )
+            wanted = "a list of beta names such as ['context-management-2025-06-27']"
+            raise ConfigError(f"anthropic: provider option {BETAS!r}: {expected(wanted, value)}")
         configured = next(
             (v for k, v in self.extra_headers.items() if k.lower() == "anthropic-beta"), ""
         )

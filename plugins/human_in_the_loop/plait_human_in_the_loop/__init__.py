@@ -378,9 +378,11 @@ def _parse_decisions(answer: Any, reviews: Sequence[_Review]) -> list[Decision]:
     try:
         envelope: _Envelope = schema.structure(answer, _Envelope)
     except ValueError as exc:
+        wanted = "{'decisions': [...]} with one decision per reviewed call (" + names + ")"
+        detail = str(exc) if isinstance(answer, Mapping) else None
         raise HumanInTheLoopError(
-            "human_in_the_loop: the resume value must be {'decisions': [...]} with one "
-            f"decision per reviewed call ({names}); got {answer!r}: {exc}"
+            f"human_in_the_loop: the resume value: {expected(wanted, answer, detail)}. "
+            "Nothing was run."
         ) from None
     if len(envelope.decisions) != len(reviews):
         wanted = f"a list of {len(reviews)} decision(s), one per call awaiting review ({names})"

@@ -186,3 +186,9 @@ def test_a_command_name_with_a_path_reads_the_same_everywhere(write) -> None:
     with pytest.raises(ValueError) as info:
         AnthropicBashMiddleware(denied_commands=["/bin/rm"])
     assert str(info.value) == f"denied_commands: {sentence}"
+
+
+def test_a_model_id_without_its_provider_reads_the_same_everywhere(write) -> None:
+    sentence = "expected a 'provider:model' id or a ChatModel, got 'gpt-4.1'"
+    assert _config_error(lambda: plait.create_agent("gpt-4.1")) == f"model: {sentence}"
+    assert _file_error(write, '[agent]\nmodel = "gpt-4.1"\n') == f"[agent] model: {sentence}"

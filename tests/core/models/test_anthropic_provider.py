@@ -766,8 +766,12 @@ def test_betas_become_the_anthropic_beta_header_joined_to_the_models_own(server:
 
 
 def test_betas_must_be_a_list_of_names(server: Any) -> None:
-    with pytest.raises(ConfigError, match="anthropic: provider option 'betas' must be a list"):
+    with pytest.raises(ConfigError) as info:
         model(server).invoke(
             [HumanMessage("Hi")], provider_options={"anthropic": {"betas": "context-management"}}
         )
+    assert str(info.value) == (
+        "anthropic: provider option 'betas': expected a list of beta names such as "
+        "['context-management-2025-06-27'], got 'context-management'"
+    )
     assert server.requests == []

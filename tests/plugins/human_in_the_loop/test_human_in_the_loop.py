@@ -397,8 +397,18 @@ def test_a_decision_the_tool_does_not_allow_runs_nothing(make_agent: Any) -> Non
 @pytest.mark.parametrize(
     ("answer", "expected"),
     [
-        ("approve", "the resume value must be {'decisions': [...]}"),
-        ({"decision": []}, "unknown key 'decision'"),
+        (
+            "approve",
+            "human_in_the_loop: the resume value: expected {'decisions': [...]} with one "
+            "decision per reviewed call ('send_email'), got 'approve'. Nothing was run.",
+        ),
+        (
+            {"decision": []},
+            "human_in_the_loop: the resume value: expected {'decisions': [...]} with one "
+            "decision per reviewed call ('send_email'), got {'decision': []} ($.decisions: "
+            "required, but missing; $: unknown key 'decision' (valid: decisions)). Nothing was "
+            "run.",
+        ),
         ({"decisions": [{"type": "aprove"}]}, "decision 1 (for 'send_email'): $.type"),
         ({"decisions": [{"type": "respond"}]}, "$.message"),
         (
@@ -416,6 +426,8 @@ def test_malformed_resume_values_are_precise_errors(
     with pytest.raises(HumanInTheLoopError) as info:
         agent.invoke(plait.Command(resume=answer), thread_id="t")
     assert expected in str(info.value)
+    if expected.startswith("human_in_the_loop"):
+        assert str(info.value) == expected
     assert ran == []
 
 
