@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from plait.errors import ConfigError
 from plait.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from plait.options import expected
 from plait_google._wire import DATA_FIELDS, PROVIDER, THOUGHT_SIGNATURES
 
 if TYPE_CHECKING:
@@ -95,10 +96,8 @@ def check_settings(settings: Mapping[str, Any]) -> None:
         or not isinstance(tools, Sequence)
         or not all(isinstance(tool, Mapping) for tool in tools)
     ):
-        raise ConfigError(
-            f"{PROVIDER}: {BUILTIN_TOOLS} must be a list of Gemini tools such as "
-            f'[{{"googleSearch": {{}}}}], got {tools!r}'
-        )
+        wanted = "a list of Gemini tools such as [{'googleSearch': {}}]"
+        raise ConfigError(f"{PROVIDER}: {BUILTIN_TOOLS}: {expected(wanted, tools)}")
 
 
 SKIP_SIGNATURE = "skip_thought_signature_validator"
@@ -172,10 +171,8 @@ def _merge(out: dict[str, Any], options: Mapping[str, Any]) -> None:
     """Request-level provider options, merged last: objects one level deep
     (``generationConfig``, ``toolConfig``), ``tools`` appended, the rest replaced."""
     if not isinstance(options, Mapping):
-        raise ConfigError(
-            f"{PROVIDER}: provider_options['google'] must be a mapping of request fields, "
-            f"got {options!r}"
-        )
+        wanted = "a mapping of request fields"
+        raise ConfigError(f"{PROVIDER}: provider_options['google']: {expected(wanted, options)}")
     for key, value in options.items():
         current = out.get(key)
         if key == "tools" and isinstance(value, list):
@@ -193,10 +190,8 @@ def _builtin(tool: ToolDefinition) -> dict[str, Any] | None:
     if builtin is None:
         return None
     if not isinstance(builtin, Mapping) or not builtin:
-        raise ConfigError(
-            f"{PROVIDER}: tool {tool.name!r}: provider option 'builtin' must be a Gemini tool "
-            f'such as {{"googleSearch": {{}}}}, got {builtin!r}'
-        )
+        problem = expected("a Gemini tool such as {'googleSearch': {}}", builtin)
+        raise ConfigError(f"{PROVIDER}: tool {tool.name!r}: provider option 'builtin': {problem}")
     return dict(builtin)
 
 

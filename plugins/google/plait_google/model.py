@@ -20,6 +20,7 @@ from plait import ModelProfile
 from plait.errors import ConfigError, ProviderError
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage, assemble_chunks
 from plait.models.http import HTTPChatModel, PreparedCall, SSEEvent, StreamParser
+from plait.options import expected
 from plait_google import _request
 from plait_google._wire import PROVIDER, PartReader
 
@@ -105,7 +106,7 @@ class GoogleChatModel(HTTPChatModel):
         if isinstance(model, str) and model.startswith("models/"):
             model = model[len("models/") :]
         if not isinstance(vertex, bool):
-            raise ConfigError(f"{PROVIDER}: vertex must be true or false, got {vertex!r}")
+            raise ConfigError(f"{PROVIDER}: vertex: {expected('a bool', vertex)}")
         key = api_key
         if key is None:
             key = next((os.environ[name] for name in KEY_ENVS if os.environ.get(name)), "")

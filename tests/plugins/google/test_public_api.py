@@ -11,7 +11,14 @@ from pathlib import Path
 
 import plait_google
 
-PUBLIC = {"plait", "plait.errors", "plait.messages", "plait.models", "plait.models.http"}
+PUBLIC = {
+    "plait",
+    "plait.errors",
+    "plait.messages",
+    "plait.models",
+    "plait.models.http",
+    "plait.options",
+}
 
 
 def test_the_plugin_imports_only_plaits_public_api() -> None:

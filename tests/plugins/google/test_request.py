@@ -168,8 +168,15 @@ def test_bad_settings_fail_when_the_agent_is_built() -> None:
         )
     with pytest.raises(ConfigError, match="candidate_count=2 is not supported"):
         GoogleChatModel("gemini-2.5-flash", api_key=KEY, candidate_count=2)
-    with pytest.raises(ConfigError, match="builtin_tools must be a list"):
+    with pytest.raises(ConfigError) as info:
         GoogleChatModel("gemini-2.5-flash", api_key=KEY, builtin_tools={"googleSearch": {}})
+    assert str(info.value) == (
+        "google: builtin_tools: expected a list of Gemini tools such as [{'googleSearch': {}}], "
+        "got {'googleSearch': {}}"
+    )
+    with pytest.raises(ConfigError) as info:
+        GoogleChatModel("gemini-2.5-flash", api_key=KEY, vertex="yes")  # type: ignore[arg-type]
+    assert str(info.value) == "google: vertex: expected a bool, got 'yes'"
 
 
 def tool(name: str, **options: Any) -> plait.Tool:
