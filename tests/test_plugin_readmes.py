@@ -7,6 +7,8 @@ by its ``setup``, what it shows checked by its ``after`` and ``stdout``. Each TO
 
 from __future__ import annotations
 
+import ast
+import re
 import textwrap
 from pathlib import Path
 
@@ -241,3 +243,82 @@ def test_plugin_readme_runs_as_written(
     name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     run_page(PLUGINS / name / "README.md", READMES[name], tmp_path, request, toml=True)
+
+
+# A middleware given by name in a README's prose, e.g. `("tool_retry", {"max_retries": 4})`.
+BY_NAME = re.compile(r"""\("\w+",\s*\{.*\}\)""", re.DOTALL)
+
+
+def _by_name(path: Path) -> list[str]:
+    prose = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
+    spans = re.findall(r"`([^`]+)`", prose)
+    return [m.group(0) for span in spans for m in [BY_NAME.search(span)] if m]
+
+
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in PLUGINS.glob("*/README.md")))
+def test_middleware_a_plugin_readme_gives_by_name_builds(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ``("name", {options})`` in the README's text builds an agent, except a shape
+    whose values are ``...`` (to fill in)."""
+    import plait
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-readme-test")
+    tools = [
+        plait.tool(fn.__name__.lstrip("_"))(fn)
+        for fn in (_search, _fetch_page, _send_email, _book_flight, _web_search)
+    ]
+    for text in _by_name(PLUGINS / name / "README.md"):
+        spec = ast.literal_eval(text)
+        if "Ellipsis" in repr(spec):
+            continue
+        assert spec[0] == name, text
+        agent = plait.create_agent(
+            plait.ScriptedChatModel(["ok"]), tools=tools, checkpointer="memory", middleware=[spec]
+        )
+        agent.close()
+
+
+def test_by_name_finds_the_readmes_examples() -> None:
+    found = [s for p in sorted(PLUGINS.glob("*/README.md")) for s in _by_name(p)]
+    assert len(found) >= 14, found
+    assert '("tool_retry", {"tools": ["fetch_page"], "max_retries": 4})' in found
+
+
+def test_files_a_plugin_readme_points_to_exist() -> None:
+    """Its relative links, and the ``docs/``, ``examples/`` and ``benchmarks/`` paths (a
+    glob such as ``docs/middleware/anthropic_*.md`` matching at least one file)."""
+    missing = []
+    for path in sorted(PLUGINS.glob("*/README.md")):
+        text = path.read_text(encoding="utf-8")
+        links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text)
+        named = re.findall(r"\b((?:docs|examples|benchmarks)/[\w./*-]*\w)", text)
+        found = [(path.parent / link).resolve() for link in links]
+        found += [REPO / name for name in named]
+        missing += [f"{path}: {f}" for f in found if not any(f.parent.glob(f.name))]
+    assert missing == []
+
+
+def _search(query: str) -> str:
+    """Search the web."""
+    return query
+
+
+def _fetch_page(url: str) -> str:
+    """Fetch a web page."""
+    return url
+
+
+def _send_email(to: str, body: str) -> str:
+    """Send an e-mail."""
+    return to
+
+
+def _book_flight(to: str) -> str:
+    """Book a flight."""
+    return to
+
+
+def _web_search(query: str) -> str:
+    """Search the web."""
+    return query
