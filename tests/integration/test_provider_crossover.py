@@ -617,3 +617,21 @@ def test_any_mix_of_another_providers_parts_is_accepted(target: str) -> None:
         check()
     finally:
         server.close()
+
+
+def test_a_tool_results_image_reaches_claude_in_its_form(server: ReplayServer) -> None:
+    """A tool's result with another provider's image (an MCP screenshot given as a Chat
+    Completions part) goes to Claude as an ``image`` block inside the ``tool_result``."""
+    call = ToolCall("screenshot", {}, "call_1")
+    result = ToolMessage(
+        [{"type": "text", "text": "the page"}, IMAGES["openai"][0]],
+        tool_call_id="call_1",
+        name="screenshot",
+    )
+    serve(server, PLAIN_ANSWER["anthropic"])
+    model_for("anthropic", server).invoke(
+        [HumanMessage("look"), AIMessage("", tool_calls=[call]), result]
+    )
+    check_anthropic(server.last.body)
+    (sent,) = server.last.body["messages"][-1]["content"]
+    assert sent["content"] == [{"type": "text", "text": "the page"}, IMAGES["anthropic"][0]]

@@ -486,9 +486,10 @@ class AnthropicChatModel(HTTPChatModel):
             result: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": _tool_id(message.tool_call_id),
+                # Block content as the API reads it (another provider's image converted).
                 "content": message.content
                 if isinstance(message.content, str)
-                else [dict(b) for b in message.content],
+                else _blocks(message.content),
             }
             if message.status == "error":
                 result["is_error"] = True
