@@ -439,7 +439,8 @@ def _check_edit(action: EditedAction, review: _Review, tools: Mapping[str, Tool]
 def _rejected(call: ToolCall, reason: str | None) -> ToolMessage:
     text = f"A human reviewer rejected this call to {call.name!r}, so it was not run."
     if reason:
-        text += f" Their reason: {reason}"
+        reason = reason.strip()
+        text += f" Their reason: {reason}" + ("" if reason.endswith((".", "!", "?")) else ".")
     text += (
         " Do not call it again unless the user asks you to; carry on without it, or ask the "
         "user how to proceed."

@@ -298,12 +298,20 @@ def test_reject_answers_with_an_error_telling_the_model_not_to_retry(make_agent:
     assert answer.name == "send_email"
     assert answer.text == (
         "A human reviewer rejected this call to 'send_email', so it was not run. Their "
-        "reason: Ann is on leave Do not call it again unless the user asks you to; carry on "
+        "reason: Ann is on leave. Do not call it again unless the user asks you to; carry on "
         "without it, or ask the user how to proceed."
     )
     # every call was answered, so the model is asked again and reads the rejection
     assert result.text == "understood"
     assert agent.model.requests[-1].messages[-1] == answer
+
+
+def test_a_reason_ending_a_sentence_is_not_given_a_second_full_stop(make_agent: Any) -> None:
+    agent = make_agent([ai("", EMAIL), "ok"], tools=TOOLS, middleware=[hitl(send_email=True)])
+    agent.invoke("mail", thread_id="t")
+    result = agent.invoke(resume({"type": "reject", "message": "Is Ann back? "}), thread_id="t")
+    text = tool_messages(result.messages)["c_mail"].text
+    assert "Their reason: Is Ann back? Do not call it again" in text
 
 
 def test_reject_without_a_reason(make_agent: Any) -> None:
