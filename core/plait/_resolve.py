@@ -13,19 +13,19 @@ from typing import Any
 import attrs
 
 from plait import _entrypoints
+from plait._convert import expected
 from plait.errors import ConfigError
 from plait.hookspecs import ALL_HOOKS
 from plait.middleware import FunctionMiddleware, Middleware
+
+_OPTIONS_MAPPING = "a mapping of option names to values"
 
 
 def build(name: str, options: Mapping[str, Any]) -> object:
     """An instance of the middleware entry point ``name`` with ``options``."""
     cls = _entrypoints.load("plait.middleware", name, what="middleware")
     if not isinstance(options, Mapping):
-        raise ConfigError(
-            f"plugin {name!r}: options must be a mapping of option names to values, "
-            f"got {type(options).__name__}"
-        )
+        raise ConfigError(f"plugin {name!r}: options: {expected(_OPTIONS_MAPPING, options)}")
     if attrs.has(cls):
         from plait.options import structure_options
 
@@ -87,7 +87,8 @@ def _implements_a_hook(item: object) -> bool:
 
 def resolve_middleware(items: Sequence[Any]) -> list[tuple[str, object]]:
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise ConfigError("middleware must be a list of names, (name, options) pairs or instances")
+        wanted = "a list of names, (name, options) pairs or instances"
+        raise ConfigError(f"middleware: {expected(wanted, items)}")
     resolved: list[tuple[str, object]] = []
     seen: dict[str, int] = {}
     for item in items:

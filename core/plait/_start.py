@@ -14,6 +14,7 @@ from typing import Any
 
 from plait import _ids, _loop, checkpoint
 from plait._compiled import CompiledAgent
+from plait._convert import expected
 from plait._loop import Run, RunInfo
 from plait._state import RUN_KEY, ThreadState
 from plait._stream import EventSink
@@ -147,10 +148,8 @@ def _apply_input(thread: ThreadState, input: Any) -> None:
     elif isinstance(input, Sequence):
         input = [HumanMessage(m) if isinstance(m, str) else m for m in input]
     else:
-        raise TypeError(
-            "input must be a string, a message, a list of messages, a dict update, "
-            f"a Command or None; got {type(input).__name__}"
-        )
+        wanted = "a string, a message, a list of messages, a dict update, a Command or None"
+        raise TypeError(f"input: {expected(wanted, input)}")
     thread.add_messages(input, "input")
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from plait._convert import expected
 from plait.errors import ConfigError, StructuredOutputError
 
 if TYPE_CHECKING:
@@ -34,10 +35,8 @@ class Structured:
 
         is_class = isinstance(response_format, type) and attrs.has(response_format)
         if not (is_class or isinstance(response_format, Mapping)):
-            raise ConfigError(
-                "response_format must be an attrs class or a JSON schema dict, "
-                f"got {response_format!r}"
-            )
+            wanted = "an attrs class or a JSON schema dict"
+            raise ConfigError(f"response_format: {expected(wanted, response_format)}")
         self.schema = schema.json_schema(response_format)
         self.native = native
         if not native:

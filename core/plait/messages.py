@@ -14,6 +14,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from plait._convert import expected
 from plait._ids import new_id
 
 __all__ = [
@@ -151,15 +152,13 @@ def _call(item: Any, index: int) -> ToolCall:
             if call_id is None:
                 return ToolCall(name, dict(args))
             return ToolCall(name, dict(args), call_id)
-    raise TypeError(
-        f"tool_calls[{index}] must be a plait.ToolCall or a dict "
-        f"{{'name': str, 'args': dict, 'id': str (optional)}}, got {item!r}"
-    )
+    wanted = "a plait.ToolCall or a dict {'name': str, 'args': dict, 'id': str (optional)}"
+    raise TypeError(f"tool_calls[{index}]: {expected(wanted, item)}")
 
 
 def _calls(value: Iterable[ToolCall | Mapping[str, Any]]) -> tuple[ToolCall, ...]:
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise TypeError(f"tool_calls must be a list of tool calls, got {value!r}")
+        raise TypeError(f"tool_calls: {expected('a list of tool calls', value)}")
     return tuple(_call(item, index) for index, item in enumerate(value))
 
 

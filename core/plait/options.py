@@ -63,6 +63,9 @@ __all__ = [
 T = TypeVar("T")
 
 
+_OPTIONS_MAPPING = "a mapping of option names to values"
+
+
 def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str) -> T:
     """An instance of the middleware ``cls`` built from ``options``.
 
@@ -72,10 +75,7 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str) 
         says so; several problems are reported together, separated by ``;``.
     """
     if not isinstance(options, Mapping):
-        raise ConfigError(
-            f"plugin {plugin!r}: options must be a mapping of option names to values, "
-            f"got {type(options).__name__} {show(options)}"
-        )
+        raise ConfigError(f"plugin {plugin!r}: options: {expected(_OPTIONS_MAPPING, options)}")
     try:
         result: T = _convert.structure(dict(options), cls)
     except _convert.ConversionError as exc:

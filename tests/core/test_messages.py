@@ -140,9 +140,14 @@ def test_tool_calls_given_as_dicts_are_converted_when_the_message_is_built() -> 
 )
 def test_malformed_tool_calls_are_refused_when_the_message_is_built(bad: Any) -> None:
     from plait.messages import AIMessage
+    from plait.options import show
 
-    with pytest.raises(TypeError, match=r"tool_calls\[0\] must be a plait.ToolCall or a dict"):
+    with pytest.raises(TypeError) as info:
         AIMessage("", tool_calls=bad)
+    assert str(info.value) == (
+        "tool_calls[0]: expected a plait.ToolCall or a dict {'name': str, 'args': dict, 'id': "
+        f"str (optional)}}, got {show(bad[0])}"
+    )
 
 
 def test_role_content_dicts_are_accepted_as_input() -> None:

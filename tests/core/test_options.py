@@ -124,8 +124,16 @@ def test_missing_required_option_says_so() -> None:
 
 
 def test_options_must_be_a_mapping() -> None:
-    with pytest.raises(ConfigError, match=r"^plugin 'limit': options must be a mapping"):
+    with pytest.raises(ConfigError) as info:
         structure_options(LimitMiddleware, ["tool_name"], plugin="limit")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "plugin 'limit': options: expected a mapping of option names to values, got ['tool_name']"
+    )
+    with pytest.raises(ConfigError) as info:
+        plait.create_agent(plait.testing.scripted("ok"), middleware=[("tool_call_limit", 3)])
+    assert str(info.value) == (
+        "plugin 'tool_call_limit': options: expected a mapping of option names to values, got 3"
+    )
 
 
 def test_every_problem_is_reported_at_once() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from plait._convert import expected
 from plait.backends._base import glob_regex
 from plait.backends.paths import check_path, is_under
 from plait.backends.protocol import (
@@ -24,6 +25,9 @@ from plait.types import ToolRuntime
 __all__ = ["CompositeBackend"]
 
 
+_BACKEND = "a Backend (an object with bind(runtime))"
+
+
 def _routes(value: Mapping[str, Backend]) -> dict[str, Backend]:
     routes = {}
     for prefix, backend in value.items():
@@ -31,14 +35,14 @@ def _routes(value: Mapping[str, Backend]) -> dict[str, Backend]:
         if norm == "/":
             raise ValueError("a route prefix cannot be '/': that is the default backend")
         if not isinstance(backend, Backend):
-            raise TypeError(f"route {prefix!r} must be a Backend, got {backend!r}")
+            raise TypeError(f"routes[{prefix!r}]: {expected(_BACKEND, backend)}")
         routes[norm + "/"] = backend
     return routes
 
 
 def _check_backend(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, Backend):
-        raise TypeError(f"{attribute.name} must be a Backend (with bind), got {value!r}")
+        raise TypeError(f"{attribute.name}: {expected(_BACKEND, value)}")
 
 
 @attrs.frozen

@@ -31,7 +31,7 @@ import attrs
 import cattrs
 import httpx
 
-from plait._convert import number
+from plait._convert import expected, number
 from plait.errors import ConfigError, ContextOverflowError, ProviderError
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage
 from plait.models.base import ChatModel, ModelProfile, message_to_chunk
@@ -349,7 +349,7 @@ class HTTPChatModel(ChatModel):
         **settings: Any,
     ) -> None:
         if not isinstance(model, str) or not model:
-            raise ConfigError(f"{self.provider}: model must be a non-empty name, got {model!r}")
+            raise ConfigError(f"{self.provider}: model: {expected('a non-empty name', model)}")
         problem = number(above=0, optional=True).problem(timeout)
         if problem is not None:
             raise ConfigError(f"{self.provider}: timeout: {problem}")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from plait._convert import expected
 from plait.errors import ConfigError
 from plait.messages import (
     AIMessage,
@@ -120,9 +121,8 @@ def _compat(value: OpenAICompat | Mapping[str, Any] | str | None) -> OpenAICompa
             return attrs.evolve(base, **fields)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"openai: bad compat options: {exc}") from None
-    raise ConfigError(
-        f"openai: compat must be a preset name, a mapping or an OpenAICompat, got {value!r}"
-    )
+    wanted = "a preset name, a mapping or an OpenAICompat"
+    raise ConfigError(f"openai: compat: {expected(wanted, value)}")
 
 
 # -- the wire format (responses and stream chunks) ------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from plait._convert import integer
+from plait._convert import expected, integer
 from plait.errors import ConfigError
 from plait.models.base import ModelProfile
 
@@ -118,9 +118,8 @@ def resolve_profile(
     if override is None:
         return known
     if not isinstance(override, Mapping):
-        raise ConfigError(
-            f"{provider}: profile must be a ModelProfile or a mapping, got {override!r}"
-        )
+        wanted = "a ModelProfile or a mapping"
+        raise ConfigError(f"{provider}: profile: {expected(wanted, override)}")
     unknown = sorted(set(override) - _FIELDS)
     if unknown:
         raise ConfigError(

@@ -192,3 +192,52 @@ def test_a_model_id_without_its_provider_reads_the_same_everywhere(write) -> Non
     sentence = "expected a 'provider:model' id or a ChatModel, got 'gpt-4.1'"
     assert _config_error(lambda: plait.create_agent("gpt-4.1")) == f"model: {sentence}"
     assert _file_error(write, '[agent]\nmodel = "gpt-4.1"\n') == f"[agent] model: {sentence}"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: plait.create_agent(scripted("ok"), middleware="model_retry"),
+            "middleware: expected a list of names, (name, options) pairs or instances, "
+            "got 'model_retry'",
+        ),
+        (
+            lambda: plait.create_agent(scripted("ok"), response_format=int),
+            "response_format: expected an attrs class or a JSON schema dict, got <class 'int'>",
+        ),
+        (
+            lambda: plait.models.init_chat_model("openai:gpt-4.1", api_key="k", compat=3),
+            "openai: compat: expected a preset name, a mapping or an OpenAICompat, got 3",
+        ),
+        (
+            lambda: plait.models.init_chat_model("openai:gpt-4.1", api_key="k", profile=3),
+            "openai: profile: expected a ModelProfile or a mapping, got 3",
+        ),
+        (
+            lambda: plait.models.init_chat_model("openai:", api_key="k"),
+            "openai: model: expected a non-empty name, got ''",
+        ),
+    ],
+)
+def test_the_kernels_own_arguments_word_a_wrong_value_alike(
+    call: Callable[[], Any], message: str
+) -> None:
+    assert _config_error(call) == message
+
+
+def test_wrong_input_and_backends_read_alike() -> None:
+    from plait.backends import CompositeBackend, StateBackend
+
+    agent = plait.create_agent(scripted("ok"))
+    with pytest.raises(TypeError) as info:
+        agent.invoke(3)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "input: expected a string, a message, a list of messages, a dict update, a Command or "
+        "None, got 3"
+    )
+    with pytest.raises(TypeError) as info:
+        CompositeBackend(StateBackend(), {"/notes": "state"})  # type: ignore[dict-item]
+    assert str(info.value) == (
+        "routes['/notes']: expected a Backend (an object with bind(runtime)), got 'state'"
+    )
