@@ -6,6 +6,7 @@ import copy
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from plait._convert import expected
 from plait.checkpoint import Checkpoint, StepDelta
 from plait.messages import (
     REMOVE_ALL,
@@ -113,10 +114,8 @@ class ThreadState:
         if isinstance(new, (Message, RemoveMessage)):
             new = (new,)
         elif not isinstance(new, Iterable) or isinstance(new, (str, bytes, Mapping)):
-            raise TypeError(
-                f"{source}: a 'messages' update must be a message or a list of messages, "
-                f"got {type(new).__name__}"
-            )
+            wanted = "a message or a list of messages"
+            raise TypeError(f"{source}: 'messages': {expected(wanted, new)}")
         for message in new:
             if isinstance(message, RemoveMessage):
                 self._remove(message.id, source)
@@ -125,9 +124,7 @@ class ThreadState:
             elif isinstance(message, Mapping) and ("role" in message or "type" in message):
                 self._put(message_from_dict(message))
             else:
-                raise TypeError(
-                    f"{source}: 'messages' must hold messages, got {type(message).__name__}"
-                )
+                raise TypeError(f"{source}: 'messages' item: {expected('a message', message)}")
 
     def last_calls(self) -> tuple[AIMessage | None, list[ToolCall]]:
         """The last AI message and those of its calls no ToolMessage answers yet."""

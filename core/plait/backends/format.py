@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from plait._convert import expected
 from plait.backends.protocol import BackendError
 
 __all__ = ["MAX_LINE_LENGTH", "format_lines", "line_window", "text_lines", "text_size"]
@@ -67,9 +68,9 @@ def line_window(
     """``format_lines`` over lines read one at a time: only the lines shown are kept
     (the rest are counted), so a file of any size is paged in bounded memory."""
     if offset < 0:
-        raise BackendError(f"Error: offset must be 0 or more, got {offset}")
+        raise BackendError(f"Error: offset: {expected('an int >= 0', offset)}")
     if limit < 1:
-        raise BackendError(f"Error: limit must be 1 or more, got {limit}")
+        raise BackendError(f"Error: limit: {expected('an int >= 1', limit)}")
     shown = []
     total = 0
     for total, line in enumerate(lines, 1):

@@ -11,6 +11,7 @@ from mcp.types import Tool as MCPTool
 
 from plait.interrupts import interrupt
 from plait.messages import ToolMessage
+from plait.options import expected
 from plait.tools import Tool
 from plait.types import ToolRuntime
 from plait_mcp import _loop
@@ -178,7 +179,8 @@ def elicit_result(answer: Any) -> ElicitResult:
         if action == "accept" or action == "decline" or action == "cancel":
             return ElicitResult(action=action, content=answer.get("content"))
         return ElicitResult(action="accept", content=answer)
-    raise ValueError(
-        "an answer to an MCP elicitation must be a mapping of the requested fields, "
-        f"{{'action': ..., 'content': ...}}, 'decline', 'cancel' or None; got {answer!r}"
+    wanted = (
+        "a mapping of the requested fields, {'action': ..., 'content': ...}, 'decline', "
+        "'cancel' or None"
     )
+    raise ValueError(f"an answer to an MCP elicitation: {expected(wanted, answer)}")

@@ -78,7 +78,7 @@ class TriggerCondition:
 
     def __attrs_post_init__(self) -> None:
         if self.fraction is None and self.tokens is None and self.messages is None:
-            raise ValueError("a trigger condition needs at least one of fraction, tokens, messages")
+            raise ValueError(expected("at least one of fraction, tokens, messages", {}))
 
     def holds(self, tokens: int, messages: int, max_input: int | None) -> bool:
         if self.tokens is not None and tokens < self.tokens:
@@ -102,12 +102,13 @@ class Keep:
     messages: int | None = attrs.field(default=None, validator=_COUNT)
 
     def __attrs_post_init__(self) -> None:
-        given = [n for n in ("fraction", "tokens", "messages") if getattr(self, n) is not None]
+        given = {
+            name: getattr(self, name)
+            for name in ("fraction", "tokens", "messages")
+            if getattr(self, name) is not None
+        }
         if len(given) != 1:
-            raise ValueError(
-                "keep needs exactly one of fraction, tokens, messages; "
-                + (f"got {', '.join(given)}" if given else "got none")
-            )
+            raise ValueError(expected("exactly one of fraction, tokens, messages", given))
 
     def cut(
         self, messages: Sequence[AnyMessage], counter: TokenCounter, max_input: int | None

@@ -241,3 +241,44 @@ def test_wrong_input_and_backends_read_alike() -> None:
     assert str(info.value) == (
         "routes['/notes']: expected a Backend (an object with bind(runtime)), got 'state'"
     )
+
+
+def test_state_updates_and_paging_read_alike() -> None:
+    from plait.backends import BackendError, format_lines
+
+    agent = plait.create_agent(scripted("ok"))
+    with pytest.raises(TypeError) as info:
+        agent.invoke({"messages": 3})
+    assert str(info.value) == "input: 'messages': expected a message or a list of messages, got 3"
+    with pytest.raises(TypeError) as info:
+        agent.invoke({"messages": [3]})
+    assert str(info.value) == "input: 'messages' item: expected a message, got 3"
+    with pytest.raises(BackendError) as error:
+        format_lines("a\nb", offset=-1)
+    assert str(error.value) == "Error: offset: expected an int >= 0, got -1"
+    with pytest.raises(BackendError) as error:
+        format_lines("a\nb", limit=0)
+    assert str(error.value) == "Error: limit: expected an int >= 1, got 0"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"trigger": {}},
+            "option 'trigger': expected at least one of fraction, tokens, messages, got {}",
+        ),
+        (
+            {"keep": {"messages": 3, "tokens": 10}},
+            "option 'keep': expected exactly one of fraction, tokens, messages, got "
+            "{'messages': 3, 'tokens': 10}",
+        ),
+    ],
+)
+def test_summarization_conditions_read_like_every_option(
+    options: dict[str, Any], message: str
+) -> None:
+    summarization = ("summarization", {"model": "scripted:x", **options})
+    assert _config_error(
+        lambda: plait.create_agent(scripted("ok"), middleware=[summarization])
+    ) == (f"plugin 'summarization': {message}")

@@ -237,3 +237,14 @@ def test_servers_must_be_unique_and_present() -> None:
     assert str(err.value) == (
         "plugin 'mcp': option 'servers': expected a non-empty list of servers, got []"
     )
+
+
+def test_an_answer_that_is_not_one_is_worded_like_every_value() -> None:
+    from plait_mcp._tools import elicit_result
+
+    with pytest.raises(ValueError) as failure:
+        elicit_result("yes")
+    assert str(failure.value) == (
+        "an answer to an MCP elicitation: expected a mapping of the requested fields, "
+        "{'action': ..., 'content': ...}, 'decline', 'cancel' or None, got 'yes'"
+    )
