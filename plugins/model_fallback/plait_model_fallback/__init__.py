@@ -22,26 +22,28 @@ import attrs
 from plait.errors import ConfigError, StopRun
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
+from plait.options import FieldError, expected
 from plait.types import AgentConfig, ModelRequest, ModelResponse
 
 __all__ = ["ModelFallbackMiddleware"]
 
 
+_MODELS = (
+    "a non-empty list of 'provider:model' ids, ChatModels or mappings of 'model' (an id) "
+    "and the provider's settings"
+)
+
+
 def _check_models(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, tuple) or not value:
-        raise ValueError(
-            f"{attribute.name} must list at least one fallback model "
-            f"('provider:model' ids or ChatModel instances), got {value!r}"
-        )
+        raise FieldError(attribute.name, expected(_MODELS, value))
     for index, model in enumerate(value):
         if isinstance(model, ChatModel):
             continue
         model_id = model.get("model") if isinstance(model, Mapping) else model
         if not isinstance(model_id, str) or ":" not in model_id:
-            raise ValueError(
-                f"{attribute.name}[{index}] must be a 'provider:model' id or a ChatModel, "
-                f"got {model!r} (or a mapping of 'model', an id, and the provider's settings)"
-            )
+            detail = f"{attribute.name}[{index}] is none of these"
+            raise FieldError(attribute.name, expected(_MODELS, value, detail))
 
 
 def _as_tuple(value: Any) -> Any:

@@ -286,10 +286,16 @@ def test_an_unknown_provider_fails_at_create_agent(make_agent: Any) -> None:
     ("options", "message"),
     [
         ({}, "missing required option 'models'"),
-        ({"models": []}, "option 'models': models must list at least one fallback model"),
         (
-            {"models": ["gpt-4"]},
-            "option 'models': models[0] must be a 'provider:model' id or a ChatModel, got 'gpt-4'",
+            {"models": []},
+            "option 'models': expected a non-empty list of 'provider:model' ids, ChatModels or "
+            "mappings of 'model' (an id) and the provider's settings, got ()",
+        ),
+        (
+            {"models": ["scripted:a", "gpt-4"]},
+            "option 'models': expected a non-empty list of 'provider:model' ids, ChatModels or "
+            "mappings of 'model' (an id) and the provider's settings, got ('scripted:a', "
+            "'gpt-4') (models[1] is none of these)",
         ),
         ({"models": "scripted:a"}, "option 'models'"),
         ({"models": [42]}, "option 'models[0]'"),
@@ -306,8 +312,12 @@ def test_bad_options_fail_at_create_agent(
 
 
 def test_no_models_positionally_is_refused() -> None:
-    with pytest.raises(ValueError, match="models must list at least one fallback model"):
+    with pytest.raises(ValueError) as info:
         ModelFallbackMiddleware()
+    assert str(info.value) == (
+        "models: expected a non-empty list of 'provider:model' ids, ChatModels or mappings of "
+        "'model' (an id) and the provider's settings, got ()"
+    )
 
 
 def test_streaming_falls_back_too(make_agent: Any) -> None:
