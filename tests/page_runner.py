@@ -13,6 +13,13 @@ to occur.
 A page's TOML blocks run too where the test asks (``run_page(..., toml=True)``): each is
 an agent file (after the page's ``agent_table`` if it has no ``[agent]`` table of its
 own), loaded with ``plait.agentfile.load_agent`` in the same process, after the Python.
+Its fence may name the file the block is, as mkdocs shows above it
+(``title="examples/hello.toml"`` after ``toml``). A titled agent file is written at that
+path (so the modules beside it are the ones a reader has there), and must hold the same
+TOML as the repository's file of that path if there is one. A block titled
+``pyproject.toml`` (in any folder) is not an agent file: it is only checked to be valid
+TOML. Files the page assumes its reader has (their own tools module, an installed
+distribution's metadata) are the page's ``files``, written in the folder first.
 
 Two kinds of block do not run, each marked in the page on the line before it:
 ``<!-- docs-test: signature of module:Qualified.name -->`` (checked against the named
@@ -30,6 +37,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +47,8 @@ import pytest
 from docs_provider import DocsProvider, Turn
 
 REPO = Path(__file__).resolve().parents[1]
-FENCE = r"^```{lang}\n(.*?)^```"
+FENCE = r"^```{lang}(?:[ \t]+([^\n]*))?\n(.*?)^```"  # groups: info string, code
+TITLE = re.compile(r'\btitle="([^"]+)"')
 MARK = re.compile(r"<!-- docs-test: (signature of|not run:)\s*(.*?)\s*-->\s*$")
 
 
@@ -61,11 +70,13 @@ class Page:
     # (defined by ``setup``) of the tools the agent is given.
     agent_table: str = '[agent]\nmodel = "openai:gpt-4.1"\n'
     agent_tools: tuple[str, ...] = ()
+    files: dict[str, str] = attrs.Factory(dict)  # path in the folder -> its text
 
 
 @attrs.frozen
 class Block:
     code: str
+    title: str | None = None  # the file the fence says the block is
     signature: str | None = None  # module:Qualified.name, for a signature block
     not_run: str | None = None  # why the block does not run ("" if the mark gives no reason)
 
@@ -91,6 +102,7 @@ SEARCH = tool("search", "query: str", "Search the web.", "f'3 results for {query
 LOAD = """
 import pathlib as _pathlib
 import plait.agentfile as _agentfile
+_pathlib.Path({file!r}).parent.mkdir(parents=True, exist_ok=True)
 _pathlib.Path({file!r}).write_text({text!r}, encoding="utf-8")
 with _agentfile.load_agent({file!r}, **{overrides}):
     pass
@@ -109,12 +121,13 @@ def blocks(path: Path, lang: str = "python") -> list[Block]:
     for match in re.finditer(FENCE.format(lang=lang), text, re.MULTILINE | re.DOTALL):
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         mark = MARK.search(before)
-        if mark is None:
-            found.append(Block(match.group(1)))
-        elif mark.group(1) == "signature of":
-            found.append(Block(match.group(1), signature=mark.group(2)))
-        else:
-            found.append(Block(match.group(1), not_run=mark.group(2)))
+        title = TITLE.search(match.group(1) or "")
+        block = Block(match.group(2), title=title.group(1) if title else None)
+        if mark is not None and mark.group(1) == "signature of":
+            block = attrs.evolve(block, signature=mark.group(2))
+        elif mark is not None:
+            block = attrs.evolve(block, not_run=mark.group(2))
+        found.append(block)
     return found
 
 
@@ -145,17 +158,28 @@ def run_page(
             continue
         parts += [page.before.get(index, ""), block.code, page.after.get(index, "")]
     for index, block in enumerate(blocks(path, "toml") if toml else []):
-        if block.not_run is None:
-            text = block.code
-            if not re.search(r"^\[agent\]", text, re.MULTILINE):
-                text = page.agent_table + "\n" + text
-            overrides = f"dict(tools=[{', '.join(page.agent_tools)}])" if page.agent_tools else "{}"
-            parts.append(LOAD.format(file=f"block_{index}.toml", text=text, overrides=overrides))
+        if block.not_run is not None:
+            continue
+        if block.title is not None and Path(block.title).name == "pyproject.toml":
+            tomllib.loads(block.code)
+            continue
+        if block.title is not None and (REPO / block.title).is_file():
+            shown = (REPO / block.title).read_text(encoding="utf-8")
+            assert tomllib.loads(block.code) == tomllib.loads(shown), f"{path}: {block.title}"
+        text = block.code
+        if not re.search(r"^\[agent\]", text, re.MULTILINE):
+            text = page.agent_table + "\n" + text
+        overrides = f"dict(tools=[{', '.join(page.agent_tools)}])" if page.agent_tools else "{}"
+        file = block.title or f"block_{index}.toml"
+        parts.append(LOAD.format(file=file, text=text, overrides=overrides))
     script = "\n".join(parts)
     for text, fixture in page.replace.items():
         assert text in script, f"{path} no longer shows {text!r}"
         script = script.replace(text, str(request.getfixturevalue(fixture)))
     shutil.copytree(REPO / "examples", folder / "examples")
+    for name, content in page.files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(content, encoding="utf-8")
     server = DocsProvider(page.turns)
     background = None
     try:

@@ -1,6 +1,7 @@
 """Every Python block in docs/ runs (tests/page_runner.py says how): each page's blocks
 in one fresh process, against loopback model, MCP and PostgreSQL servers, with what the
 page assumes defined by its ``setup`` and what it defines exercised by its ``after``.
+Each TOML agent file a page shows is then loaded into an agent.
 """
 
 from __future__ import annotations
@@ -24,6 +25,27 @@ from page_runner import (
 
 DOCS = REPO / "docs"
 FIXTURES = (mcp_http_url, postgres_database_url)  # the pages' ``replace`` use them
+
+RESEARCH_TOOLS = tool("web_search", "query: str", "Search the web.", "'results'") + tool(
+    "write_report", "text: str", "Write the report.", "'written'"
+)
+# The detector distribution docs/middleware/pii.md shows the pyproject.toml of, installed.
+ACME_PII = {
+    "acme_pii.py": textwrap.dedent(
+        """
+        import re
+        from plait_pii import PIIMatch
+
+        def find_employee_ids(text):
+            found = re.finditer(r"EMP\\d{5}", text)
+            return [PIIMatch(m.group(), m.start(), m.end()) for m in found]
+        """
+    ),
+    "acme_pii-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: acme-pii\nVersion: 1.0\n",
+    "acme_pii-1.0.dist-info/entry_points.txt": (
+        "[plait.pii_detectors]\nemployee_id = acme_pii:find_employee_ids\n"
+    ),
+}
 
 PAGES: dict[str, Page] = {
     "agent-files.md": Page(
@@ -153,10 +175,10 @@ PAGES: dict[str, Page] = {
         needs=("plait_model_retry",),
     ),
     "middleware/otel.md": Page(setup=SEARCH, needs=("plait_otel", "opentelemetry.exporter")),
-    "middleware/pii.md": Page(needs=("plait_pii",)),
+    "middleware/pii.md": Page(files=ACME_PII, needs=("plait_pii",)),
     "middleware/subagents.md": Page(
-        setup=tool("web_search", "query: str", "Search the web.", "'results'")
-        + tool("write_report", "text: str", "Write the report.", "'written'"),
+        setup=RESEARCH_TOOLS,
+        files={"research_tools.py": RESEARCH_TOOLS},
         before={
             1: tool("send_email", "to: str, body: str", "Send an e-mail.", "f'sent to {to}'")
             + textwrap.dedent(
@@ -243,12 +265,16 @@ PAGES: dict[str, Page] = {
 }
 
 
-def test_every_page_with_python_is_run() -> None:
-    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if has_blocks(p))
+def test_every_page_with_python_or_toml_is_run() -> None:
+    pages = sorted(
+        str(p.relative_to(DOCS))
+        for p in DOCS.rglob("*.md")
+        if has_blocks(p, "python") or has_blocks(p, "toml")
+    )
     assert sorted(PAGES) == pages
     check_pages({DOCS / name: page for name, page in PAGES.items()})
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_page_runs_as_written(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    run_page(DOCS / name, PAGES[name], tmp_path, request)
+    run_page(DOCS / name, PAGES[name], tmp_path, request, toml=True)
