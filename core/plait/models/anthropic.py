@@ -534,10 +534,9 @@ class AnthropicChatModel(HTTPChatModel):
         if choice in ("required", "any"):
             return {"type": "any"}
         if choice not in {t.name for t in tools} and choice != answer_tool:
-            raise ConfigError(
-                f"anthropic: tool_choice {choice!r} is not one of the tools "
-                f"({', '.join(t.name for t in tools)}) nor auto/none/required"
-            )
+            names = ", ".join(tool.name for tool in tools) or "none"
+            wanted = f"'auto', 'none', 'required' or the name of a tool ({names})"
+            raise ConfigError(f"anthropic: tool_choice: {expected(wanted, choice)}")
         return {"type": "tool", "name": choice}
 
     # -- response ------------------------------------------------------------------------

@@ -416,10 +416,9 @@ class OpenAIChatModel(HTTPChatModel):
         if choice in ("auto", "none"):
             return choice
         if choice not in {t.name for t in tools}:
-            raise ConfigError(
-                f"openai: tool_choice {choice!r} is not one of the tools "
-                f"({', '.join(t.name for t in tools)}) nor auto/none/required"
-            )
+            names = ", ".join(tool.name for tool in tools) or "none"
+            wanted = f"'auto', 'none', 'required' or the name of a tool ({names})"
+            raise ConfigError(f"openai: tool_choice: {expected(wanted, choice)}")
         return {"type": "function", "function": {"name": choice}}
 
     # -- response ------------------------------------------------------------------------

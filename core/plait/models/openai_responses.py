@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from plait._convert import expected
 from plait.errors import ConfigError
 from plait.messages import (
     AIMessage,
@@ -521,10 +522,9 @@ def _tool_choice(choice: str, tools: Sequence[ToolDefinition]) -> Any:
             if kind != "function":
                 return {"type": kind}
             return {"type": "function", "name": choice}
-    raise ConfigError(
-        f"{PROVIDER}: tool_choice {choice!r} is not one of the tools "
-        f"({', '.join(t.name for t in tools)}) nor auto/none/required"
-    )
+    names = ", ".join(tool.name for tool in tools) or "none"
+    wanted = f"'auto', 'none', 'required' or the name of a tool ({names})"
+    raise ConfigError(f"{PROVIDER}: tool_choice: {expected(wanted, choice)}")
 
 
 def _text_format(schema: Mapping[str, Any]) -> dict[str, Any]:

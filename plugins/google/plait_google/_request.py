@@ -214,10 +214,9 @@ def _tool_config(choice: str | None, tools: Sequence[ToolDefinition]) -> dict[st
     if choice in ("required", "any"):
         return {"functionCallingConfig": {"mode": "ANY"}}
     if choice not in {tool.name for tool in tools}:
-        raise ConfigError(
-            f"{PROVIDER}: tool_choice {choice!r} is not one of the tools "
-            f"({', '.join(tool.name for tool in tools)}) nor auto/none/required"
-        )
+        names = ", ".join(tool.name for tool in tools) or "none"
+        wanted = f"'auto', 'none', 'required' or the name of a tool ({names})"
+        raise ConfigError(f"{PROVIDER}: tool_choice: {expected(wanted, choice)}")
     return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
 
 

@@ -236,8 +236,12 @@ def test_tool_choice(server: Any, make_tool: Any, choice: str, expected: Any) ->
 
 
 def test_tool_choice_naming_no_tool_is_a_config_error(server: Any, make_tool: Any) -> None:
-    with pytest.raises(ConfigError, match="'nope' is not one of the tools"):
+    with pytest.raises(ConfigError) as info:
         model(server).invoke([HumanMessage("?")], tools=[make_tool("a")], tool_choice="nope")
+    assert str(info.value) == (
+        "openai: tool_choice: expected 'auto', 'none', 'required' or the name of a tool "
+        "(a), got 'nope'"
+    )
     assert server.requests == []
 
 

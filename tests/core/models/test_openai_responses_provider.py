@@ -177,8 +177,12 @@ def test_tool_choice_of_a_built_in_tool_and_of_no_tool(
     server.json(answer("resp_text_plain"))
     model(server).invoke([HumanMessage("hi")], tools=[search], tool_choice="search")
     assert server.last.body["tool_choice"] == {"type": "web_search"}
-    with pytest.raises(ConfigError, match=r"openai-responses: tool_choice 'nope'"):
+    with pytest.raises(ConfigError) as info:
         model(server).invoke([HumanMessage("hi")], tools=[search], tool_choice="nope")
+    assert str(info.value) == (
+        "openai-responses: tool_choice: expected 'auto', 'none', 'required' or the name of a "
+        "tool (search), got 'nope'"
+    )
 
 
 def test_prompt_cache_breakpoints_on_text_parts_are_sent_as_recorded(server: ReplayServer) -> None:

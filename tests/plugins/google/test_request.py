@@ -222,8 +222,12 @@ def test_tools_and_tool_choice(
 
 
 def test_a_tool_choice_naming_no_tool_is_a_config_error(server: ReplayServer) -> None:
-    with pytest.raises(ConfigError, match="'nope' is not one of the tools"):
+    with pytest.raises(ConfigError) as info:
         model(server).invoke([HumanMessage("hi")], tools=[tool("lookup")], tool_choice="nope")
+    assert str(info.value) == (
+        "google: tool_choice: expected 'auto', 'none', 'required' or the name of a tool "
+        "(lookup), got 'nope'"
+    )
     assert server.requests == []
 
 
