@@ -16,10 +16,12 @@ them through ``plait.options``. ``schema`` uses only the names in ``__all__``.
 from __future__ import annotations
 
 import collections.abc as cabc
+import dataclasses
 import enum
 import importlib
 import re
 import reprlib
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -55,8 +57,10 @@ __all__ = [
     "expected",
     "import_string",
     "integer",
+    "is_dataclass_type",
     "is_optional",
     "is_pattern_type",
+    "is_pydantic_model",
     "is_unique_collection",
     "make_converter",
     "non_empty_string",
@@ -333,6 +337,8 @@ def describe_type(tp: Any) -> str:
         return f"a mapping of {origin.__name__}'s fields"
     if typing.is_typeddict(origin):
         return f"a mapping of {origin.__name__}'s keys"
+    if is_dataclass_type(origin) or is_pydantic_model(origin):
+        return f"a mapping of {origin.__name__}'s fields"
     if isinstance(origin, type):
         return _article(origin.__name__)
     return type_repr(tp)
@@ -443,6 +449,20 @@ def _is_attrs(tp: Any) -> bool:
 
 def _is_typeddict(tp: Any) -> bool:
     return typing.is_typeddict(typing.get_origin(tp) or tp)
+
+
+def is_dataclass_type(tp: Any) -> bool:
+    """Whether ``tp`` is a dataclass (the class, not an instance)."""
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def is_pydantic_model(tp: Any) -> bool:
+    """Whether ``tp`` is a pydantic v2 ``BaseModel`` subclass. Found through
+    ``sys.modules``, never imported: a pydantic model's module imported pydantic already,
+    and plait does not depend on it."""
+    pydantic = sys.modules.get("pydantic")
+    base = getattr(pydantic, "BaseModel", None)
+    return isinstance(tp, type) and base is not None and issubclass(tp, base)
 
 
 def _instance_of(value: Any, tp: Any) -> bool:
@@ -785,6 +805,106 @@ def _attrs_hook(converter: cattrs.Converter) -> Callable[[Any], Hook]:
     return factory
 
 
+def _dataclass_hook(converter: cattrs.Converter) -> Callable[[Any], Hook]:
+    def factory(tp: Any) -> Hook:
+        base = make_dict_structure_fn(
+            tp,
+            converter,
+            _cattrs_forbid_extra_keys=True,
+            _cattrs_detailed_validation=True,
+        )
+
+        def structure_dataclass(value: Any, _: Any) -> Any:
+            if isinstance(value, tp):
+                return value
+            if not isinstance(value, Mapping):
+                raise _Mismatch(describe_type(tp), value)
+            return base(value, tp)
+
+        return structure_dataclass
+
+    return factory
+
+
+class PydanticInvalid(ValueError):
+    """A pydantic model refused a value: its errors as ``Problem``s, paths relative to
+    the model (the converter's ``problems`` puts the model's own path before them)."""
+
+    def __init__(self, problems: typing.Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(str(p) for p in self.problems))
+
+
+def _pydantic_hook(tp: Any) -> Hook:
+    """A pydantic model validates a value itself (its own validators and config apply);
+    its errors are reworded as the converter words them."""
+
+    def structure_pydantic(value: Any, _: Any) -> Any:
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, Mapping):
+            raise _Mismatch(describe_type(tp), value)
+        pydantic = sys.modules["pydantic"]
+        try:
+            return tp.model_validate(dict(value))
+        except pydantic.ValidationError as exc:
+            raise PydanticInvalid(pydantic_problems(tp, exc.errors())) from None
+
+    return structure_pydantic
+
+
+def pydantic_problems(model: Any, errors: typing.Sequence[Mapping[str, Any]]) -> list[Problem]:
+    """pydantic's error dicts in the converter's words: ``Input should be a valid integer``
+    becomes ``expected a valid integer, got 'x'``; a missing field and extra keys become
+    ``missing`` and ``unknown`` problems, as for attrs classes."""
+    found: list[Problem] = []
+    unknown: dict[str, list[str]] = {}
+    for error in errors:
+        loc = [part for part in error.get("loc", ()) if part != "__root__"]
+        kind = error.get("type", "")
+        message = str(error.get("msg", kind))
+        if kind == "extra_forbidden" and loc:
+            unknown.setdefault(_path(loc[:-1]), []).append(str(loc[-1]))
+            continue
+        path = _path(loc)
+        if kind == "missing":
+            found.append(Problem(path, "required, but missing", "missing"))
+            continue
+        if message.startswith("Input should be "):
+            message = expected(message.removeprefix("Input should be "), error.get("input"))
+        elif "input" in error and kind not in ("value_error", "assertion_error"):
+            message = f"{message}, got {show(error['input'])}"
+        elif kind == "value_error":
+            message = message.removeprefix("Value error, ")
+        found.append(Problem(path, message))
+    for path, keys in unknown.items():
+        valid: tuple[str, ...] = ()
+        if not path:
+            valid = tuple(getattr(model, "model_fields", {}))
+        text = "unknown key" + ("s " if len(keys) > 1 else " ") + ", ".join(map(repr, keys))
+        if valid:
+            text += f" (valid: {', '.join(valid)})"
+        found.append(Problem(path, text, "unknown", tuple(keys), valid))
+    return found
+
+
+def _path(loc: typing.Sequence[Any]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + str(part)
+    return text
+
+
+def join_path(outer: str, inner: str) -> str:
+    """``inner`` (a path relative to a value) below ``outer`` (that value's path)."""
+    if not outer or not inner:
+        return outer or inner
+    return outer + (inner if inner.startswith("[") else "." + inner)
+
+
 def _has_field_note(exc: BaseException) -> bool:
     return any(type(n) is AttributeValidationNote for n in getattr(exc, "__notes__", ()))
 
@@ -850,6 +970,8 @@ def make_converter() -> cattrs.Converter:
         converter.register_structure_hook(scalar, _structure_scalar)
     converter.register_structure_hook_factory(_is_attrs, _attrs_hook(converter))
     converter.register_structure_hook_factory(_is_typeddict, _typeddict_hook(converter))
+    converter.register_structure_hook_factory(is_dataclass_type, _dataclass_hook(converter))
+    converter.register_structure_hook_factory(is_pydantic_model, _pydantic_hook)
     converter.register_structure_hook_factory(_is_mapping, _mapping_hook(converter))
     converter.register_structure_hook_factory(_is_collection, _collection_hook(converter))
     converter.register_structure_hook_factory(_is_pattern_type, _pattern_hook)
@@ -883,20 +1005,23 @@ def structure(value: Any, tp: type[T] | Any, converter: cattrs.Converter | None 
 
 def problems(exc: BaseException) -> list[Problem]:
     """Flatten a (detailed) structuring error into problems, via ``cattrs.transform_error``."""
-    found: list[Problem] = []
+    found: list[list[Problem]] = []
 
     def record(error: BaseException, tp: Any) -> str:
         # transform_error wants text "<message> @ <path>"; hand it an index into ``found``
         # so the path can be split off without guessing at the message's content.
-        found.append(_problem_of(error, tp))
+        if isinstance(error, PydanticInvalid):
+            found.append(list(error.problems))
+        else:
+            found.append([_problem_of(error, tp)])
         return str(len(found) - 1)
 
     result: list[Problem] = []
     for line in cattrs.transform_error(exc, path="$", format_exception=record):
         index, _, path = line.partition(" @ ")
-        problem = found[int(index)]
         rel = path[1:].removeprefix(".")
-        result.append(attrs.evolve(problem, path=rel))
+        for problem in found[int(index)]:
+            result.append(attrs.evolve(problem, path=join_path(rel, problem.path)))
     return result
 
 
@@ -908,6 +1033,8 @@ def _problem_of(error: BaseException, tp: Any) -> Problem:
         valid: tuple[str, ...] = ()
         if _is_attrs(cls):
             valid = tuple(f.name for f in attrs.fields(cls) if f.init)
+        elif is_dataclass_type(cls):
+            valid = tuple(f.name for f in dataclasses.fields(cls) if f.init)
         elif typing.is_typeddict(cls):
             valid = tuple(typing.get_type_hints(cls))
         keys = tuple(sorted(str(k) for k in error.extra_fields))

@@ -4,12 +4,13 @@ models without native structured output, a final-answer tool."""
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from plait._convert import expected
+from plait._convert import expected, is_dataclass_type, is_pydantic_model
 from plait.errors import ConfigError, StructuredOutputError
 
 if TYPE_CHECKING:
@@ -17,10 +18,21 @@ if TYPE_CHECKING:
     from plait.tools import Tool
 
 
+_FORMS = "an attrs class, a dataclass, a TypedDict, a pydantic model or a JSON schema dict"
+
+
+def is_schema_class(tp: Any) -> bool:
+    """Whether ``tp`` is a class a structured answer can be made into."""
+    return isinstance(tp, type) and (
+        attrs.has(tp) or is_dataclass_type(tp) or typing.is_typeddict(tp) or is_pydantic_model(tp)
+    )
+
+
 class Structured:
     """How this agent gets and checks its final answer (``response_format=None``: it
-    doesn't). ``format`` is an attrs class (answers become instances) or a JSON schema
-    (answers stay dicts, checked at the top level)."""
+    doesn't). ``format`` is a class (attrs, dataclass, TypedDict or pydantic model: answers
+    become its instances, a TypedDict's are dicts) or a JSON schema (answers stay dicts,
+    checked at the top level)."""
 
     def __init__(self, response_format: Any, native: bool, retries: int = 1) -> None:
         self.format = response_format
@@ -33,11 +45,15 @@ class Structured:
             return
         from plait import schema
 
-        is_class = isinstance(response_format, type) and attrs.has(response_format)
+        is_class = is_schema_class(response_format)
         if not (is_class or isinstance(response_format, Mapping)):
-            wanted = "an attrs class or a JSON schema dict"
-            raise ConfigError(f"response_format: {expected(wanted, response_format)}")
-        self.schema = schema.json_schema(response_format)
+            raise ConfigError(f"response_format: {expected(_FORMS, response_format)}")
+        try:
+            self.schema = schema.json_schema(response_format)
+        except TypeError as exc:
+            wanted = "a class whose fields have JSON schemas"
+            problem = expected(wanted, response_format, str(exc))
+            raise ConfigError(f"response_format: {problem}") from None
         self.native = native
         if not native:
             from plait.tools import Tool
@@ -93,7 +109,10 @@ class Structured:
 
     def dump(self, value: Any) -> Any:
         """A JSON-able form of the answer, for the checkpoint."""
-        if isinstance(self.format, type) and isinstance(value, self.format):
+        fmt = self.format
+        if is_pydantic_model(fmt) and isinstance(value, fmt):
+            return value.model_dump(mode="json")
+        if (attrs.has(fmt) or is_dataclass_type(fmt)) and isinstance(value, fmt):
             from plait.messages import converter
 
             return converter.unstructure(value)

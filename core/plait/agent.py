@@ -61,7 +61,8 @@ def create_agent(
     :param checkpointer: ``"memory"``, a URL such as ``"sqlite:///agent.db"``, or an
         instance; needed for threads that span runs and for interrupts.
     :param store: a store URL or instance, shared across threads.
-    :param response_format: an attrs class or a JSON schema for a structured answer.
+    :param response_format: the class of a structured answer (attrs, dataclass, TypedDict
+        or pydantic model; ``structured_response`` is an instance of it) or a JSON schema.
     :param name: the agent's name, in traces, logs and errors (``runtime.agent_name``).
     :param tool_timeout: seconds a tool call may take unless its tool sets its own
         ``timeout``; past it the call is abandoned and the model gets an error message.

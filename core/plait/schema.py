@@ -1,8 +1,10 @@
 """JSON schemas for Python types, and validation of JSON data back into those types.
 
 The kernel uses these for tools (a function's parameters become a JSON schema; the model's
-arguments are validated back) and for ``response_format`` (an attrs class becomes the schema
-the model must answer in; its answer is structured into the class). A raw JSON schema given
+arguments are validated back) and for ``response_format`` (a class becomes the schema the
+model must answer in; its answer is structured into the class). Classes are attrs classes,
+dataclasses, TypedDicts and, when the user has pydantic, pydantic v2 models (which make and
+check their own schema: plait never imports pydantic itself). A raw JSON schema given
 as a mapping passes through ``json_schema`` unchanged, and ``structure`` then only checks the
 top level of the data against it.
 """
@@ -10,6 +12,7 @@ top level of the data against it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import enum
 import inspect
 import itertools
@@ -184,11 +187,49 @@ def _schema(tp: Any, seen: tuple[Any, ...]) -> dict[str, Any]:
         if value is not Any:
             schema["additionalProperties"] = _schema(value, seen)
         return schema
-    if isinstance(tp, type) and (attrs.has(tp) or typing.is_typeddict(tp)):
+    if _convert.is_pydantic_model(tp):
+        return _pydantic_schema(tp)
+    if isinstance(tp, type) and (
+        attrs.has(tp) or typing.is_typeddict(tp) or _convert.is_dataclass_type(tp)
+    ):
         if tp in seen:
             raise TypeError(f"cannot describe the recursive type {_name(tp)} as a JSON schema")
         return _object_schema(tp, (*seen, tp))
     raise TypeError(f"cannot describe {_name(tp)} as a JSON schema")
+
+
+def _pydantic_schema(model: Any) -> dict[str, Any]:
+    """A pydantic model's own JSON schema, its ``$ref``s to ``$defs`` inlined so it reads
+    like the schema of an attrs class (providers differ in what they resolve); a model
+    that refers to itself keeps its ``$defs``."""
+    try:
+        raw = model.model_json_schema()
+    except Exception as exc:
+        # pydantic's text ends with a paragraph pointing at its docs: keep the first.
+        reason = " ".join(str(exc).split("\n\n")[0].split())
+        raise TypeError(f"cannot describe {_name(model)} as a JSON schema: {reason}") from None
+    defs: dict[str, Any] = raw.pop("$defs", {})
+
+    def inline(node: Any, trail: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [inline(item, trail) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name in trail:
+                raise RecursionError(name)
+            target = dict(inline(defs[name], (*trail, name)))
+            target.update({k: inline(v, trail) for k, v in node.items() if k != "$ref"})
+            return target
+        return {key: inline(value, trail) for key, value in node.items()}
+
+    try:
+        schema: dict[str, Any] = inline(raw, ())
+    except RecursionError:
+        return {**raw, "$defs": defs} if defs else raw
+    return schema
 
 
 def _name(tp: Any) -> str:
@@ -258,6 +299,24 @@ def _object_schema(cls: type, seen: tuple[Any, ...]) -> dict[str, Any]:
                 if is_json_value(default):
                     prop["default"] = _convert.plain(default)
             properties[field.name] = prop
+    elif _convert.is_dataclass_type(cls):
+        try:
+            hints = typing.get_type_hints(cls, include_extras=True)
+        except Exception as exc:
+            raise TypeError(f"cannot resolve the type hints of {_name(cls)}: {exc}") from exc
+        for dc_field in dataclasses.fields(cls):
+            if not dc_field.init:
+                continue
+            prop = _schema(hints.get(dc_field.name, Any), seen)
+            description = dc_field.metadata.get("description") or docs.get(dc_field.name)
+            if description and "description" not in prop:
+                prop["description"] = description
+            if dc_field.default is not dataclasses.MISSING:
+                if is_json_value(dc_field.default):
+                    prop["default"] = _convert.plain(dc_field.default)
+            elif dc_field.default_factory is dataclasses.MISSING:
+                required.append(dc_field.name)
+            properties[dc_field.name] = prop
     else:
         hints = typing.get_type_hints(cls, include_extras=True)
         required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset(hints))
@@ -362,7 +421,7 @@ def _own_doc(cls: type) -> str:
 
 
 def _is_generated_doc(cls: type, doc: str) -> bool:
-    # Enum and TypedDict classes without a docstring inherit a generic one.
+    # Enum, TypedDict and dataclass classes without a docstring get a generic one.
     return doc.startswith(cls.__name__ + "(") or doc in (
         "An enumeration.",
         getattr(dict, "__doc__", None),

@@ -204,7 +204,8 @@ def test_a_model_id_without_its_provider_reads_the_same_everywhere(write) -> Non
         ),
         (
             lambda: plait.create_agent(scripted("ok"), response_format=int),
-            "response_format: expected an attrs class or a JSON schema dict, got <class 'int'>",
+            "response_format: expected an attrs class, a dataclass, a TypedDict, a pydantic"
+            " model or a JSON schema dict, got <class 'int'>",
         ),
         (
             lambda: plait.models.init_chat_model("openai:gpt-4.1", api_key="k", compat=3),
