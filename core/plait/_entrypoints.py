@@ -55,7 +55,11 @@ BUILTIN: dict[str, dict[str, str]] = {
             )
         },
     },
-    "plait.models": {"google": "google"},
+    "plait.models": {
+        "anthropic": "anthropic",
+        "google": "google",
+        "openai-responses": "openai_responses",
+    },
     "plait.checkpointers": {"postgresql": "postgres", "postgres": "postgres"},
     "plait.stores": {"postgresql": "postgres", "postgres": "postgres"},
     "plait.commands": {"worker": "dbos", "submit": "dbos", "workers": "dbos", "mcp-serve": "mcp"},

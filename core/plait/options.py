@@ -26,6 +26,7 @@ import cattrs
 from plait import _convert
 from plait._convert import (
     Bounded,
+    ConversionError,
     FieldError,
     NonEmptyString,
     expected,
@@ -33,6 +34,7 @@ from plait._convert import (
     non_empty_string,
     number,
     show,
+    structure,
 )
 from plait.errors import ConfigError
 from plait.models import ChatModel
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Bounded",
     "ChatModelOption",
+    "ConversionError",
     "FieldError",
     "NonEmptyString",
     "OptionInfo",
@@ -57,6 +60,7 @@ __all__ = [
     "number",
     "positive_or_none",
     "show",
+    "structure",
     "structure_options",
 ]
 

@@ -16,7 +16,7 @@ import recorded
 from replay_server import ReplayServer, Reply
 
 import plait
-from plait.models.anthropic import AnthropicChatModel
+from plait_anthropic import AnthropicChatModel
 
 plait_google = pytest.importorskip("plait_google")
 pytest.importorskip("plait_model_fallback")

@@ -51,10 +51,10 @@ from plait.messages import (
     assemble_chunks,
     message_text,
 )
-from plait.models.anthropic import AnthropicChatModel
 from plait.models.base import ChatModel
 from plait.models.openai import OpenAIChatModel
-from plait.models.openai_responses import OpenAIResponsesModel
+from plait_anthropic import AnthropicChatModel
+from plait_openai_responses import OpenAIResponsesModel
 
 plait_google = pytest.importorskip("plait_google")
 

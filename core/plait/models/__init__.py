@@ -1,7 +1,8 @@
 """Chat models: the ``ChatModel`` base, ``init_chat_model`` and the scripted test model.
 
-Providers are found through the ``plait.models`` entry-point group, so the HTTP clients
-of ``openai``/``anthropic`` are imported only when an agent uses them.
+Providers are found through the ``plait.models`` entry-point group, so a provider's HTTP
+client is imported only when an agent uses it. The kernel ships the OpenAI Chat Completions
+provider (and its local-server presets); Anthropic's and the Responses API's are plugins.
 """
 
 from __future__ import annotations
@@ -14,26 +15,27 @@ from plait.errors import ConfigError
 from plait.models.base import ChatModel, ModelProfile
 
 if TYPE_CHECKING:
-    from plait.models.anthropic import AnthropicChatModel as AnthropicChatModel
     from plait.models.openai import OpenAIChatModel as OpenAIChatModel
-    from plait.models.openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
     from plait.models.scripted import ScriptedChatModel as ScriptedChatModel
 
 __all__ = [
-    "AnthropicChatModel",
     "ChatModel",
     "ModelProfile",
     "OpenAIChatModel",
-    "OpenAIResponsesModel",
     "ScriptedChatModel",
     "init_chat_model",
 ]
 
+_MOVED = {
+    "AnthropicChatModel": "plait.models.anthropic",
+    "OpenAIResponsesModel": "plait.models.openai_responses",
+}
+"""Providers that left the kernel for plugins: their old names, through the deprecated
+modules (one release)."""
+
 _LAZY = {
     "ScriptedChatModel": "plait.models.scripted",
     "OpenAIChatModel": "plait.models.openai",
-    "AnthropicChatModel": "plait.models.anthropic",
-    "OpenAIResponsesModel": "plait.models.openai_responses",
 }
 
 
@@ -63,4 +65,10 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _MOVED:
+        import importlib
+
+        module = importlib.import_module(_MOVED[name])
+        moved: Any = vars(module)["__getattr__"]
+        return moved(name, stacklevel=3)
     raise AttributeError(f"module 'plait.models' has no attribute {name!r}")

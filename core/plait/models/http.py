@@ -46,11 +46,14 @@ from plait.models._http import (
     stream_error,
     wire,
 )
-from plait.models.base import ToolDefinition, message_to_chunk
+from plait.models._images import IMAGE_TYPES, Image, read_image
+from plait.models.base import ToolDefinition, merge_text_blocks, message_to_chunk
 
 __all__ = [
+    "IMAGE_TYPES",
     "ErrorDetails",
     "HTTPChatModel",
+    "Image",
     "PreparedCall",
     "SSEDecoder",
     "SSEEvent",
@@ -60,8 +63,10 @@ __all__ = [
     "body_error",
     "error_details",
     "loads_event",
+    "merge_text_blocks",
     "message_to_chunk",
     "parse_retry_after",
+    "read_image",
     "redact",
     "stream_error",
     "wire",

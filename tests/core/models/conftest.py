@@ -1,75 +1,7 @@
-"""Fixtures for the provider tests: the replay server (``tests/replay_server.py``), a closed
-port, a clean provider environment and tool objects."""
+"""Fixtures for the kernel's provider tests (``tests/provider_fixtures.py``)."""
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
-from typing import Any
+from provider_fixtures import _clean_provider_env, closed_port, make_tool, server
 
-import attrs
-import pytest
-from replay_server import ReplayServer
-
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    srv = ReplayServer()
-    yield srv
-    srv.close()
-
-
-@pytest.fixture
-def closed_port() -> int:
-    """A loopback port nothing listens on (connections to it are refused)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port: int = sock.getsockname()[1]
-    sock.close()
-    return port
-
-
-@pytest.fixture(autouse=True)
-def _clean_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
-@attrs.frozen
-class StandInTool:
-    """The attributes of ``plait.Tool`` a provider reads."""
-
-    name: str
-    description: str = ""
-    parameters: dict[str, Any] = attrs.Factory(lambda: {"type": "object", "properties": {}})
-    provider_options: dict[str, Any] = attrs.Factory(dict)
-
-
-@pytest.fixture
-def make_tool() -> Any:
-    """``make_tool(name, description, parameters, provider_options)`` → a tool object:
-    ``plait.Tool`` when the tools module is available, else a stand-in with its fields."""
-    try:
-        from plait.tools import Tool
-    except ImportError:  # pragma: no cover - until plait.tools lands
-        return StandInTool
-
-    def build(
-        name: str,
-        description: str = "",
-        parameters: dict[str, Any] | None = None,
-        provider_options: dict[str, Any] | None = None,
-    ) -> Any:
-        return Tool(
-            name=name,
-            description=description,
-            parameters=parameters or {"type": "object", "properties": {}},
-            provider_options=provider_options or {},
-        )
-
-    return build
+__all__ = ["_clean_provider_env", "closed_port", "make_tool", "server"]

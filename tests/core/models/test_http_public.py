@@ -12,7 +12,7 @@ import plait.models._http as private
 import plait.models.http as http
 from plait.messages import AIMessage, HumanMessage, assemble_chunks
 from plait.models import ChatModel
-from plait.models.anthropic import AnthropicChatModel
+from plait_anthropic import AnthropicChatModel
 
 
 def test_every_public_name_is_the_kernel_object() -> None:

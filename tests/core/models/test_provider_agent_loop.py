@@ -12,8 +12,8 @@ import pytest
 
 import plait
 from plait.messages import AIMessageChunk
-from plait.models.anthropic import AnthropicChatModel
 from plait.models.openai import OpenAIChatModel
+from plait_anthropic import AnthropicChatModel
 
 
 @plait.tool

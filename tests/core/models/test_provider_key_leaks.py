@@ -23,10 +23,10 @@ from replay_server import ReplayServer, Reply
 import plait
 from plait.errors import ProviderError
 from plait.messages import AIMessage, HumanMessage, ToolCall
-from plait.models.anthropic import AnthropicChatModel
 from plait.models.openai import OpenAIChatModel
-from plait.models.openai_responses import OpenAIResponsesModel
 from plait.testing import ScriptedChatModel
+from plait_anthropic import AnthropicChatModel
+from plait_openai_responses import OpenAIResponsesModel
 
 KEY = "sk-live-0123456789abcdefLEAKCHECK"
 """Key-shaped, so it would be caught by pattern too; the exact key is what is searched."""

@@ -19,8 +19,8 @@ from replay_server import ReplayServer, Reply, split_bytes
 
 from plait.errors import ConfigError, ProviderError
 from plait.messages import AIMessage, HumanMessage, assemble_chunks
-from plait.models.anthropic import AnthropicChatModel
 from plait.models.openai import OpenAIChatModel
+from plait_anthropic import AnthropicChatModel
 
 pytestmark = recorded.needs(recorded.PROVIDERS)
 INTERACTIONS = recorded.interactions(recorded.PROVIDERS)

@@ -1,22 +1,9 @@
-"""Fixtures for the Anthropic plugin's tests: the replay server speaking the Messages API
-(``tests/replay_server.py``) and an environment without the user's Anthropic settings."""
+"""Fixtures for the Anthropic plugin's tests (``tests/provider_fixtures.py``): the replay
+server speaking the Messages API, a closed port, tool objects and an environment without
+the user's provider settings."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from provider_fixtures import _clean_provider_env, closed_port, make_tool, server
 
-import pytest
-from replay_server import ReplayServer
-
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    srv = ReplayServer()
-    yield srv
-    srv.close()
-
-
-@pytest.fixture(autouse=True)
-def _clean_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
+__all__ = ["_clean_provider_env", "closed_port", "make_tool", "server"]

@@ -16,9 +16,9 @@ from replay_server import claude_message, claude_tool_use, openai_completion
 
 import plait
 from plait.errors import ConfigError
-from plait.models.anthropic import AnthropicChatModel
 from plait.models.openai import OpenAIChatModel
 from plait.testing import ai, call, tool_answers
+from plait_anthropic import AnthropicChatModel
 from plait_anthropic._guard import command_names
 from plait_anthropic.bash import TOOL_DESCRIPTION, AnthropicBashMiddleware
 

@@ -13,9 +13,9 @@ from replay_server import claude_message
 
 import plait
 from plait.errors import ConfigError
-from plait.models.anthropic import AnthropicChatModel
 from plait.store import MemoryStore
 from plait.testing import ai, call, tool_answers
+from plait_anthropic import AnthropicChatModel
 from plait_anthropic.file_search import TOOL_DESCRIPTIONS, AnthropicFileSearchMiddleware
 from plait_anthropic.text_editor import AnthropicTextEditorMiddleware
 

@@ -17,11 +17,11 @@ from replay_server import claude_message, claude_tool_use, openai_completion
 import plait
 from plait.backends import CompositeBackend, DiskBackend, StateBackend, StoreBackend
 from plait.errors import ConfigError
-from plait.models.anthropic import AnthropicChatModel
 from plait.models.openai import OpenAIChatModel
 from plait.store import MemoryStore
 from plait.testing import ai, call, tool_answers
 from plait.types import ModelRequest, ModelResponse
+from plait_anthropic import AnthropicChatModel
 from plait_anthropic.memory import (
     DEFAULT_SYSTEM_PROMPT,
     TOOL_DESCRIPTION,

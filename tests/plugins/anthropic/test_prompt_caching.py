@@ -16,10 +16,13 @@ from replay_server import claude_message
 import plait
 from plait.errors import ConfigError
 from plait.messages import Usage
-from plait.models.anthropic import AnthropicChatModel
 from plait.models.openai import OpenAIChatModel
 from plait.testing import scripted
-from plait_anthropic import AnthropicPromptCachingMiddleware, PromptCachingWarning
+from plait_anthropic import (
+    AnthropicChatModel,
+    AnthropicPromptCachingMiddleware,
+    PromptCachingWarning,
+)
 
 MARK = {"type": "ephemeral", "ttl": "5m"}
 PROMPT = "You answer weather questions."

@@ -23,9 +23,9 @@ from plait.backends import (
     StoreBackend,
 )
 from plait.errors import ConfigError
-from plait.models.anthropic import AnthropicChatModel
 from plait.store import MemoryStore
 from plait.testing import ai, call, tool_answers
+from plait_anthropic import AnthropicChatModel
 from plait_anthropic._editor import Editor
 from plait_anthropic.text_editor import (
     TOOL_DESCRIPTION,

@@ -26,7 +26,7 @@ from replay_server import ReplayServer, Reply, split_bytes
 
 from plait.errors import ProviderError
 from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage, assemble_chunks
-from plait.models.openai_responses import OpenAIResponsesModel
+from plait_openai_responses import OpenAIResponsesModel
 
 pytestmark = recorded.needs(recorded.RESPONSES)
 INTERACTIONS = recorded.interactions(recorded.RESPONSES)

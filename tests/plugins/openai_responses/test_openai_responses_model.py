@@ -26,7 +26,7 @@ from plait.messages import (
     assemble_chunks,
 )
 from plait.models import init_chat_model
-from plait.models.openai_responses import OpenAIResponsesModel
+from plait_openai_responses import OpenAIResponsesModel
 
 pytestmark = needs(RESPONSES)
 

@@ -20,7 +20,7 @@ from plait.messages import (
     assemble_chunks,
 )
 from plait.models import ModelProfile, init_chat_model
-from plait.models.anthropic import AnthropicChatModel
+from plait_anthropic import AnthropicChatModel
 
 KEY = "sk-ant-api03-abcdefghijklmnopSECRET"
 
