@@ -160,6 +160,9 @@ class Run:
         self.sink = sink
         self.request = RunRequest(input, runtime, resumed, streaming=sink is not None)
         self.started = False  # the drive began: from then on it releases the thread
+        self.served = False
+        """A served call (``plait._served``): the thread's last AI message was not the
+        model's; the loop runs its hooks and tools, then ends without calling the model."""
         # Interrupt ids derive from where interrupt() is called; hooks and the model run
         # one at a time, so they share one scope the loop re-labels before each call.
         self.scope = Scope(info.run_id, "", info.resume)
@@ -182,6 +185,8 @@ class Run:
             if outcome is None:  # paused at an interrupt (already checkpointed)
                 return
             nxt, ran = outcome
+            if self.served and nxt in ("before_model", "model"):
+                nxt = "after_agent"
             info.node = nxt
             info.hook = 0
             if nxt == "done":
@@ -210,7 +215,7 @@ class Run:
         return Scope(self.info.run_id, f"{self.info.model_calls}:tools:{call_id}", self.info.resume)
 
     def pause(self, interrupts: list[Interrupt]) -> Steps:
-        if self.agent.checkpointer is None:
+        if self.agent.checkpointer is None and not self.served:
             raise CheckpointerRequiredError(
                 "plait.interrupt() needs a checkpointer to pause and resume the run: "
                 "pass checkpointer='memory' (or 'sqlite:///agent.db') to create_agent"

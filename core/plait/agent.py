@@ -19,6 +19,7 @@ from plait import _convert, _ids
 from plait._compiled import CompiledAgent, compile_agent
 from plait._compose import chain_async, chain_sync
 from plait._loop import Run, RunInfo, adrive, drive
+from plait._served import ServedCall, ToolSession
 from plait._start import record_failure, run_result, start_run
 from plait._state import RUN_KEY, ThreadState
 from plait._stream import AsyncRunStream, EventSink, RunStream, parse_modes, stream_sink
@@ -31,7 +32,15 @@ from plait.types import AgentConfig, AgentResult, Interrupt
 if TYPE_CHECKING:
     from plait.tools import Tool
 
-__all__ = ["Agent", "AgentResult", "AsyncRunStream", "RunStream", "create_agent"]
+__all__ = [
+    "Agent",
+    "AgentResult",
+    "AsyncRunStream",
+    "RunStream",
+    "ServedCall",
+    "ToolSession",
+    "create_agent",
+]
 
 THREAD_CACHE_SIZE = 256
 """Threads an agent keeps in memory between runs (the least recently served go first);
@@ -320,6 +329,15 @@ class Agent:
             stream_sink.reset(token)
         self._release(run.runtime.thread_id, run.thread)
         return run_result(self.compiled, run)
+
+    def tool_session(self, *, context: Any = None) -> ToolSession:
+        """Calls of the agent's tools made by someone other than the model (an MCP client
+        of ``plait mcp-serve``), each through the same guards as a model's call: the
+        ``after_model`` hooks (reviews, limits, pii), then the ``wrap_tool_call`` chain.
+        The session is one thread and one run held in memory, so per-run and per-thread
+        limits count all its calls; a call a hook would pause for a human is not run
+        (``ServedCall.interrupts`` says why)."""
+        return ToolSession(self.compiled, context)
 
     def get_interrupts(self, thread_id: str) -> list[Interrupt]:
         """The interrupts the thread's run is paused at (``[]`` if it is not paused)."""

@@ -1,8 +1,13 @@
 """``plait mcp-serve AGENT.toml``: an agent file's tools, and the agent itself as one tool,
 served as an MCP server over stdio, so any MCP client can use a plait agent.
 
-Each tool keeps its name, description and JSON schema; its arguments are checked as the
-agent checks a model's. The agent's tool (named after the agent, ``--agent-tool`` to
+Each tool keeps its name, description and JSON schema. A client's call goes through the
+agent's guards exactly as a model's call would (``agent.tool_session()``): the
+``after_model`` hooks (``human_in_the_loop``, ``tool_call_limit``, pii), then the
+``wrap_tool_call`` chain (retries, pii, guardrails). A server (one client over stdio) is one
+thread and one run, so limits count every call of the client. A call a middleware would pause for a
+human's answer (an approval) is refused with an error and not run: mcp-serve has no human to
+ask. The agent's tool (named after the agent, ``--agent-tool`` to
 rename it) takes a ``prompt``, runs the agent on a new thread and answers with its final
 text. stdout is the protocol's channel: nothing else is written there.
 """
@@ -24,11 +29,10 @@ from mcp.types import (
 )
 from mcp.types import Tool as MCPTool
 
-from plait.agent import Agent
+from plait.agent import Agent, ServedCall, ToolSession
 from plait.agentfile import load_agent
 from plait.errors import PlaitError
 from plait.messages import ToolMessage
-from plait.tools import Tool, ToolArgumentError
 
 __all__ = ["build_server", "serve_file"]
 
@@ -51,20 +55,25 @@ def _answer(text: str, *, error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
 
 
-async def _call(tool: Tool, arguments: dict[str, Any]) -> CallToolResult:
+async def _call(session: ToolSession, name: str, arguments: dict[str, Any]) -> CallToolResult:
     try:
-        kwargs = tool.prepare(arguments, None)
-    except ToolArgumentError as exc:
-        return _answer(f"invalid arguments for tool {tool.name!r}: {exc}", error=True)
-    assert tool.func is not None
-    try:
-        if tool.is_async:
-            result = await tool.func(**kwargs)
-        else:
-            result = await anyio.to_thread.run_sync(lambda: tool.func(**kwargs))  # type: ignore[misc]
-    except Exception as exc:
-        return _answer(f"tool {tool.name!r} raised {type(exc).__name__}: {exc}", error=True)
-    return _answer(_text(result))
+        served = await session.acall(name, arguments)
+    except PlaitError as exc:
+        return _answer(f"tool {name!r} was stopped: {type(exc).__name__}: {exc}", error=True)
+    return _served_answer(name, served)
+
+
+def _served_answer(name: str, served: ServedCall) -> CallToolResult:
+    if served.paused:
+        return _answer(
+            f"tool {name!r} was not run: the agent pauses this call for a human's answer "
+            f"(an approval), which mcp-serve cannot ask for: {_text(served.interrupts[0].value)}",
+            error=True,
+        )
+    message = served.message
+    if message is None:  # pragma: no cover - a served call is always answered
+        return _answer(f"tool {name!r} was not run", error=True)
+    return _answer(message.text, error=message.status == "error")
 
 
 async def _ask(agent: Agent, prompt: str) -> CallToolResult:
@@ -83,6 +92,9 @@ async def _ask(agent: Agent, prompt: str) -> CallToolResult:
 def build_server(agent: Agent, *, agent_tool: str | None = None) -> Server[Any]:
     """An MCP server offering ``agent``'s tools (those it runs itself) and the agent."""
     tools = {t.name: t for t in agent.tools if t.func is not None}
+    # One tool session per server: over stdio, a server serves one client for its whole
+    # life, and every call it makes shares one thread and one run.
+    session = agent.tool_session()
     own = agent_tool or agent.name
     if own in tools:
         raise PlaitError(
@@ -111,10 +123,9 @@ def build_server(agent: Agent, *, agent_tool: str | None = None) -> Server[Any]:
             if not isinstance(prompt, str):
                 return _answer("the agent's tool needs a 'prompt' string", error=True)
             return await _ask(agent, prompt)
-        tool = tools.get(params.name)
-        if tool is None:
+        if params.name not in tools:
             return _answer(f"there is no tool named {params.name!r}", error=True)
-        return await _call(tool, arguments)
+        return await _call(session, params.name, arguments)
 
     return Server(agent.name, on_list_tools=list_tools, on_call_tool=call_tool)
 
