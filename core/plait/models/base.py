@@ -8,6 +8,7 @@ import abc
 import asyncio
 import contextvars
 import functools
+import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -66,6 +67,9 @@ class ChatModel(abc.ABC):
     provider: ClassVar[str] = "base"
     model_name: str = ""
     profile: ModelProfile | None = None
+    settings: Mapping[str, Any] = types.MappingProxyType({})
+    """Settings the model was made with (``temperature=0``, ``max_tokens``...), sent with
+    every call unless the call gives its own; tracing records them with the call's."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Every provider's calls are effects (``ModelCall``), whoever makes

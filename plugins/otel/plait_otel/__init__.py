@@ -25,12 +25,15 @@ from opentelemetry.trace import Span, SpanContext, SpanKind, TraceFlags
 
 from plait import effects
 from plait.agent import AgentResult
+from plait.messages import ToolMessage
 from plait.middleware import Middleware
-from plait.types import RunRequest, Runtime, StateField
+from plait.types import Command, RunRequest, Runtime, StateField, ToolCallRequest
 from plait_otel._spans import (
     RunScope,
     SpanPerformer,
     Telemetry,
+    ToolCapture,
+    current_capture,
     current_scope,
     fail,
     usage_attributes,
@@ -136,7 +139,7 @@ class OtelMiddleware(Middleware):
         span.end()
 
     def _failed(self, span: Span, exc: BaseException) -> None:
-        fail(span, exc)
+        fail(span, exc, self.capture_content)
         span.set_attribute("plait.run.status", "error")
         span.end()
 
@@ -181,6 +184,46 @@ class OtelMiddleware(Middleware):
             current_scope().reset(token)
         self._end(span, request, result)
         return result
+
+    # -- tool content as the model sees it ----------------------------------------------------
+
+    def _capturing(self) -> bool:
+        scope = current_scope().get()
+        return self.capture_content and scope is not None and scope.performer is self._performer
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command],
+    ) -> ToolMessage | Command:
+        if not self._capturing():
+            return handler(request)
+        capture = ToolCapture(request.tool_call)
+        token = current_capture().set(capture)
+        outcome: ToolMessage | Command | None = None
+        try:
+            outcome = handler(request)
+        finally:
+            current_capture().reset(token)
+            capture.finish(outcome)
+        return outcome
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
+    ) -> ToolMessage | Command:
+        if not self._capturing():
+            return await handler(request)
+        capture = ToolCapture(request.tool_call)
+        token = current_capture().set(capture)
+        outcome: ToolMessage | Command | None = None
+        try:
+            outcome = await handler(request)
+        finally:
+            current_capture().reset(token)
+            capture.finish(outcome)
+        return outcome
 
     # -- the run's spans, kept in thread state for a resume to link to -----------------------
 

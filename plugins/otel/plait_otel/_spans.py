@@ -15,10 +15,19 @@ from opentelemetry.metrics import Histogram
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from plait import effects
-from plait.messages import AIMessage, AIMessageChunk, ToolMessage, Usage
+from plait.messages import AIMessage, AIMessageChunk, ToolCall, ToolMessage, Usage
+from plait.types import Command
 from plait_otel import _content
 
-__all__ = ["RunScope", "SpanPerformer", "Telemetry", "current_scope", "fail", "usage_attributes"]
+__all__ = [
+    "RunScope",
+    "SpanPerformer",
+    "Telemetry",
+    "ToolCapture",
+    "current_scope",
+    "fail",
+    "usage_attributes",
+]
 
 T = TypeVar("T")
 
@@ -59,7 +68,41 @@ class RunScope:
     agent: str
 
 
+@attrs.define(eq=False)
+class ToolCapture:
+    """One tool call as the model sees it, for ``capture_content``: the call as the model
+    wrote it (before middleware restores pseudonymized values), and the ``execute_tool``
+    spans of its runs, kept open until the answer the model gets (after ``pii`` and every
+    other ``wrap_tool_call`` inside ``otel``) is known and recorded on them."""
+
+    call: ToolCall
+    spans: list[Span] = attrs.field(factory=list)
+
+    def finish(self, outcome: ToolMessage | Command | None) -> None:
+        answer = _answer(outcome, self.call.id)
+        for span in self.spans:
+            if answer is not None:
+                span.set_attribute("gen_ai.tool.call.result", answer.text)
+                if answer.status == "error":
+                    span.set_status(Status(StatusCode.ERROR, answer.text[:500]))
+            span.end()
+        self.spans.clear()
+
+
+def _answer(outcome: Any, call_id: str) -> ToolMessage | None:
+    """The tool message answering ``call_id`` in a tool call's outcome."""
+    if isinstance(outcome, ToolMessage):
+        return outcome
+    if isinstance(outcome, Command) and outcome.update:
+        messages = outcome.update.get("messages", [])
+        for message in [messages] if isinstance(messages, ToolMessage) else messages:
+            if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
+                return message
+    return None
+
+
 _scope: ContextVar[RunScope | None] = ContextVar("plait_otel_run", default=None)
+_capture: ContextVar[ToolCapture | None] = ContextVar("plait_otel_tool", default=None)
 _spanned: ContextVar[object] = ContextVar("plait_otel_spanned", default=None)
 """The effect whose span is being started: one instance installed twice (the same
 middleware object in an agent and its sub-agent) gives it one span, not two."""
@@ -69,12 +112,22 @@ def current_scope() -> ContextVar[RunScope | None]:
     return _scope
 
 
-def fail(span: Span, exc: BaseException) -> str:
-    """Mark ``span`` failed by ``exc``; the ``error.type`` recorded."""
+def current_capture() -> ContextVar[ToolCapture | None]:
+    return _capture
+
+
+def fail(span: Span, exc: BaseException, capture_content: bool) -> str:
+    """Mark ``span`` failed by ``exc``; the ``error.type`` recorded. The exception's text
+    (which may quote arguments, tool output or a provider's echo of the prompt) is
+    content: without ``capture_content`` only its type is recorded."""
     kind = type(exc).__qualname__
-    span.record_exception(exc)
     span.set_attribute("error.type", kind)
-    span.set_status(Status(StatusCode.ERROR, str(exc) or kind))
+    if capture_content:
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, str(exc) or kind))
+    else:
+        span.add_event("exception", {"exception.type": kind})
+        span.set_status(Status(StatusCode.ERROR, kind))
     return kind
 
 
@@ -179,7 +232,7 @@ class SpanPerformer:
         except BaseException as exc:
             self._tool_failed(span, exc)
             raise
-        self._tool_done(span, outcome)
+        self._tool_done(span, outcome, effect.request.tool_call.id)
         return outcome
 
     # -- async -----------------------------------------------------------------------------
@@ -196,7 +249,7 @@ class SpanPerformer:
             except BaseException as exc:
                 self._tool_failed(span, exc)
                 raise
-            self._tool_done(span, outcome)
+            self._tool_done(span, outcome, effect.request.tool_call.id)
             return outcome
         if not isinstance(effect, effects.ModelCall):
             return await proceed()
@@ -249,7 +302,9 @@ class SpanPerformer:
         }
         if scope.conversation is not None:
             attributes["gen_ai.conversation.id"] = scope.conversation
-        options = effect.options
+        # The model's own settings (init_chat_model(..., temperature=0), an agent file's
+        # model_settings), overridden by the call's, as the provider sends them.
+        options = {**effect.model.settings, **effect.options}
         for key, value in options.items():
             if key in _SETTINGS and isinstance(value, (int, float)) and value is not None:
                 attributes[_SETTINGS[key]] = value
@@ -313,7 +368,7 @@ class SpanPerformer:
         span.end()
 
     def _chat_failed(self, chat: _Chat, exc: BaseException) -> None:
-        kind = fail(chat.span, exc)
+        kind = fail(chat.span, exc, self.telemetry.capture_content)
         self.telemetry.duration.record(
             time.perf_counter() - chat.started, {**chat.metric, "error.type": kind}
         )
@@ -336,23 +391,29 @@ class SpanPerformer:
         if scope.conversation is not None:
             attributes["gen_ai.conversation.id"] = scope.conversation
         if self.telemetry.capture_content:
-            attributes["gen_ai.tool.call.arguments"] = _content.dumps(call.args)
+            # The arguments the model wrote (pii placeholders, not the restored values).
+            capture = _capture.get()
+            args = capture.call.args if capture and capture.call.id == call.id else call.args
+            attributes["gen_ai.tool.call.arguments"] = _content.dumps(args)
         return self.telemetry.tracer.start_span(
             f"execute_tool {call.name}", kind=SpanKind.INTERNAL, attributes=attributes
         )
 
-    def _tool_done(self, span: Span, outcome: Any) -> None:
-        if isinstance(outcome, ToolMessage):
-            if outcome.status == "error":
-                span.set_attribute("error.type", "tool_error")
-                span.set_status(Status(StatusCode.ERROR, outcome.text[:500]))
-            if self.telemetry.capture_content:
-                span.set_attribute("gen_ai.tool.call.result", outcome.text)
+    def _tool_done(self, span: Span, outcome: Any, call_id: str) -> None:
+        answer = _answer(outcome, call_id)
+        if answer is not None and answer.status == "error":
+            # The error text may quote the arguments: the status holds only the error type.
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(Status(StatusCode.ERROR, "tool_error"))
+        capture = _capture.get()
+        if self.telemetry.capture_content and capture is not None and capture.call.id == call_id:
+            capture.spans.append(span)  # ended with the answer the model gets
+            return
         span.end()
 
     def _tool_failed(self, span: Span, exc: BaseException) -> None:
         if isinstance(exc, Exception):
-            fail(span, exc)
+            fail(span, exc, self.telemetry.capture_content)
         else:  # an interrupt pausing the run (or the process stopping): not the tool's fault
             span.set_attribute("plait.tool.interrupted", True)
         span.end()

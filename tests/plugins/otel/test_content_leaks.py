@@ -1,0 +1,133 @@
+"""``otel`` never puts content where ``capture_content`` says it does not go, and with
+content captured, records what the model was sent (after ``pii``), not the raw values."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from opentelemetry.trace import StatusCode
+
+import plait
+from plait.errors import ProviderError
+from plait.testing import ai, call
+from plait_pii import PIIMiddleware
+
+from .conftest import Telemetry
+
+SECRET = "jane.doe@example.com"
+
+
+@plait.tool
+def lookup(order_id: int) -> str:
+    """Look an order up."""
+    raise ValueError(f"no order {order_id} for {SECRET}")
+
+
+@plait.tool
+def contact(customer: str) -> str:
+    """The customer's e-mail address."""
+    return f"write to {SECRET}"
+
+
+@plait.tool
+def send(to: str) -> str:
+    """Send a message."""
+    return f"sent to {to}"
+
+
+def everything(otel: Telemetry) -> str:
+    """Every span as the exporter got it: attributes, status, events."""
+    return "\n".join(span.to_json() for span in otel.spans())
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_without_capture_content_no_error_text_or_argument_reaches_a_span(
+    otel: Telemetry, make_agent: Any, use_async: bool
+) -> None:
+    agent = make_agent(
+        [
+            ai("", call("lookup", order_id=f"{SECRET} 7"), call("lookup", order_id=7)),
+            "sorry",
+        ],
+        tools=[lookup],
+        middleware=[otel.middleware()],
+    )
+    if use_async:
+        asyncio.run(agent.ainvoke("go"))
+    else:
+        agent.invoke("go")
+    bad, raised = otel.named("execute_tool lookup")
+    assert (bad.status.status_code, bad.status.description) == (StatusCode.ERROR, "tool_error")
+    assert (raised.status.status_code, raised.status.description) == (
+        StatusCode.ERROR,
+        "ValueError",
+    )
+    assert [dict(e.attributes or {}) for e in raised.events] == [{"exception.type": "ValueError"}]
+    assert SECRET not in everything(otel)
+
+
+def test_without_capture_content_a_failed_model_call_keeps_only_the_error_type(
+    otel: Telemetry, make_agent: Any
+) -> None:
+    agent = make_agent(
+        [ProviderError(f"bad request: {SECRET} is not allowed", status_code=400)],
+        middleware=[otel.middleware()],
+    )
+    with pytest.raises(ProviderError):
+        agent.invoke("hi")
+    for span in otel.spans():
+        assert span.status.description == "ProviderError"
+    assert SECRET not in everything(otel)
+
+
+def test_with_content_and_pii_a_tool_span_records_the_redacted_result(
+    otel: Telemetry, make_agent: Any
+) -> None:
+    agent = make_agent(
+        [ai("", call("contact", customer="c1")), "done"],
+        tools=[contact],
+        middleware=[
+            otel.middleware(capture_content=True),
+            PIIMiddleware("email", strategy="redact", apply_to_tool_results=True),
+        ],
+    )
+    agent.invoke("whom do I write to?")
+    (tool,) = otel.named("execute_tool contact")
+    assert tool.attributes["gen_ai.tool.call.result"] == "write to [REDACTED_EMAIL]"
+    (_, second) = otel.named("chat scripted")
+    sent = json.loads(second.attributes["gen_ai.input.messages"])
+    assert sent[-1]["parts"][0]["result"] == "write to [REDACTED_EMAIL]"
+    assert SECRET not in everything(otel)
+
+
+def test_with_content_and_pseudonyms_a_tool_span_records_the_placeholders(
+    otel: Telemetry, make_agent: Any
+) -> None:
+    agent = make_agent(
+        [ai("", call("send", to="<EMAIL_1>")), "sent"],
+        tools=[send],
+        middleware=[
+            otel.middleware(capture_content=True),
+            PIIMiddleware("email", strategy="pseudonymize"),
+        ],
+    )
+    result = agent.invoke(f"mail {SECRET}")
+    assert result.messages[2].text == f"sent to {SECRET}"  # the tool got the real value
+    (tool,) = otel.named("execute_tool send")
+    assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {"to": "<EMAIL_1>"}
+    first = otel.named("chat scripted")[0]
+    assert SECRET not in first.attributes["gen_ai.input.messages"]
+
+
+def test_with_capture_content_the_error_text_is_recorded(otel: Telemetry, make_agent: Any) -> None:
+    agent = make_agent(
+        [ai("", call("lookup", order_id=7)), "sorry"],
+        tools=[lookup],
+        middleware=[otel.middleware(capture_content=True)],
+    )
+    agent.invoke("go")
+    (raised,) = otel.named("execute_tool lookup")
+    assert raised.status.description == f"no order 7 for {SECRET}"
