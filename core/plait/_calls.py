@@ -11,6 +11,7 @@ through ``plait.effects`` performers when one is installed (model calls do so in
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -175,13 +176,28 @@ def _error(request: ToolCallRequest, text: str) -> ToolMessage:
 
 def tool_output(result: Any, request: ToolCallRequest) -> ToolMessage | Command:
     """What a tool function returned, as the ToolMessage (or Command) answering the call."""
+    if isinstance(result, ToolMessage) and isinstance(result.content, list):
+        return attrs.evolve(result, content=_base64_bytes(result.content))
     if isinstance(result, (ToolMessage, Command)):
         return result
     call = request.tool_call
     if isinstance(result, str):
         content: Any = result
     elif isinstance(result, list) and all(isinstance(b, dict) and "type" in b for b in result):
-        content = result
+        content = _base64_bytes(result)
     else:
         content = json.dumps(result, ensure_ascii=False, default=str)
     return ToolMessage(content, tool_call_id=call.id, name=call.name)
+
+
+def _base64_bytes(value: Any) -> Any:
+    """Content blocks with raw bytes (an image a tool read: ``"data": b"\\x89PNG..."``)
+    holding base64 text instead, the form every provider's image block takes and a
+    thread can be saved in."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, Mapping):
+        return {key: _base64_bytes(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_base64_bytes(item) for item in value]
+    return value

@@ -8,7 +8,9 @@ the sync driver (``drive``) or the async driver (``adrive``) performs and sends 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
+import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -70,16 +72,24 @@ class RunInfo:
     """The answers of a tools step's calls that finished, by call id, saved as each
     finishes (when a step has several), so a crash re-runs only the calls in flight."""
     owner: str = ""
-    """The process that saved the run last (``PROCESS``) and when (``saved_at``, wall
-    clock): a run another process saved within ``checkpoint.RUN_LEASE`` is live there."""
+    """The run that saved the record last (``Run.owner``: its process and its drive) and
+    when (``saved_at``, wall clock). A run of this process is live while it is being
+    driven; one of another process, if it saved within ``checkpoint.RUN_LEASE``."""
     saved_at: float = 0.0
 
     def live_elsewhere(self, lease: float) -> bool:
-        return (
-            self.status == "running"
-            and self.owner not in ("", PROCESS)
-            and time.time() - self.saved_at < lease
-        )
+        """Whether another run holds the thread: one driven in this process right now
+        (another ``Agent`` object on the same database), or one another process saved
+        within ``lease`` seconds."""
+        if self.status != "running" or not self.owner:
+            return False
+        if self.of_this_process():
+            with _live_lock:
+                return self.owner in _live
+        return time.time() - self.saved_at < lease
+
+    def of_this_process(self) -> bool:
+        return self.owner.partition("/")[0] == PROCESS
 
     def dump(self) -> Any:
         return _converter.unstructure(self)
@@ -100,6 +110,11 @@ def _new_process() -> None:
 
 _new_process()
 os.register_at_fork(after_in_child=_new_process)
+
+_live: set[str] = set()
+"""The owners (``Run.owner``) of the runs being driven in this process."""
+_live_lock = threading.Lock()
+_drives = itertools.count(1)
 
 
 # -- effects: what the loop asks a driver to do ---------------------------------------------
@@ -163,6 +178,9 @@ class Run:
         self.served = False
         """A served call (``plait._served``): the thread's last AI message was not the
         model's; the loop runs its hooks and tools, then ends without calling the model."""
+        self.owner = f"{PROCESS}/{next(_drives)}"
+        """This drive of the run, as ``RunInfo.owner`` names it: each ``invoke`` holds the
+        thread on its own, so two ``Agent`` objects of one process exclude each other."""
         # Interrupt ids derive from where interrupt() is called; hooks and the model run
         # one at a time, so they share one scope the loop re-labels before each call.
         self.scope = Scope(info.run_id, "", info.resume)
@@ -204,8 +222,16 @@ class Run:
 
     def record(self) -> None:
         """Put the run's record in the state, to be saved with the step."""
-        self.info.owner, self.info.saved_at = PROCESS, time.time()
+        with _live_lock:
+            _live.add(self.owner)
+        self.info.owner, self.info.saved_at = self.owner, time.time()
         self.thread.set(RUN_KEY, self.info.dump())
+
+    def end(self) -> None:
+        """The drive is over (returned, raised, or was abandoned): the run no longer
+        holds its thread in this process."""
+        with _live_lock:
+            _live.discard(self.owner)
 
     def enter(self, key: str) -> None:
         self.scope.key = f"{self.info.model_calls}:{key}"
@@ -560,6 +586,7 @@ def drive(run: Run) -> Any:
                 value, error = None, exc
     finally:
         current_scope.reset(token)
+        run.end()
 
 
 def _perform(effect: Effect, agent: CompiledAgent) -> Any:
@@ -629,6 +656,7 @@ async def adrive(run: Run) -> Any:
                 value, error = None, exc
     finally:
         current_scope.reset(token)
+        run.end()
 
 
 async def _aperform(effect: Effect, agent: CompiledAgent) -> Any:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from plait import _ids, _loop, checkpoint
+from plait import _ids, checkpoint
 from plait._compiled import CompiledAgent
 from plait._convert import expected
 from plait._loop import Run, RunInfo
@@ -70,11 +70,14 @@ def run_result(agent: CompiledAgent, run: Run) -> AgentResult:
     )
 
 
-def record_failure(agent: CompiledAgent, thread_id: str | None) -> None:
-    """Mark the thread's stored run as failed after it raised, so that new input from
-    another process need not wait out the run's lease. Only the run record changes:
-    what the failed step did in memory is not saved. Best effort: if the write fails
-    (another run wrote first, the database is down) the lease protects the thread."""
+def record_failure(agent: CompiledAgent, run: Run) -> None:
+    """Mark the thread's stored run as failed after it raised or was interrupted (Ctrl-C,
+    a cancelled task), so that new input from another process need not wait out the
+    run's lease. Only the run record changes: what the failed step did in memory is not
+    saved, and ``invoke(None, thread_id=...)`` may still continue the run. Best effort:
+    if the write fails (another run wrote first, the database is down) the lease
+    protects the thread."""
+    thread_id = run.runtime.thread_id
     if agent.checkpointer is None or thread_id is None:
         return
     try:
@@ -83,7 +86,7 @@ def record_failure(agent: CompiledAgent, thread_id: str | None) -> None:
         if not stored:
             return
         info = RunInfo.load(stored)
-        if info.status != "running" or info.owner != _loop.PROCESS:
+        if info.status != "running" or info.owner != run.owner:
             return
         info.status = "failed"
         state.set(RUN_KEY, info.dump())
@@ -114,14 +117,10 @@ def _run_info(thread: ThreadState, thread_id: str | None, input: Any) -> tuple[R
     elif input is None and info is not None and info.status != "done":
         info.status = "running"
     else:
+        if input is None and not thread.messages:
+            raise PlaitError(_nothing_to_run(thread_id))
         if info is not None and info.live_elsewhere(checkpoint.RUN_LEASE):
-            raise ThreadBusyError(
-                f"thread {thread_id!r} has a run in progress in another process (run "
-                f"{info.run_id}, last step saved {time.time() - info.saved_at:.1f} s ago); "
-                "send new input when it ends. If that process died, continue its run with "
-                "invoke(None, thread_id=...), or wait "
-                f"{checkpoint.RUN_LEASE:g} s (plait.checkpoint.RUN_LEASE)"
-            )
+            raise _busy(thread_id, info, "invoke(None, thread_id=...)")
         if info is not None and info.status != "done":
             _cancel_unanswered(thread, info, input)
         info = RunInfo(run_id=_ids.new_id())
@@ -129,6 +128,42 @@ def _run_info(thread: ThreadState, thread_id: str | None, input: Any) -> tuple[R
         _apply_input(thread, input)
         return info, False
     return info, True
+
+
+def _nothing_to_run(thread_id: str | None) -> str:
+    if thread_id is None:
+        return "input is None and there is no thread to continue: pass a prompt or messages"
+    return (
+        f"thread {thread_id!r} does not exist (nothing was saved under that id), so "
+        "input None has no run to continue: pass a prompt or messages to start one"
+    )
+
+
+def _busy(thread_id: str | None, info: RunInfo, continue_with: str) -> ThreadBusyError:
+    """The refusal of new input for a thread another run holds."""
+    if info.of_this_process():
+        return ThreadBusyError(
+            f"thread {thread_id!r} has a run in progress in this process (run "
+            f"{info.run_id}, by another Agent object); send new input when it ends",
+            live_run=info.run_id,
+        )
+    reason = (
+        f"thread {thread_id!r} has a run in progress in another process (run {info.run_id}, "
+        f"last step saved {time.time() - info.saved_at:.1f} s ago); send new input when "
+        "it ends"
+    )
+    return ThreadBusyError(
+        f"{reason}. {dead_process_hint(continue_with)}", live_run=info.run_id, reason=reason
+    )
+
+
+def dead_process_hint(continue_with: str) -> str:
+    """What to do when the process running a thread's run died: ``continue_with`` names
+    how the caller continues a run (``invoke(None, ...)``, a CLI command)."""
+    return (
+        f"If that process died, continue its run with {continue_with}, or wait "
+        f"{checkpoint.RUN_LEASE:g} s (plait.checkpoint.RUN_LEASE)"
+    )
 
 
 def _apply_input(thread: ThreadState, input: Any) -> None:

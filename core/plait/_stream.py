@@ -32,6 +32,10 @@ class EventSink:
     def __init__(self, modes: frozenset[str], put: Callable[[Any], None]) -> None:
         self.modes = modes
         self.put = put
+        self.abort: Callable[[], None] = _nothing
+        """Set by the run once it began: records it as failed when the reader of a sync
+        stream is interrupted (Ctrl-C) while the run goes on in its worker thread, which
+        nothing can stop and which dies with the process."""
 
     def __call__(self, event: StreamEvent) -> None:
         if event.mode in self.modes:
@@ -47,6 +51,10 @@ class EventSink:
             self(StreamEvent("custom", data, "custom"))
 
         return write
+
+
+def _nothing() -> None:
+    """``EventSink.abort`` before the run began: nothing to record."""
 
 
 stream_sink: ContextVar[EventSink | None] = ContextVar("plait_stream_sink", default=None)
@@ -104,7 +112,11 @@ class RunStream(Iterator[StreamEvent]):
             ).start()
         if self.result is not None:
             raise StopIteration
-        item = self._events.get()
+        try:
+            item = self._events.get()
+        except BaseException:  # Ctrl-C while waiting: the run cannot go on for anyone
+            self._sink.abort()
+            raise
         if isinstance(item, _Finished):
             self.result = item.result
             raise StopIteration

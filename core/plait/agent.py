@@ -271,6 +271,8 @@ class Agent:
         self, input: Any, thread_id: Any, context: Any, limit: int, sink: EventSink | None
     ) -> AgentResult:
         run = self._begin(input, thread_id, context, limit, sink)
+        if sink is not None:
+            sink.abort = lambda: record_failure(self.compiled, run)
         layers = self.compiled.run_layers
         if not layers:
             return self._drive_sync(run)
@@ -290,7 +292,7 @@ class Agent:
             drive(run)
         except BaseException as exc:
             if _failed(exc):
-                record_failure(self.compiled, run.runtime.thread_id)
+                record_failure(self.compiled, run)
             self._release(run.runtime.thread_id, None)
             raise
         finally:
@@ -322,7 +324,7 @@ class Agent:
             await adrive(run)
         except BaseException as exc:
             if _failed(exc):
-                await asyncio.to_thread(record_failure, self.compiled, run.runtime.thread_id)
+                await asyncio.to_thread(record_failure, self.compiled, run)
             self._release(run.runtime.thread_id, None)
             raise
         finally:
@@ -435,9 +437,11 @@ class Agent:
 
 
 def _failed(error: BaseException) -> bool:
-    """A run that raised this ended (cancellation and interrupts of the process do not
-    count: the run may still be continued, and another run's write is not ours)."""
-    return isinstance(error, Exception) and not isinstance(error, ThreadBusyError)
+    """A run that raised this ended here, and is recorded so: an error, Ctrl-C
+    (``KeyboardInterrupt``), a cancelled task, ``SystemExit``. A failed run may still be
+    continued; a ``ThreadBusyError`` means another run holds the record, which is not ours
+    to change."""
+    return not isinstance(error, ThreadBusyError)
 
 
 def _chunk_sink(sink: EventSink | None) -> EventSink | None:

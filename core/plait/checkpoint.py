@@ -31,7 +31,8 @@ __all__ = [
 ]
 
 RUN_LEASE = 300.0
-"""Seconds after its last save that a run started by another process counts as live.
+"""Seconds after its last save that a run of another process counts as live (a run of
+this process is live while it is being driven, however long ago it saved).
 New input for a thread whose run is live elsewhere raises ``ThreadBusyError`` before
 anything is written, so a run never loses the thread after some of its steps were
 committed. A run idle longer than this (its process died, or one step — a tool call —

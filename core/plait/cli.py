@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 import attrs
 import cattrs
 
-from plait.errors import CheckpointerRequiredError, PlaitError
+from plait.errors import CheckpointerRequiredError, PlaitError, ThreadBusyError
 from plait.middleware import Middleware
 
 if TYPE_CHECKING:
@@ -314,6 +314,8 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                     result = _turn(agent, Command(resume=answers), thread, spec.recursion_limit)
             except EOFError:
                 out.write("\n")
+    except ThreadBusyError as exc:
+        raise _busy(exc, args.agent, thread) from None
     except CheckpointerRequiredError:
         raise CLIError(
             f"the agent paused to ask for input, which needs a checkpointer: add "
@@ -335,6 +337,17 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         _print_pending(result.interrupts, out)
         _print_resume_hint(result.interrupts, args.agent, thread, spec.checkpointer, out)
     return EXIT_OK
+
+
+def _busy(error: ThreadBusyError, agent_file: str, thread: str | None) -> PlaitError:
+    """``error`` with the command that continues a run whose process died (the library
+    names ``invoke(None, ...)``, which a CLI user does not write)."""
+    from plait._start import dead_process_hint
+
+    if error.reason is None or thread is None:
+        return error
+    command = f"`plait run {shlex.quote(agent_file)} --thread {shlex.quote(thread)}`"
+    return CLIError(f"{error.reason}. {dead_process_hint(command)}")
 
 
 def _outlives_process(checkpointer: str | None) -> bool:
@@ -568,6 +581,8 @@ def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                 out.write("\n")
             return EXIT_OK
         except PlaitError as exc:
+            if isinstance(exc, ThreadBusyError):
+                exc = _busy(exc, args.agent, thread)
             err.write(f"plait: error: {_one_line(exc)}\n")
             pending = agent.get_interrupts(thread)  # a refused answer: ask again
             continue

@@ -81,7 +81,17 @@ class StructuredOutputError(PlaitError):
 
 
 class ThreadBusyError(PlaitError):
-    """Another run wrote to the thread since this one loaded it (compare-and-set failed)."""
+    """Another run holds the thread: it wrote since this one loaded it (compare-and-set
+    failed), or new input came while it is live (``live_run`` is then its run id)."""
+
+    def __init__(
+        self, message: str, *, live_run: str | None = None, reason: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.live_run = live_run
+        self.reason = reason
+        """For a run live in another process: the message without its advice on
+        continuing the run, for callers (the CLI) that give their own."""
 
 
 class SchemaVersionError(PlaitError):

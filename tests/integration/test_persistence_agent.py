@@ -190,36 +190,52 @@ def test_a_run_that_lost_the_race_fails_with_thread_busy_and_writes_nothing(
 ) -> None:
     intruder = weather_agent(backend.make())
 
+    def answers(messages: list[AnyMessage], tools: list[Any]) -> AIMessage:
+        # Another run takes the thread while this one's first model call is in flight,
+        # before this run saved anything that could show it live.
+        intruder.invoke("Lima", thread_id="race")
+        return AIMessage("Quito is sunny.")
+
+    loser = plait.create_agent(model=ScriptedChatModel([answers]), checkpointer=backend.make())
+    with pytest.raises(ThreadBusyError, match="another run wrote to it"):
+        loser.invoke("Quito", thread_id="race")
+    messages = intruder.get_state("race")["messages"]
+    assert [m.text for m in messages if m.type == "human"] == ["Lima"]  # the loser wrote nothing
+    assert "Quito is sunny." not in [m.text for m in messages]
+
+
+def test_new_input_from_another_agent_object_waits_for_the_live_run(backend: Backend) -> None:
+    intruder = weather_agent(backend.make())
+    refusals: list[str] = []
+
     @plait.tool
     def slow_lookup(city: str) -> str:
-        """Look up the weather while another run writes to the same thread.
+        """Look up the weather while another agent object sends input to the same thread.
 
         Args:
             city: the city.
         """
-        intruder.invoke("Lima", thread_id="race")
+        with pytest.raises(ThreadBusyError) as info:
+            intruder.invoke("Lima", thread_id="race")
+        refusals.append(str(info.value))
         return f"sunny in {city}"
 
     def answers(messages: list[AnyMessage], tools: list[Any]) -> AIMessage:
+        if messages[-1].type == "tool":
+            return AIMessage("Quito: " + messages[-1].text)
         return AIMessage("", tool_calls=[ToolCall("slow_lookup", {"city": "Quito"}, "c-race")])
 
-    loser = plait.create_agent(
-        model=ScriptedChatModel([answers]), tools=[slow_lookup], checkpointer=backend.make()
+    owner = plait.create_agent(
+        model=ScriptedChatModel([answers] * 2), tools=[slow_lookup], checkpointer=backend.make()
     )
-    with pytest.raises(ThreadBusyError):
-        loser.invoke("Quito", thread_id="race")
-    messages = intruder.get_state("race")["messages"]
-    # The loser's first step (its input and the model's call) was saved before the
-    # intruder ran; its tool result, computed after the intruder wrote, never was.
-    assert transcript(messages)[:2] == [("human", "Quito"), ("ai", "")]
-    answers_to_race = [
-        m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == "c-race"
+    assert owner.invoke("Quito", thread_id="race").text == "Quito: sunny in Quito"
+    assert len(refusals) == 1 and "has a run in progress in this process" in refusals[0]
+    assert transcript(intruder.get_state("race")["messages"]) == [
+        ("human", "Quito"),
+        ("ai", ""),
+        ("tool", "sunny in Quito"),
+        ("ai", "Quito: sunny in Quito"),
     ]
-    # the intruder's new run found the loser's call unanswered and cancelled it
-    assert [(m.status, m.metadata) for m in answers_to_race] == [
-        ("error", {"plait": {"cancelled": True}})
-    ]
-    assert [m.text for m in messages if m.type == "human"] == ["Quito", "Lima"]
 
 
 # -- across processes ----------------------------------------------------------------------
