@@ -1,182 +1,31 @@
-"""A real HTTP server on 127.0.0.1 that replays scripted answers in each provider's wire
-format and records what it received, so provider tests (the kernel's and plugins') go
-through httpx end to end. Tests get it from a ``server`` fixture."""
+"""The replay server of ``plait.testing`` (``plait/replay.py``) with what this repository's
+provider tests add: answers in the Messages and Chat Completions formats, and Anthropic's
+named-event streams. Tests get it from a ``server`` fixture (``provider_fixtures.py``)."""
 
 from __future__ import annotations
 
 import json
-import queue
-import socket
-import threading
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import attrs
+from plait.testing import Received, Reply, split_bytes
+from plait.testing import ReplayServer as _ReplayServer
+
+__all__ = [
+    "Received",
+    "ReplayServer",
+    "Reply",
+    "claude_message",
+    "claude_tool_use",
+    "openai_completion",
+    "split_bytes",
+]
 
 
-@attrs.frozen
-class Received:
-    """One request the server got."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-@attrs.frozen
-class Reply:
-    """What the server answers next.
-
-    ``pieces``: the body, written as separate HTTP chunks (chunked encoding), each flushed;
-    ``cut``: close the socket after the pieces, without ending the chunked body;
-    ``hold``: wait until this event is set before answering (to make the client time out).
-    """
-
-    status: int = 200
-    body: bytes = b""
-    headers: dict[str, str] = attrs.Factory(dict)
-    pieces: tuple[bytes, ...] | None = None
-    cut: bool = False
-    hold: threading.Event | None = None
-
-
-def split_bytes(data: bytes, size: int) -> tuple[bytes, ...]:
-    """``data`` cut every ``size`` bytes, ignoring line and UTF-8 character boundaries."""
-    return tuple(data[i : i + size] for i in range(0, len(data), size))
-
-
-class ReplayServer:
-    """Answers POSTs with the queued replies, in order, and records every request."""
-
-    def __init__(self) -> None:
-        self.replies: queue.Queue[Reply] = queue.Queue()
-        self.requests: list[Received] = []
-        self.holds: list[threading.Event] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", "0"))
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = raw
-                server.requests.append(
-                    Received(
-                        "POST",
-                        self.path,
-                        {k.lower(): v for k, v in self.headers.items()},
-                        body,
-                    )
-                )
-                try:
-                    reply = server.replies.get_nowait()
-                except queue.Empty:
-                    reply = Reply(500, b'{"error": {"message": "no scripted reply"}}')
-                if reply.hold is not None:
-                    reply.hold.wait(10)
-                try:
-                    self._send(reply)
-                except OSError:
-                    self.close_connection = True
-
-            def _send(self, reply: Reply) -> None:
-                self.send_response(reply.status)
-                headers = {"content-type": "application/json", **reply.headers}
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                if reply.pieces is None:
-                    self.send_header("content-length", str(len(reply.body)))
-                    self.end_headers()
-                    self.wfile.write(reply.body)
-                    self.wfile.flush()
-                    return
-                self.send_header("transfer-encoding", "chunked")
-                self.end_headers()
-                self.wfile.flush()
-                for piece in reply.pieces:
-                    if not piece:
-                        continue
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                    self.wfile.flush()
-                if reply.cut:
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
-        self.thread.start()
-
-    # -- scripting ---------------------------------------------------------------------
-
-    def reply(self, reply: Reply) -> None:
-        self.replies.put(reply)
-
-    def json(self, data: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
-        self.reply(Reply(status, json.dumps(data).encode(), dict(headers or {})))
-
-    def raw(self, body: bytes, status: int = 200, content_type: str = "application/json") -> None:
-        self.reply(Reply(status, body, {"content-type": content_type}))
-
-    def sse(
-        self,
-        text: str,
-        *,
-        split: int | None = None,
-        cut: bool = False,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        data = text.encode("utf-8")
-        pieces = split_bytes(data, split) if split else (data,)
-        self.reply(
-            Reply(
-                200,
-                b"",
-                {"content-type": "text/event-stream", **(headers or {})},
-                pieces=pieces,
-                cut=cut,
-            )
-        )
-
-    def openai_stream(self, chunks: Sequence[Any], *, done: bool = True, **kw: Any) -> None:
-        """Chat Completions chunks as ``data:`` lines, ended by ``[DONE]``."""
-        text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
-        self.sse(text + ("data: [DONE]\n\n" if done else ""), **kw)
-
+class ReplayServer(_ReplayServer):
     def anthropic_stream(self, events: Sequence[dict[str, Any]], **kw: Any) -> None:
         """Messages API events, each as ``event: TYPE`` plus its ``data:``."""
-        text = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
-        self.sse(text, **kw)
-
-    def hold(self) -> threading.Event:
-        """Answer the next request only when the returned event is set (or after 10 s)."""
-        event = threading.Event()
-        self.holds.append(event)
-        self.reply(Reply(200, b"{}", hold=event))
-        return event
-
-    @property
-    def last(self) -> Received:
-        return self.requests[-1]
-
-    def close(self) -> None:
-        for event in self.holds:
-            event.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.event_stream(events, **kw)
 
 
 # -- answers in each provider's format -----------------------------------------------------

@@ -2,8 +2,9 @@
 
 Fixtures: ``make_agent`` (an agent on a scripted model, memory checkpointer by default),
 ``scripted_model`` (a factory), ``checkpointer`` (a fresh ``MemoryCheckpointer``),
-``hook_recorder``. Helpers: ``scripted``, ``ai``, ``call``, ``transcript``,
-``FakeSleeper``, ``HookRecorder``.
+``hook_recorder``, ``replay_server`` (a loopback HTTP server replaying a provider's wire
+answers, for testing a provider plugin end to end). Helpers: ``scripted``, ``ai``,
+``call``, ``transcript``, ``FakeSleeper``, ``HookRecorder``, ``ReplayServer``/``Reply``.
 """
 
 from __future__ import annotations
@@ -22,13 +23,18 @@ from plait.messages import AIMessage, Message, ToolCall, ToolMessage
 from plait.middleware import Middleware
 from plait.models.base import ChatModel
 from plait.models.scripted import ScriptedChatModel
+from plait.replay import Received, ReplayServer, Reply, split_bytes
 
 __all__ = [
     "FakeSleeper",
     "HookRecorder",
+    "Received",
+    "ReplayServer",
+    "Reply",
     "ai",
     "call",
     "scripted",
+    "split_bytes",
     "tool_answers",
     "transcript",
 ]
@@ -120,6 +126,16 @@ assert set(NODE_HOOKS) <= set(dir(HookRecorder))
 def scripted_model() -> Callable[..., ScriptedChatModel]:
     """A factory: ``scripted_model("hi", ai("", call("f")))``."""
     return scripted
+
+
+@pytest.fixture
+def replay_server() -> Iterator[ReplayServer]:
+    """A loopback HTTP server that answers a provider's requests with the replies the test
+    queues and records what it was sent (``plait.replay``); closed after the test. Point a
+    provider at ``replay_server.url`` to test it end to end over httpx."""
+    server = ReplayServer()
+    yield server
+    server.close()
 
 
 @pytest.fixture

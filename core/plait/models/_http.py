@@ -1,7 +1,7 @@
 """What the HTTP providers share: pooled httpx clients, SSE decoding, error mapping and
 API-key redaction.
 
-``OpenAIChatModel`` and ``AnthropicChatModel`` subclass ``HTTPChatModel`` and supply only
+``OpenAIChatModel`` (and the plugins' providers) subclass ``HTTPChatModel`` and supply only
 their wire format (request body, answer parsing, stream events). Every failure below the
 wire format — HTTP status, timeout, refused connection, malformed body, a stream that
 stops early — becomes a ``ProviderError`` here, never a raw httpx exception, and every
@@ -46,8 +46,11 @@ __all__ = [
     "SSEEvent",
     "Secret",
     "StreamParser",
+    "ToolChoice",
     "parse_retry_after",
     "redact",
+    "resolve_tool_choice",
+    "safe_tool_name",
 ]
 
 logger = logging.getLogger("plait.models")
@@ -80,18 +83,72 @@ class Secret:
         return bool(self._value)
 
 
-# OpenAI echoes a masked key in its 401 text ("sk-proj-****abcd"); the visible tail is still
-# part of a secret, so any key-shaped token is removed, not only the exact key. Google API
-# keys are "AIza" and 35 more characters.
-_KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_*\-]{6,}|\bAIza[A-Za-z0-9_\-]{35}")
+# An API echoes a masked key in its 401 text ("sk-proj-****abcd"); the visible tail is still
+# part of a secret, so any key-shaped token is removed, not only the exact key. The shapes
+# are the vendors' knowledge: each provider class declares its own (``key_shapes``), and
+# defining the class adds them here.
+_KEY_SHAPES: dict[str, None] = {}
+_key_shaped: re.Pattern[str] | None = None
+
+
+def _declare_key_shapes(shapes: Sequence[str]) -> None:
+    global _key_shaped
+    new = [shape for shape in shapes if shape not in _KEY_SHAPES]
+    if new:
+        _KEY_SHAPES.update(dict.fromkeys(new))
+        _key_shaped = re.compile("|".join(f"(?:{shape})" for shape in _KEY_SHAPES))
 
 
 def redact(text: str, secrets: Sequence[str] = ()) -> str:
-    """``text`` without any of ``secrets`` and without anything shaped like an API key."""
+    """``text`` without any of ``secrets`` and without anything shaped like an API key of
+    a provider defined in this process (each declares its ``key_shapes``)."""
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "[REDACTED]")
-    return _KEY_SHAPED.sub("[REDACTED]", text)
+    return _key_shaped.sub("[REDACTED]", text) if _key_shaped is not None else text
+
+
+# -- what every provider reads the same way ---------------------------------------------------
+
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def safe_tool_name(value: str, *, max_length: int | None = 64) -> str:
+    """``value`` as the tool and schema names every provider accepts (``^[A-Za-z0-9_-]+$``,
+    at most 64 characters): each run of other characters becomes ``_``; may be empty."""
+    name = _NAME_UNSAFE.sub("_", value)
+    return name if max_length is None else name[:max_length]
+
+
+@attrs.frozen
+class ToolChoice:
+    """A ``tool_choice`` read once for every provider, which then writes its wire form:
+    ``mode`` is ``"auto"``, ``"none"``, ``"required"`` (also spelled ``"any"``) or
+    ``"tool"``; for ``"tool"``, ``name`` is the tool's and ``tool`` its definition (``None``
+    for a name the provider added itself, ``extra``)."""
+
+    mode: str
+    name: str | None = None
+    tool: ToolDefinition | None = None
+
+
+def resolve_tool_choice(
+    provider: str, choice: str, tools: Sequence[ToolDefinition], *, extra: Sequence[str] = ()
+) -> ToolChoice:
+    """What ``choice`` asks of ``provider``'s model; a name that is no offered tool (nor
+    one of ``extra``) is a ``ConfigError`` listing the tools."""
+    if choice in ("auto", "none"):
+        return ToolChoice(choice)
+    if choice in ("required", "any"):
+        return ToolChoice("required")
+    for tool in tools:
+        if tool.name == choice:
+            return ToolChoice("tool", choice, tool)
+    if choice in extra:
+        return ToolChoice("tool", choice)
+    names = ", ".join(tool.name for tool in tools) or "none"
+    wanted = f"'auto', 'none', 'required' or the name of a tool ({names})"
+    raise ConfigError(f"{provider}: tool_choice: {expected(wanted, choice)}")
 
 
 # -- retry-after -----------------------------------------------------------------------------
@@ -336,6 +393,16 @@ class HTTPChatModel(ChatModel):
     api_key_env: ClassVar[str] = ""
     base_url_env: ClassVar[str] = ""
     default_base_url: ClassVar[str] = ""
+    key_shapes: ClassVar[Sequence[str]] = ()
+    """Regular expressions matching this vendor's API keys (word-bounded): ``redact``
+    removes any such token from every provider's errors, not only the exact key."""
+    known_profiles: ClassVar[Mapping[str, ModelProfile]] = {}
+    """This vendor's documented limits by model family (``lookup_profile`` matches a name
+    to its family), the default ``profile`` of an instance."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _declare_key_shapes(cls.key_shapes)
 
     def __init__(
         self,
@@ -366,7 +433,7 @@ class HTTPChatModel(ChatModel):
         self.timeout = timeout
         self.extra_headers = dict(headers or {})
         self.settings = dict(settings)
-        self.profile = resolve_profile(self.provider, model, profile)
+        self.profile = resolve_profile(self.provider, self.known_profiles, model, profile)
         self._lock = threading.Lock()
         self._client: httpx.Client | None = None
         self._aclients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}

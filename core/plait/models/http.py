@@ -19,6 +19,12 @@ that keeps the API key out of every error. A subclass sets the class variables
 - optionally ``_is_overflow(status, error_type, message)`` — which errors mean the prompt
   is over the context window (raised as ``ContextOverflowError``).
 
+What the SDK knows of a vendor is class data the subclass sets: ``key_shapes`` (its API
+keys' regular expressions, so ``redact`` removes a key-shaped token from any error) and
+``known_profiles`` (its models' documented limits by family). ``resolve_tool_choice`` reads
+a ``tool_choice`` the same way for every provider (which then writes its wire form) and
+``safe_tool_name`` makes a name every API accepts.
+
 The helpers below are the ones those methods use: ``wire`` (a cattrs converter that
 ignores unknown keys), ``loads_event``, ``stream_error``/``body_error`` for errors inside
 a 200, ``error_details`` for the error-body shapes seen in the wild, ``redact``,
@@ -38,11 +44,14 @@ from plait.models._http import (
     SSEDecoder,
     SSEEvent,
     StreamParser,
+    ToolChoice,
     body_error,
     error_details,
     loads_event,
     parse_retry_after,
     redact,
+    resolve_tool_choice,
+    safe_tool_name,
     stream_error,
     wire,
 )
@@ -59,6 +68,7 @@ __all__ = [
     "SSEEvent",
     "Secret",
     "StreamParser",
+    "ToolChoice",
     "ToolDefinition",
     "body_error",
     "error_details",
@@ -68,6 +78,8 @@ __all__ = [
     "parse_retry_after",
     "read_image",
     "redact",
+    "resolve_tool_choice",
+    "safe_tool_name",
     "stream_error",
     "wire",
 ]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -41,6 +40,8 @@ from plait.models._http import (
     SSEEvent,
     StreamParser,
     loads_event,
+    resolve_tool_choice,
+    safe_tool_name,
     stream_error,
     wire,
 )
@@ -251,7 +252,52 @@ def _choice_metadata(choice: _Choice) -> dict[str, Any]:
 # -- the model ------------------------------------------------------------------------------
 
 
-_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+def _p(max_input: int, max_output: int) -> ModelProfile:
+    return ModelProfile(max_input_tokens=max_input, max_output_tokens=max_output)
+
+
+_GPT5 = _p(272_000, 128_000)
+
+KEY_SHAPE = r"\bsk-[A-Za-z0-9_*\-]{6,}"
+"""OpenAI's keys (``sk-``, ``sk-proj-``, echoed masked as ``sk-proj-****abcd``) — the shape
+most OpenAI-compatible servers and Anthropic use too."""
+
+OPENAI_PROFILES: dict[str, ModelProfile] = {
+    # GPT-5 family: 400k window = 272k input + 128k output.
+    "gpt-5": _GPT5,
+    "gpt-5-mini": _GPT5,
+    "gpt-5-nano": _GPT5,
+    "gpt-5-codex": _GPT5,
+    "gpt-5.1": _GPT5,
+    "gpt-5.1-codex": _GPT5,
+    "gpt-5.2": _GPT5,
+    "gpt-5-chat": _p(128_000, 16_384),
+    # GPT-4.1 family: 1,047,576-token window, 32,768 out.
+    "gpt-4.1": _p(1_047_576, 32_768),
+    "gpt-4.1-mini": _p(1_047_576, 32_768),
+    "gpt-4.1-nano": _p(1_047_576, 32_768),
+    # GPT-4o family.
+    "gpt-4o": _p(128_000, 16_384),
+    "gpt-4o-mini": _p(128_000, 16_384),
+    "chatgpt-4o": _p(128_000, 16_384),
+    # o-series reasoning models.
+    "o1": _p(200_000, 100_000),
+    "o1-pro": _p(200_000, 100_000),
+    "o1-mini": _p(128_000, 65_536),
+    "o1-preview": _p(128_000, 32_768),
+    "o3": _p(200_000, 100_000),
+    "o3-pro": _p(200_000, 100_000),
+    "o3-mini": _p(200_000, 100_000),
+    "o4-mini": _p(200_000, 100_000),
+    # Older models still served.
+    "gpt-4-turbo": _p(128_000, 4_096),
+    "gpt-4": _p(8_192, 8_192),
+    "gpt-3.5-turbo": _p(16_385, 4_096),
+}
+"""OpenAI's documented limits by model family (for the GPT-5 family, the input limit of
+272,000 of its 400,000-token window, since the other 128,000 are reserved for output); the
+Responses API serves the same models with the same windows."""
+
 _OVERFLOW_WORDS = (
     "context_length_exceeded",
     "maximum context length",
@@ -283,6 +329,8 @@ class OpenAIChatModel(HTTPChatModel):
     api_key_env: ClassVar[str] = "OPENAI_API_KEY"
     base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    key_shapes: ClassVar[Sequence[str]] = (KEY_SHAPE,)
+    known_profiles: ClassVar[Mapping[str, ModelProfile]] = OPENAI_PROFILES
 
     def __init__(
         self,
@@ -411,15 +459,12 @@ class OpenAIChatModel(HTTPChatModel):
         return {"type": "function", "function": function}
 
     def _tool_choice(self, choice: str, tools: Sequence[ToolDefinition]) -> Any:
-        if choice in ("required", "any"):
+        resolved = resolve_tool_choice("openai", choice, tools)
+        if resolved.mode == "required":
             return "required" if self.compat.tool_choice_required else "auto"
-        if choice in ("auto", "none"):
-            return choice
-        if choice not in {t.name for t in tools}:
-            names = ", ".join(tool.name for tool in tools) or "none"
-            wanted = f"'auto', 'none', 'required' or the name of a tool ({names})"
-            raise ConfigError(f"openai: tool_choice: {expected(wanted, choice)}")
-        return {"type": "function", "function": {"name": choice}}
+        if resolved.mode == "tool":
+            return {"type": "function", "function": {"name": resolved.name}}
+        return resolved.mode
 
     # -- response ------------------------------------------------------------------------
 
@@ -613,7 +658,7 @@ def json_schema_format(schema: Mapping[str, Any]) -> dict[str, Any]:
     and ``strict`` when strict mode accepts it (Chat Completions nests it in
     ``json_schema``; the Responses API puts it in ``text.format`` beside the type)."""
     title = str(schema.get("title") or "response")
-    name = _NAME_UNSAFE.sub("_", title)[:64] or "response"
+    name = safe_tool_name(title) or "response"
     return {"name": name, "schema": dict(schema), "strict": strict_ok(schema)}
 
 

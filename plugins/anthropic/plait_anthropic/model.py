@@ -50,6 +50,8 @@ from plait.models.http import (
     loads_event,
     merge_text_blocks,
     read_image,
+    resolve_tool_choice,
+    safe_tool_name,
     stream_error,
     wire,
 )
@@ -66,7 +68,29 @@ DEFAULT_MAX_TOKENS = 8192
 """Sent when no ``max_tokens`` is given (the API requires one), or the model's own maximum
 if that is lower."""
 
-_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+def _p(max_input: int, max_output: int) -> ModelProfile:
+    return ModelProfile(max_input_tokens=max_input, max_output_tokens=max_output)
+
+
+PROFILES: dict[str, ModelProfile] = {
+    "claude-opus-4-5": _p(200_000, 64_000),
+    "claude-sonnet-4-5": _p(200_000, 64_000),
+    "claude-haiku-4-5": _p(200_000, 64_000),
+    "claude-opus-4-1": _p(200_000, 32_000),
+    "claude-opus-4": _p(200_000, 32_000),
+    "claude-opus-4-0": _p(200_000, 32_000),
+    "claude-sonnet-4": _p(200_000, 64_000),
+    "claude-sonnet-4-0": _p(200_000, 64_000),
+    "claude-3-7-sonnet": _p(200_000, 64_000),
+    "claude-3-5-sonnet": _p(200_000, 8_192),
+    "claude-3-5-haiku": _p(200_000, 8_192),
+    "claude-3-opus": _p(200_000, 4_096),
+    "claude-3-haiku": _p(200_000, 4_096),
+}
+"""Anthropic's documented limits by model family. Extended windows that need a beta header
+(Claude's 1M context) are not assumed; pass ``profile=`` to say you use them."""
+
 
 CACHE_BREAKPOINTS = "cache_breakpoints"
 """The request option (``provider_options={"anthropic": {"cache_breakpoints": {...}}}``)
@@ -110,7 +134,7 @@ def _tool_id(value: str) -> str:
     if _TOOL_ID.match(value):
         return value
     digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:8]
-    return f"{_NAME_UNSAFE.sub('_', value)}_{digest}"
+    return f"{safe_tool_name(value, max_length=None)}_{digest}"
 
 
 # -- the wire format ------------------------------------------------------------------------
@@ -327,6 +351,8 @@ class AnthropicChatModel(HTTPChatModel):
     api_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
     base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    key_shapes: ClassVar[Sequence[str]] = (r"\bsk-ant-[A-Za-z0-9_*\-]{6,}",)
+    known_profiles: ClassVar[Mapping[str, ModelProfile]] = PROFILES
 
     def __init__(
         self,
@@ -438,7 +464,7 @@ class AnthropicChatModel(HTTPChatModel):
         wire_tools = [self._tool(t) for t in tools]
         answer_tool: str | None = None
         if response_format is not None:
-            answer_tool = _NAME_UNSAFE.sub("_", str(response_format.get("title") or ""))[:64]
+            answer_tool = safe_tool_name(str(response_format.get("title") or ""))
             answer_tool = answer_tool or "structured_response"
             wire_tools.append(
                 {
@@ -530,15 +556,11 @@ class AnthropicChatModel(HTTPChatModel):
                 return None
             # The answer is a tool call: force it, or (with real tools) force some tool.
             return {"type": "any"} if tools else {"type": "tool", "name": answer_tool}
-        if choice in ("auto", "none"):
-            return {"type": choice}
-        if choice in ("required", "any"):
-            return {"type": "any"}
-        if choice not in {t.name for t in tools} and choice != answer_tool:
-            names = ", ".join(tool.name for tool in tools) or "none"
-            wanted = f"'auto', 'none', 'required' or the name of a tool ({names})"
-            raise ConfigError(f"anthropic: tool_choice: {expected(wanted, choice)}")
-        return {"type": "tool", "name": choice}
+        extra = () if answer_tool is None else (answer_tool,)
+        resolved = resolve_tool_choice("anthropic", choice, tools, extra=extra)
+        if resolved.mode == "tool":
+            return {"type": "tool", "name": resolved.name}
+        return {"type": "any" if resolved.mode == "required" else resolved.mode}
 
     # -- response ------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from plait.errors import ConfigError
 from plait.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from plait.models.http import resolve_tool_choice
 from plait.options import expected
 from plait_google._wire import DATA_FIELDS, PROVIDER, THOUGHT_SIGNATURES
 
@@ -209,15 +210,11 @@ def _tool_config(choice: str | None, tools: Sequence[ToolDefinition]) -> dict[st
         if choice not in (None, "auto", "none"):
             raise ConfigError(f"{PROVIDER}: tool_choice {choice!r} but no tools are offered")
         return None
-    if choice in ("auto", "none"):
-        return {"functionCallingConfig": {"mode": choice.upper()}}
-    if choice in ("required", "any"):
-        return {"functionCallingConfig": {"mode": "ANY"}}
-    if choice not in {tool.name for tool in tools}:
-        names = ", ".join(tool.name for tool in tools) or "none"
-        wanted = f"'auto', 'none', 'required' or the name of a tool ({names})"
-        raise ConfigError(f"{PROVIDER}: tool_choice: {expected(wanted, choice)}")
-    return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
+    resolved = resolve_tool_choice(PROVIDER, choice, tools)
+    if resolved.mode == "tool":
+        return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
+    mode = "ANY" if resolved.mode == "required" else resolved.mode.upper()
+    return {"functionCallingConfig": {"mode": mode}}
 
 
 def _turn(

@@ -87,6 +87,8 @@ class GoogleChatModel(HTTPChatModel):
     api_key_env: ClassVar[str] = "GOOGLE_API_KEY"
     base_url_env: ClassVar[str] = "GOOGLE_GEMINI_BASE_URL"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    key_shapes: ClassVar[Sequence[str]] = (r"\bAIza[A-Za-z0-9_\-]{35}",)
+    """Google API keys: ``AIza`` and 35 more characters."""
 
     def __init__(
         self,

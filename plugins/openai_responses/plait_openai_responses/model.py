@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 
 from plait import ModelProfile
-from plait.errors import ConfigError
 from plait.messages import (
     AIMessage,
     AIMessageChunk,
@@ -50,17 +49,19 @@ from plait.models.http import (
     loads_event,
     merge_text_blocks,
     read_image,
+    resolve_tool_choice,
     stream_error,
     wire,
 )
 from plait.models.openai import (
     DEFAULT_BASE_URL,
     FOREIGN_TEXT_KEYS,
+    KEY_SHAPE,
+    OPENAI_PROFILES,
     is_context_overflow,
     json_schema_format,
     strict_ok,
 )
-from plait.options import expected
 
 if TYPE_CHECKING:
     from plait.models.http import ToolDefinition
@@ -269,6 +270,8 @@ class OpenAIResponsesModel(HTTPChatModel):
     api_key_env: ClassVar[str] = "OPENAI_API_KEY"
     base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    key_shapes: ClassVar[Sequence[str]] = (KEY_SHAPE,)
+    known_profiles: ClassVar[Mapping[str, ModelProfile]] = OPENAI_PROFILES
 
     def __init__(
         self,
@@ -514,19 +517,13 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
 
 
 def _tool_choice(choice: str, tools: Sequence[ToolDefinition]) -> Any:
-    if choice in ("required", "any"):
-        return "required"
-    if choice in ("auto", "none"):
-        return choice
-    for tool in tools:
-        if tool.name == choice:
-            kind = tool.provider_options.get(PROVIDER, {}).get("type", "function")
-            if kind != "function":
-                return {"type": kind}
-            return {"type": "function", "name": choice}
-    names = ", ".join(tool.name for tool in tools) or "none"
-    wanted = f"'auto', 'none', 'required' or the name of a tool ({names})"
-    raise ConfigError(f"{PROVIDER}: tool_choice: {expected(wanted, choice)}")
+    resolved = resolve_tool_choice(PROVIDER, choice, tools)
+    if resolved.tool is None:
+        return resolved.mode
+    kind = resolved.tool.provider_options.get(PROVIDER, {}).get("type", "function")
+    if kind != "function":
+        return {"type": kind}
+    return {"type": "function", "name": resolved.name}
 
 
 def _text_format(schema: Mapping[str, Any]) -> dict[str, Any]:

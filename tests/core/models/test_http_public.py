@@ -32,13 +32,6 @@ def test_google_error_body_names_its_status_as_the_type() -> None:
     assert http.error_details(json.dumps(body).encode()).type == "not_found_error"
 
 
-def test_redact_removes_google_shaped_keys() -> None:
-    key = "AIza" + "Sy" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
-    assert len(key) == 39
-    assert http.redact(f"API key not valid: {key}.") == "API key not valid: [REDACTED]."
-    assert http.redact("AIzawhatever is prose") == "AIzawhatever is prose"
-
-
 def test_message_to_chunk_keeps_native_blocks() -> None:
     message = AIMessage(
         [

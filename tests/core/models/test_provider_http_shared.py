@@ -13,7 +13,15 @@ from hypothesis import strategies as st
 
 from plait.models._http import SSEDecoder, SSEEvent, parse_retry_after, redact
 from plait.models.base import ModelProfile
+from plait.models.openai import OpenAIChatModel
 from plait.models.profiles import lookup_profile
+from plait_anthropic import AnthropicChatModel
+
+# Each vendor's limits are class data of its provider (``known_profiles``).
+PROFILES = {
+    "openai": OpenAIChatModel.known_profiles,
+    "anthropic": AnthropicChatModel.known_profiles,
+}
 
 STREAM = (
     ": keep-alive comment\r\n"
@@ -105,7 +113,7 @@ def test_redact_removes_the_key_and_key_shaped_tokens() -> None:
     ],
 )
 def test_known_profiles(provider: str, name: str, window: int, output: int) -> None:
-    assert lookup_profile(provider, name) == ModelProfile(
+    assert lookup_profile(PROFILES[provider], name) == ModelProfile(
         max_input_tokens=window, max_output_tokens=output
     )
 
@@ -121,7 +129,7 @@ def test_known_profiles(provider: str, name: str, window: int, output: int) -> N
     ],
 )
 def test_unknown_models_have_no_profile(provider: str, name: str) -> None:
-    assert lookup_profile(provider, name) is None
+    assert lookup_profile(PROFILES[provider], name) is None
 
 
 def test_import_plait_does_not_import_httpx() -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import plait.models.http as http
 import plait_google
 
 PUBLIC = {
@@ -50,3 +51,13 @@ def test_import_plait_loads_no_provider_plugin() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_redact_removes_google_shaped_keys() -> None:
+    # The shape is Google's knowledge: GoogleChatModel.key_shapes, declared to the SDK when
+    # the class is defined.
+    assert plait_google.GoogleChatModel.key_shapes
+    key = "AIza" + "Sy" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
+    assert len(key) == 39
+    assert http.redact(f"API key not valid: {key}.") == "API key not valid: [REDACTED]."
+    assert http.redact("AIzawhatever is prose") == "AIzawhatever is prose"
