@@ -2,10 +2,21 @@
 line that runs a session's bash in its own namespaces.
 
 Inside, the system directories (``/usr``, ``/etc``, ``/bin``, ``/lib``...) are mounted read-only,
-``/tmp`` is a private tmpfs, the workspace is the only host directory that can be written,
-there is no network (a new network namespace with only loopback), the process sees only
-its own processes (a new PID namespace, torn down with the shell), holds no capability and
-cannot make user namespaces. The command lists become mounts:
+``/proc`` is the sandbox's own and read-only (no ``/proc/sys`` setting can be written), there
+is no ``/sys``, ``/tmp`` is a private tmpfs, the workspace is the only host directory that can
+be written, there is no network (a new network namespace with only loopback), the process
+sees only its own processes (a new PID namespace, torn down with the shell), runs in a new
+session, holds no capability and cannot make user namespaces.
+
+The kernel checks some permissions against the *real* user id, whatever namespace the
+process is in: a sandbox started by root is still root to ``/proc/sys`` (``core_pattern``
+makes the kernel run a program as root), to files it makes set-user-id, to root's files.
+So when this process is root, bwrap itself is started as an unprivileged user — the
+workspace's owner, or nobody (65534) when root owns the workspace. That user must be able
+to reach the workspace and the ``sandbox_read_only`` directories by their paths: bwrap
+binds by path (even ``--bind-fd`` re-resolves the path), so ``/root/...`` is out of reach.
+
+The command lists become mounts:
 
 - an allow-list empties every bin directory (``/usr/bin``, ``/usr/sbin``, ``/usr/local/bin``...
   and the read-only directories of ``PATH``) and puts back only the allowed programs (with
@@ -25,7 +36,16 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-__all__ = ["BIN_DIRECTORIES", "SYSTEM_DIRECTORIES", "Bubblewrap", "SandboxUnavailable"]
+from plait_anthropic._shell import Launch
+
+__all__ = [
+    "BIN_DIRECTORIES",
+    "NOBODY",
+    "SYSTEM_DIRECTORIES",
+    "Bubblewrap",
+    "SandboxUnavailable",
+    "sandbox_user",
+]
 
 SYSTEM_DIRECTORIES = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 """Top-level directories mounted read-only (or recreated as the symlinks they are)."""
@@ -45,12 +65,27 @@ _NAMESPACES = (
     "--cap-drop",
     "ALL",
     "--die-with-parent",
+    "--new-session",  # no controlling terminal to push input into (TIOCSTI)
 )
+NOBODY = 65534
+"""The uid and gid a root agent's sandbox runs as when root owns the workspace."""
 PROBE_TIMEOUT = 20.0
 
 
 class SandboxUnavailable(Exception):
     """bwrap is missing or cannot make the sandbox here (the message says why)."""
+
+
+def sandbox_user(workspace: str | None) -> tuple[int, int] | None:
+    """The uid and gid bwrap is started as: None (this process's) unless this process is
+    root; then the owner of ``workspace`` (its group too), or nobody for what root owns
+    and for temporary workspaces (None), which are then made nobody's."""
+    if os.geteuid() != 0:
+        return None
+    if workspace is None:
+        return (NOBODY, NOBODY)
+    info = os.stat(workspace)
+    return (info.st_uid or NOBODY, info.st_gid or NOBODY)
 
 
 def _within(path: str, roots: Iterable[str]) -> bool:
@@ -65,29 +100,48 @@ class Bubblewrap:
     program: str
     """The ``bwrap`` executable."""
     mounts: tuple[str, ...]
-    """Every argument before the workspace's bind: namespaces, system, masks."""
+    """The arguments before the ``read_only`` binds: namespaces, system, /proc, /dev, /tmp."""
     bash: str
     """The bash executable inside the sandbox."""
     masked: tuple[str, ...] = ()
     """Files covered by ``/dev/null`` (deny-list), for inspection."""
     exposed: tuple[str, ...] = ()
     """Programs put back in the emptied bin directories (allow-list), for inspection."""
+    read_only: tuple[str, ...] = ()
+    """More host directories shown read-only."""
+    masks: tuple[str, ...] = ()
+    """The arguments after the ``read_only`` binds: the command lists' mounts."""
+    user: tuple[int, int] | None = None
+    """The uid and gid bwrap runs as (see :func:`sandbox_user`); None: this process's."""
 
-    def argv(self, workspace: str) -> list[str]:
-        """The command that starts bash in the sandbox with ``workspace`` writable."""
-        return [
+    def launch(self, workspace: str) -> Launch:
+        """How to start bash in the sandbox with ``workspace`` writable."""
+        shown = [arg for path in self.read_only for arg in ("--ro-bind", path, path)]
+        argv = (
             self.program,
             *self.mounts,
-            "--bind",
-            workspace,
-            workspace,
-            "--chdir",
-            workspace,
-            "--",
-            self.bash,
-            "--noprofile",
-            "--norc",
-        ]
+            *shown,
+            *self.masks,
+            *("--bind", workspace, workspace, "--chdir", workspace),
+            *("--", self.bash, "--noprofile", "--norc"),
+        )
+        return Launch(argv, self.user)
+
+    def run(self, workspace: str, command: str) -> subprocess.CompletedProcess[bytes]:
+        """Run ``command`` with bash in the sandbox once, in ``workspace``."""
+        launch = self.launch(workspace)
+        return subprocess.run(
+            [*launch.argv, "-c", command],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT,
+            env={"PATH": os.defpath},
+            **launch.popen_options(),
+        )
+
+    def writable(self, workspace: str) -> bool:
+        """Whether the sandbox's user can write ``workspace``."""
+        return self.run(workspace, 'test -w "$PWD" -a -x "$PWD"').returncode == 0
 
     @classmethod
     def build(
@@ -97,8 +151,10 @@ class Bubblewrap:
         allowed: Sequence[str] | None = None,
         denied: Sequence[str] | None = None,
         read_only: Sequence[str] = (),
+        user: tuple[int, int] | None = None,
     ) -> Bubblewrap:
-        """The sandbox for a shell whose ``PATH`` is ``path``, checked by starting it once.
+        """The sandbox for a shell whose ``PATH`` is ``path``, run as ``user`` (see
+        :func:`sandbox_user`), checked by starting it once.
 
         :raises SandboxUnavailable: no ``bwrap``, namespaces refused, bash not inside.
         """
@@ -117,10 +173,15 @@ class Bubblewrap:
             elif os.path.isdir(top):
                 mounts += ["--ro-bind", top, top]
                 roots.append(top)
-        mounts += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        # The sandbox's own /proc, all of it read-only: /proc/sys, /proc/sysrq-trigger,
+        # /proc/irq, /proc/bus, /proc/fs write to the host kernel; its processes' own files
+        # (/proc/self/...) go with them. /dev/stdout and /proc/self/fd/N still reach the
+        # files they stand for. /sys is not mounted at all.
+        mounts += ["--proc", "/proc", "--remount-ro", "/proc"]
+        mounts += ["--dev", "/dev", "--tmpfs", "/tmp"]
         for extra in read_only:
-            mounts += ["--ro-bind", extra, extra]
             roots.append(os.path.realpath(extra))
+        start = len(mounts)
 
         found = shutil.which("bash", path=path)
         bash = os.path.realpath(found) if found else ""
@@ -151,7 +212,16 @@ class Bubblewrap:
                 )
             for target in masked:
                 mounts += ["--ro-bind", "/dev/null", target]
-        sandbox = cls(program, tuple(mounts), bash, tuple(masked), tuple(exposed))
+        sandbox = cls(
+            program,
+            tuple(mounts[:start]),
+            bash,
+            tuple(masked),
+            tuple(exposed),
+            tuple(read_only),
+            tuple(mounts[start:]),
+            user,
+        )
         sandbox.check()
         return sandbox
 
@@ -160,17 +230,26 @@ class Bubblewrap:
         without ``--disable-userns``) is found now, not on the first command."""
         try:
             with tempfile.TemporaryDirectory(prefix="plait-bwrap-") as workspace:
-                done = subprocess.run(
-                    [*self.argv(workspace), "-c", "exit 0"],
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=PROBE_TIMEOUT,
-                    env={"PATH": os.defpath},
-                )
+                if self.user is not None:
+                    try:
+                        os.chown(workspace, *self.user)
+                    except OSError as problem:
+                        raise SandboxUnavailable(
+                            f"the agent runs as root, so the sandbox runs as uid "
+                            f"{self.user[0]}, gid {self.user[1]}, which cannot be used here "
+                            f"(a user namespace that does not map them?): {problem}"
+                        ) from None
+                done = self.run(workspace, "exit 0")
         except (OSError, subprocess.TimeoutExpired) as problem:
             raise SandboxUnavailable(f"bwrap could not be run: {problem}") from None
         if done.returncode != 0:
             why = done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.returncode}"
+            if self.user is not None and "Can't find source path" in why:
+                raise SandboxUnavailable(
+                    f"the sandbox runs as uid {self.user[0]} because the agent runs as root, "
+                    f"and a directory it shows is out of that user's reach: {why}; make the "
+                    "directories above it searchable (o+x) or show another one"
+                )
             raise SandboxUnavailable(
                 f"bwrap cannot make the sandbox here (it needs user namespaces and bubblewrap "
                 f"0.8 or later): {why}"

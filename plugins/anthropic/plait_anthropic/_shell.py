@@ -19,11 +19,12 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
-__all__ = ["CommandResult", "ShellError", "ShellSession"]
+__all__ = ["CommandResult", "Launch", "ShellError", "ShellSession"]
 
 READ_SIZE = 65536
 MARKER_SLACK = 64
@@ -33,6 +34,23 @@ is still found."""
 
 class ShellError(Exception):
     """The shell could not start, or died; the message is for the model."""
+
+
+@attrs.frozen
+class Launch:
+    """How to start the shell another way than plain ``bash`` (the sandbox's ``bwrap … --
+    bash``)."""
+
+    argv: tuple[str, ...]
+    user: tuple[int, int] | None = None
+    """The uid and gid it runs as, with no supplementary group; None: this process's."""
+
+    def popen_options(self) -> dict[str, Any]:
+        """The ``subprocess.Popen`` arguments that start it as ``user``."""
+        if self.user is None:
+            return {}
+        uid, gid = self.user
+        return {"user": uid, "group": gid, "extra_groups": []}
 
 
 @attrs.frozen
@@ -68,11 +86,9 @@ def _cleanup(process: subprocess.Popen[bytes]) -> None:
 class ShellSession:
     """One running ``bash``; ``run`` is serialized by a lock, so threads may share it.
 
-    ``argv`` starts the shell another way (the sandbox's ``bwrap … -- bash``)."""
+    ``launch`` starts the shell another way (the sandbox's ``bwrap … -- bash``)."""
 
-    def __init__(
-        self, *, cwd: str, env: Mapping[str, str], argv: Sequence[str] | None = None
-    ) -> None:
+    def __init__(self, *, cwd: str, env: Mapping[str, str], launch: Launch | None = None) -> None:
         self.cwd = cwd
         self.lock = threading.Lock()
         self._marker = f"__plait_bash_{os.urandom(8).hex()}__"
@@ -83,18 +99,27 @@ class ShellSession:
             f"printf '\\n%s%s %s\\n' '{self._marker[:half]}' '{self._marker[half:]}' \"$?\"\n"
         ).encode()
         self._pattern = re.compile(rb"\n" + re.escape(self._marker.encode()) + rb" (\d+)\n")
+        launch = launch or Launch(("bash", "--noprofile", "--norc"))
         try:
             self.process = subprocess.Popen(
-                list(argv or ("bash", "--noprofile", "--norc")),
+                list(launch.argv),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 cwd=self.cwd,
                 env=dict(env),
                 start_new_session=True,
+                **launch.popen_options(),
             )
         except OSError as problem:
             raise ShellError(f"could not start bash: {problem}") from None
+        if launch.user is not None:
+            # The pipes are this process's (root's, mode 0600): the shell's user must own
+            # them to reopen its own output (``> /dev/stdout``, ``tee /dev/stderr``).
+            # Nothing is run before the first command is written, so this comes first.
+            assert self.process.stdin is not None and self.process.stdout is not None
+            for pipe in (self.process.stdin, self.process.stdout):
+                os.fchown(pipe.fileno(), *launch.user)
         self._finalizer = weakref.finalize(self, _cleanup, self.process)
 
     @property

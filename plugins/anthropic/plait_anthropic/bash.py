@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import weakref
@@ -27,7 +28,7 @@ from plait.options import FieldError, expected, number, positive_or_none
 from plait.tools import Tool
 from plait.types import AgentConfig, Runtime, ToolRuntime
 from plait_anthropic._guard import refused
-from plait_anthropic._sandbox import Bubblewrap, SandboxUnavailable
+from plait_anthropic._sandbox import NOBODY, Bubblewrap, SandboxUnavailable, sandbox_user
 from plait_anthropic._shell import CommandResult, ShellError, ShellSession
 
 __all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "TOOL_TYPE", "AnthropicBashMiddleware"]
@@ -106,6 +107,18 @@ def _environment(_: Any, attribute: attrs.Attribute[Any], value: Mapping[str, st
         )
 
 
+def _unwritable(workspace: str) -> str:
+    info = os.stat(workspace)
+    owner = "root" if info.st_uid == 0 else f"uid {info.st_uid}"
+    return expected(
+        "a directory the sandbox's user can reach and write",
+        workspace,
+        f"owned by {owner}, mode {stat.S_IMODE(info.st_mode):o}; the agent runs as root, so "
+        "the sandboxed shell runs as the directory's owner, or as nobody (uid "
+        f"{NOBODY}) when root owns it: chown it to the user the shell should run as",
+    )
+
+
 class _Sessions:
     """The live bash sessions of one middleware instance, and the temporary workspaces it
     made, by thread id."""
@@ -115,10 +128,14 @@ class _Sessions:
         self.by_thread: dict[str, ShellSession] = {}
         self.tmpdirs: dict[str, str] = {}
 
-    def workspace(self, key: str) -> str:
-        """``key``'s temporary workspace, made on first use (the caller holds ``lock``)."""
+    def workspace(self, key: str, owner: tuple[int, int] | None) -> str:
+        """``key``'s temporary workspace, made on first use and given to ``owner`` (the
+        sandbox's user, when it is not this process's); the caller holds ``lock``."""
         if key not in self.tmpdirs:
-            self.tmpdirs[key] = tempfile.mkdtemp(prefix="plait-bash-")
+            path = tempfile.mkdtemp(prefix="plait-bash-")
+            if owner is not None:
+                os.chown(path, *owner)
+            self.tmpdirs[key] = path
         return self.tmpdirs[key]
 
     def forget(self, key: str | None) -> list[str]:
@@ -230,9 +247,13 @@ class AnthropicBashMiddleware(Middleware):
                     allowed=self.allowed_commands,
                     denied=self.denied_commands,
                     read_only=self.sandbox_read_only,
+                    user=sandbox_user(self.workspace_root),
                 )
             except SandboxUnavailable as problem:
                 raise ConfigError(f"sandbox='bubblewrap': {problem}") from None
+            if sandbox.user is not None and self.workspace_root is not None:
+                if not sandbox.writable(self.workspace_root):
+                    raise FieldError("workspace_root", _unwritable(self.workspace_root))
             object.__setattr__(self, "_bubblewrap", sandbox)
         elif self.sandbox_read_only:
             raise ConfigError("sandbox_read_only is only used with sandbox='bubblewrap'")
@@ -269,8 +290,11 @@ class AnthropicBashMiddleware(Middleware):
         return {**environ, **self.env}
 
     def _start(self, cwd: str) -> ShellSession:
-        argv = None if self._bubblewrap is None else self._bubblewrap.argv(cwd)
-        session = ShellSession(cwd=cwd, env=self._environment(cwd), argv=argv)
+        if self._bubblewrap is None:
+            session = ShellSession(cwd=cwd, env=self._environment(cwd))
+        else:
+            launch = self._bubblewrap.launch(cwd)
+            session = ShellSession(cwd=cwd, env=self._environment(cwd), launch=launch)
         for command in self.startup_commands:
             result = session.run(command, timeout=self.timeout, max_bytes=self.max_output_bytes)
             if result.exit_code != 0 or result.timed_out:
@@ -294,7 +318,8 @@ class AnthropicBashMiddleware(Middleware):
                 if oldest is None:
                     break  # every other shell is busy: go over the cap rather than wait
                 evicted.append(oldest)
-            cwd = self.workspace_root or sessions.workspace(key)
+            owner = None if self._bubblewrap is None else self._bubblewrap.user
+            cwd = self.workspace_root or sessions.workspace(key, owner)
             session = self._start(cwd)
             sessions.by_thread[key] = session
         for old in evicted:

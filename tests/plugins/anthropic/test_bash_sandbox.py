@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ import pytest
 import plait
 from plait.errors import ConfigError
 from plait.testing import ScriptedChatModel, ai, call, tool_answers
-from plait_anthropic._sandbox import Bubblewrap, SandboxUnavailable
+from plait_anthropic._sandbox import NOBODY, Bubblewrap, SandboxUnavailable, sandbox_user
 from plait_anthropic._shell import ShellSession
 from plait_anthropic.bash import AnthropicBashMiddleware
 
@@ -47,11 +48,34 @@ pytestmark = pytest.mark.skipif(WHY is not None, reason=f"no bubblewrap sandbox:
 
 
 @pytest.fixture
+def tmp_path(tmp_path: Path) -> Iterator[Path]:
+    """pytest's own, except as root: then a directory every user can reach, since a root
+    agent's sandbox runs as an unprivileged user, who must reach the directories it shows
+    (pytest's are under a 0700 ``/tmp/pytest-of-root``)."""
+    if os.geteuid() != 0:
+        yield tmp_path
+        return
+    reachable = Path(tempfile.mkdtemp(prefix="plait-sandbox-test-"))
+    reachable.chmod(0o755)
+    yield reachable
+    shutil.rmtree(reachable, ignore_errors=True)
+
+
+def _workspace(tmp_path: Path) -> Path:
+    """``tmp_path / "ws"``, given to nobody when the tests run as root: a root agent's
+    sandbox runs as the workspace's owner, and refuses a workspace only root can write."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(workspace, NOBODY, NOBODY)
+    return workspace
+
+
+@pytest.fixture
 def bash(tmp_path: Path) -> Iterator[Any]:
     """Middleware in ``tmp_path / "ws"``, sandboxed unless told otherwise, closed after."""
     made: list[AnthropicBashMiddleware] = []
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
+    workspace = _workspace(tmp_path)
 
     def factory(**options: Any) -> AnthropicBashMiddleware:
         options.setdefault("workspace_root", str(workspace))
@@ -70,15 +94,14 @@ def sandboxed(tmp_path: Path) -> Iterator[Any]:
     """A bash session in the sandbox built for the given options, with no parser guard in
     front: whatever the line, bash runs it and only the sandbox stands in the way."""
     sessions: list[ShellSession] = []
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
+    workspace = _workspace(tmp_path)
 
     def start(**options: Any) -> Any:
-        sandbox = Bubblewrap.build(path=PATH, **options)
+        sandbox = Bubblewrap.build(path=PATH, user=sandbox_user(str(workspace)), **options)
         session = ShellSession(
             cwd=str(workspace),
             env={"PATH": PATH, "HOME": str(workspace)},
-            argv=sandbox.argv(str(workspace)),
+            launch=sandbox.launch(str(workspace)),
         )
         sessions.append(session)
 
@@ -133,7 +156,8 @@ def test_writes_outside_the_workspace_fail(bash: Any, tmp_path: Path) -> None:
     assert "Read-only file system" in got["usr"].content
     assert "No such file or directory" in got["host"].content  # not even visible
     assert got["tmp"].content == "x"  # a private /tmp, gone with the shell
-    assert "permission denied" in got["remount"].content.lower()
+    refusals = ("permission denied", "must be superuser")  # root, or the unprivileged user
+    assert sum(got["remount"].content.lower().count(r) for r in refusals) == 2
     assert got["here"].content == "inside"
     assert not Path(f"/etc/{marker}").exists()
     assert not Path(f"/usr/{marker}").exists()
@@ -207,8 +231,13 @@ def test_a_denied_program_cannot_run_by_any_route(
     target.write_text("keep me\n")
     result = run(line)
     assert target.read_text() == "keep me\n", result.output
-    # the same line does delete on the host: the sandbox, not the line, stopped it
-    host = subprocess.run(["bash", "-c", line], cwd=tmp_path / "ws", capture_output=True, text=True)
+    # the same line, run by the same user on the host, does delete: the sandbox, not the
+    # line, stopped it
+    owner = sandbox_user(str(tmp_path / "ws"))
+    same_user = {} if owner is None else {"user": owner[0], "group": owner[1], "extra_groups": []}
+    host = subprocess.run(
+        ["bash", "-c", line], cwd=tmp_path / "ws", capture_output=True, text=True, **same_user
+    )
     assert not target.exists(), host.stderr
 
 
@@ -296,6 +325,96 @@ def _sleepers(tag: str) -> list[int]:
     return found
 
 
+# Every file under /proc and /sys (symlinks aside: /proc/self/fd/N and the like stand for
+# the shell's own pipes) that access(2) calls writable or that opens for writing. Opening
+# writes nothing; a read-only mount refuses the open itself.
+WRITABLE_WALK = r"""
+find /proc /sys ! -type l -writable -print 2>/dev/null | sed 's/^/access: /'
+find /proc /sys -type f 2>/dev/null | while IFS= read -r f; do
+    if { exec 3>>"$f"; } 2>/dev/null; then echo "open: $f"; exec 3>&-; fi
+done
+echo "walked $(find /proc /sys -type f 2>/dev/null | wc -l) files"
+"""
+
+
+def test_the_shell_is_not_root_even_when_the_agent_is(sandboxed: Any, tmp_path: Path) -> None:
+    """The kernel checks the real user id, whatever the namespace says: a sandbox started
+    by root runs as an unprivileged user, and what it makes on the host is that user's."""
+    run = sandboxed()
+    assert run("id -u").output.strip() != "0"
+    # who the kernel sees: the host's view of a process inside (a namespace's own
+    # uid_map can say 65534 while it maps to root, as bwrap's --uid alone does)
+    tag = f"{time.monotonic_ns() % 100000 + 1000}.25"
+    run(f"sleep {tag} > /dev/null 2>&1 &")
+    deadline = time.monotonic() + 5
+    while not _sleepers(tag) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [pid] = _sleepers(tag)
+    status = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    real_uids, real_gids = status["Uid"].split(), status["Gid"].split()
+    assert "0" not in real_uids and "0" not in real_gids, (real_uids, real_gids)
+    assert status["Groups"].split() in ([], real_gids[:1])  # no supplementary group kept
+    made = run("cp /usr/bin/id ./id2 && chmod u+s,g+s ./id2 && echo made").output
+    assert made == "made\n"
+    info = (tmp_path / "ws" / "id2").stat()
+    assert info.st_uid != 0 and info.st_gid != 0  # no set-user-id root program planted
+    if os.geteuid() == 0:
+        assert (info.st_uid, info.st_gid) == (NOBODY, NOBODY)
+        assert set(real_uids) == {str(NOBODY)}
+
+
+def test_no_path_under_proc_or_sys_is_writable(sandboxed: Any) -> None:
+    run = sandboxed()
+    result = run(WRITABLE_WALK)
+    lines = result.output.splitlines()
+    assert lines[-1].startswith("walked ") and int(lines[-1].split()[1]) > 500, lines[-3:]
+    assert lines[:-1] == []  # not /proc/sys/kernel/core_pattern, /proc/sysrq-trigger, ...
+    # and the kernel's settings refuse a write, with the reason (each is written back with
+    # its own value, so a regression changes nothing on the host)
+    rewrite = 'v=$(cat {0}); printf "%s\\n" "$v" > {0}'
+    got = run(
+        rewrite.format("/proc/sys/kernel/core_pattern")
+        + "; "
+        + rewrite.format("/proc/sys/vm/swappiness")
+    )
+    assert got.output.count("Read-only file system") == 2, got.output
+
+
+def test_no_capability_survives(sandboxed: Any) -> None:
+    status = run_status = sandboxed()("grep ^Cap /proc/self/status").output
+    fields = dict(line.split(":\t") for line in run_status.splitlines())
+    assert set(fields) == {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}, status
+    assert all(int(value, 16) == 0 for value in fields.values()), status
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root agent's rule")
+def test_a_root_agent_needs_a_workspace_its_sandbox_user_can_write(tmp_path: Path) -> None:
+    mine = tmp_path / "root-only"
+    mine.mkdir(mode=0o755)
+    with pytest.raises(ConfigError) as refused:
+        plait.create_agent(
+            ScriptedChatModel(["x"]),
+            middleware=[("anthropic_bash", {"sandbox": "bubblewrap", "workspace_root": str(mine)})],
+        )
+    assert str(refused.value) == (
+        "plugin 'anthropic_bash': option 'workspace_root': expected a directory the sandbox's "
+        f"user can reach and write, got {str(mine)!r} (owned by root, mode 755; the agent "
+        "runs as root, so the sandboxed shell runs as the directory's owner, or as nobody "
+        "(uid 65534) when root owns it: chown it to the user the shell should run as)"
+    )
+    # a directory someone else owns: the shell runs as that user
+    os.chown(mine, 1000, 1000)
+    middleware = AnthropicBashMiddleware(workspace_root=str(mine), sandbox="bubblewrap")
+    try:
+        got = turn(middleware, sh("who", "id -u; id -g; touch made; ls -n made"))
+    finally:
+        middleware.close()
+    assert got["who"].content.splitlines()[:2] == ["1000", "1000"]
+    assert (mine / "made").stat().st_uid == 1000
+
+
 def test_close_and_timeouts_end_every_process_inside(bash: Any) -> None:
     tag = f"{time.monotonic_ns() % 100000 + 1000}.5"
     middleware = bash(timeout=1)
@@ -364,7 +483,9 @@ def test_without_user_namespaces_the_error_says_so(tmp_path: Path) -> None:
         *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
         # The interpreter's environment may itself live under /tmp (tox in a CI clone).
         *("--ro-bind", sys.prefix, sys.prefix),
-        *("--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--"),
+        *("--unshare-user", "--disable-userns", "--cap-drop", "ALL"),
+        # not root inside: a root agent's sandbox would run as nobody, who is not mapped here
+        *("--uid", "1000", "--gid", "1000", "--"),
         sys.executable,
         "-c",
         script,
