@@ -6,6 +6,9 @@ Each TOML agent file a page shows is then loaded into an agent.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -90,7 +93,11 @@ PAGES: dict[str, Page] = {
         after={0: "import sys; sys.stdout.flush()"},
     ),
     "middleware/anthropic_bash.md": Page(
-        setup="import os\nos.mkdir('project')\n",
+        # a root agent's sandboxed shell runs as the workspace's owner, and root's is refused
+        setup=(
+            "import os\nos.mkdir('project')\n"
+            "if os.geteuid() == 0:\n    os.chown('project', 1000, 1000)\n"
+        ),
         turns=(call("bash", command="echo $((6 * 7))"), say("It printed 42.")),
         after={0: "assert 'project' in str(bash)"},
         needs=("plait_anthropic",),
@@ -277,4 +284,15 @@ def test_every_page_with_python_or_toml_is_run() -> None:
 
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_page_runs_as_written(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    run_page(DOCS / name, PAGES[name], tmp_path, request, toml=True)
+    if os.geteuid() != 0:
+        run_page(DOCS / name, PAGES[name], tmp_path, request, toml=True)
+        return
+    # As root, a page runs in a directory every user can reach: a root agent's bash
+    # sandbox runs as an unprivileged user, who must reach its workspace (pytest's
+    # directories are under a 0700 /tmp/pytest-of-root).
+    folder = Path(tempfile.mkdtemp(prefix="plait-docs-page-"))
+    try:
+        folder.chmod(0o755)
+        run_page(DOCS / name, PAGES[name], folder, request, toml=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
