@@ -19,7 +19,7 @@ from plait._loop import Run, RunInfo
 from plait._state import RUN_KEY, ThreadState
 from plait._stream import EventSink
 from plait.errors import PlaitError, ThreadBusyError
-from plait.messages import HumanMessage, Message, ToolMessage
+from plait.messages import HumanMessage, Message, ToolMessage, is_role_pair
 from plait.types import AgentResult, Command, Interrupt, Runtime
 
 
@@ -180,6 +180,8 @@ def _apply_input(thread: ThreadState, input: Any) -> None:
     elif isinstance(input, Mapping):
         thread.update(input, "input")
         return
+    elif is_role_pair(input):
+        input = [input]
     elif isinstance(input, Sequence):
         input = [HumanMessage(m) if isinstance(m, str) else m for m in input]
     else:

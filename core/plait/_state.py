@@ -16,6 +16,7 @@ from plait.messages import (
     RemoveMessage,
     ToolCall,
     _last_calls,
+    is_role_pair,
     message_from_dict,
 )
 from plait.types import StateField
@@ -123,6 +124,8 @@ class ThreadState:
                 self._put(message)  # type: ignore[arg-type]
             elif isinstance(message, Mapping) and ("role" in message or "type" in message):
                 self._put(message_from_dict(message))
+            elif is_role_pair(message):
+                self._put(message_from_dict({"role": message[0], "content": message[1]}))
             else:
                 raise TypeError(f"{source}: 'messages' item: {expected('a message', message)}")
 

@@ -20,7 +20,15 @@ import attrs
 from plait.errors import ConfigError
 from plait.types import AgentResult, StreamEvent
 
-__all__ = ["STREAM_MODES", "AsyncRunStream", "EventSink", "RunStream", "stream_sink"]
+__all__ = [
+    "STREAM_MODES",
+    "AsyncRunStream",
+    "EventSink",
+    "GraphAsyncRunStream",
+    "GraphRunStream",
+    "RunStream",
+    "stream_sink",
+]
 
 STREAM_MODES = ("updates", "messages", "values", "custom")
 
@@ -179,3 +187,56 @@ class AsyncRunStream(AsyncIterator[StreamEvent]):
     async def aclose(self) -> None:
         if self._task is not None and not self._task.done():
             self._task.cancel()
+
+
+def graph_item(event: StreamEvent, several: bool) -> Any:
+    """An event as LangGraph's ``stream(stream_mode=...)`` yields it: ``messages`` mode a
+    ``(token, metadata)`` pair, other modes their data; with several modes a
+    ``(mode, item)`` pair."""
+    item: Any = event.data
+    if event.mode == "messages":
+        # LangGraph names the node: "model" for chunks, "tools" for tool messages (plait's
+        # source, the tool's name, is kept beside it).
+        node = "tools" if getattr(event.data, "type", None) == "tool" else event.source
+        item = (event.data, {"langgraph_node": node, "plait_source": event.source})
+    return (event.mode, item) if several else item
+
+
+class GraphRunStream(Iterator[Any]):
+    """``agent.stream(..., stream_mode=...)``: the run's events in LangGraph's shapes
+    (``graph_item``); ``result`` holds the ``AgentResult`` once they are exhausted."""
+
+    def __init__(self, events: RunStream, several: bool) -> None:
+        self._events = events
+        self._several = several
+
+    @property
+    def result(self) -> AgentResult | None:
+        return self._events.result
+
+    def __iter__(self) -> GraphRunStream:
+        return self
+
+    def __next__(self) -> Any:
+        return graph_item(next(self._events), self._several)
+
+
+class GraphAsyncRunStream(AsyncIterator[Any]):
+    """The async form of ``GraphRunStream``."""
+
+    def __init__(self, events: AsyncRunStream, several: bool) -> None:
+        self._events = events
+        self._several = several
+
+    @property
+    def result(self) -> AgentResult | None:
+        return self._events.result
+
+    def __aiter__(self) -> GraphAsyncRunStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        return graph_item(await self._events.__anext__(), self._several)
+
+    async def aclose(self) -> None:
+        await self._events.aclose()

@@ -11,18 +11,27 @@ import asyncio
 import collections
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import attrs
 
 from plait import _convert, _ids
 from plait._compiled import CompiledAgent, compile_agent
 from plait._compose import chain_async, chain_sync
+from plait._config import read_config
 from plait._loop import Run, RunInfo, adrive, drive
 from plait._served import ServedCall, ToolSession
 from plait._start import record_failure, run_result, start_run
 from plait._state import RUN_KEY, ThreadState
-from plait._stream import AsyncRunStream, EventSink, RunStream, parse_modes, stream_sink
+from plait._stream import (
+    AsyncRunStream,
+    EventSink,
+    GraphAsyncRunStream,
+    GraphRunStream,
+    RunStream,
+    parse_modes,
+    stream_sink,
+)
 from plait.checkpoint import Checkpointer
 from plait.errors import CheckpointerRequiredError, ConfigError, PlaitError, ThreadBusyError
 from plait.models import ChatModel
@@ -178,15 +187,20 @@ class Agent:
         *,
         thread_id: str | None = None,
         context: Any = None,
-        recursion_limit: int = 25,
+        recursion_limit: int | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> AgentResult:
         """Run the agent until it answers, pauses at an interrupt, or fails.
 
-        :param input: a string, a message, a list of messages, ``{"messages": [...]}``,
-            ``Command(resume=...)`` to answer interrupts, or ``None`` to continue the
-            thread's unfinished run.
+        :param input: a string, a message, a list of messages (``("user", "hi")`` pairs
+            and role dicts too), ``{"messages": [...]}``, ``Command(resume=...)`` to answer
+            interrupts, or ``None`` to continue the thread's unfinished run.
+        :param recursion_limit: model and tool steps a run may take (default 25).
+        :param config: LangGraph's form of ``thread_id`` and ``recursion_limit``:
+            ``{"configurable": {"thread_id": "1"}, "recursion_limit": 50}``.
         """
-        return self._run_sync(input, thread_id, context, recursion_limit, None)
+        thread_id, limit = read_config(config, thread_id, recursion_limit)
+        return self._run_sync(input, thread_id, context, limit, None)
 
     async def ainvoke(
         self,
@@ -194,11 +208,14 @@ class Agent:
         *,
         thread_id: str | None = None,
         context: Any = None,
-        recursion_limit: int = 25,
+        recursion_limit: int | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> AgentResult:
         """The async form of ``invoke``; never blocks the event loop."""
-        return await self._run_async(input, thread_id, context, recursion_limit, None)
+        thread_id, limit = read_config(config, thread_id, recursion_limit)
+        return await self._run_async(input, thread_id, context, limit, None)
 
+    @overload
     def stream(
         self,
         input: Any = None,
@@ -206,19 +223,52 @@ class Agent:
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         context: Any = None,
-        recursion_limit: int = 25,
-    ) -> RunStream:
+        recursion_limit: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        stream_mode: None = None,
+    ) -> RunStream: ...
+
+    @overload
+    def stream(
+        self,
+        input: Any = None,
+        *,
+        thread_id: str | None = None,
+        context: Any = None,
+        recursion_limit: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        stream_mode: str | Sequence[str],
+    ) -> GraphRunStream: ...
+
+    def stream(
+        self,
+        input: Any = None,
+        *,
+        mode: str | Sequence[str] | None = None,
+        thread_id: str | None = None,
+        context: Any = None,
+        recursion_limit: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        stream_mode: str | Sequence[str] | None = None,
+    ) -> RunStream | GraphRunStream:
         """Run like ``invoke``, yielding ``StreamEvent``s of the chosen mode(s) as they
         happen: ``updates`` (each state update, by source; a pause is an update from
         ``"interrupt"`` holding ``{"__interrupt__": [...]}``), ``messages`` (model chunks
         and tool messages), ``values`` (the state after each step), ``custom`` (what
         hooks and tools write with ``runtime.stream_writer``). Once the events are
-        exhausted, the stream's ``result`` is the run's ``AgentResult``."""
-        modes = parse_modes(mode)
-        return RunStream(
-            lambda sink: self._run_sync(input, thread_id, context, recursion_limit, sink), modes
-        )
+        exhausted, the stream's ``result`` is the run's ``AgentResult``.
 
+        ``stream_mode=`` instead of ``mode=`` yields what LangGraph yields: each mode's
+        data, ``(token, metadata)`` pairs in ``messages`` mode, and ``(mode, data)`` pairs
+        when several modes are asked for."""
+        modes, several = _stream_modes(mode, stream_mode)
+        thread_id, limit = read_config(config, thread_id, recursion_limit)
+        events = RunStream(
+            lambda sink: self._run_sync(input, thread_id, context, limit, sink), modes
+        )
+        return events if stream_mode is None else GraphRunStream(events, several)
+
+    @overload
     def astream(
         self,
         input: Any = None,
@@ -226,14 +276,41 @@ class Agent:
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         context: Any = None,
-        recursion_limit: int = 25,
-    ) -> AsyncRunStream:
+        recursion_limit: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        stream_mode: None = None,
+    ) -> AsyncRunStream: ...
+
+    @overload
+    def astream(
+        self,
+        input: Any = None,
+        *,
+        thread_id: str | None = None,
+        context: Any = None,
+        recursion_limit: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        stream_mode: str | Sequence[str],
+    ) -> GraphAsyncRunStream: ...
+
+    def astream(
+        self,
+        input: Any = None,
+        *,
+        mode: str | Sequence[str] | None = None,
+        thread_id: str | None = None,
+        context: Any = None,
+        recursion_limit: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        stream_mode: str | Sequence[str] | None = None,
+    ) -> AsyncRunStream | GraphAsyncRunStream:
         """The async form of ``stream`` (``async for``; then ``.result``)."""
-        modes = parse_modes(mode)
-        return AsyncRunStream(
-            lambda sink: self._run_async(input, thread_id, context, recursion_limit, sink),
-            modes,
+        modes, several = _stream_modes(mode, stream_mode)
+        thread_id, limit = read_config(config, thread_id, recursion_limit)
+        events = AsyncRunStream(
+            lambda sink: self._run_async(input, thread_id, context, limit, sink), modes
         )
+        return events if stream_mode is None else GraphAsyncRunStream(events, several)
 
     def _begin(
         self,
@@ -434,6 +511,18 @@ class Agent:
     def __repr__(self) -> str:
         names = ", ".join(self.compiled.registry.names)
         return f"<Agent model={self.model!r} tools={len(self.tools)} middleware=[{names}]>"
+
+
+def _stream_modes(
+    mode: str | Sequence[str] | None, stream_mode: str | Sequence[str] | None
+) -> tuple[frozenset[str], bool]:
+    """The modes asked for, by plait's ``mode=`` or LangGraph's ``stream_mode=`` (not
+    both), and whether several were (LangGraph then pairs each item with its mode)."""
+    if mode is not None and stream_mode is not None:
+        raise ConfigError("give the stream mode once: mode=... or stream_mode=..., not both")
+    chosen = stream_mode if stream_mode is not None else mode
+    chosen = "updates" if chosen is None else chosen
+    return parse_modes(chosen), not isinstance(chosen, str)
 
 
 def _failed(error: BaseException) -> bool:

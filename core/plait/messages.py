@@ -269,6 +269,18 @@ def message_from_dict(data: Mapping[str, Any]) -> AnyMessage:
     return message
 
 
+def is_role_pair(item: Any) -> bool:
+    """Whether ``item`` is a ``(role, content)`` tuple as LangChain users write messages:
+    ``("user", "hi")``, ``("system", "Be brief.")`` (the roles ``message_from_dict`` knows)."""
+    return (
+        isinstance(item, tuple)
+        and len(item) == 2
+        and isinstance(item[0], str)
+        and item[0] in _ROLES
+        and item[0] != "tool"
+    )
+
+
 def _blocks(value: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
     return tuple(value)
 

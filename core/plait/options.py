@@ -37,7 +37,7 @@ from plait._convert import (
     structure,
 )
 from plait.errors import ConfigError
-from plait.models import ChatModel
+from plait.models import MODEL_FORMS, OPTIONAL_MODEL_FORMS, ChatModel, infer_provider
 from plait.schema import field_descriptions
 
 if TYPE_CHECKING:
@@ -122,11 +122,13 @@ positive_or_none = integer(minimum=1, optional=True)
 
 @attrs.frozen
 class ChatModelOption:
-    """A model option's check, usable as an attrs validator: a ``"provider:model"`` id or a
-    ``ChatModel`` (made into a model when the agent is built, so an unknown provider is
-    reported there), ``None`` allowed if ``optional`` (for "the agent's model").
+    """A model option's check, usable as an attrs validator: a ``"provider:model"`` id, a
+    bare id whose provider is inferred (``"gpt-4o"``) or a ``ChatModel`` (made into a model
+    when the agent is built, so an unknown provider is reported there), ``None`` allowed if
+    ``optional`` (for "the agent's model").
 
-    ``expected a 'provider:model' id, a ChatModel or None, got 'gpt-4.1'``.
+    ``expected a 'provider:model' id, a bare id whose provider is inferred (...), a
+    ChatModel or None, got 'llama3'``.
     """
 
     optional: bool = False
@@ -135,11 +137,9 @@ class ChatModelOption:
         """What is wrong with ``value`` (an "expected ..., got ..." sentence), or ``None``."""
         if (value is None and self.optional) or isinstance(value, ChatModel):
             return None
-        if isinstance(value, str) and ":" in value:
+        if isinstance(value, str) and (":" in value or infer_provider(value) is not None):
             return None
-        if self.optional:
-            return expected("a 'provider:model' id, a ChatModel or None", value)
-        return expected("a 'provider:model' id or a ChatModel", value)
+        return expected(OPTIONAL_MODEL_FORMS if self.optional else MODEL_FORMS, value)
 
     def check(self, name: str, value: Any) -> None:
         """Raise ``FieldError(name, ...)`` if ``value`` does not fit."""

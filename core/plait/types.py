@@ -225,3 +225,32 @@ class AgentResult:
             if isinstance(message, AIMessage):
                 return message.text
         return ""
+
+    # LangChain's agents return a state dict; these read a result the same way:
+    # result["messages"], result["structured_response"], result["__interrupt__"] (only
+    # when the run paused, as in LangGraph) and any state key.
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "messages":
+            return self.messages
+        if key == "structured_response":
+            return self.structured_response
+        if key == "__interrupt__" and self.interrupts:
+            return self.interrupts
+        if key in self.state:
+            return self.state[key]
+        keys = ", ".join(self.keys())
+        raise KeyError(f"{key!r}: this result has no such key (it has: {keys})")
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``result[key]``, or ``default`` for a key the result does not have."""
+        return self[key] if key in self else default
+
+    def keys(self) -> list[str]:
+        """The keys ``result[key]`` reads: ``messages``, ``structured_response``,
+        ``__interrupt__`` when the run paused, then the state's keys."""
+        own = ["messages", "structured_response"] + (["__interrupt__"] if self.interrupts else [])
+        return own + [k for k in self.state if k not in own]

@@ -15,6 +15,11 @@ from plait.models import ChatModel, ScriptedChatModel
 from plait.options import OptionInfo, check_tool_names, describe_options, structure_options
 from plait.types import AgentConfig
 
+BARE = (
+    "a bare id whose provider is inferred (gpt-*, o1*, o3*, o4* for openai, claude-* for "
+    "anthropic, gemini-* for google)"
+)
+
 
 @attrs.frozen
 class Edit:
@@ -309,17 +314,19 @@ def test_chat_model_takes_ids_and_models_and_words_the_rest_like_every_option() 
     assert Picker("openai:gpt-4.1").model == "openai:gpt-4.1"
     assert isinstance(Picker(ScriptedChatModel([])).model, ChatModel)
     with pytest.raises(ValueError) as info:
-        Picker("gpt-4.1")
+        Picker("llama3")
     assert (
         str(info.value)
-        == "model: expected a 'provider:model' id, a ChatModel or None, got 'gpt-4.1'"
+        == f"model: expected a 'provider:model' id, {BARE}, a ChatModel or None, got 'llama3'"
     )
     with pytest.raises(ValueError) as info:
         Picker(judge=None)  # type: ignore[arg-type]
-    assert str(info.value) == "judge: expected a 'provider:model' id or a ChatModel, got None"
+    assert (
+        str(info.value) == f"judge: expected a 'provider:model' id, {BARE} or a ChatModel, got None"
+    )
     with pytest.raises(ConfigError) as error:
-        structure_options(Picker, {"model": "gpt-4.1"}, plugin="picker")
+        structure_options(Picker, {"model": "llama3"}, plugin="picker")
     assert str(error.value) == (
-        "plugin 'picker': option 'model': expected a 'provider:model' id, a ChatModel or None, "
-        "got 'gpt-4.1'"
+        f"plugin 'picker': option 'model': expected a 'provider:model' id, {BARE}, a ChatModel "
+        "or None, got 'llama3'"
     )

@@ -7,6 +7,7 @@ provider (and its local-server presets); Anthropic's and the Responses API's are
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from plait._convert import expected
@@ -19,10 +20,13 @@ if TYPE_CHECKING:
     from plait.models.scripted import ScriptedChatModel as ScriptedChatModel
 
 __all__ = [
+    "MODEL_FORMS",
+    "OPTIONAL_MODEL_FORMS",
     "ChatModel",
     "ModelProfile",
     "OpenAIChatModel",
     "ScriptedChatModel",
+    "infer_provider",
     "init_chat_model",
 ]
 
@@ -39,8 +43,37 @@ _LAZY = {
 }
 
 
+_BARE_IDS = (
+    (re.compile(r"(gpt-|chatgpt-|o[134](-|$))"), "openai"),
+    (re.compile(r"claude-"), "anthropic"),
+    (re.compile(r"gemini-"), "google"),
+)
+"""The provider a bare model id belongs to, by its start (as LangChain's
+``init_chat_model`` infers it); the provider is then found by its ``plait.models``
+entry point like any ``"provider:model"`` id."""
+
+_BARE = (
+    "a bare id whose provider is inferred (gpt-*, o1*, o3*, o4* for openai, claude-* for "
+    "anthropic, gemini-* for google)"
+)
+MODEL_FORMS = f"a 'provider:model' id, {_BARE} or a ChatModel"
+"""The accepted forms of a model, for "expected ..." messages."""
+OPTIONAL_MODEL_FORMS = f"a 'provider:model' id, {_BARE}, a ChatModel or None"
+"""The same where ``None`` (the agent's model) is accepted too."""
+
+
+def infer_provider(model_id: str) -> str | None:
+    """The provider of a bare model id (``"gpt-4o"`` → ``"openai"``), or ``None``."""
+    for pattern, provider in _BARE_IDS:
+        if pattern.match(model_id):
+            return provider
+    return None
+
+
 def init_chat_model(model: str | ChatModel, **settings: Any) -> ChatModel:
-    """The chat model ``"provider:model"`` names (an instance is returned as is).
+    """The chat model ``"provider:model"`` names (an instance is returned as is). A bare id
+    such as ``"gpt-4o"``, ``"claude-sonnet-4-5"`` or ``"gemini-2.5-flash"`` names its
+    provider by its start (``infer_provider``).
 
     ``settings`` go to the provider's factory (``temperature``, ``base_url``, ``profile``…).
     """
@@ -48,9 +81,10 @@ def init_chat_model(model: str | ChatModel, **settings: Any) -> ChatModel:
         if settings:
             raise ConfigError("settings can only be given with a model id, not an instance")
         return model
+    if isinstance(model, str) and ":" not in model and infer_provider(model) is not None:
+        model = f"{infer_provider(model)}:{model}"
     if not isinstance(model, str) or ":" not in model:
-        wanted = "a 'provider:model' id or a ChatModel"
-        raise ConfigError(f"model: {expected(wanted, model)}")
+        raise ConfigError(f"model: {expected(MODEL_FORMS, model)}")
     provider, _, name = model.partition(":")
     factory = load("plait.models", provider, what="model provider")
     instance = factory(name, **settings)

@@ -13,6 +13,7 @@ import plait
 from plait import schema
 from plait.agentfile import AgentFileError, read_agent_file
 from plait.errors import ConfigError
+from plait.models import MODEL_FORMS
 from plait.testing import scripted
 from plait.tools import ToolArgumentError
 from plait_anthropic import AnthropicBashMiddleware
@@ -189,9 +190,9 @@ def test_a_command_name_with_a_path_reads_the_same_everywhere(write) -> None:
 
 
 def test_a_model_id_without_its_provider_reads_the_same_everywhere(write) -> None:
-    sentence = "expected a 'provider:model' id or a ChatModel, got 'gpt-4.1'"
-    assert _config_error(lambda: plait.create_agent("gpt-4.1")) == f"model: {sentence}"
-    assert _file_error(write, '[agent]\nmodel = "gpt-4.1"\n') == f"[agent] model: {sentence}"
+    sentence = f"expected {MODEL_FORMS}, got 'llama3'"
+    assert _config_error(lambda: plait.create_agent("llama3")) == f"model: {sentence}"
+    assert _file_error(write, '[agent]\nmodel = "llama3"\n') == f"[agent] model: {sentence}"
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import pytest
 import plait
 from plait.errors import ConfigError
 from plait.messages import HumanMessage
+from plait.models import OPTIONAL_MODEL_FORMS
 from plait.testing import ai, call, scripted
 from plait_llm_tool_selector import LLMToolSelectorMiddleware, ToolSelectionError
 
@@ -300,9 +301,9 @@ def test_nothing_to_choose_means_no_selector_call(make_agent: Any) -> None:
             "'all', 'none', a list or a callable or a 'module:attr' string, got 'skip'",
         ),
         (
-            {"model": "gpt-4.1"},
-            "plugin 'llm_tool_selector': option 'model': expected a 'provider:model' id, a "
-            "ChatModel or None, got 'gpt-4.1'",
+            {"model": "llama3"},
+            f"plugin 'llm_tool_selector': option 'model': expected {OPTIONAL_MODEL_FORMS}, "
+            "got 'llama3'",
         ),
         (
             {"always_include": ["search", ""]},
@@ -331,10 +332,8 @@ def test_bad_values_given_in_python_are_worded_like_every_option() -> None:
         "callable (exception -> names), got 3"
     )
     with pytest.raises(ValueError) as info:
-        LLMToolSelectorMiddleware(model="gpt-4.1")
-    assert str(info.value) == (
-        "model: expected a 'provider:model' id, a ChatModel or None, got 'gpt-4.1'"
-    )
+        LLMToolSelectorMiddleware(model="llama3")
+    assert str(info.value) == (f"model: expected {OPTIONAL_MODEL_FORMS}, got 'llama3'")
 
 
 def test_async_path(make_agent: Any) -> None:

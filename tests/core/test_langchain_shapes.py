@@ -1,0 +1,163 @@
+"""LangChain's call shapes work beside plait's own: a result read like a state dict,
+``config={"configurable": {"thread_id": ...}}``, ``("user", text)`` pairs and role dicts,
+bare model ids, and ``stream(stream_mode=...)`` yielding what LangGraph yields."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import attrs
+import pytest
+
+import plait
+from plait.errors import ConfigError
+from plait.messages import AIMessageChunk, HumanMessage, SystemMessage
+from plait.models import init_chat_model
+from plait.testing import ai, call, scripted, transcript
+
+
+@attrs.frozen
+class Answer:
+    value: int
+
+
+def test_a_result_reads_like_langchains_state_dict() -> None:
+    agent = plait.create_agent(scripted('{"value": 4}'), response_format=Answer)
+    result = agent.invoke({"messages": [{"role": "user", "content": "2+2?"}]})
+    assert result["messages"] is result.messages
+    assert result["messages"][-1].text == '{"value": 4}'
+    assert result["structured_response"] == Answer(4)
+    assert "__interrupt__" not in result
+    assert result.get("__interrupt__") is None
+    with pytest.raises(KeyError, match=r"'nope': this result has no such key \(it has: messages"):
+        result["nope"]
+
+
+def test_a_paused_result_has_the_interrupt_under_langgraphs_key() -> None:
+    @plait.tool
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return "deleted" if plait.interrupt({"confirm": path}) else "kept"
+
+    model = scripted(ai("", call("delete", path="/tmp/x")), "done")
+    agent = plait.create_agent(model, [delete], checkpointer="memory")
+    config = {"configurable": {"thread_id": "t1"}}
+    paused = agent.invoke({"messages": [("user", "clean up")]}, config=config)
+    assert "__interrupt__" in paused
+    assert paused["__interrupt__"][0].value == {"confirm": "/tmp/x"}
+    resumed = agent.invoke(plait.Command(resume=True), config=config)
+    assert resumed.thread_id == "t1"
+    assert [m.text for m in resumed["messages"] if m.type == "tool"] == ["deleted"]
+
+
+def test_role_pairs_and_dicts_are_messages() -> None:
+    model = scripted("hi")
+    agent = plait.create_agent(model)
+    result = agent.invoke(
+        {"messages": [("system", "Be brief."), ("user", "hello"), {"role": "ai", "content": "?"}]}
+    )
+    assert transcript(result.messages) == [
+        ("system", "Be brief."),
+        ("human", "hello"),
+        ("ai", "?"),
+        ("ai", "hi"),
+    ]
+    assert isinstance(result.messages[0], SystemMessage)
+    single = plait.create_agent(scripted("ok")).invoke(("user", "one message"))
+    assert transcript(single.messages) == [("human", "one message"), ("ai", "ok")]
+    listed = plait.create_agent(scripted("ok")).invoke([("user", "a"), HumanMessage("b")])
+    assert [m.text for m in listed.messages] == ["a", "b", "ok"]
+
+
+def test_config_carries_the_thread_and_the_recursion_limit() -> None:
+    agent = plait.create_agent(scripted("one", "two"), checkpointer="memory")
+    agent.invoke("first", config={"configurable": {"thread_id": "abc"}})
+    second = agent.invoke("second", config={"configurable": {"thread_id": "abc"}})
+    assert [m.text for m in second.messages] == ["first", "one", "second", "two"]
+    assert agent.list_threads() == ["abc"]
+
+    loop = scripted(*[ai("", call("noop")) for _ in range(5)])
+
+    @plait.tool
+    def noop() -> str:
+        """Nothing."""
+        return "ok"
+
+    with pytest.raises(plait.errors.RecursionLimitError):
+        plait.create_agent(loop, [noop]).invoke("go", config={"recursion_limit": 2})
+
+
+def test_config_problems_are_one_clear_line() -> None:
+    agent = plait.create_agent(scripted("x"), checkpointer="memory")
+    cases = [
+        ({"callbacks": []}, "config: unknown key 'callbacks' (plait reads 'configurable' and"),
+        (
+            {"configurable": {"user_id": 1}},
+            "config['configurable']: unknown key 'user_id' (plait reads 'thread_id'; other run "
+            "values go in context=...",
+        ),
+        ("t1", "config: expected a mapping like {'configurable': {'thread_id': ...}}, got 't1'"),
+    ]
+    for config, start in cases:
+        with pytest.raises(ConfigError) as info:
+            agent.invoke("hi", config=config)  # type: ignore[arg-type]
+        assert str(info.value).startswith(start)
+    with pytest.raises(ConfigError, match="disagree; give it once"):
+        agent.invoke("hi", thread_id="a", config={"configurable": {"thread_id": "b"}})
+
+
+def test_async_runs_take_config_too() -> None:
+    agent = plait.create_agent(scripted("one", "two"), checkpointer="memory")
+
+    async def main() -> list[Any]:
+        config = {"configurable": {"thread_id": "x"}}
+        await agent.ainvoke("first", config=config)
+        return [item async for item in agent.astream("again", config=config, stream_mode="values")]
+
+    values = asyncio.run(main())
+    assert [m.text for m in values[-1]["messages"]] == ["first", "one", "again", "two"]
+
+
+def test_bare_model_ids_name_their_provider() -> None:
+    assert repr(init_chat_model("gpt-4o", api_key="k")) == "<OpenAIChatModel openai:gpt-4o>"
+    assert repr(init_chat_model("o3-mini", api_key="k")) == "<OpenAIChatModel openai:o3-mini>"
+    assert repr(init_chat_model("o1", api_key="k")) == "<OpenAIChatModel openai:o1>"
+    claude = init_chat_model("claude-sonnet-4-5", api_key="k")
+    assert type(claude).__name__ == "AnthropicChatModel"
+    gemini = init_chat_model("gemini-2.5-flash", api_key="k")
+    assert type(gemini).__name__ == "GoogleChatModel"
+    with pytest.raises(ConfigError) as info:
+        plait.create_agent("llama3")
+    assert str(info.value) == (
+        "model: expected a 'provider:model' id, a bare id whose provider is inferred (gpt-*, "
+        "o1*, o3*, o4* for openai, claude-* for anthropic, gemini-* for google) or a ChatModel, "
+        "got 'llama3'"
+    )
+
+
+def test_stream_mode_yields_langgraphs_shapes() -> None:
+    @plait.tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    model = scripted(ai("", call("add", a=1, b=2)), "It is 3.")
+    agent = plait.create_agent(model, [add])
+    pairs = list(agent.stream({"messages": [("user", "1+2?")]}, stream_mode="messages"))
+    assert all(isinstance(p, tuple) and len(p) == 2 for p in pairs)
+    tokens = [t.content for t, meta in pairs if isinstance(t, AIMessageChunk)]
+    assert "".join(tokens) == "It is 3."
+    assert {meta["langgraph_node"] for _, meta in pairs} >= {"model", "tools"}
+
+    updates = list(plait.create_agent(scripted("hi")).stream("x", stream_mode="updates"))
+    assert updates and all(isinstance(u, dict) and len(u) == 1 for u in updates)
+    assert list(updates[-1]) == ["model"]
+
+    mixed = plait.create_agent(scripted("hi")).stream("x", stream_mode=["updates", "values"])
+    items = list(mixed)
+    assert {mode for mode, _ in items} == {"updates", "values"}
+    assert mixed.result is not None and mixed.result.text == "hi"
+
+    with pytest.raises(ConfigError, match="give the stream mode once"):
+        agent.stream("x", mode="updates", stream_mode="values")  # type: ignore[call-overload]
