@@ -63,6 +63,7 @@ BUILTIN: dict[str, dict[str, str]] = {
     "plait.checkpointers": {"postgresql": "postgres", "postgres": "postgres"},
     "plait.stores": {"postgresql": "postgres", "postgres": "postgres"},
     "plait.commands": {"worker": "dbos", "submit": "dbos", "workers": "dbos", "mcp-serve": "mcp"},
+    "plait.answerers": {"human_in_the_loop": "human_in_the_loop"},
 }
 """Entry points of plait's built-in plugins, by group: name → folder under ``plugins/``
 (its distribution is ``plait-<folder with dashes>``); for the hint when one is missing."""

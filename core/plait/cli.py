@@ -11,12 +11,10 @@ import json
 import logging
 import os
 import shlex
-import subprocess
 import sys
-import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 import attrs
 import cattrs
 
+from plait.answerers import Asker
 from plait.errors import CheckpointerRequiredError, PlaitError, ThreadBusyError
 from plait.middleware import Middleware
 
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     from plait.options import OptionInfo
     from plait.types import Command, Interrupt, ModelRequest, ModelResponse, ToolCallRequest
 
-__all__ = ["main"]
+__all__ = ["Asker", "main"]
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -359,16 +358,12 @@ def _outlives_process(checkpointer: str | None) -> bool:
 
 
 def _example_answer(interrupts: Sequence[Interrupt]) -> Any:
-    """A resume value of the right shape: approve every call, or a placeholder answer."""
-
-    def one(value: Any) -> Any:
-        if _is_review(value):
-            return {"decisions": [{"type": "approve"} for _ in value["action_requests"]]}
-        return "your answer"
+    """A resume value of the right shape, from each interrupt's answerer."""
+    from plait.answerers import answerer_for
 
     if len(interrupts) == 1:
-        return one(interrupts[0].value)
-    return {item.id: one(item.value) for item in interrupts}
+        return answerer_for(interrupts[0].value).example(interrupts[0].value)
+    return {item.id: answerer_for(item.value).example(item.value) for item in interrupts}
 
 
 def _print_resume_hint(
@@ -391,152 +386,30 @@ def _print_resume_hint(
         f"  plait run {shlex.quote(agent_file)} --thread {shlex.quote(str(thread))} "
         f"--resume {shlex.quote(example)}\n"
     )
-    if any(_is_review(item.value) for item in interrupts):
-        out.write(
-            '  (one decision per call, in order: {"type": "approve"}, '
-            '{"type": "edit", "edited_action": {"name": ..., "args": {...}}}, '
-            '{"type": "reject", "message": "why"})\n'
-        )
+    from plait.answerers import answerer_for
+
+    helps = {answerer_for(item.value).resume_help() for item in interrupts}
+    for line in sorted(h for h in helps if h):
+        out.write(line + "\n")
 
 
 def _print_pending(interrupts: Sequence[Interrupt], out: IO[str]) -> None:
+    from plait.answerers import answerer_for
+
     for item in interrupts:
-        value = item.value
-        if _is_review(value):
-            for request in value["action_requests"]:
-                out.write(
-                    f"Waiting for approval: {request.get('name')}"
-                    f"({_short(json.dumps(request.get('args', {}), ensure_ascii=False), 80)})\n"
-                )
-        else:
-            out.write(f"Waiting for an answer ({item.id}): {json.dumps(_jsonable(value))}\n")
+        for line in answerer_for(item.value).waiting(item.value, item.id):
+            out.write(line + "\n")
 
 
 # --------------------------------------------------------------------------- chat
 
 
-def _is_review(value: Any) -> bool:
-    return isinstance(value, Mapping) and isinstance(value.get("action_requests"), list)
-
-
-class Asker:
-    """Reads answers from the human: one line at a time from ``stdin``."""
-
-    def __init__(self, stdin: IO[str], out: IO[str]) -> None:
-        self.stdin = stdin
-        self.out = out
-
-    def ask(self, prompt: str) -> str:
-        self.out.write(prompt)
-        self.out.flush()
-        line = self.stdin.readline()
-        if not line:
-            raise EOFError
-        if not self.stdin.isatty():
-            self.out.write(line if line.endswith("\n") else line + "\n")
-        return line.rstrip("\n")
-
-    def edit_json(self, value: Any) -> Any:
-        """New JSON for ``value``: in ``$VISUAL``/``$EDITOR`` on a terminal, else typed."""
-        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-        current = json.dumps(value, indent=2, ensure_ascii=False)
-        if editor and self.stdin.isatty():
-            with tempfile.NamedTemporaryFile(
-                "w", suffix=".json", delete=False, encoding="utf-8"
-            ) as handle:
-                handle.write(current + "\n")
-            try:
-                subprocess.run([*shlex.split(editor), handle.name], check=True)
-                text = Path(handle.name).read_text(encoding="utf-8")
-            finally:
-                os.unlink(handle.name)
-            try:
-                return json.loads(text)
-            except json.JSONDecodeError as exc:
-                self.out.write(f"  not valid JSON ({exc.msg}); type it instead\n")
-        self.out.write(f"  current: {json.dumps(value, ensure_ascii=False)}\n")
-        while True:
-            text = self.ask("  new value as JSON (empty keeps it): ").strip()
-            if not text:
-                return value
-            try:
-                return json.loads(text)
-            except json.JSONDecodeError as exc:
-                self.out.write(f"  not valid JSON: {exc.msg}; try again\n")
-
-
-_CHOICES = {
-    "approve": ("a", "approve"),
-    "edit": ("e", "edit"),
-    "reject": ("r", "reject"),
-    "respond": ("s", "respond"),
-}
-
-
-def _menu_word(decision: str) -> str:
-    """``[a]pprove``, ``re[s]pond``: the decision with its key letter in brackets."""
-    if decision not in _CHOICES:
-        return decision
-    key = _CHOICES[decision][0]
-    at = decision.index(key)
-    return f"{decision[:at]}[{key}]{decision[at + 1 :]}"
-
-
-def review(value: Mapping[str, Any], asker: Asker) -> dict[str, Any]:
-    """Ask for one decision per action request of a human-in-the-loop interrupt."""
-    requests = value["action_requests"]
-    configs = value.get("review_configs") or []
-    by_name = {c.get("action_name"): c for c in configs if isinstance(c, Mapping)}
-    decisions: list[dict[str, Any]] = []
-    for index, request in enumerate(requests):
-        name = request.get("name", "?")
-        args = request.get("args", {})
-        config = configs[index] if index < len(configs) else by_name.get(name, {})
-        allowed = list(config.get("allowed_decisions") or _CHOICES)
-        asker.out.write(f"\nApproval needed: {name}({json.dumps(args, ensure_ascii=False)})\n")
-        if request.get("description"):
-            for line in str(request["description"]).splitlines():
-                asker.out.write(f"  {line}\n")
-        menu = "  ".join(_menu_word(d) for d in allowed)
-        while True:
-            answer = asker.ask(f"  {menu} > ").strip().lower()
-            choice = next((d for d in allowed if d in _CHOICES and answer in _CHOICES[d]), None)
-            if choice is not None:
-                break
-            asker.out.write(f"  please answer one of: {', '.join(allowed)}\n")
-        if choice == "approve":
-            decisions.append({"type": "approve"})
-        elif choice == "edit":
-            new_args = asker.edit_json(args)
-            while not isinstance(new_args, dict):
-                asker.out.write("  the arguments must be a JSON object\n")
-                new_args = asker.edit_json(args)
-            decisions.append({"type": "edit", "edited_action": {"name": name, "args": new_args}})
-        elif choice == "reject":
-            reason = asker.ask("  reason (optional): ").strip()
-            decisions.append({"type": "reject", **({"message": reason} if reason else {})})
-        else:
-            reply = asker.ask("  reply to give the model as the tool's result: ")
-            decisions.append({"type": "respond", "message": reply})
-    return {"decisions": decisions}
-
-
 def answer_interrupts(interrupts: Sequence[Interrupt], asker: Asker) -> dict[str, Any]:
-    """The ``resume`` value for every pending interrupt, keyed by interrupt id."""
-    answers: dict[str, Any] = {}
-    for item in interrupts:
-        if _is_review(item.value):
-            answers[item.id] = review(item.value, asker)
-            continue
-        asker.out.write(
-            f"\nThe agent asks: {json.dumps(_jsonable(item.value), ensure_ascii=False)}\n"
-        )
-        text = asker.ask("  answer (JSON, or plain text) > ")
-        try:
-            answers[item.id] = json.loads(text)
-        except json.JSONDecodeError:
-            answers[item.id] = text
-    return answers
+    """The ``resume`` value for every pending interrupt, keyed by interrupt id, each asked
+    by the answerer that claims it (``plait.answerers``)."""
+    from plait.answerers import answerer_for
+
+    return {item.id: answerer_for(item.value).ask(item.value, asker) for item in interrupts}
 
 
 def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
