@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "after_model": "plait.middleware",
     "after_agent": "plait.middleware",
     "wrap_run": "plait.middleware",
+    "dynamic_prompt": "plait.middleware",
     "wrap_model_call": "plait.middleware",
     "wrap_tool_call": "plait.middleware",
     "transform_model_stream": "plait.middleware",
@@ -41,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "Tool": "plait.tools",
     # types
     "AgentConfig": "plait.types",
+    "AgentState": "plait.types",
     "Command": "plait.types",
     "Interrupt": "plait.types",
     "ModelRequest": "plait.types",
@@ -113,6 +115,7 @@ if TYPE_CHECKING:
     from plait.middleware import before_agent as before_agent
     from plait.middleware import before_model as before_model
     from plait.middleware import can_jump_to as can_jump_to
+    from plait.middleware import dynamic_prompt as dynamic_prompt
     from plait.middleware import transform_model_stream as transform_model_stream
     from plait.middleware import wrap_model_call as wrap_model_call
     from plait.middleware import wrap_run as wrap_run
@@ -125,6 +128,7 @@ if TYPE_CHECKING:
     from plait.tools import tool as tool
     from plait.types import AgentConfig as AgentConfig
     from plait.types import AgentResult as AgentResult
+    from plait.types import AgentState as AgentState
     from plait.types import Command as Command
     from plait.types import Interrupt as Interrupt
     from plait.types import ModelRequest as ModelRequest

@@ -20,6 +20,8 @@ from plait._compiled import CompiledAgent, compile_agent
 from plait._compose import chain_async, chain_sync
 from plait._config import read_config
 from plait._loop import Run, RunInfo, adrive, drive
+from plait._resolve import Built
+from plait._schemas import schema_middleware
 from plait._served import ServedCall, ToolSession
 from plait._start import record_failure, run_result, start_run
 from plait._state import RUN_KEY, ThreadState
@@ -68,6 +70,8 @@ def create_agent(
     name: str = "agent",
     tool_timeout: float | None = None,
     output_retries: int = 1,
+    context_schema: Any = None,
+    state_schema: Any = None,
 ) -> Agent:
     """Build an agent. Every misconfiguration raises ``ConfigError`` here, not later.
 
@@ -90,7 +94,16 @@ def create_agent(
         again for an answer that is not in the format (text that does not parse, a text
         answer where the answer tool was expected, answer-tool arguments that do not fit)
         before it raises ``StructuredOutputError``.
+    :param context_schema: the class each run's ``context`` must be an instance of
+        (attrs, dataclass, pydantic model; a TypedDict's keys are checked), checked when
+        a run starts; ``ToolRuntime[C]``/``Runtime[C]`` type ``runtime.context``.
+    :param state_schema: a class (usually a ``plait.AgentState`` subclass) whose keys
+        beyond ``messages`` become state: defaults from the class, reducers from
+        ``Annotated[list[str], operator.add]``, checkpointed with the thread.
     """
+    schemas = schema_middleware(context_schema, state_schema)
+    if schemas and isinstance(middleware, Sequence) and not isinstance(middleware, str | bytes):
+        middleware = [*(Built(name, obj) for name, obj in schemas), *middleware]
     return Agent(
         compile_agent(
             model=model,

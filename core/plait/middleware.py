@@ -23,6 +23,7 @@ __all__ = [
     "before_agent",
     "before_model",
     "can_jump_to",
+    "dynamic_prompt",
     "transform_model_stream",
     "wrap_model_call",
     "wrap_run",
@@ -154,3 +155,48 @@ wrap_run = _decorator("wrap_run")
 wrap_model_call = _decorator("wrap_model_call")
 wrap_tool_call = _decorator("wrap_tool_call")
 transform_model_stream = _decorator("transform_model_stream")
+
+
+def dynamic_prompt(func: Callable[..., Any]) -> FunctionMiddleware:
+    """Make a middleware of a function that writes each model call's system prompt, as
+    LangChain's ``@dynamic_prompt``: ``def prompt(request) -> str`` (the
+    ``plait.ModelRequest``, with ``request.state`` and ``request.runtime``) or
+    ``def prompt(state, runtime) -> str``; ``async def`` too. Its text replaces the
+    agent's ``system_prompt`` for that call (``None`` keeps it)."""
+    if not callable(func):
+        raise TypeError(f"@dynamic_prompt: {expected('a function', func)}")
+    takes = len(inspect.signature(func).parameters)
+    if takes not in (1, 2):
+        raise TypeError(
+            f"@dynamic_prompt: {expected('a function of (request) or (state, runtime)', func)}"
+        )
+
+    def call(request: ModelRequest) -> Any:
+        return func(request) if takes == 1 else func(request.state, request.runtime)
+
+    def with_prompt(request: ModelRequest, text: Any) -> ModelRequest:
+        if text is None:
+            return request
+        if not isinstance(text, str):
+            raise TypeError(
+                f"@dynamic_prompt {getattr(func, '__name__', func)!r}: "
+                f"{expected('a string or None', text)}"
+            )
+        return request.override(system_prompt=text)
+
+    name = getattr(func, "__name__", "dynamic_prompt")
+    if inspect.iscoroutinefunction(func):
+
+        async def awrap_model_call(
+            request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+        ) -> ModelResponse:
+            return await handler(with_prompt(request, await call(request)))
+
+        return FunctionMiddleware("awrap_model_call", awrap_model_call, name)
+
+    def wrap_model_call(
+        request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(with_prompt(request, call(request)))
+
+    return FunctionMiddleware("wrap_model_call", wrap_model_call, name)

@@ -18,10 +18,11 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 import attrs
 import cattrs
+from typing_extensions import TypeVar
 
 from plait import _convert, schema
 from plait.errors import ConfigError, PlaitError
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
 __all__ = ["Runtime", "Tool", "ToolArgumentError", "ToolRuntime", "tool"]
 
 _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+ContextT = TypeVar("ContextT", default=Any)
+"""The type of a run's ``context`` (``create_agent(context_schema=...)``): ``Runtime[C]``
+and ``ToolRuntime[C]`` type ``runtime.context`` as ``C``; unparameterized it is ``Any``."""
 
 
 class _Omitted:
@@ -280,12 +285,13 @@ class Tool:
 
 
 @attrs.frozen
-class Runtime:
-    """What a run knows about itself, passed to node hooks and inside requests."""
+class Runtime(Generic[ContextT]):
+    """What a run knows about itself, passed to node hooks and inside requests.
+    ``Runtime[Context]`` types ``context`` (LangChain's ``Runtime[Context]``)."""
 
     thread_id: str | None
     run_id: str
-    context: Any = None
+    context: ContextT = None  # type: ignore[assignment]
     store: Store | None = None
     model: ChatModel | None = None
     tools: tuple[Tool, ...] = ()
@@ -294,19 +300,20 @@ class Runtime:
 
 
 @attrs.frozen
-class ToolRuntime:
-    """Injected into a tool parameter annotated ``ToolRuntime`` (hidden from the model)."""
+class ToolRuntime(Generic[ContextT]):
+    """Injected into a tool parameter annotated ``ToolRuntime`` (hidden from the model).
+    ``ToolRuntime[Context]`` types ``context`` as the agent's ``context_schema``."""
 
     tool_call: ToolCall
     state: Mapping[str, Any]
-    runtime: Runtime
+    runtime: Runtime[ContextT]
 
     @property
     def tool_call_id(self) -> str:
         return self.tool_call.id
 
     @property
-    def context(self) -> Any:
+    def context(self) -> ContextT:
         return self.runtime.context
 
     @property
@@ -326,8 +333,9 @@ class ToolRuntime:
 
 
 def _is_runtime_hint(hint: Any) -> bool:
-    """``ToolRuntime``, ``ToolRuntime | None`` or ``Annotated[ToolRuntime, ...]``."""
-    if hint is ToolRuntime:
+    """``ToolRuntime`` (or ``ToolRuntime[Context]``), ``ToolRuntime | None`` or
+    ``Annotated[ToolRuntime, ...]``."""
+    if hint is ToolRuntime or typing.get_origin(hint) is ToolRuntime:
         return True
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)

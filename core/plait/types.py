@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
 import attrs
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentConfig",
     "AgentResult",
+    "AgentState",
     "Command",
     "Interrupt",
     "JumpTarget",
@@ -204,6 +205,13 @@ class AgentConfig:
     store: Store | None
     response_format: Any = None
     name: str = "agent"
+
+
+class AgentState(TypedDict, total=False):
+    """The base of a ``create_agent(state_schema=...)``, as LangChain's ``AgentState``:
+    subclass it and add keys (``class MyState(plait.AgentState): user_name: str``)."""
+
+    messages: list[AnyMessage]
 
 
 @attrs.frozen
