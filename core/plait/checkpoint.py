@@ -22,10 +22,13 @@ __all__ = [
     "RUN_LEASE",
     "Checkpoint",
     "Checkpointer",
+    "EventLog",
     "MemoryCheckpointer",
     "StepDelta",
+    "dump_event",
     "dump_message",
     "dump_value",
+    "event_conflict",
     "load_message",
     "load_value",
 ]
@@ -90,6 +93,36 @@ class Checkpointer(Protocol):
         """Forget a thread (a no-op for an unknown one)."""
 
 
+@runtime_checkable
+class EventLog(Protocol):
+    """A thread's run log: JSON events numbered 1, 2, 3 … per thread, appended by the one
+    writer that holds the thread and read by anyone, from any process (what ``plait serve``
+    streams, and replays to a client that reconnects). The built-in checkpointers are all
+    event logs; ``delete_thread`` forgets a thread's events with its state."""
+
+    def append_events(self, thread_id: str, events: Sequence[Any], *, after: int) -> int:
+        """Append ``events`` (JSON values) numbered ``after + 1`` onward and return the last
+        number, or raise ``ThreadBusyError`` if the thread's last event is not ``after``
+        (another writer appended meanwhile): nothing is written then."""
+
+    def read_events(
+        self, thread_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[tuple[int, Any]]:
+        """``(number, event)`` pairs numbered above ``after``, oldest first, at most
+        ``limit`` of them (all if ``None``); ``[]`` for an unknown thread."""
+
+    def last_event(self, thread_id: str) -> int:
+        """The thread's last event number (0 if it has none)."""
+
+
+def event_conflict(thread_id: str, stored: int, after: int) -> ThreadBusyError:
+    """The error ``append_events`` raises when the log moved past ``after``."""
+    return ThreadBusyError(
+        f"thread {thread_id!r} has {stored} events, not {after}: "
+        "another writer appended to its run log"
+    )
+
+
 def _json(value: Any, what: str) -> str:
     """``value`` as compact JSON text every checkpointer can store, or a ``StoreError``
     naming ``what`` could not be saved.
@@ -116,6 +149,11 @@ def dump_value(value: Any, key: str | None = None) -> str:
     """A state value as JSON text (what checkpointers store for non-message keys); a
     value JSON cannot hold is a ``StoreError`` naming ``key``."""
     return _json(value, "a state value" if key is None else f"state key {key!r}")
+
+
+def dump_event(event: Any) -> str:
+    """A run-log event as JSON text; one JSON cannot hold is a ``StoreError``."""
+    return _json(event, "a run-log event")
 
 
 def load_value(text: str) -> Any:
@@ -162,6 +200,7 @@ class MemoryCheckpointer:
 
     def __init__(self) -> None:
         self._threads: dict[str, _MemoryThread] = {}
+        self._events: dict[str, list[str]] = {}  # event n is at index n - 1
         self._lock = threading.Lock()
 
     @classmethod
@@ -212,6 +251,29 @@ class MemoryCheckpointer:
     def delete_thread(self, thread_id: str) -> None:
         with self._lock:
             self._threads.pop(thread_id, None)
+            self._events.pop(thread_id, None)
+
+    def append_events(self, thread_id: str, events: Sequence[Any], *, after: int) -> int:
+        encoded = [dump_event(event) for event in events]
+        with self._lock:
+            log = self._events.setdefault(thread_id, [])
+            if len(log) != after:
+                raise event_conflict(thread_id, len(log), after)
+            log.extend(encoded)
+            return len(log)
+
+    def read_events(
+        self, thread_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[tuple[int, Any]]:
+        with self._lock:
+            log = self._events.get(thread_id, [])
+            start = max(after, 0)
+            rows = log[start:] if limit is None else log[start : start + max(limit, 0)]
+        return [(start + index + 1, load_value(text)) for index, text in enumerate(rows)]
+
+    def last_event(self, thread_id: str) -> int:
+        with self._lock:
+            return len(self._events.get(thread_id, ()))
 
 
 def apply_delta(messages: Sequence[AnyMessage], delta: StepDelta) -> list[AnyMessage]:

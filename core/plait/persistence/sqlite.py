@@ -25,8 +25,10 @@ from plait._convert import expected, integer
 from plait.checkpoint import (
     Checkpoint,
     StepDelta,
+    dump_event,
     dump_message,
     dump_value,
+    event_conflict,
     load_message,
     load_value,
 )
@@ -65,6 +67,15 @@ _CHECKPOINTER_DDL = (
         PRIMARY KEY (thread, key)
     )""",
 )
+
+# The run log's table is created on first use with IF NOT EXISTS, so a database made
+# before the run log existed gains it without a schema version change.
+_EVENTS_DDL = """CREATE TABLE IF NOT EXISTS plait_events (
+    thread TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (thread, seq)
+) WITHOUT ROWID"""
 
 _STORE_DDL = (
     """CREATE TABLE plait_store (
@@ -341,6 +352,7 @@ class SQLiteCheckpointer:
             ddl=_CHECKPOINTER_DDL,
         )
         self._db.check()
+        self._events_ready = False
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteCheckpointer:
@@ -441,6 +453,58 @@ class SQLiteCheckpointer:
             conn.execute("DELETE FROM plait_messages WHERE thread = ?", (thread_id,))
             conn.execute("DELETE FROM plait_values WHERE thread = ?", (thread_id,))
             conn.execute("DELETE FROM plait_threads WHERE id = ?", (thread_id,))
+            if self._has_events(conn):
+                conn.execute("DELETE FROM plait_events WHERE thread = ?", (thread_id,))
+
+    # -- the run log (plait.checkpoint.EventLog) -------------------------------------------
+
+    def _has_events(self, conn: sqlite3.Connection) -> bool:
+        if not self._events_ready:
+            row = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'plait_events'"
+            ).fetchone()
+            self._events_ready = row is not None
+        return self._events_ready
+
+    def append_events(self, thread_id: str, events: Sequence[Any], *, after: int) -> int:
+        rows = [dump_event(event) for event in events]
+        with self._db.transaction(write=True) as conn:
+            if not self._has_events(conn):
+                conn.execute(_EVENTS_DDL)
+                self._events_ready = True
+            row = conn.execute(
+                "SELECT max(seq) FROM plait_events WHERE thread = ?", (thread_id,)
+            ).fetchone()
+            stored = int(row[0] or 0)
+            if stored != after:
+                raise event_conflict(thread_id, stored, after)
+            conn.executemany(
+                "INSERT INTO plait_events (thread, seq, data) VALUES (?, ?, ?)",
+                [(thread_id, after + index + 1, data) for index, data in enumerate(rows)],
+            )
+        return after + len(rows)
+
+    def read_events(
+        self, thread_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[tuple[int, Any]]:
+        with self._db.connection() as conn, self._db.errors():
+            if not self._has_events(conn):
+                return []
+            rows = conn.execute(
+                "SELECT seq, data FROM plait_events WHERE thread = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (thread_id, after, -1 if limit is None else max(limit, 0)),
+            ).fetchall()
+        return [(int(seq), load_value(data)) for seq, data in rows]
+
+    def last_event(self, thread_id: str) -> int:
+        with self._db.connection() as conn, self._db.errors():
+            if not self._has_events(conn):
+                return 0
+            row = conn.execute(
+                "SELECT max(seq) FROM plait_events WHERE thread = ?", (thread_id,)
+            ).fetchone()
+        return int(row[0] or 0)
 
     def close(self) -> None:
         """Close every connection this checkpointer opened."""

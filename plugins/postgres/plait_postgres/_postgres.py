@@ -25,8 +25,10 @@ from psycopg.pq import TransactionStatus
 from plait.checkpoint import (
     Checkpoint,
     StepDelta,
+    dump_event,
     dump_message,
     dump_value,
+    event_conflict,
     load_message,
     load_value,
 )
@@ -69,6 +71,18 @@ _CHECKPOINTER_DDL = (
         PRIMARY KEY (thread, key)
     )""",
 )
+
+# The run log: its own component (and schema version), so a database made before it
+# existed gains the table on first use.
+_EVENTS_DDL = (
+    """CREATE TABLE plait_events (
+        thread text NOT NULL,
+        seq bigint NOT NULL,
+        data text NOT NULL,
+        PRIMARY KEY (thread, seq)
+    )""",
+)
+_EVENTS_LOCK = 0x706C6576  # "plev": with the thread's hash, serializes appends to one log
 
 _STORE_DDL = (
     """CREATE TABLE plait_store (
@@ -346,6 +360,7 @@ class PostgresCheckpointer:
     ) -> None:
         self._db = _Database(conninfo, schema=schema, connect_timeout=connect_timeout)
         self._db.ensure_schema("checkpointer", _CHECKPOINTER_DDL)
+        self._db.ensure_schema("events", _EVENTS_DDL)
 
     @classmethod
     def from_url(cls, url: str) -> PostgresCheckpointer:
@@ -451,6 +466,43 @@ class PostgresCheckpointer:
             conn.execute("DELETE FROM plait_threads WHERE id = %s", (thread_id,))
             conn.execute("DELETE FROM plait_messages WHERE thread = %s", (thread_id,))
             conn.execute("DELETE FROM plait_values WHERE thread = %s", (thread_id,))
+            conn.execute("DELETE FROM plait_events WHERE thread = %s", (thread_id,))
+
+    # -- the run log (plait.checkpoint.EventLog) -------------------------------------------
+
+    def append_events(self, thread_id: str, events: Sequence[Any], *, after: int) -> int:
+        rows = [dump_event(event) for event in events]
+        with self._db.transaction() as conn:
+            # Writers to one log queue on this lock, so the check below cannot go stale.
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_EVENTS_LOCK, thread_id)
+            )
+            row = conn.execute(
+                "SELECT max(seq) FROM plait_events WHERE thread = %s", (thread_id,)
+            ).fetchone()
+            stored = int(row[0] or 0) if row is not None else 0
+            if stored != after:
+                raise event_conflict(thread_id, stored, after)
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO plait_events (thread, seq, data) VALUES (%s, %s, %s)",
+                    [(thread_id, after + index + 1, data) for index, data in enumerate(rows)],
+                )
+        return after + len(rows)
+
+    def read_events(
+        self, thread_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[tuple[int, Any]]:
+        rows = self._db.fetch(
+            "SELECT seq, data FROM plait_events WHERE thread = %s AND seq > %s "
+            "ORDER BY seq LIMIT %s",
+            (thread_id, after, None if limit is None else max(limit, 0)),
+        )
+        return [(int(seq), load_value(data)) for seq, data in rows]
+
+    def last_event(self, thread_id: str) -> int:
+        rows = self._db.fetch("SELECT max(seq) FROM plait_events WHERE thread = %s", (thread_id,))
+        return int(rows[0][0] or 0) if rows else 0
 
     def close(self) -> None:
         """Close every pooled connection."""

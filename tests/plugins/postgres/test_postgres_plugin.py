@@ -124,6 +124,7 @@ def test_entry_points_open_by_url(server: str, schema: str, scheme: str) -> None
             (schema,),
         ).fetchall()
     assert [t for (t,) in tables] == [
+        "plait_events",
         "plait_messages",
         "plait_meta",
         "plait_store",
