@@ -62,7 +62,13 @@ BUILTIN: dict[str, dict[str, str]] = {
     },
     "plait.checkpointers": {"postgresql": "postgres", "postgres": "postgres"},
     "plait.stores": {"postgresql": "postgres", "postgres": "postgres"},
-    "plait.commands": {"worker": "dbos", "submit": "dbos", "workers": "dbos", "mcp-serve": "mcp"},
+    "plait.commands": {
+        "worker": "dbos",
+        "submit": "dbos",
+        "workers": "dbos",
+        "mcp-serve": "mcp",
+        "serve": "serve",
+    },
     "plait.answerers": {"human_in_the_loop": "human_in_the_loop"},
 }
 """Entry points of plait's built-in plugins, by group: name → folder under ``plugins/``

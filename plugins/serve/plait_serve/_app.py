@@ -1,0 +1,207 @@
+"""``plait_serve.app(agent)``: the ASGI app, the ``Server`` every protocol module gets,
+and plait's own run-log routes.
+
+A protocol is one module with ``routes(server) -> list[Route]`` (``ag_ui``,
+``openai_compat``); it reads the caller from ``server.owner(request)``, claims or checks
+a thread with ``server.runs``, starts runs with ``server.runs.start`` and streams a
+projection of ``server.runs.follow``. Authentication (``_auth``), CORS, body limits and
+the JSON error shape are applied here, once, for all of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any
+
+import attrs
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from plait import Agent
+from plait.errors import ConfigError
+from plait_serve._auth import LOCAL_OWNER, AuthMiddleware, load_keys
+from plait_serve._http import ApiError, check_id, error_response, since, sse, sse_event
+from plait_serve._interrupts import ResumeRefused
+from plait_serve._runlog import Busy, NotFound, RunLog
+
+__all__ = ["MAX_BODY", "Server", "app"]
+
+log = logging.getLogger("plait_serve")
+
+MAX_BODY = 1_000_000
+"""The largest request body accepted by default (bytes); a larger one is a 413."""
+
+PUBLIC_PATHS = frozenset({"/healthz"})
+
+
+@attrs.define(eq=False)
+class Server:
+    """What every protocol module works with: the agent, its run log, the limits."""
+
+    agent: Agent
+    runs: RunLog
+    keys: tuple[str, ...]
+    max_body: int
+
+    @property
+    def adopt(self) -> bool:
+        """Whether a thread made outside the server may be served (no keys: one owner)."""
+        return not self.keys
+
+    def owner(self, request: Request) -> str:
+        """The caller's owner id (set by the auth middleware)."""
+        owner = request.scope.get("state", {}).get("owner")
+        return owner if isinstance(owner, str) else LOCAL_OWNER
+
+    async def start(
+        self,
+        request: Request,
+        thread_id: str,
+        prepare: Callable[[], Awaitable[Any]],
+        *,
+        run_id: str,
+    ) -> int:
+        """Start a run for the caller (see ``RunLog.start``); a new thread becomes theirs."""
+        return await self.runs.start(
+            thread_id, prepare, run_id=run_id, owner=self.owner(request), adopt=self.adopt
+        )
+
+    async def require(self, request: Request, thread_id: Any) -> str:
+        """``thread_id`` if the caller owns it, else 404 (never a hint it exists)."""
+        thread = check_id("thread id", thread_id)
+        await self.runs.require(thread, self.owner(request))
+        return thread
+
+
+def _routes(server: Server) -> list[Route]:
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"ok": True, "agent": server.agent.name})
+
+    async def events(request: Request) -> Response:
+        """The raw run log from ``since`` on: every run (``?follow=all``, the default) or
+        until the end of the next one (``?follow=run``)."""
+        thread = await server.require(request, request.path_params["thread_id"])
+        after = since(request)
+        one_run = request.query_params.get("follow", "all") == "run"
+
+        async def chunks() -> AsyncIterator[str]:
+            async for seq, event in server.runs.follow(thread, after, one_run=one_run):
+                yield sse_event(event, seq=seq)
+
+        return sse(chunks())
+
+    async def cancel(request: Request) -> Response:
+        thread = await server.require(request, request.path_params["thread_id"])
+        run_id = server.runs.running(thread)
+        if run_id is None or not await server.runs.cancel(thread):
+            raise ApiError(409, "no_run", f"thread {thread!r} has no run going on to cancel")
+        return JSONResponse({"thread_id": thread, "run_id": run_id, "status": "cancelling"})
+
+    return [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/plait/threads/{thread_id}/events", events, methods=["GET"]),
+        Route("/plait/threads/{thread_id}/cancel", cancel, methods=["POST"]),
+    ]
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.code, exc.message)
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return error_response(404, "not_found", f"thread {str(exc)!r} not found")
+
+
+async def _busy(request: Request, exc: Exception) -> Response:
+    return error_response(409, "thread_busy", f"thread {str(exc)!r} has a run going on")
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    return error_response(409, "resume_refused", str(exc))
+
+
+async def _http(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return error_response(exc.status_code, code, str(exc.detail))
+
+
+async def _internal(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(500, "internal_error", "internal server error")
+
+
+def app(
+    agent: Agent,
+    *,
+    keys: Iterable[str] | None = None,
+    keys_file: str | os.PathLike[str] | None = None,
+    cors_origins: Iterable[str] = (),
+    max_body: int = MAX_BODY,
+) -> Starlette:
+    """The ASGI app serving ``agent``: AG-UI at ``/ag-ui``, the run log at
+    ``/plait/threads/{id}/events``.
+
+    :param keys: the API keys callers present as ``Authorization: Bearer``; by default
+        those of ``keys_file`` and of ``PLAIT_SERVE_KEYS``. With none, every caller is
+        one local owner — bind such a server to loopback only (``plait serve`` refuses
+        any other address).
+    :param cors_origins: the browser origins allowed to call the server (none: CORS
+        requests are refused).
+    :param max_body: the largest request body in bytes (larger: 413).
+    """
+    from plait_serve import ag_ui
+
+    if not isinstance(max_body, int) or isinstance(max_body, bool) or max_body < 1:
+        raise ConfigError(f"plait-serve: max_body: expected a positive int, got {max_body!r}")
+    origins = [cors_origins] if isinstance(cors_origins, str) else list(cors_origins)
+    if "*" in origins:
+        raise ConfigError(
+            "plait-serve: cors_origins: expected explicit origins such as "
+            "'https://app.example.com', got '*'"
+        )
+    server = Server(agent, RunLog(agent), load_keys(keys, keys_file=keys_file), max_body)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await server.runs.aclose()
+
+    middleware = [Middleware(AuthMiddleware, keys=server.keys, public=PUBLIC_PATHS)]
+    if origins:
+        middleware.insert(
+            0,
+            Middleware(
+                CORSMiddleware,
+                allow_origins=origins,
+                allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+                allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "X-Plait-Thread"],
+                expose_headers=["X-Plait-Thread"],
+            ),
+        )
+    application = Starlette(
+        routes=[*_routes(server), *ag_ui.routes(server)],
+        middleware=middleware,
+        exception_handlers={
+            ApiError: _api_error,
+            NotFound: _not_found,
+            Busy: _busy,
+            ResumeRefused: _refused,
+            HTTPException: _http,
+            Exception: _internal,
+        },
+        lifespan=lifespan,
+    )
+    application.state.server = server
+    return application

@@ -1,0 +1,137 @@
+"""Who may call the server: bearer API keys, each owning the threads it made.
+
+Keys come from ``PLAIT_SERVE_KEYS`` (separated by commas or whitespace) or a keys file
+(one per line, ``#`` comments). A key is never stored: a thread records the owner as a
+hash of its key. With no keys configured every caller is the one local owner, which
+``plait serve`` allows on a loopback address only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from plait.errors import ConfigError
+
+__all__ = [
+    "ENV_KEYS",
+    "LOCAL_OWNER",
+    "AuthMiddleware",
+    "is_loopback",
+    "key_id",
+    "load_keys",
+]
+
+ENV_KEYS = "PLAIT_SERVE_KEYS"
+LOCAL_OWNER = "local"
+"""The owner of every thread when no keys are configured."""
+MIN_KEY_LENGTH = 16
+
+
+def key_id(key: str) -> str:
+    """The owner id a thread records for ``key``: a hash, so the log never holds a key."""
+    return "key-" + hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def _split(text: str) -> list[str]:
+    return [part for part in text.replace(",", " ").split() if part]
+
+
+def load_keys(
+    keys: Iterable[str] | None = None,
+    *,
+    keys_file: str | os.PathLike[str] | None = None,
+    environ: dict[str, str] | None = None,
+) -> tuple[str, ...]:
+    """The API keys: ``keys`` if given, else those of ``keys_file`` and of
+    ``PLAIT_SERVE_KEYS``. A key shorter than 16 characters is a ``ConfigError``."""
+    env = os.environ if environ is None else environ
+    found: list[str] = []
+    if keys is not None:
+        if isinstance(keys, str):
+            raise ConfigError(f"plait-serve: keys: expected a list of API keys, got {keys!r}")
+        found.extend(keys)
+    else:
+        if keys_file is not None:
+            try:
+                text = Path(keys_file).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(
+                    f"plait-serve: keys file {os.fspath(keys_file)!r} cannot be read: "
+                    f"{exc.strerror or exc}"
+                ) from None
+            for line in text.splitlines():
+                found.extend(_split(line.split("#", 1)[0]))
+        found.extend(_split(env.get(ENV_KEYS, "")))
+    for key in found:
+        if not isinstance(key, str) or len(key) < MIN_KEY_LENGTH:
+            length = len(key) if isinstance(key, str) else type(key).__name__
+            raise ConfigError(
+                f"plait-serve: keys: expected API keys of at least {MIN_KEY_LENGTH} "
+                f"characters, got one of {length}"
+            )
+    return tuple(dict.fromkeys(found))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _error(status: int, code: str, message: str) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="plait"'))
+    return status, headers, body
+
+
+class AuthMiddleware:
+    """ASGI middleware: with keys configured, every request but ``public`` paths needs
+    ``Authorization: Bearer <key>`` (else 401); the caller's owner id is put in
+    ``scope["state"]["owner"]`` for the routes."""
+
+    def __init__(self, app: Any, *, keys: tuple[str, ...], public: frozenset[str]) -> None:
+        self.app = app
+        self._keys = [(key.encode(), key_id(key)) for key in keys]
+        self._public = public
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        owner = LOCAL_OWNER if not self._keys else self._owner(scope)
+        if owner is None and scope.get("path") not in self._public:
+            status, headers, body = _error(
+                401,
+                "unauthorized",
+                "expected 'Authorization: Bearer <key>' with a key this server accepts",
+            )
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        scope.setdefault("state", {})["owner"] = owner
+        await self.app(scope, receive, send)
+
+    def _owner(self, scope: dict[str, Any]) -> str | None:
+        header = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), b"")
+        scheme, _, token = bytes(header).partition(b" ")
+        if scheme.lower() != b"bearer" or not token.strip():
+            return None
+        token = token.strip()
+        owner = None
+        for key, ident in self._keys:  # compare with every key: no timing tells which
+            if hmac.compare_digest(token, key):
+                owner = ident
+        return owner

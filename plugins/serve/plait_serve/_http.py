@@ -1,0 +1,103 @@
+"""HTTP plumbing every protocol shares: one JSON error shape, bounded JSON bodies, the
+reconnect position, and server-sent events numbered by the run log."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+
+__all__ = [
+    "ApiError",
+    "error_response",
+    "read_json",
+    "since",
+    "sse",
+    "sse_event",
+]
+
+MAX_ID = 256
+"""The longest thread or run id accepted (characters)."""
+
+
+class ApiError(Exception):
+    """A request the server refuses: ``status`` (a 4xx), a short ``code`` and one sentence."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+async def read_json(request: Request, limit: int) -> dict[str, Any]:
+    """The request's body as a JSON object: 413 past ``limit`` bytes (read no further),
+    400 if it is not JSON, 422 if it is not an object."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise ApiError(413, "body_too_large", f"the request body exceeds {limit} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise ApiError(413, "body_too_large", f"the request body exceeds {limit} bytes")
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        raise ApiError(400, "invalid_json", f"the request body is not JSON: {detail}") from None
+    if not isinstance(data, dict):
+        raise ApiError(422, "invalid_request", f"expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def check_id(what: str, value: Any) -> str:
+    """``value`` as a thread or run id: a non-empty string of at most ``MAX_ID`` characters."""
+    if not isinstance(value, str) or not value or len(value) > MAX_ID:
+        shown = value if not isinstance(value, str) else f"a string of {len(value)} characters"
+        raise ApiError(
+            422,
+            "invalid_request",
+            f"{what}: expected a non-empty string of at most {MAX_ID} characters, got {shown!r}",
+        )
+    return value
+
+
+def since(request: Request) -> int:
+    """Where a reconnecting client resumes: the ``Last-Event-ID`` header or ``?since=``
+    (the number of the last event it received; 0 for all)."""
+    raw = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
+    if not raw.isdigit() or len(raw) > 18:
+        raise ApiError(
+            400,
+            "invalid_since",
+            f"Last-Event-ID / since: expected the number of the last event received, got {raw!r}",
+        )
+    return int(raw)
+
+
+def sse_event(
+    data: Mapping[str, Any] | str, *, seq: int | None = None, event: str | None = None
+) -> str:
+    """One server-sent event; ``seq`` (the run-log number) is its ``id``."""
+    text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    head = "" if seq is None else f"id: {seq}\n"
+    if event is not None:
+        head += f"event: {event}\n"
+    return f"{head}data: {text}\n\n"
+
+
+def sse(chunks: AsyncIterator[str]) -> StreamingResponse:
+    """A ``text/event-stream`` response of ``chunks``; proxies are asked not to buffer it."""
+    return StreamingResponse(
+        chunks,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,324 @@
+"""The run log: every run on a thread appends its events, numbered per thread, to the
+agent's checkpointer (``plait.checkpoint.EventLog``), and every protocol streams a
+projection of it.
+
+A run is a background task: the client that started it only follows its events, so a
+client that disconnects cancels nothing; it reconnects from the last number it saw and
+gets exactly the events after it, from the checkpointer and then live. While a run goes
+on, its events are kept in memory too and written to the checkpointer in batches, so a
+follower in this process gets each event as it happens and a slow disk never holds the
+run back. A follower of a run in another process (a second server on the same database)
+polls the checkpointer instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import attrs
+
+from plait import Agent
+from plait.checkpoint import RUN_LEASE, EventLog, MemoryCheckpointer
+from plait.errors import ConfigError, PlaitError, ThreadBusyError
+from plait.models.http import redact
+from plait_serve._events import END_TYPES, Recorder, jsonable
+from plait_serve._interrupts import pending_interrupts
+
+__all__ = ["Busy", "NotFound", "RunLog", "safe_error"]
+
+log = logging.getLogger("plait_serve")
+
+T = TypeVar("T")
+
+_MODES = ("messages", "updates", "custom")
+_BATCH = 256  # events per append to a database checkpointer
+_PAGE = 500  # events per read while catching up
+
+
+class NotFound(Exception):
+    """The thread does not exist for this caller (or belongs to another key): HTTP 404."""
+
+
+class Busy(Exception):
+    """A run is already going on in this thread: HTTP 409."""
+
+
+def safe_error(exc: BaseException) -> tuple[str, str]:
+    """``(message, code)`` for a failed run, fit for a client: a plait error's own words
+    with anything key-shaped removed; any other exception only by its type's name (its
+    text may hold internals), never a traceback."""
+    if isinstance(exc, PlaitError):
+        return redact(" ".join(str(exc).split())) or type(exc).__name__, type(exc).__name__
+    return f"the run failed with an internal error ({type(exc).__name__})", "internal_error"
+
+
+@attrs.define(eq=False)
+class _Live:
+    """A run going on in this process: its events so far (numbered ``first`` on), how
+    many of them the checkpointer holds, and the waiters for the next one."""
+
+    run_id: str
+    first: int
+    last: int
+    flushed: int
+    events: list[tuple[int, dict[str, Any]]] = attrs.field(factory=list)
+    changed: asyncio.Event = attrs.field(factory=asyncio.Event)
+    done: bool = False
+    task: asyncio.Task[None] | None = None
+    flushing: asyncio.Lock = attrs.field(factory=asyncio.Lock)
+    flush_task: asyncio.Task[None] | None = None
+
+    def notify(self) -> None:
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+
+
+class RunLog:
+    """Runs ``agent`` in background tasks and records their events; see the module doc.
+
+    :param agent: the served agent; its checkpointer must be an ``EventLog`` (every
+        built-in one is).
+    """
+
+    def __init__(self, agent: Agent) -> None:
+        checkpointer = agent.checkpointer
+        if checkpointer is None or not isinstance(checkpointer, EventLog):
+            got = "no checkpointer" if checkpointer is None else type(checkpointer).__name__
+            raise ConfigError(
+                "plait-serve: agent checkpointer: expected a checkpointer that keeps a run "
+                "log ('memory', 'sqlite:///agent.db', 'postgresql://...'), got " + got
+            )
+        self.agent = agent
+        self.log: EventLog = checkpointer
+        # The memory checkpointer answers in microseconds: call it inline, not in a thread.
+        self._inline = isinstance(checkpointer, MemoryCheckpointer)
+        self._live: dict[str, _Live] = {}
+        self._starting = asyncio.Lock()
+
+    async def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``func(*args, **kwargs)`` without blocking the event loop."""
+        if self._inline:
+            return func(*args, **kwargs)
+        return await asyncio.to_thread(func, *args, **kwargs)
+
+    # -- owners ----------------------------------------------------------------------------
+
+    async def owner(self, thread_id: str) -> str | None:
+        """The key id owning ``thread_id`` (its first event), or ``None``."""
+        first = await self.call(self.log.read_events, thread_id, after=0, limit=1)
+        if first and first[0][1].get("type") == "thread":
+            owner = first[0][1].get("owner")
+            return owner if isinstance(owner, str) else None
+        return None
+
+    async def require(self, thread_id: str, owner: str) -> None:
+        """``NotFound`` unless ``owner`` owns ``thread_id``."""
+        if await self.owner(thread_id) != owner:
+            raise NotFound(thread_id)
+
+    async def _new_thread(self, thread_id: str, owner: str, *, adopt: bool) -> bool:
+        """Whether ``thread_id`` is new (``owner`` may claim it); ``NotFound`` if another
+        owner has it. A thread with state but no run log (made outside the server) is
+        ``owner``'s to take only if ``adopt`` (no keys are configured)."""
+        current = await self.owner(thread_id)
+        if current is not None:
+            if current != owner:
+                raise NotFound(thread_id)
+            return False
+        if await self.call(self.log.last_event, thread_id) > 0:
+            raise NotFound(thread_id)  # a log without an owner record: not ours to take
+        checkpointer = self.agent.checkpointer
+        assert checkpointer is not None
+        if not adopt and await self.call(checkpointer.step, thread_id) > 0:
+            raise NotFound(thread_id)
+        return True
+
+    async def _claim(self, thread_id: str, owner: str) -> None:
+        record = {"type": "thread", "owner": owner, "created": time.time()}
+        try:
+            await self.call(self.log.append_events, thread_id, [record], after=0)
+        except ThreadBusyError:  # another server process claimed it first
+            if await self.owner(thread_id) != owner:
+                raise NotFound(thread_id) from None
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def running(self, thread_id: str) -> str | None:
+        """The id of the run going on in ``thread_id`` in this process, if any."""
+        live = self._live.get(thread_id)
+        return None if live is None or live.done else live.run_id
+
+    async def start(
+        self,
+        thread_id: str,
+        prepare: Callable[[], Awaitable[Any]],
+        *,
+        run_id: str,
+        owner: str,
+        adopt: bool,
+    ) -> int:
+        """Start a run on ``thread_id`` for ``owner`` in the background; returns the
+        number of its first event. ``NotFound`` if another owner has the thread, ``Busy``
+        if a run is going on there. ``prepare()`` returns the run's input; it runs only
+        then, so what it checks (a pending interrupt) cannot change before the run
+        starts, and whatever it raises starts nothing and claims no thread."""
+        async with self._starting:
+            new = await self._new_thread(thread_id, owner, adopt=adopt)
+            if self.running(thread_id) is not None:
+                raise Busy(thread_id)
+            input = await prepare()
+            if new:
+                await self._claim(thread_id, owner)
+            last = await self.call(self.log.last_event, thread_id)
+            live = _Live(run_id, first=last + 1, last=last, flushed=last)
+            self._live[thread_id] = live
+        self._emit(thread_id, live, {"type": "run_started", "run_id": run_id})
+        live.task = asyncio.create_task(self._run(thread_id, live, input))
+        return live.first
+
+    async def cancel(self, thread_id: str) -> bool:
+        """Cancel the run going on in ``thread_id`` (its log ends with a ``cancelled``
+        ``run_finished``); ``False`` if none was."""
+        live = self._live.get(thread_id)
+        if live is None or live.done or live.task is None:
+            return False
+        live.task.cancel()
+        return True
+
+    async def _run(self, thread_id: str, live: _Live, input: Any) -> None:
+        recorder = Recorder()
+        stream = None
+        try:
+            state = await self.call(self.agent.get_state, thread_id)
+            values = {k: v for k, v in state.items() if k != "messages"}
+            self._emit(thread_id, live, {"type": "state_snapshot", "values": jsonable(values)})
+            stream = self.agent.astream(input, mode=_MODES, thread_id=thread_id)
+            async for event in stream:
+                for record in recorder.translate(event):
+                    self._emit(thread_id, live, record)
+            for record in recorder.finish():
+                self._emit(thread_id, live, record)
+            result = stream.result
+            assert result is not None
+            end: dict[str, Any] = {"type": "run_finished", "run_id": live.run_id}
+            if result.interrupts:
+                pending = await self.call(pending_interrupts, self.agent, thread_id)
+                end |= {"status": "interrupted", "interrupts": [p.to_json() for p in pending]}
+            else:
+                end |= {"status": "success", "text": result.text}
+            self._emit(thread_id, live, jsonable(end))
+        except asyncio.CancelledError:
+            if stream is not None:
+                await stream.aclose()
+            for record in recorder.finish():
+                self._emit(thread_id, live, record)
+            end = {"type": "run_finished", "run_id": live.run_id, "status": "cancelled"}
+            self._emit(thread_id, live, end)
+        except Exception as exc:
+            message, code = safe_error(exc)
+            if code == "internal_error":
+                log.exception("run %s on thread %s failed", live.run_id, thread_id)
+            error = {"type": "run_error", "run_id": live.run_id, "message": message, "code": code}
+            self._emit(thread_id, live, error)
+        finally:
+            with contextlib.suppress(Exception):
+                await self._flush(thread_id, live)
+            live.done = True
+            live.notify()
+            if self._live.get(thread_id) is live:
+                del self._live[thread_id]
+
+    def _emit(self, thread_id: str, live: _Live, event: dict[str, Any]) -> None:
+        live.last += 1
+        live.events.append((live.last, event))
+        live.notify()
+        if self._inline:
+            self.log.append_events(thread_id, [event], after=live.last - 1)
+            live.flushed = live.last
+        elif live.flush_task is None or live.flush_task.done():
+            live.flush_task = asyncio.create_task(self._flush(thread_id, live))
+
+    async def _flush(self, thread_id: str, live: _Live) -> None:
+        """Write the events the checkpointer does not hold yet, in order, in batches."""
+        async with live.flushing:
+            while live.flushed < live.last:
+                start = live.flushed - live.first + 1
+                batch = [event for _, event in live.events[start : start + _BATCH]]
+                try:
+                    await self.call(self.log.append_events, thread_id, batch, after=live.flushed)
+                except Exception:
+                    log.exception("could not write the run log of thread %s", thread_id)
+                    raise
+                live.flushed += len(batch)
+
+    # -- followers -------------------------------------------------------------------------
+
+    async def follow(
+        self, thread_id: str, after: int, *, one_run: bool = True
+    ) -> AsyncIterator[tuple[int, dict[str, Any]]]:
+        """The thread's events numbered above ``after``, as they happen: from the
+        checkpointer, then from the run going on (if any). With ``one_run``, it ends
+        after the first run's end event; otherwise when the log has nothing newer and
+        no run goes on."""
+        cursor = after
+        idle_since = time.monotonic()
+        while True:
+            live = self._live.get(thread_id)
+            if live is not None and cursor >= live.first - 1:
+                waiter = live.changed
+                index = cursor - (live.first - 1)
+                while index < len(live.events):
+                    seq, event = live.events[index]
+                    index += 1
+                    cursor = seq
+                    yield seq, event
+                    if one_run and event.get("type") in END_TYPES:
+                        return
+                if live.done:
+                    if self._live.get(thread_id) is live:
+                        return
+                    continue
+                await waiter.wait()
+                continue
+            limit = _PAGE
+            if live is not None:
+                limit = min(limit, live.first - 1 - cursor)
+            rows = await self.call(self.log.read_events, thread_id, after=cursor, limit=limit)
+            for seq, event in rows:
+                cursor = seq
+                if event.get("type") == "thread":
+                    continue
+                yield seq, event
+                if one_run and event.get("type") in END_TYPES:
+                    return
+            if rows:
+                idle_since = time.monotonic()
+                continue
+            if self._live.get(thread_id) is not None:
+                continue
+            if not one_run or await self._settled(thread_id, cursor):
+                return
+            # A run in another process (another server on the same database) may still
+            # be writing: poll, until it ends or has been silent as long as a run lease.
+            if time.monotonic() - idle_since > RUN_LEASE:
+                return
+            await asyncio.sleep(0.2)
+
+    async def _settled(self, thread_id: str, cursor: int) -> bool:
+        """Whether the log up to ``cursor`` ends with a finished run (or is empty)."""
+        if cursor == 0:
+            return True
+        last = await self.call(self.log.read_events, thread_id, after=cursor - 1, limit=1)
+        return not last or last[0][1].get("type") in END_TYPES | {"thread"}
+
+    async def aclose(self) -> None:
+        """Cancel every run going on and wait for their logs to be written."""
+        tasks = [live.task for live in self._live.values() if live.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,111 @@
+"""The ``plait serve`` command (entry point in ``plait.commands``); light on purpose:
+``plait`` loads this module on every invocation, Starlette and uvicorn only when the
+command runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import IO, Any
+
+_ENV = "PLAIT_SERVE_ARGS"  # how --reload hands the options to the app factory
+
+
+def serve_command(sub: Any) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="serve an agent file over HTTP (AG-UI, OpenAI-compatible)",
+        description=(
+            "Serve an agent file over HTTP. Off loopback it needs API keys "
+            "(PLAIT_SERVE_KEYS or --keys-file); with keys, every request needs "
+            "'Authorization: Bearer <key>'."
+        ),
+    )
+    parser.add_argument("agent", metavar="AGENT.toml", help="the agent file")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--model", metavar="ID", help="use this model id instead of the file's")
+    parser.add_argument("--keys-file", metavar="PATH", help="API keys, one per line")
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed to call the server (repeatable; none by default)",
+    )
+    parser.add_argument(
+        "--reload", action="store_true", help="restart when the agent file or its tools change"
+    )
+    parser.set_defaults(func=_run)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "agent": str(Path(args.agent).resolve()),
+        "model": args.model,
+        "keys_file": args.keys_file,
+        "cors_origins": list(args.cors_origin),
+    }
+
+
+def build(options: dict[str, Any]) -> Any:
+    """The app for ``options`` (what ``_options`` made)."""
+    from plait.agentfile import load_agent
+    from plait_serve import app
+
+    overrides = {"model": options["model"]} if options.get("model") else {}
+    agent = load_agent(options["agent"], **overrides)
+    return app(agent, keys_file=options.get("keys_file"), cors_origins=options["cors_origins"])
+
+
+def reload_factory() -> Any:
+    """The app factory uvicorn's reloader imports in each fresh process."""
+    import json
+
+    return build(json.loads(os.environ[_ENV]))
+
+
+def _run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    import json
+
+    import uvicorn
+
+    from plait.errors import PlaitError
+    from plait_serve._auth import is_loopback, load_keys
+
+    options = _options(args)
+    try:
+        keys = load_keys(keys_file=args.keys_file)
+        if not keys and not is_loopback(args.host):
+            err.write(
+                f"plait serve: error: refusing to serve on {args.host} without API keys: set "
+                "PLAIT_SERVE_KEYS or pass --keys-file (each key owns the threads it makes)\n"
+            )
+            return 2
+        application = None if args.reload else build(options)
+    except PlaitError as exc:
+        err.write(f"plait serve: error: {' '.join(str(exc).split())}\n")
+        return 1
+    err.write(
+        f"plait serve: {args.agent} on http://{args.host}:{args.port} "
+        f"(AG-UI POST /ag-ui; {'API keys required' if keys else 'no keys: loopback only'})\n"
+    )
+    err.flush()
+    if args.reload:
+        os.environ[_ENV] = json.dumps(options)
+        folder = str(Path(options["agent"]).parent)
+        uvicorn.run(
+            "plait_serve.command:reload_factory",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            reload=True,
+            reload_dirs=[folder],
+            reload_includes=["*.py", "*.toml"],
+            log_level="warning",
+        )
+    else:
+        assert application is not None
+        uvicorn.run(application, host=args.host, port=args.port, log_level="warning")
+    return 0

@@ -1,0 +1,356 @@
+"""Nothing is served without its guards: bearer keys (on loopback too once configured),
+threads owned by the key that made them, CORS closed unless origins are listed, bounded
+bodies, JSON errors that carry no stack trace or provider key, and ``plait serve``
+refusing to listen off loopback without keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from serve_helpers import SUPPORT, Served, approve, post_sse, run_input
+
+import plait
+import plait_serve
+from plait.errors import ConfigError, ProviderError
+
+ALICE = "alice-key-0123456789abcdef"
+BOB = "bob-key-0123456789abcdef"
+
+
+def error_of(response: httpx.Response) -> dict[str, str]:
+    """The one JSON error a 4xx carries (and nothing a client should not see)."""
+    assert 400 <= response.status_code < 500, (response.status_code, response.text)
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}
+    message = body["error"]["message"]
+    assert message and "\n" not in message and "Traceback" not in message
+    return dict(body["error"])
+
+
+def test_with_keys_every_request_needs_one_on_loopback_too(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    served = serve(support, keys=[ALICE])
+    with served.client() as anonymous, served.client("wrong-key-0123456789abc") as wrong:
+        for client in (anonymous, wrong):
+            response = client.post("/ag-ui", json=run_input("t", "r", "hi"))
+            assert response.status_code == 401
+            assert response.headers["www-authenticate"].startswith("Bearer")
+            assert error_of(response)["code"] == "unauthorized"
+        assert anonymous.get("/healthz").json() == {"ok": True, "agent": support.name}
+    with served.client(ALICE) as alice:
+        events = post_sse(alice, "/ag-ui", run_input("t", "r", "Where is order 2077?"))
+    assert events[-1][1]["type"] == "RUN_FINISHED"
+
+
+def test_a_key_cannot_see_resume_follow_or_cancel_another_keys_thread(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    served = serve(support, keys=[ALICE, BOB])
+    with served.client(ALICE) as alice, served.client(BOB) as bob:
+        events = post_sse(alice, "/ag-ui", run_input("alices", "r1", "Refund order 1042."))
+        interrupt = events[-1][1]["outcome"]["interrupts"][0]
+        before = support.get_state("alices")
+        attempts = [
+            bob.post("/ag-ui", json=run_input("alices", "r2", resume=approve(interrupt["id"]))),
+            bob.post("/ag-ui", json=run_input("alices", "r3", "Refund order 2077 too.")),
+            bob.get("/ag-ui/threads/alices/stream?since=0"),
+            bob.get("/plait/threads/alices/events"),
+            bob.post("/plait/threads/alices/cancel"),
+        ]
+        for response in attempts:
+            assert response.status_code == 404
+            assert error_of(response) == {
+                "code": "not_found",
+                "message": "thread 'alices' not found",
+            }
+        # The owner still can.
+        resumed = post_sse(
+            alice, "/ag-ui", run_input("alices", "r2", resume=approve(interrupt["id"]))
+        )
+    assert support.get_state("alices") != before
+    assert resumed[-1][1]["result"] == "Refunded 25.00 EUR for order 1042."
+
+
+def test_a_thread_made_outside_the_server_is_not_served_to_a_key(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    support.invoke("Where is order 2077?", thread_id="local-only")
+    with serve(support, keys=[ALICE]).client(ALICE) as alice:
+        response = alice.post("/ag-ui", json=run_input("local-only", "r1", "And 1042?"))
+    assert response.status_code == 404
+
+
+def test_cors_is_closed_unless_origins_are_listed(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    preflight = {
+        "Origin": "https://app.example.com",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization,content-type",
+    }
+    with serve(support).client() as closed:
+        response = closed.options("/ag-ui", headers=preflight)
+        assert "access-control-allow-origin" not in response.headers
+        error_of(response)
+    listed = serve(plait_serve_agent(), cors_origins=["https://app.example.com"])
+    with listed.client() as client:
+        allowed = client.options("/ag-ui", headers=preflight)
+        other = client.options("/ag-ui", headers={**preflight, "Origin": "https://evil.example"})
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == "https://app.example.com"
+    assert "access-control-allow-origin" not in other.headers
+    with pytest.raises(ConfigError, match="expected explicit origins"):
+        plait_serve.app(plait_serve_agent(), cors_origins=["*"])
+
+
+def plait_serve_agent() -> plait.Agent:
+    from plait.agentfile import load_agent
+
+    return load_agent(SUPPORT)
+
+
+def test_keys_are_checked_when_the_app_is_built(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError, match="expected API keys of at least 16 characters, got one of 5"
+    ):
+        plait_serve.app(plait_serve_agent(), keys=["short"])
+    keys = tmp_path / "keys"
+    keys.write_text(f"# the team's keys\n{ALICE}\n\n{BOB}  # bob\n")
+    assert plait_serve.load_keys(keys_file=keys, environ={}) == (ALICE, BOB)
+    assert plait_serve.load_keys(environ={"PLAIT_SERVE_KEYS": f"{ALICE}, {BOB}"}) == (ALICE, BOB)
+    with pytest.raises(ConfigError, match=r"keys file .* cannot be read"):
+        plait_serve.load_keys(keys_file=tmp_path / "missing", environ={})
+
+
+def test_a_failed_run_reports_no_stack_trace_and_no_provider_key(
+    serve: Callable[..., Served],
+) -> None:
+    def leaky(messages: Any, tools: Any) -> Any:
+        raise ProviderError(
+            "Incorrect API key provided: sk-proj-abcdef1234567890XYZ", status_code=401
+        )
+
+    def crash(messages: Any, tools: Any) -> Any:
+        raise RuntimeError("internal detail /srv/app/secret.py line 3")
+
+    for script, message, code in [
+        (leaky, "Incorrect API key provided: [REDACTED]", "ProviderError"),
+        (crash, "the run failed with an internal error (RuntimeError)", "internal_error"),
+    ]:
+        agent = plait.create_agent(plait.ScriptedChatModel([script]), checkpointer="memory")
+        with serve(agent).client() as client:
+            events = post_sse(client, "/ag-ui", run_input("e", "r1", "hi"))
+        error = events[-1][1]
+        assert error["type"] == "RUN_ERROR"
+        assert error["message"] == message and error["code"] == code
+
+
+# -- 200 malformed requests -----------------------------------------------------------------
+
+
+def malformed(rng: random.Random, max_body: int) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(method, path, httpx request kwargs)`` for 200 requests a server must refuse."""
+    alice = {"Authorization": f"Bearer {ALICE}"}
+    bob = {"Authorization": f"Bearer {BOB}"}
+    raw = {**alice, "Content-Type": "application/json"}
+    bad_json = [b"{", b"nul", b"\xff\xfe{}", b'{"threadId": "x",}', b"[" * 100_000, b""]
+    wrong_types: list[Any] = [
+        [],
+        "a string",
+        42,
+        None,
+        {"threadId": 7, "runId": "r", "messages": []},
+        {"threadId": "owned", "runId": "r", "messages": "hi"},
+        {"threadId": "owned", "messages": []},
+        {"threadId": "owned", "runId": "r", "messages": [{"role": "user"}]},
+        {
+            "threadId": "owned",
+            "runId": "r",
+            "messages": [{"id": "u", "role": "wizard", "content": "x"}],
+        },
+        {"threadId": "", "runId": "r", "messages": [{"id": "u", "role": "user", "content": "x"}]},
+        {"threadId": "x" * 300, "runId": "r", "messages": []},
+        {"threadId": "owned", "runId": "r", "messages": [], "resume": "yes"},
+        {"threadId": "owned", "runId": "r", "messages": []},  # nothing new to run
+        {
+            "threadId": "owned",
+            "runId": "r",
+            "messages": [],
+            "resume": [{"interruptId": "nope", "status": "resolved"}],
+        },
+    ]
+    requests: list[tuple[str, str, dict[str, Any]]] = []
+    for index in range(200):
+        kind = index % 10
+        if kind == 0:
+            requests.append(("POST", "/ag-ui", {"content": rng.choice(bad_json), "headers": raw}))
+        elif kind in (1, 2):
+            requests.append(("POST", "/ag-ui", {"json": rng.choice(wrong_types), "headers": alice}))
+        elif kind == 3:
+            thread = f"unknown-{rng.randrange(10**6)}"
+            path = rng.choice(
+                [f"/ag-ui/threads/{thread}/stream", f"/plait/threads/{thread}/events"]
+            )
+            requests.append(("GET", path, {"headers": alice}))
+        elif kind == 4:
+            requests.append(("POST", f"/plait/threads/unknown-{index}/cancel", {"headers": alice}))
+        elif kind == 5:
+            size = max_body + 1 + rng.randrange(1000)
+            requests.append(
+                ("POST", "/ag-ui", {"content": b"{" + b" " * size + b"}", "headers": raw})
+            )
+        elif kind == 6:
+            key = rng.choice(["", "Bearer", f"Bearer {ALICE}x", f"Basic {ALICE}", "Bearer wrong"])
+            headers = {"Authorization": key} if key else {}
+            body = run_input("owned", "r", "Refund order 2077.")
+            requests.append(("POST", "/ag-ui", {"json": body, "headers": headers}))
+        elif kind == 7:
+            body = run_input("owned", "r9", resume=approve("whatever"))
+            requests.append(("POST", "/ag-ui", {"json": body, "headers": bob}))
+        elif kind == 8:
+            since = rng.choice(["-1", "abc", "1.5", "9" * 30])
+            requests.append(
+                (
+                    "GET",
+                    "/ag-ui/threads/owned/stream",
+                    {"headers": {**alice, "Last-Event-ID": since}},
+                )
+            )
+        else:
+            requests.append(
+                rng.choice(
+                    [
+                        ("GET", "/ag-ui", {"headers": alice}),
+                        ("DELETE", "/ag-ui", {"headers": alice}),
+                        ("GET", "/no/such/path", {"headers": alice}),
+                        (
+                            "POST",
+                            "/ag-ui",
+                            {
+                                "json": run_input(
+                                    "owned",
+                                    "r",
+                                    resume=approve("x", {"type": "approve", "approved": True}),
+                                ),
+                                "headers": alice,
+                            },
+                        ),
+                    ]
+                )
+            )
+    return requests
+
+
+def snapshot(agent: plait.Agent) -> dict[str, Any]:
+    log = agent.checkpointer
+    assert log is not None
+    return {
+        thread: (agent.get_state(thread), log.last_event(thread))  # type: ignore[attr-defined]
+        for thread in agent.list_threads()
+    } | {"threads": agent.list_threads()}
+
+
+def test_200_malformed_requests_get_one_clear_4xx_each_and_change_no_thread(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    max_body = 20_000
+    served = serve(support, keys=[ALICE, BOB], max_body=max_body)
+    with served.client(ALICE) as alice:
+        post_sse(alice, "/ag-ui", run_input("owned", "r1", "Refund order 1042."))
+    before = snapshot(support)
+    requests = malformed(random.Random(31), max_body)
+    statuses: dict[int, int] = {}
+    with httpx.Client(base_url=served.url, timeout=20) as client:
+        for method, path, kwargs in requests:
+            response = client.request(method, path, **kwargs)
+            error = error_of(response)
+            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+            assert error["code"] in {
+                "invalid_json",
+                "invalid_request",
+                "not_found",
+                "body_too_large",
+                "unauthorized",
+                "invalid_since",
+                "method_not_allowed",
+                "resume_refused",
+            }, error
+    assert len(requests) == 200
+    assert set(statuses) >= {400, 401, 404, 405, 409, 413, 422}
+    assert snapshot(support) == before
+
+
+# -- plait serve ----------------------------------------------------------------------------
+
+
+def plait_serve_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "plait", "serve", str(SUPPORT), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_plait_serve_refuses_to_listen_off_loopback_without_keys() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PLAIT_SERVE_KEYS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "plait", "serve", str(SUPPORT), "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "plait serve: error: refusing to serve on 0.0.0.0 without API keys: set "
+        "PLAIT_SERVE_KEYS or pass --keys-file (each key owns the threads it makes)\n"
+    )
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_plait_serve_serves_the_agent_file_with_keys_from_the_environment() -> None:
+    port = free_port()
+    process = plait_serve_process("--port", str(port), env={"PLAIT_SERVE_KEYS": ALICE})
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{url}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, process.communicate()[1]
+                assert time.monotonic() < deadline, "plait serve did not start"
+                time.sleep(0.1)
+        with httpx.Client(base_url=url, timeout=20) as client:
+            assert client.post("/ag-ui", json=run_input("t", "r", "hi")).status_code == 401
+            client.headers["Authorization"] = f"Bearer {ALICE}"
+            events = post_sse(client, "/ag-ui", run_input("t", "r", "Refund order 1042."))
+        assert events[-1][1]["outcome"]["type"] == "interrupt"
+        assert json.dumps(events).count("issue_refund") >= 1
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=20)
+    assert "API keys required" in err and ALICE not in err
