@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -25,6 +26,7 @@ import attrs
 from plait import Agent
 from plait.checkpoint import RUN_LEASE, EventLog, MemoryCheckpointer
 from plait.errors import ConfigError, PlaitError, ThreadBusyError
+from plait.models import openai as _openai  # noqa: F401  (declares OpenAI's key shapes)
 from plait.models.http import redact
 from plait_serve._events import END_TYPES, Recorder, jsonable
 from plait_serve._interrupts import pending_interrupts
@@ -48,12 +50,21 @@ class Busy(Exception):
     """A run is already going on in this thread: HTTP 409."""
 
 
+def _secrets() -> list[str]:
+    """The values of this process's secret-looking environment variables (API keys,
+    tokens, plait-serve's own keys), never to be shown to a client."""
+    marks = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+    return [v for k, v in os.environ.items() if any(m in k.upper() for m in marks) and len(v) >= 8]
+
+
 def safe_error(exc: BaseException) -> tuple[str, str]:
     """``(message, code)`` for a failed run, fit for a client: a plait error's own words
-    with anything key-shaped removed; any other exception only by its type's name (its
-    text may hold internals), never a traceback."""
+    without any secret of the environment or anything shaped like a provider's key; any
+    other exception only by its type's name (its text may hold internals), never a
+    traceback."""
     if isinstance(exc, PlaitError):
-        return redact(" ".join(str(exc).split())) or type(exc).__name__, type(exc).__name__
+        text = redact(" ".join(str(exc).split()), _secrets())
+        return text or type(exc).__name__, type(exc).__name__
     return f"the run failed with an internal error ({type(exc).__name__})", "internal_error"
 
 

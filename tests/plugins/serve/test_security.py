@@ -135,8 +135,13 @@ def test_keys_are_checked_when_the_app_is_built(tmp_path: Path) -> None:
 
 
 def test_a_failed_run_reports_no_stack_trace_and_no_provider_key(
-    serve: Callable[..., Served],
+    serve: Callable[..., Served], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("ACME_LLM_API_KEY", "acme-secret-value-42")
+
+    def echoed(messages: Any, tools: Any) -> Any:
+        raise ProviderError("bad key acme-secret-value-42 for acme", status_code=401)
+
     def leaky(messages: Any, tools: Any) -> Any:
         raise ProviderError(
             "Incorrect API key provided: sk-proj-abcdef1234567890XYZ", status_code=401
@@ -148,6 +153,7 @@ def test_a_failed_run_reports_no_stack_trace_and_no_provider_key(
     for script, message, code in [
         (leaky, "Incorrect API key provided: [REDACTED]", "ProviderError"),
         (crash, "the run failed with an internal error (RuntimeError)", "internal_error"),
+        (echoed, "bad key [REDACTED] for acme", "ProviderError"),
     ]:
         agent = plait.create_agent(plait.ScriptedChatModel([script]), checkpointer="memory")
         with serve(agent).client() as client:
