@@ -278,19 +278,26 @@ class _DiskFiles(FileOps):
             return None
 
     def _file_fd(self, path: str) -> int | None:
-        """A read descriptor of the regular file at ``path``, or ``None`` if there is none."""
+        """A read descriptor of the regular file at ``path``, or ``None`` if there is none.
+
+        Anything else there (a named pipe, a device, a socket) is refused before it is
+        opened: opening a FIFO for reading waits for a writer, forever, and opening a
+        device can act on it. The open itself is non-blocking and checked again with
+        ``fstat``, for what is swapped in between."""
+        status = self._stat(path)
+        if status is not None:
+            if stat.S_ISDIR(status.st_mode):
+                return None
+            _refuse_special(path, status.st_mode)
         try:
-            fd = self._open(path, os.O_RDONLY, "read")
+            fd = self._open(path, os.O_RDONLY | os.O_NONBLOCK, "read")
         except BackendError as error:
             if str(error).endswith(" not found") or "is a directory" in str(error):
                 return None
             if "a part of it is a file" in str(error):
                 return None
             raise
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            return None
-        return fd
+        return _regular(fd, path)
 
     # -- the primitives ------------------------------------------------------------------
 
@@ -308,8 +315,14 @@ class _DiskFiles(FileOps):
         }
 
     def _save(self, path: str, data: dict[str, Any]) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        fd = self._open(path, flags, "write")
+        status = self._stat(path)
+        if status is not None:
+            _refuse_special(path, status.st_mode)
+        # Non-blocking: a FIFO swapped in would otherwise wait for a reader.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK
+        fd = _regular(self._open(path, flags, "write"), path)
+        if fd is None:  # pragma: no cover - opening a directory for writing fails first
+            raise BackendError(f"Error: {path} is a directory")
         with _host_errors(path, "write"), os.fdopen(fd, "wb") as handle:
             handle.write(str(data["content"]).encode())
 
@@ -430,6 +443,40 @@ class _DiskFiles(FileOps):
                     raise BackendError(f"Error: {new_norm} already exists")
                 os.rename(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
         return WriteResult(new_norm)
+
+
+_SPECIAL = {
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _refuse_special(path: str, mode: int) -> None:
+    """Refuse what is neither a regular file nor a directory, naming what it is."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = _SPECIAL.get(stat.S_IFMT(mode), "a special file")
+    raise BackendError(
+        f"Error: {path} is {kind}, not a regular file: it cannot be read, written or edited"
+    )
+
+
+def _regular(fd: int, path: str) -> int | None:
+    """``fd`` made blocking again if it is a regular file; else closed, and ``None`` for a
+    directory, refused for anything else."""
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            os.set_blocking(fd, True)
+            return fd
+        _refuse_special(path, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
+    return None
 
 
 def _lines(text: io.TextIOWrapper) -> Iterator[str]:
