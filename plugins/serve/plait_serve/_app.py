@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -25,11 +25,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from plait import Agent
+from plait import Agent, Command
 from plait.errors import ConfigError
+from plait.messages import AnyMessage
 from plait_serve._auth import LOCAL_OWNER, AuthMiddleware, load_keys
 from plait_serve._http import ApiError, check_id, error_response, since, sse, sse_event
-from plait_serve._interrupts import ResumeRefused
+from plait_serve._interrupts import ResumeRefused, check_resume, pending_interrupts
 from plait_serve._runlog import Busy, NotFound, RunLog
 
 __all__ = ["MAX_BODY", "Server", "app"]
@@ -73,6 +74,36 @@ class Server:
         return await self.runs.start(
             thread_id, prepare, run_id=run_id, owner=self.owner(request), adopt=self.adopt
         )
+
+    async def run_input(
+        self,
+        thread_id: str,
+        *,
+        answers: Mapping[str | None, Any] | None,
+        new_messages: Callable[[Sequence[AnyMessage]], list[AnyMessage]],
+    ) -> Any:
+        """A run's input, for a ``prepare`` function: ``Command(resume=...)`` for
+        ``answers`` (``{interrupt_id or None: answer}``) checked against the thread's
+        pending interrupts, else the messages ``new_messages(thread's messages)`` gives —
+        refused while the thread is paused (answer it first) or when there are none."""
+        pending = await self.runs.call(pending_interrupts, self.agent, thread_id)
+        if answers is not None:
+            return Command(resume=check_resume(thread_id, pending, answers))
+        if pending:
+            ids = ", ".join(p.id for p in pending)
+            raise ResumeRefused(
+                f"thread {thread_id!r} is paused at interrupt(s) {ids}: answer them with "
+                "a resume before sending new messages"
+            )
+        state = await self.runs.call(self.agent.get_state, thread_id)
+        messages = new_messages(state["messages"])
+        if not messages:
+            raise ApiError(
+                422,
+                "invalid_request",
+                "expected a user message the thread does not hold yet (or a resume), got none",
+            )
+        return messages
 
     async def require(self, request: Request, thread_id: Any) -> str:
         """``thread_id`` if the caller owns it, else 404 (never a hint it exists)."""
@@ -148,8 +179,8 @@ def app(
     cors_origins: Iterable[str] = (),
     max_body: int = MAX_BODY,
 ) -> Starlette:
-    """The ASGI app serving ``agent``: AG-UI at ``/ag-ui``, the run log at
-    ``/plait/threads/{id}/events``.
+    """The ASGI app serving ``agent``: AG-UI at ``/ag-ui``, an OpenAI-compatible API at
+    ``/v1`` (chat completions, responses), the run log at ``/plait/threads/{id}/events``.
 
     :param keys: the API keys callers present as ``Authorization: Bearer``; by default
         those of ``keys_file`` and of ``PLAIT_SERVE_KEYS``. With none, every caller is
@@ -159,7 +190,7 @@ def app(
         requests are refused).
     :param max_body: the largest request body in bytes (larger: 413).
     """
-    from plait_serve import ag_ui
+    from plait_serve import ag_ui, openai_compat
 
     if not isinstance(max_body, int) or isinstance(max_body, bool) or max_body < 1:
         raise ConfigError(f"plait-serve: max_body: expected a positive int, got {max_body!r}")
@@ -191,7 +222,7 @@ def app(
             ),
         )
     application = Starlette(
-        routes=[*_routes(server), *ag_ui.routes(server)],
+        routes=[*_routes(server), *ag_ui.routes(server), *openai_compat.routes(server)],
         middleware=middleware,
         exception_handlers={
             ApiError: _api_error,

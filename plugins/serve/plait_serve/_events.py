@@ -13,9 +13,10 @@ Each event is a JSON object with a ``type``:
 - ``tool_result`` ``{message_id, tool_call_id, name, content, status}``.
 - ``state`` ``{values}``: state keys a step wrote.
 - ``custom`` ``{value}``: what a hook or tool wrote with ``runtime.stream_writer``.
-- ``run_finished`` ``{run_id, status, text, interrupts}``: ``status`` is ``success``,
-  ``interrupted`` (``interrupts`` lists each pending interrupt with the tool calls it
-  reviews and the decisions each allows) or ``cancelled``.
+- ``run_finished`` ``{run_id, status, text, interrupts, usage}``: ``status`` is
+  ``success``, ``interrupted`` (``interrupts`` lists each pending interrupt with the tool
+  calls it reviews and the decisions each allows) or ``cancelled``; ``usage`` counts the
+  run's ``input_tokens`` and ``output_tokens``.
 - ``run_error`` ``{run_id, message, code}``.
 """
 

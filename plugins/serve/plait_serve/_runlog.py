@@ -216,7 +216,11 @@ class RunLog:
                 self._emit(thread_id, live, record)
             result = stream.result
             assert result is not None
-            end: dict[str, Any] = {"type": "run_finished", "run_id": live.run_id}
+            usage = {
+                "input_tokens": result.usage.input_tokens,
+                "output_tokens": result.usage.output_tokens,
+            }
+            end: dict[str, Any] = {"type": "run_finished", "run_id": live.run_id, "usage": usage}
             if result.interrupts:
                 pending = await self.call(pending_interrupts, self.agent, thread_id)
                 end |= {"status": "interrupted", "interrupts": [p.to_json() for p in pending]}

@@ -12,7 +12,7 @@ interrupt before anything runs.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from ag_ui.core import (
@@ -39,11 +39,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from plait import Command
-from plait.messages import HumanMessage
+from plait.messages import AnyMessage, HumanMessage
 from plait_serve._app import Server
 from plait_serve._http import ApiError, check_id, read_json, since, sse, sse_event
-from plait_serve._interrupts import ResumeRefused, check_resume, pending_interrupts
+from plait_serve._interrupts import pending_interrupts
 
 __all__ = ["project", "routes"]
 
@@ -180,35 +179,25 @@ def routes(server: Server) -> list[Route]:
         thread = check_id("threadId", data.thread_id)
 
         async def prepare() -> Any:
-            pending = await server.runs.call(pending_interrupts, server.agent, thread)
+            answers: dict[str | None, Any] | None = None
             if data.resume:
-                answers: dict[str | None, Any] = {}
-                for entry in data.resume:
-                    answers[entry.interrupt_id] = (
+                pending = await server.runs.call(pending_interrupts, server.agent, thread)
+                answers = {
+                    entry.interrupt_id: (
                         entry.payload if entry.status == "resolved" else _cancelled(pending, entry)
                     )
-                return Command(resume=check_resume(thread, pending, answers))
-            if pending:
-                ids = ", ".join(p.id for p in pending)
-                raise ResumeRefused(
-                    f"thread {thread!r} is paused at interrupt(s) {ids}: answer them with "
-                    "'resume' before sending new messages"
-                )
-            state = await server.runs.call(server.agent.get_state, thread)
-            known = {message.id for message in state["messages"]}
-            new = [
-                HumanMessage(_user_text(m), id=m.id)
-                for m in data.messages
-                if isinstance(m, UserMessage) and m.id not in known
-            ]
-            if not new:
-                raise ApiError(
-                    422,
-                    "invalid_request",
-                    "RunAgentInput.messages: expected a user message the thread does not "
-                    "hold yet (or 'resume' answers), got none",
-                )
-            return new
+                    for entry in data.resume
+                }
+
+            def new(held: Sequence[AnyMessage]) -> list[AnyMessage]:
+                known = {message.id for message in held}
+                return [
+                    HumanMessage(_user_text(m), id=m.id)
+                    for m in data.messages
+                    if isinstance(m, UserMessage) and m.id not in known
+                ]
+
+            return await server.run_input(thread, answers=answers, new_messages=new)
 
         first = await server.start(request, thread, prepare, run_id=run_id)
         return sse(_stream(server, thread, first - 1))

@@ -87,9 +87,10 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     except PlaitError as exc:
         err.write(f"plait serve: error: {' '.join(str(exc).split())}\n")
         return 1
+    guard = "API keys required" if keys else "no keys: loopback only"
     err.write(
         f"plait serve: {args.agent} on http://{args.host}:{args.port} "
-        f"(AG-UI POST /ag-ui; {'API keys required' if keys else 'no keys: loopback only'})\n"
+        f"(AG-UI: POST /ag-ui; OpenAI-compatible: /v1; {guard})\n"
     )
     err.flush()
     if args.reload:

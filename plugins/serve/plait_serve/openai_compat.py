@@ -1,0 +1,459 @@
+"""An OpenAI-compatible API whose model is the agent: ``POST /v1/chat/completions`` and
+``POST /v1/responses``, streamed or not, for clients that speak OpenAI's API.
+
+The ``model`` is the agent's ``name``. The agent runs its own tools, so no ``tool_calls``
+reach the client: the answer is the run's assistant text (its messages separated by a
+blank line). A conversation continues on a thread: name it with the ``X-Plait-Thread``
+header (every response carries it), or, for Responses, with ``previous_response_id``.
+On a new thread the request's user and assistant messages are the history; on an
+existing one, only the trailing user messages are new. A paused run answers with a text
+naming what waits for approval and a ``plait`` field listing the pending interrupts; the
+next request answers it with ``"resume": {"decisions": [...]}`` (``extra_body`` in
+OpenAI's SDKs), checked like every resume.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from plait.messages import AIMessage, AnyMessage, HumanMessage
+from plait_serve._app import Server
+from plait_serve._events import END_TYPES
+from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
+
+__all__ = ["THREAD_HEADER", "routes"]
+
+THREAD_HEADER = "X-Plait-Thread"
+_ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+# -- requests ----------------------------------------------------------------------------------
+
+
+def _text(content: Any, where: str) -> str:
+    """A message's content as text: a string, or a list of text parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            elif not (isinstance(part, Mapping) and isinstance(part.get("type"), str)):
+                raise ApiError(
+                    422, "invalid_request", f"{where}: expected content parts, got {part!r:.80}"
+                )
+        return "".join(texts)
+    raise ApiError(
+        422,
+        "invalid_request",
+        f"{where}: expected a string or a list of content parts, got {type(content).__name__}",
+    )
+
+
+def _conversation(items: Any, where: str) -> list[tuple[str, str]]:
+    """``(role, text)`` per message of a chat ``messages`` list or a Responses ``input``."""
+    if isinstance(items, str):
+        return [("user", items)]
+    if not isinstance(items, list) or not items:
+        raise ApiError(
+            422,
+            "invalid_request",
+            f"{where}: expected a non-empty list of messages, got {items!r:.80}",
+        )
+    found = []
+    for index, item in enumerate(items):
+        role = item.get("role") if isinstance(item, Mapping) else None
+        if role not in _ROLES:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"{where}[{index}].role: expected one of {', '.join(_ROLES)}, got {role!r:.40}",
+            )
+        found.append((str(role), _text(item.get("content"), f"{where}[{index}].content")))
+    return found
+
+
+def _new_messages(conversation: list[tuple[str, str]]) -> Any:
+    """What a run takes from the request, given the thread's messages: on a new thread
+    the whole conversation (user and assistant turns; system prompts are the agent's
+    own), on an existing one the trailing user messages."""
+
+    def new(held: Sequence[AnyMessage]) -> list[AnyMessage]:
+        if not held:
+            return [
+                HumanMessage(text) if role == "user" else AIMessage(text)
+                for role, text in conversation
+                if role in ("user", "assistant") and text
+            ]
+        trailing: list[AnyMessage] = []
+        for role, text in reversed(conversation):
+            if role != "user":
+                break
+            trailing.insert(0, HumanMessage(text))
+        return trailing
+
+    return new
+
+
+def _answers(body: Mapping[str, Any]) -> dict[str | None, Any] | None:
+    """The ``resume`` a request carries: ``{"decisions": [...]}`` (or any answer for a
+    question); ``{"interrupt_id": ..., ...}`` names the interrupt it answers."""
+    if "resume" not in body:
+        return None
+    resume = body["resume"]
+    if isinstance(resume, Mapping) and "interrupt_id" in resume:
+        rest = {k: v for k, v in resume.items() if k != "interrupt_id"}
+        return {resume["interrupt_id"]: rest}
+    return {None: resume}
+
+
+def _check_model(server: Server, body: Mapping[str, Any]) -> None:
+    if body.get("model") != server.agent.name:
+        raise ApiError(
+            404,
+            "model_not_found",
+            f"model {body.get('model')!r:.80} not found: this server's model is "
+            f"{server.agent.name!r}, the agent",
+        )
+
+
+def _stream_flag(body: Mapping[str, Any]) -> bool:
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool) and stream is not None:
+        raise ApiError(
+            422, "invalid_request", f"stream: expected true or false, got {stream!r:.40}"
+        )
+    return bool(stream)
+
+
+# -- runs ----------------------------------------------------------------------------------------
+
+
+def _paused_text(end: Mapping[str, Any]) -> str:
+    waiting = []
+    for pending in end.get("interrupts") or []:
+        calls = pending.get("tool_calls") or []
+        if calls:
+            waiting += [f"{c['name']} (tool call {c['id']})" for c in calls]
+        else:
+            waiting.append(f"an answer to interrupt {pending['id']}")
+    return (
+        "[The run is paused: it waits for approval of "
+        + ", ".join(waiting)
+        + '. Answer with "resume": {"decisions": [...]} on this thread.]'
+    )
+
+
+def _plait(thread: str, end: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "thread_id": thread,
+        "run_id": end.get("run_id"),
+        "status": end.get("status", "error"),
+        "interrupts": end.get("interrupts") or [],
+    }
+
+
+def _run_error(end: Mapping[str, Any], thread: str) -> Response:
+    """A failed run: 500 with the run's (safe) error; OpenAI's SDKs are told not to retry
+    (a retry would run the agent again)."""
+    return JSONResponse(
+        {"error": {"code": end.get("code", "run_error"), "message": end.get("message", "")}},
+        status_code=500,
+        headers={"x-should-retry": "false", THREAD_HEADER: thread},
+    )
+
+
+async def _texts(
+    server: Server, thread: str, after: int
+) -> AsyncIterator[tuple[int, str | None, dict[str, Any] | None]]:
+    """``(seq, text delta, None)`` for each piece of assistant text of the run (a blank
+    line between messages), then ``(seq, None, end event)``."""
+    written = False
+    async for seq, event in server.runs.follow(thread, after):
+        kind = event.get("type")
+        if kind == "message_start" and written:
+            yield seq, "\n\n", None
+        elif kind == "text":
+            written = True
+            yield seq, event["delta"], None
+        elif kind == "run_finished" and event.get("status") == "interrupted":
+            yield seq, ("\n\n" if written else "") + _paused_text(event), None
+            yield seq, None, event
+        elif kind in END_TYPES:
+            yield seq, None, event
+
+
+async def _start(
+    server: Server, request: Request, body: Mapping[str, Any], thread: str, conversation: Any
+) -> int:
+    answers = _answers(body)
+    new = _new_messages(conversation)
+
+    async def prepare() -> Any:
+        return await server.run_input(thread, answers=answers, new_messages=new)
+
+    return await server.start(request, thread, prepare, run_id="run-" + uuid.uuid4().hex)
+
+
+def _usage(end: Mapping[str, Any], prompt: str, completion: str) -> dict[str, int]:
+    usage = end.get("usage") or {}
+    inputs, outputs = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+    return {prompt: inputs, completion: outputs, "total_tokens": inputs + outputs}
+
+
+# -- chat completions ----------------------------------------------------------------------------
+
+
+def _chunk(
+    ident: str, created: int, model: str, delta: dict[str, Any], finish: str | None
+) -> dict[str, Any]:
+    return {
+        "id": ident,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+async def chat_completions(server: Server, request: Request) -> Response:
+    body = await read_json(request, server.max_body)
+    _check_model(server, body)
+    conversation = _conversation(body.get("messages"), "messages")
+    stream = _stream_flag(body)
+    thread = check_id(THREAD_HEADER, request.headers.get(THREAD_HEADER) or uuid.uuid4().hex)
+    first = await _start(server, request, body, thread, conversation)
+    ident, created, model = f"chatcmpl-{thread}-{first}", int(time.time()), server.agent.name
+    if stream:
+
+        async def chunks() -> AsyncIterator[str]:
+            yield sse_event(
+                _chunk(ident, created, model, {"role": "assistant", "content": ""}, None)
+            )
+            async for seq, text, end in _texts(server, thread, first - 1):
+                if text is not None:
+                    yield sse_event(_chunk(ident, created, model, {"content": text}, None), seq=seq)
+                elif end is not None and end["type"] == "run_error":
+                    error = {"error": {"code": end.get("code"), "message": end.get("message")}}
+                    yield sse_event(error, seq=seq)
+                elif end is not None:
+                    last = _chunk(ident, created, model, {}, "stop")
+                    last["usage"] = _usage(end, "prompt_tokens", "completion_tokens")
+                    last["plait"] = _plait(thread, end)
+                    yield sse_event(last, seq=seq)
+            yield "data: [DONE]\n\n"
+
+        response = sse(chunks())
+        response.headers[THREAD_HEADER] = thread
+        return response
+    parts: list[str] = []
+    end: dict[str, Any] = {}
+    async for _, text, finished in _texts(server, thread, first - 1):
+        if text is not None:
+            parts.append(text)
+        elif finished is not None:
+            end = finished
+    if end.get("type") != "run_finished":
+        return _run_error(end, thread)
+    completion = {
+        "id": ident,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "".join(parts)},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": _usage(end, "prompt_tokens", "completion_tokens"),
+        "plait": _plait(thread, end),
+    }
+    return JSONResponse(completion, headers={THREAD_HEADER: thread})
+
+
+# -- responses -------------------------------------------------------------------------------------
+
+
+def response_id(thread: str, first: int) -> str:
+    """A response's id names its thread (so ``previous_response_id`` finds it) and its
+    run's first event."""
+    encoded = base64.urlsafe_b64encode(thread.encode()).decode().rstrip("=")
+    return f"resp_{encoded}.{first}"
+
+
+def thread_of(previous: Any) -> str:
+    """The thread a ``previous_response_id`` names (404 if it names none)."""
+    if isinstance(previous, str) and previous.startswith("resp_") and "." in previous:
+        encoded = previous[5:].rsplit(".", 1)[0]
+        try:
+            return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            pass
+    raise ApiError(404, "not_found", f"previous_response_id {previous!r:.80} not found")
+
+
+def _response(
+    ident: str, created: int, model: str, text: str, status: str, previous: str | None
+) -> dict[str, Any]:
+    output = []
+    if status == "completed":
+        output = [
+            {
+                "type": "message",
+                "id": "msg_" + ident[5:],
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        ]
+    return {
+        "id": ident,
+        "object": "response",
+        "created_at": created,
+        "model": model,
+        "status": status,
+        "output": output,
+        "parallel_tool_calls": False,
+        "tool_choice": "auto",
+        "tools": [],
+        "previous_response_id": previous,
+    }
+
+
+async def responses(server: Server, request: Request) -> Response:
+    body = await read_json(request, server.max_body)
+    _check_model(server, body)
+    previous = body.get("previous_response_id")
+    if previous is not None:
+        thread = await server.require(request, thread_of(previous))
+    else:
+        thread = check_id(THREAD_HEADER, request.headers.get(THREAD_HEADER) or uuid.uuid4().hex)
+    conversation: list[tuple[str, str]] = []
+    if not ("resume" in body and "input" not in body):  # a resume needs no new input
+        conversation = _conversation(body.get("input"), "input")
+    stream = _stream_flag(body)
+    first = await _start(server, request, body, thread, conversation)
+    ident, created, model = response_id(thread, first), int(time.time()), server.agent.name
+
+    def finished(text: str, end: Mapping[str, Any]) -> dict[str, Any]:
+        done = _response(ident, created, model, text, "completed", previous)
+        done["usage"] = _usage(end, "input_tokens", "output_tokens")
+        done["plait"] = _plait(thread, end)
+        return done
+
+    if stream:
+
+        async def events() -> AsyncIterator[str]:
+            number = 0
+
+            def event(kind: str, seq: int | None = None, **fields: Any) -> str:
+                nonlocal number
+                number += 1
+                return sse_event(
+                    {"type": kind, "sequence_number": number, **fields}, seq=seq, event=kind
+                )
+
+            item = "msg_" + ident[5:]
+            pending = _response(ident, created, model, "", "in_progress", previous)
+            yield event("response.created", response=pending)
+            yield event("response.in_progress", response=pending)
+            empty = {
+                "type": "message",
+                "id": item,
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            }
+            yield event("response.output_item.added", output_index=0, item=empty)
+            part = {"type": "output_text", "text": "", "annotations": []}
+            yield event(
+                "response.content_part.added",
+                item_id=item,
+                output_index=0,
+                content_index=0,
+                part=part,
+            )
+            parts: list[str] = []
+            async for seq, text, end in _texts(server, thread, first - 1):
+                if text is not None:
+                    parts.append(text)
+                    yield event(
+                        "response.output_text.delta",
+                        seq,
+                        item_id=item,
+                        output_index=0,
+                        content_index=0,
+                        delta=text,
+                        logprobs=[],
+                    )
+                elif end is not None and end["type"] == "run_error":
+                    failed = _response(ident, created, model, "", "failed", previous)
+                    failed["error"] = {"code": "server_error", "message": end.get("message", "")}
+                    yield event("response.failed", seq, response=failed)
+                elif end is not None:
+                    whole = "".join(parts)
+                    yield event(
+                        "response.output_text.done",
+                        item_id=item,
+                        output_index=0,
+                        content_index=0,
+                        text=whole,
+                        logprobs=[],
+                    )
+                    part = {"type": "output_text", "text": whole, "annotations": []}
+                    yield event(
+                        "response.content_part.done",
+                        item_id=item,
+                        output_index=0,
+                        content_index=0,
+                        part=part,
+                    )
+                    done = finished(whole, end)
+                    yield event("response.output_item.done", output_index=0, item=done["output"][0])
+                    yield event("response.completed", seq, response=done)
+
+        response = sse(events())
+        response.headers[THREAD_HEADER] = thread
+        return response
+    texts: list[str] = []
+    end: dict[str, Any] = {}
+    async for _, text, finished_event in _texts(server, thread, first - 1):
+        if text is not None:
+            texts.append(text)
+        elif finished_event is not None:
+            end = finished_event
+    if end.get("type") != "run_finished":
+        return _run_error(end, thread)
+    return JSONResponse(finished("".join(texts), end), headers={THREAD_HEADER: thread})
+
+
+def routes(server: Server) -> list[Route]:
+    async def chat(request: Request) -> Response:
+        return await chat_completions(server, request)
+
+    async def respond(request: Request) -> Response:
+        return await responses(server, request)
+
+    async def models(request: Request) -> Response:
+        model = {"id": server.agent.name, "object": "model", "created": 0, "owned_by": "plait"}
+        return JSONResponse({"object": "list", "data": [model]})
+
+    return [
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/responses", respond, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+    ]
