@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
+import weakref
 from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
@@ -40,10 +41,15 @@ def submit(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
 
 
 class LoopThread:
-    """A lazily started event loop on a daemon thread, for async code on the sync path."""
+    """A lazily started event loop on a daemon thread, for async code on the sync path.
+
+    ``close()`` (``agent.close()``) stops the loop and joins its thread; a loop thread
+    nobody closed is stopped when its owner is garbage-collected, so agents built per
+    request leave no thread behind. A closed one starts a fresh loop if used again."""
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: weakref.finalize[Any, Any] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -56,13 +62,37 @@ class LoopThread:
                 )
                 thread.start()
                 self._loop = loop
+                self._stop = weakref.finalize(self, _stop_loop, loop, thread)
             return self._loop
+
+    @property
+    def running(self) -> bool:
+        """Whether the loop's thread is running (it starts on first use)."""
+        return self._loop is not None
 
     def run(self, awaitable: Awaitable[T]) -> T:
         async def wrapper() -> T:
             return await awaitable
 
         return submit(self.loop, wrapper())
+
+    def close(self) -> None:
+        """Stop the loop and join its thread."""
+        with self._lock:
+            stop, self._stop, self._loop = self._stop, None, None
+        if stop is not None:
+            stop()
+
+
+def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    if thread is threading.current_thread():  # closed from a coroutine on the loop itself
+        loop.call_soon(loop.stop)
+        return
+    if not loop.is_closed():
+        loop.call_soon_threadsafe(loop.stop)
+    thread.join(timeout=5)
+    if not thread.is_alive() and not loop.is_closed():
+        loop.close()
 
 
 def resolve(value: Any, loops: LoopThread) -> Any:

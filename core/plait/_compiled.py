@@ -113,67 +113,89 @@ def compile_agent(
     # (the checkpointer and store below may create one).
     resolved = resolve_middleware(middleware)
     objects = tuple(obj for _, obj in resolved)
-    registry = Registry(resolved)
-    fields = _collect_fields(registry, objects)
-    own_tools = tuple(as_tool(t) for t in tools)
-    saver: Checkpointer | None = by_url(checkpointer, "plait.checkpointers", "checkpointer")
-    if saver is not None and not isinstance(saver, Checkpointer):
-        raise ConfigError(f"checkpointer {checkpointer!r} is not a plait Checkpointer")
-    shared: Store | None = by_url(store, "plait.stores", "store")
-    if shared is not None and not isinstance(shared, Store):
-        raise ConfigError(
-            f"store {store!r} is not a plait Store (put, get, delete and search); "
-            "pass a store URL such as 'memory' or an instance"
+    try:
+        registry = Registry(resolved)
+        fields = _collect_fields(registry, objects)
+        own_tools = tuple(as_tool(t) for t in tools)
+        saver: Checkpointer | None = by_url(checkpointer, "plait.checkpointers", "checkpointer")
+        if saver is not None and not isinstance(saver, Checkpointer):
+            raise ConfigError(f"checkpointer {checkpointer!r} is not a plait Checkpointer")
+        shared: Store | None = by_url(store, "plait.stores", "store")
+        if shared is not None and not isinstance(shared, Store):
+            raise ConfigError(
+                f"store {store!r} is not a plait Store (put, get, delete and search); "
+                "pass a store URL such as 'memory' or an instance"
+            )
+        config = AgentConfig(
+            chat_model, own_tools, system_prompt, objects, saver, shared, response_format, name
         )
-    config = AgentConfig(
-        chat_model, own_tools, system_prompt, objects, saver, shared, response_format, name
-    )
-    added = [
-        as_tool(item) for impl in registry.impls("agent_tools") for item in impl.call(config) or ()
-    ]
-    all_tools = own_tools + tuple(added)
-    by_name: dict[str, Tool] = {}
-    for item in all_tools:
-        if item.name in by_name:
-            raise ConfigError(f"two tools are named {item.name!r}; tool names must be unique")
-        by_name[item.name] = item
-    if tool_timeout is not None:
-        _check_inline_tools(all_tools, tool_timeout)
-    config = attrs.evolve(config, tools=all_tools)
-    native = chat_model.profile is None or chat_model.profile.structured_output
-    structured = Structured(response_format, native, output_retries)
-    for impl in registry.impls("validate_agent"):
-        impl.call(config)
-    loops = LoopThread()
-    innermost = Innermost(
-        tools_by_name=by_name,
-        tool_timeout=tool_timeout,
-        stream_layers=registry.pairs("transform_model_stream", "atransform_model_stream"),
-        loops=loops,
-    )
-    model_layers = registry.pairs("wrap_model_call", "awrap_model_call")
-    tool_layers = registry.pairs("wrap_tool_call", "awrap_tool_call")
-    return CompiledAgent(
-        name=name,
-        model=chat_model,
-        system_prompt=system_prompt,
-        middleware=objects,
-        registry=registry,
-        fields=fields,
-        tools=all_tools,
-        tools_by_name=by_name,
-        checkpointer=saver,
-        store=shared,
-        tool_timeout=tool_timeout,
-        structured=structured,
-        config=config,
-        loops=loops,
-        model_handler=chain_sync(model_layers, innermost.call_model, _model_result, loops),
-        amodel_handler=chain_async(model_layers, innermost.acall_model, _model_result),
-        tool_handler=chain_sync(tool_layers, innermost.call_tool, _tool_result, loops),
-        atool_handler=chain_async(tool_layers, innermost.acall_tool, _tool_result),
-        run_layers=registry.pairs("wrap_run", "awrap_run"),
-    )
+        added = [
+            as_tool(item)
+            for impl in registry.impls("agent_tools")
+            for item in impl.call(config) or ()
+        ]
+        all_tools = own_tools + tuple(added)
+        by_name: dict[str, Tool] = {}
+        for item in all_tools:
+            if item.name in by_name:
+                raise ConfigError(f"two tools are named {item.name!r}; tool names must be unique")
+            by_name[item.name] = item
+        if tool_timeout is not None:
+            _check_inline_tools(all_tools, tool_timeout)
+        config = attrs.evolve(config, tools=all_tools)
+        native = chat_model.profile is None or chat_model.profile.structured_output
+        structured = Structured(response_format, native, output_retries)
+        for impl in registry.impls("validate_agent"):
+            impl.call(config)
+        loops = LoopThread()
+        innermost = Innermost(
+            tools_by_name=by_name,
+            tool_timeout=tool_timeout,
+            stream_layers=registry.pairs("transform_model_stream", "atransform_model_stream"),
+            loops=loops,
+        )
+        model_layers = registry.pairs("wrap_model_call", "awrap_model_call")
+        tool_layers = registry.pairs("wrap_tool_call", "awrap_tool_call")
+        return CompiledAgent(
+            name=name,
+            model=chat_model,
+            system_prompt=system_prompt,
+            middleware=objects,
+            registry=registry,
+            fields=fields,
+            tools=all_tools,
+            tools_by_name=by_name,
+            checkpointer=saver,
+            store=shared,
+            tool_timeout=tool_timeout,
+            structured=structured,
+            config=config,
+            loops=loops,
+            model_handler=chain_sync(model_layers, innermost.call_model, _model_result, loops),
+            amodel_handler=chain_async(model_layers, innermost.acall_model, _model_result),
+            tool_handler=chain_sync(tool_layers, innermost.call_tool, _tool_result, loops),
+            atool_handler=chain_async(tool_layers, innermost.acall_tool, _tool_result),
+            run_layers=registry.pairs("wrap_run", "awrap_run"),
+        )
+
+    except BaseException:
+        # Middleware may have started things already (an MCP server's process): a failed
+        # build leaves nothing running.
+        close_middleware(objects, quiet=True)
+        raise
+
+
+def close_middleware(objects: Sequence[object], *, quiet: bool = False) -> None:
+    """Call ``close()`` on each middleware object that has one, last first (``quiet``:
+    ignore their failures, when another error is on its way to the caller)."""
+    for obj in reversed(objects):
+        close = getattr(obj, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:
+                if not quiet:
+                    raise
 
 
 def _check_inline_tools(tools: Sequence[Tool], tool_timeout: float) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, overload
 import attrs
 
 from plait import _convert, _ids
-from plait._compiled import CompiledAgent, compile_agent
+from plait._compiled import CompiledAgent, close_middleware, compile_agent
 from plait._compose import chain_async, chain_sync
 from plait._config import read_config
 from plait._loop import Run, RunInfo, adrive, drive
@@ -496,13 +496,12 @@ class Agent:
     # -- lifetime --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release what the agent's middleware holds open (MCP sessions, shells …): each
-        middleware object with a ``close()`` method has it called, last one first. Also
-        ``with create_agent(...) as agent:``."""
-        for obj in reversed(self.middleware):
-            close = getattr(obj, "close", None)
-            if callable(close):
-                close()
+        """Release what the agent holds open: each middleware object with a ``close()``
+        method has it called, last one first (MCP sessions, shells …), then the agent's
+        event-loop thread (started when an async hook or tool ran under sync ``invoke``)
+        stops. Also ``with create_agent(...) as agent:``."""
+        close_middleware(self.middleware)
+        self.compiled.loops.close()
 
     async def aclose(self) -> None:
         """``close`` for async code: a middleware's ``aclose()`` is awaited if it has one,
@@ -514,6 +513,7 @@ class Agent:
                 await aclose()
             elif callable(close):
                 await asyncio.to_thread(close)
+        await asyncio.to_thread(self.compiled.loops.close)
 
     def __enter__(self) -> Agent:
         return self

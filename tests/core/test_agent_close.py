@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import threading
+import time
 
 import attrs
 
 import plait
-from plait.testing import scripted
+from plait.testing import ai, call, scripted
 
 
 @attrs.define
@@ -46,3 +49,59 @@ def test_aclose_prefers_aclose_and_runs_close_otherwise() -> None:
     )
     asyncio.run(agent.aclose())
     assert log == ["close b", "aclose a"]
+
+
+async def _fetch(url: str) -> str:
+    """An async tool: under sync ``invoke`` it runs on the agent's event-loop thread."""
+    await asyncio.sleep(0)
+    return f"fetched {url}"
+
+
+def _loop_threads() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "plait-event-loop")
+
+
+def _run_async_tool(agent: plait.Agent) -> None:
+    result = agent.invoke("go")
+    assert result.messages[2].text == "fetched a"
+
+
+def _agent() -> plait.Agent:
+    return plait.create_agent(
+        model=scripted(ai("", call("_fetch", url="a")), "done"), tools=[_fetch]
+    )
+
+
+def test_close_stops_the_event_loop_thread_of_every_agent_built() -> None:
+    before = _loop_threads()
+    for _ in range(50):
+        agent = _agent()
+        _run_async_tool(agent)
+        assert _loop_threads() == before + 1
+        agent.close()
+    assert _loop_threads() == before
+
+
+def test_an_agent_dropped_without_close_leaves_no_loop_thread() -> None:
+    before = _loop_threads()
+    for _ in range(20):
+        _run_async_tool(_agent())
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while _loop_threads() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _loop_threads() == before
+
+
+def test_a_closed_agent_runs_again_and_aclose_stops_its_thread_too() -> None:
+    before = _loop_threads()
+    agent = _agent()
+    _run_async_tool(agent)
+    agent.close()
+    agent.compiled.model.responses.extend(  # type: ignore[attr-defined]
+        [ai("", call("_fetch", url="a")), "again"]
+    )
+    _run_async_tool(agent)
+    assert _loop_threads() == before + 1
+    asyncio.run(agent.aclose())
+    assert _loop_threads() == before

@@ -30,6 +30,7 @@ from mcp.types import (
     Tool,
 )
 
+from plait.options import show
 from plait_mcp import _loop
 from plait_mcp._server_config import ServerConfig
 
@@ -67,9 +68,22 @@ def describe(error: BaseException) -> str:
     walk(error)
     parts = []
     for leaf in leaves:
-        text = str(leaf).strip()
+        text = _validation(leaf) or str(leaf).strip()
         parts.append(f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__)
     return "; ".join(dict.fromkeys(parts))
+
+
+def _validation(error: BaseException) -> str | None:
+    """A pydantic ``ValidationError`` (an answer the SDK found not to be valid MCP) in one
+    line: ``tools.0.inputSchema.properties: Input should be a valid dictionary, got 'x'``."""
+    errors = getattr(error, "errors", None)
+    if type(error).__name__ != "ValidationError" or not callable(errors):
+        return None
+    problems = []
+    for problem in errors():
+        where = ".".join(str(part) for part in problem.get("loc", ()))
+        problems.append(f"{where}: {problem.get('msg')}, got {show(problem.get('input'))}")
+    return f"{getattr(error, 'title', 'the answer')} is not valid MCP: " + "; ".join(problems)
 
 
 class Connection:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
+import jsonschema  # type: ignore[import-untyped]
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitRequest, ElicitResult, InputRequiredResult
 from mcp.types import Tool as MCPTool
 
+from plait.errors import ConfigError
 from plait.interrupts import interrupt
 from plait.messages import ToolMessage
 from plait.options import expected
@@ -24,13 +27,54 @@ from plait_mcp._connection import (
 )
 from plait_mcp._results import error_message, to_message
 
-__all__ = ["make_tool"]
+__all__ = ["MAX_NAME_LENGTH", "make_tool"]
 
 MAX_INPUT_ROUNDS = 8
 """Input-required rounds one call may take before it is answered with an error."""
 
 
-def _parameters(schema: dict[str, Any]) -> dict[str, Any]:
+MAX_NAME_LENGTH = 64
+"""The longest tool name every provider accepts (OpenAI's and Anthropic's limit)."""
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_-]")
+"""A character outside the one set every provider accepts in a tool name."""
+
+
+def local_name(server: str, prefix: str, remote: str) -> str:
+    """The agent's name for the server's tool ``remote``: the prefix, then the name with
+    each character providers refuse (a space, ``.``, ``/``...) made ``_``. A name that is
+    empty or too long for providers is a ``ConfigError`` naming the server and the tool."""
+    where = f"plugin 'mcp': server {server!r}"
+    if not remote:
+        raise ConfigError(
+            f"{where} lists a tool with an empty name, which no model can call; "
+            "fix the server (a tool needs a name)"
+        )
+    name = prefix + _NOT_NAME.sub("_", remote)
+    if len(name) > MAX_NAME_LENGTH:
+        wanted = f"a name of at most {MAX_NAME_LENGTH} characters (what providers accept)"
+        raise ConfigError(
+            f"{where}: tool {remote[:80]!r}: {expected(wanted, name, f'it has {len(name)}')}; "
+            "'exclude' the tool or shorten the 'tool_prefix'"
+        )
+    return name
+
+
+def _parameters(server: str, listed: MCPTool) -> dict[str, Any]:
+    """The tool's input schema, checked against the JSON Schema meta-schema: a schema a
+    provider would refuse fails here, naming the server and the tool, not on every call."""
+    schema = listed.input_schema
+    where = f"plugin 'mcp': server {server!r}: tool {listed.name!r}: input schema"
+    wanted = "a JSON Schema of an object"
+    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+        raise ConfigError(f"{where}: {expected(wanted, schema)}; 'exclude' the tool")
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        path = "".join(f"[{p!r}]" for p in exc.absolute_path)
+        detail = f"{path}: {exc.message}" if path else exc.message
+        raise ConfigError(
+            f"{where}: {expected(wanted, schema, detail)}; 'exclude' the tool"
+        ) from None
     parameters = dict(schema)
     parameters.setdefault("type", "object")
     parameters.setdefault("properties", {})
@@ -41,15 +85,17 @@ def make_tool(connection: Connection, listed: MCPTool) -> Tool:
     """The plait tool calling ``listed`` over ``connection`` (named with the server's prefix)."""
     server = connection.config.name
     remote = listed.name
+    name = local_name(server, connection.config.tool_prefix or "", remote)
+    parameters = _parameters(server, listed)
 
     async def call(runtime: ToolRuntime, **arguments: Any) -> ToolMessage:
         return await call_tool(connection, remote, arguments, runtime)
 
-    call.__name__ = call.__qualname__ = f"mcp_{server}_{remote}"
+    call.__name__ = call.__qualname__ = f"mcp_{server}_{name}"
     return Tool(
-        name=f"{connection.config.tool_prefix or ''}{remote}",
+        name=name,
         description=listed.description or listed.title or "",
-        parameters=_parameters(listed.input_schema),
+        parameters=parameters,
         func=call,
         runtime_parameter="runtime",
     )

@@ -71,7 +71,7 @@ class MCPMiddleware(Middleware):
             )
         try:
             tools = self._tools(connections, listed, agent_config)
-        except ConfigError:
+        except BaseException:
             for conn in connections:
                 conn.close()
             raise
@@ -83,6 +83,7 @@ class MCPMiddleware(Middleware):
     ) -> list[Tool]:
         own = {tool.name for tool in agent_config.tools}
         owner: dict[str, str] = {}
+        remote: dict[str, str] = {}
         tools: list[Tool] = []
         for conn, server_tools in zip(connections, listed, strict=True):
             config = conn.config
@@ -98,6 +99,13 @@ class MCPMiddleware(Middleware):
                 if not config.wants(listed_tool.name):
                     continue
                 tool = make_tool(conn, listed_tool)
+                if owner.get(tool.name) == config.name:
+                    raise ConfigError(
+                        f"plugin 'mcp': server {config.name!r} has tools "
+                        f"{remote[tool.name]!r} and {listed_tool.name!r}, both named "
+                        f"{tool.name!r} once the characters providers refuse are made '_'; "
+                        "'exclude' one of them"
+                    )
                 if tool.name in owner:
                     raise ConfigError(
                         f"plugin 'mcp': servers {owner[tool.name]!r} and {config.name!r} both "
@@ -111,6 +119,7 @@ class MCPMiddleware(Middleware):
                         "or 'exclude' the tool"
                     )
                 owner[tool.name] = config.name
+                remote[tool.name] = listed_tool.name
                 tools.append(tool)
         return tools
 

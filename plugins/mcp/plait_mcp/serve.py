@@ -15,12 +15,17 @@ text. stdout is the protocol's channel: nothing else is written there.
 from __future__ import annotations
 
 import json
+import re
+import sys
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import IO, Any
 
 import anyio
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
     ListToolsResult,
@@ -34,7 +39,15 @@ from plait.agentfile import load_agent
 from plait.errors import PlaitError
 from plait.messages import ToolMessage
 
-__all__ = ["build_server", "serve_file"]
+__all__ = ["MAX_DEPTH", "build_server", "serve_file"]
+
+MAX_DEPTH = 128
+"""The deepest nesting of a request mcp-serve answers normally. The SDK's JSON parser
+gives up near 200 levels and drops such a line unanswered, so a deeper request is
+answered here with an ``Invalid params`` error instead."""
+_TOO_DEEP = "\x00plait: too deep"
+"""The tool name a too-deep request is rewritten to call (no tool can have it)."""
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
 
 _PROMPT_SCHEMA = {
     "type": "object",
@@ -117,6 +130,12 @@ def build_server(agent: Agent, *, agent_tool: str | None = None) -> Server[Any]:
         return ListToolsResult(tools=listed)
 
     async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        if params.name == _TOO_DEEP:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"the request nests deeper than {MAX_DEPTH} levels, more than "
+                "plait mcp-serve accepts; nothing was run",
+            )
         arguments = dict(params.arguments or {})
         if params.name == own:
             prompt = arguments.get("prompt")
@@ -140,7 +159,9 @@ def serve_file(path: str, *, model: str | None, agent_tool: str | None, err: IO[
         return 1
 
     async def serve() -> None:
-        async with stdio_server() as (read, write):
+        sys.stdin.reconfigure(encoding="utf-8", errors="replace")  # type: ignore[union-attr]
+        lines = _guarded(anyio.wrap_file(sys.stdin))
+        async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
             await server.run(read, write, server.create_initialization_options())
 
     try:
@@ -148,3 +169,69 @@ def serve_file(path: str, *, model: str | None, agent_tool: str | None, err: IO[
     finally:
         agent.close()
     return 0
+
+
+# -- requests nested too deep ----------------------------------------------------------------
+
+
+async def _guarded(lines: AsyncIterable[str]) -> AsyncIterator[str]:
+    """stdin's lines, a request nested deeper than ``MAX_DEPTH`` replaced by a call of
+    ``_TOO_DEEP`` with the same id (answered with an error); a notification or response
+    that deep is dropped."""
+    async for line in lines:
+        checked = _checked(line)
+        if checked is not None:
+            yield checked
+
+
+def _checked(line: str) -> str | None:
+    try:
+        message = json.loads(line)
+    except RecursionError:
+        message = json.loads(_pruned(line))
+    except ValueError:
+        return line  # not JSON: the SDK answers it as it does
+    else:
+        if _depth(message) <= MAX_DEPTH:
+            return line
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return None  # a notification or a response: nothing to answer
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    rewritten: dict[str, Any] = {"name": _TOO_DEEP, "arguments": {}}
+    if isinstance(meta, dict):
+        rewritten["_meta"] = meta  # the protocol's envelope, which the SDK checks first
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": message["id"], "method": "tools/call", "params": rewritten}
+    )
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (a scalar is 0), without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            todo.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _pruned(line: str) -> str:
+    """``line`` (JSON too deep for ``json.loads``) with every value nested deeper than
+    ``MAX_DEPTH`` replaced by ``null``, from its tokens."""
+    out: list[str] = []
+    depth = 0
+    for match in _TOKEN.finditer(line):
+        token = match.group()
+        opening, closing = token in ("[", "{"), token in ("]", "}")
+        if opening:
+            depth += 1
+            if depth == MAX_DEPTH + 1:
+                out.append("null")
+        if depth <= MAX_DEPTH:
+            out.append(token)
+        if closing:
+            depth -= 1
+    return "".join(out)

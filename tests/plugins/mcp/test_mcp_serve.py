@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 HELLO = Path(__file__).resolve().parents[3] / "examples" / "hello.toml"
 
@@ -70,3 +72,54 @@ def test_a_bad_agent_file_fails_with_a_message_on_stderr(tmp_path: Path) -> None
     assert done.stdout == ""
     assert done.stderr.startswith("plait mcp-serve: error: ")
     assert "nope" in done.stderr
+
+
+def nested(depth: int) -> Any:
+    value: Any = "London"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+async def deep_then_plain(depth: int) -> tuple[str, Any]:
+    async with Client(serve(str(HELLO)), cache=None) as client:
+        try:
+            await client.call_tool("get_weather", {"city": nested(depth)})
+        except MCPError as exc:
+            refused = exc.error.message
+        else:  # pragma: no cover - the assertion below says what happened
+            refused = "answered"
+        return refused, await client.call_tool("get_weather", {"city": "London"})
+
+
+def test_a_request_nested_too_deep_is_answered_with_an_error() -> None:
+    refused, plain = asyncio.run(asyncio.wait_for(deep_then_plain(250), 60))
+    assert refused == (
+        "the request nests deeper than 128 levels, more than plait mcp-serve accepts; "
+        "nothing was run"
+    )
+    assert plain.content[0].text == "London: light rain, 14 °C"  # and the server goes on
+
+
+def test_a_request_too_deep_for_json_itself_is_answered_too() -> None:
+    start = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    start["clientInfo"] = {"name": "t", "version": "1"}
+    deep = '{"a": ' * 5000 + '"x"' + "}" * 5000
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": start}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": '
+        f'"get_weather", "arguments": {{"city": {deep}}}}}}}',
+        '{"jsonrpc": "2.0", "method": "notifications/x", "params": {"v": ' + deep + "}}",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "plait.cli", "mcp-serve", str(HELLO)],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 7]
+    assert answers[1]["error"]["code"] == -32602
+    assert answers[1]["error"]["message"].startswith("the request nests deeper than 128")
