@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from plait._state import RUN_KEY, ThreadState
+from plait._stream import ToolCallScope, in_tool_call
 from plait.errors import (
     CheckpointerRequiredError,
     ConfigError,
@@ -47,6 +48,8 @@ from plait.types import (
     StreamEvent,
     ToolCallRequest,
 )
+from plait.usage import RunUsage
+from plait.usage import _current as current_usage
 
 if TYPE_CHECKING:
     from plait._compiled import CompiledAgent
@@ -65,6 +68,9 @@ class RunInfo:
     interrupts: list[Interrupt] = attrs.field(factory=list)
     resume: dict[str, Any] = attrs.field(factory=dict)
     usage: Usage = attrs.field(factory=Usage)
+    """Every model call's usage so far (``plait.usage``), nested runs' included."""
+    calls: int = 0
+    """Every model call made for the run so far: its own, middleware's, nested runs'."""
     structured_response: Any = None
     format_retries: int = 0
     """Answers not in the ``response_format`` the model was asked to redo so far."""
@@ -140,6 +146,13 @@ class CallTools:
     finished: Callable[[ToolCallRequest, Any], Save | None] = lambda _request, _outcome: None
     """Called by the driver with each call's outcome as it comes; a ``Save`` it returns
     is performed at once."""
+    path: tuple[str, ...] = ()
+    """The run's path (``RunUsage.path``): a run started inside a call nests below it."""
+    sink: EventSink | None = None
+
+    def nest(self, request: ToolCallRequest) -> ToolCallScope:
+        call_id = request.tool_call.id
+        return ToolCallScope(call_id, (*self.path, call_id), self.sink)
 
 
 @attrs.frozen
@@ -166,14 +179,18 @@ class Run:
         sink: EventSink | None,
         resumed: bool = False,
         input: Any = None,
+        usage: RunUsage | None = None,
     ) -> None:
         self.agent = agent
+        self.usage = usage if usage is not None else RunUsage(base=info.usage)
         self.thread = thread
         self.info = info
         self.runtime = runtime
         self.recursion_limit = recursion_limit
         self.sink = sink
-        self.request = RunRequest(input, runtime, resumed, streaming=sink is not None)
+        self.request = RunRequest(
+            input, runtime, resumed, streaming=sink is not None, usage=self.usage
+        )
         self.started = False  # the drive began: from then on it releases the thread
         self.served = False
         """A served call (``plait._served``): the thread's last AI message was not the
@@ -225,6 +242,7 @@ class Run:
         with _live_lock:
             _live.add(self.owner)
         self.info.owner, self.info.saved_at = self.owner, time.time()
+        self.info.usage, self.info.calls = self.usage.total, self.usage.calls
         self.thread.set(RUN_KEY, self.info.dump())
 
     def end(self) -> None:
@@ -351,8 +369,6 @@ class Run:
             return None
         self.apply_update({"messages": list(response.messages)}, "model")
         message = response.message
-        if message is not None and message.usage is not None:
-            info.usage = info.usage + message.usage
         structured = self.agent.structured
         try:
             if response.structured_response is not None:
@@ -416,7 +432,7 @@ class Run:
                 scopes.append(self.tool_scope(call.id))
         if requests:
             durable = self.agent.keeps(self.runtime.thread_id)
-            effect = CallTools(tuple(requests), tuple(scopes))
+            effect = CallTools(tuple(requests), tuple(scopes), path=self.usage.path, sink=self.sink)
             if durable and len(requests) > 1:
                 effect = attrs.evolve(effect, finished=self.tool_finished)
             outcomes = yield effect
@@ -488,8 +504,9 @@ class Run:
         return outcome.jump_to
 
     def count_usage(self, message: ToolMessage) -> None:
+        """A tool's usage the ledger did not see (a model called outside plait)."""
         if message.usage is not None:
-            self.info.usage = self.info.usage + message.usage
+            self.usage.add(message.usage)
 
     def emit_message(self, message: Message, source: str) -> None:
         if self.sink is not None:
@@ -571,6 +588,8 @@ def drive(run: Run) -> Any:
     steps = run.steps()
     agent = run.agent
     token = current_scope.set(run.scope)
+    usage = current_usage.set(run.usage)
+    calling = in_tool_call.set(None)  # the tool call this run may be nested in is done with
     value: Any = None
     error: BaseException | None = None
     try:
@@ -585,6 +604,9 @@ def drive(run: Run) -> Any:
             except BaseException as exc:  # handed to the loop, which decides
                 value, error = None, exc
     finally:
+        run.info.usage, run.info.calls = run.usage.total, run.usage.calls
+        in_tool_call.reset(calling)
+        current_usage.reset(usage)
         current_scope.reset(token)
         run.end()
 
@@ -598,6 +620,7 @@ def _perform(effect: Effect, agent: CompiledAgent) -> Any:
         outcomes: list[Any] = []
         for request, scope in zip(effect.requests, effect.scopes, strict=True):
             token = current_scope.set(scope)
+            nesting = in_tool_call.set(effect.nest(request))
             try:
                 outcomes.append(agent.tool_handler(request))
             except (Exception, InterruptSignal) as exc:
@@ -605,6 +628,7 @@ def _perform(effect: Effect, agent: CompiledAgent) -> Any:
                 if isinstance(exc, StopRun):
                     break
             finally:
+                in_tool_call.reset(nesting)
                 current_scope.reset(token)
             save = effect.finished(request, outcomes[-1])
             if save is not None:
@@ -641,6 +665,8 @@ async def adrive(run: Run) -> Any:
     # Reset on the way out: a tool that awaits another agent's ainvoke in its own task
     # (a sub-agent) must get its own interrupt scope back.
     token = current_scope.set(run.scope)
+    usage = current_usage.set(run.usage)
+    calling = in_tool_call.set(None)  # the tool call this run may be nested in is done with
     value: Any = None
     error: BaseException | None = None
     try:
@@ -655,6 +681,9 @@ async def adrive(run: Run) -> Any:
             except BaseException as exc:
                 value, error = None, exc
     finally:
+        run.info.usage, run.info.calls = run.usage.total, run.usage.calls
+        in_tool_call.reset(calling)
+        current_usage.reset(usage)
         current_scope.reset(token)
         run.end()
 
@@ -667,12 +696,13 @@ async def _aperform(effect: Effect, agent: CompiledAgent) -> Any:
     if isinstance(effect, CallTools):
         lock = asyncio.Lock()
         if len(effect.requests) == 1:  # no task to start: a third of the loop's turns
-            outer = current_scope.get()
+            outer, outer_call = current_scope.get(), in_tool_call.get()
             try:
                 request, scope = effect.requests[0], effect.scopes[0]
                 return [await _acall_tool(agent, effect, request, scope, lock)]
             finally:
                 current_scope.set(outer)
+                in_tool_call.set(outer_call)
         return await asyncio.gather(
             *(
                 _acall_tool(agent, effect, r, s, lock)
@@ -698,6 +728,7 @@ async def _acall_tool(
     lock: asyncio.Lock,
 ) -> Any:
     current_scope.set(scope)  # this task's own context copy
+    in_tool_call.set(effect.nest(request))
     try:
         outcome: Any = await agent.atool_handler(request)
     except (Exception, InterruptSignal) as exc:

@@ -17,10 +17,11 @@ from plait._compiled import CompiledAgent
 from plait._convert import expected
 from plait._loop import Run, RunInfo
 from plait._state import RUN_KEY, ThreadState
-from plait._stream import EventSink
+from plait._stream import EventSink, in_tool_call, nested_sink
 from plait.errors import PlaitError, ThreadBusyError
 from plait.messages import HumanMessage, Message, ToolMessage, is_role_pair
 from plait.types import AgentResult, Command, Interrupt, Runtime
+from plait.usage import RunUsage
 
 
 def start_run(
@@ -35,6 +36,13 @@ def start_run(
 ) -> Run:
     """The run ``input`` asks for on ``thread`` (already loaded and held by the caller)."""
     info, resumed = _run_info(thread, thread_id, input)
+    # A run started inside a tool call of another run (a sub-agent) nests in it: its
+    # usage counts in the outer run's ledger too, its events reach the outer stream.
+    call = in_tool_call.get()
+    usage = RunUsage.start(
+        base=info.usage, base_calls=info.calls, path=call.path if call is not None else ()
+    )
+    sink = nested_sink(sink)
     runtime = Runtime(
         thread_id=thread_id,
         run_id=info.run_id,
@@ -54,6 +62,7 @@ def start_run(
         sink=sink,
         resumed=resumed,
         input=input,
+        usage=usage,
     )
 
 
@@ -64,7 +73,7 @@ def run_result(agent: CompiledAgent, run: Run) -> AgentResult:
         state=run.thread.public(),
         interrupts=list(info.interrupts) if info.status == "interrupted" else [],
         structured_response=agent.structured.load(info.structured_response),
-        usage=info.usage,
+        usage=run.usage.total,
         thread_id=run.runtime.thread_id,
         run_id=info.run_id,
     )

@@ -65,6 +65,42 @@ def _nothing() -> None:
     """``EventSink.abort`` before the run began: nothing to record."""
 
 
+class NestedSink(EventSink):
+    """The sink of a run started inside a tool call of a streamed run (a sub-agent): its
+    events go to its own sink, if it is streamed itself, and to the outer run's, their
+    ``path`` prefixed with the tool call's id."""
+
+    def __init__(self, own: EventSink | None, outer: EventSink, call_id: str) -> None:
+        def put(event: StreamEvent) -> None:
+            if own is not None:
+                own(event)
+            outer(attrs.evolve(event, path=(call_id, *event.path)))
+
+        super().__init__((own.modes if own is not None else frozenset()) | outer.modes, put)
+
+
+@attrs.frozen
+class ToolCallScope:
+    """The tool call in progress in this context: what a run started inside it nests in."""
+
+    call_id: str
+    path: tuple[str, ...]
+    """The calling run's path (``RunUsage.path``) plus ``call_id``."""
+    sink: EventSink | None
+
+
+in_tool_call: ContextVar[ToolCallScope | None] = ContextVar("plait_in_tool_call", default=None)
+
+
+def nested_sink(own: EventSink | None) -> EventSink | None:
+    """The sink of a run starting in this context: ``own``, or a ``NestedSink`` if the run
+    starts inside a tool call of a streamed run."""
+    call = in_tool_call.get()
+    if call is None or call.sink is None:
+        return own
+    return NestedSink(own, call.sink, call.call_id)
+
+
 stream_sink: ContextVar[EventSink | None] = ContextVar("plait_stream_sink", default=None)
 """The sink of the run in progress when someone reads model chunks (``messages`` mode):
 the innermost model call streams then, and only then."""

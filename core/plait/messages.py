@@ -69,7 +69,8 @@ class Usage:
     ``cache_write_1h_tokens`` split the writes by lifetime where the provider says
     (Anthropic). ``reasoning_tokens`` is the part of ``output_tokens`` spent thinking.
     ``server_tool_requests`` counts the provider's own tools run for the call, by name
-    (``{"web_search": 2}``).
+    (``{"web_search": 2}``). ``estimated`` is true when some of the counts are plait's
+    estimate (``plait.tokens``) because a provider reported none for a call.
     """
 
     input_tokens: int = 0
@@ -81,6 +82,7 @@ class Usage:
     cache_write_5m_tokens: int = 0
     cache_write_1h_tokens: int = 0
     server_tool_requests: dict[str, int] = attrs.field(factory=dict, converter=_counts, hash=False)
+    estimated: bool = False
 
     @property
     def total_tokens(self) -> int:
@@ -104,6 +106,7 @@ class Usage:
             self.cache_write_5m_tokens + other.cache_write_5m_tokens,
             self.cache_write_1h_tokens + other.cache_write_1h_tokens,
             requests,
+            self.estimated or other.estimated,
         )
 
     __radd__ = __add__
@@ -200,8 +203,10 @@ class AIMessage(Message):
 
 @attrs.frozen(kw_only=True)
 class ToolMessage(Message):
-    """A tool's answer. ``usage`` is model usage spent producing it (e.g. by a sub-agent);
-    the loop adds it to the run's ``result.usage``."""
+    """A tool's answer. ``usage`` is model usage spent producing it that plait did not see
+    (a model called outside plait); the loop adds it to the run's ``result.usage``. Calls
+    of a plait ``ChatModel`` the tool made (a sub-agent's) are counted already
+    (``plait.usage``): do not repeat them here."""
 
     type: ClassVar[str] = "tool"
     tool_call_id: str

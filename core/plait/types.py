@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
 import attrs
 
+from plait import usage as _usage
 from plait._performers import Effect
 from plait.messages import AIMessage, AnyMessage, Message, RemoveMessage, ToolCall, Usage
 from plait.tools import Runtime, Tool, ToolRuntime
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from plait.checkpoint import Checkpointer
     from plait.models.base import ChatModel
     from plait.store import Store
+    from plait.usage import RunUsage
 
 __all__ = [
     "AgentConfig",
@@ -87,14 +89,24 @@ class Interrupt:
     value: Any
 
 
+def _path(ids: Iterable[str]) -> tuple[str, ...]:
+    return tuple(ids)
+
+
 @attrs.frozen
 class StreamEvent:
     """One item of ``agent.stream``: ``mode`` (updates, messages, values, custom), the
-    ``data`` and the ``source`` (the node, middleware or tool that produced it)."""
+    ``data`` and the ``source`` (the node, middleware or tool that produced it).
+
+    ``path`` says which run produced it: ``()`` for the streamed run itself; for a run
+    started inside one of its tool calls (a sub-agent), the ids of the tool calls it was
+    started in, outermost first (``("call_1",)``, ``("call_1", "call_7")``).
+    """
 
     mode: str
     data: Any
     source: str
+    path: tuple[str, ...] = attrs.field(default=(), converter=_path)
 
 
 @attrs.frozen
@@ -108,6 +120,8 @@ class RunRequest:
     """True when this call continues a paused or unfinished run (same ``run_id``)."""
     streaming: bool
     """True for ``stream``/``astream``."""
+    usage: RunUsage = attrs.field(factory=lambda: _usage.RunUsage(), eq=False, repr=False)
+    """The run's usage ledger (``plait.usage``): a limiter registers its check on it."""
 
     @property
     def agent_name(self) -> str:

@@ -14,9 +14,10 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import attrs
 
+from plait import usage as _usage
 from plait._performers import Effect, aperform, perform
 from plait._performers import active as _performing
-from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCallChunk
+from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCallChunk, assemble_chunks
 
 __all__ = ["ChatModel", "ModelCall", "ModelProfile", "ToolDefinition", "merge_text_blocks"]
 
@@ -146,8 +147,9 @@ _in_model_call: contextvars.ContextVar[bool] = contextvars.ContextVar(
 def _invoke(method: Callable[..., AIMessage]) -> Callable[..., AIMessage]:
     @functools.wraps(method)
     def invoke(self: ChatModel, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
-        if not _performing() or _in_model_call.get():  # straight to the provider
-            return method(self, messages, **options)
+        ledger = _usage.current()
+        if _in_model_call.get() or (ledger is None and not _performing()):
+            return method(self, messages, **options)  # straight to the provider
 
         def proceed() -> AIMessage:
             token = _in_model_call.set(True)
@@ -156,7 +158,15 @@ def _invoke(method: Callable[..., AIMessage]) -> Callable[..., AIMessage]:
             finally:
                 _in_model_call.reset(token)
 
-        return perform(ModelCall(self, messages, options), proceed)
+        if ledger is not None:
+            ledger.check()
+        if not _performing():
+            answer = proceed()
+        else:
+            answer = perform(ModelCall(self, messages, options), proceed)
+        if ledger is not None:
+            ledger.record_call(self, messages, options, answer)
+        return answer
 
     return invoke
 
@@ -164,8 +174,9 @@ def _invoke(method: Callable[..., AIMessage]) -> Callable[..., AIMessage]:
 def _ainvoke(method: Callable[..., Awaitable[AIMessage]]) -> Callable[..., Any]:
     @functools.wraps(method)
     async def ainvoke(self: ChatModel, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
-        if not _performing() or _in_model_call.get():  # straight to the provider
-            return await method(self, messages, **options)
+        ledger = _usage.current()
+        if _in_model_call.get() or (ledger is None and not _performing()):
+            return await method(self, messages, **options)  # straight to the provider
 
         async def proceed() -> AIMessage:
             token = _in_model_call.set(True)
@@ -174,7 +185,15 @@ def _ainvoke(method: Callable[..., Awaitable[AIMessage]]) -> Callable[..., Any]:
             finally:
                 _in_model_call.reset(token)
 
-        return await aperform(ModelCall(self, messages, options), proceed)
+        if ledger is not None:
+            ledger.check()
+        if not _performing():
+            answer = await proceed()
+        else:
+            answer = await aperform(ModelCall(self, messages, options), proceed)
+        if ledger is not None:
+            ledger.record_call(self, messages, options, answer)
+        return answer
 
     return ainvoke
 
@@ -184,10 +203,11 @@ def _stream(method: Callable[..., Iterator[AIMessageChunk]]) -> Callable[..., An
     def stream(
         self: ChatModel, messages: Sequence[AnyMessage], **options: Any
     ) -> Iterator[AIMessageChunk]:
-        if not _performing() or _in_model_call.get():  # straight to the provider
-            return method(self, messages, **options)
+        ledger = _usage.current()
+        if _in_model_call.get() or (ledger is None and not _performing()):
+            return method(self, messages, **options)  # straight to the provider
         call = ModelCall(self, messages, options, streaming=True)
-        return _performed_stream(call, lambda: method(self, messages, **options))
+        return _performed_stream(call, lambda: method(self, messages, **options), ledger)
 
     return stream
 
@@ -197,27 +217,61 @@ def _astream(method: Callable[..., AsyncIterator[AIMessageChunk]]) -> Callable[.
     def astream(
         self: ChatModel, messages: Sequence[AnyMessage], **options: Any
     ) -> AsyncIterator[AIMessageChunk]:
-        if not _performing() or _in_model_call.get():  # straight to the provider
-            return method(self, messages, **options)
+        ledger = _usage.current()
+        if _in_model_call.get() or (ledger is None and not _performing()):
+            return method(self, messages, **options)  # straight to the provider
         call = ModelCall(self, messages, options, streaming=True)
-        return _aperformed_stream(call, lambda: method(self, messages, **options))
+        return _aperformed_stream(call, lambda: method(self, messages, **options), ledger)
 
     return astream
 
 
-def _performed_stream(effect: ModelCall, start: Callable[[], Iterator[T]]) -> Iterator[T]:
-    """The chunks of a streamed model call, performed when the first one is asked for."""
-    yield from perform(effect, lambda: _guarded(start()))
+def _performed_stream(
+    effect: ModelCall, start: Callable[[], Iterator[T]], ledger: _usage.RunUsage | None
+) -> Iterator[T]:
+    """The chunks of a streamed model call, performed when the first one is asked for
+    (and refused then if a limit is reached), recorded in ``ledger`` when they end."""
+    if ledger is not None:
+        ledger.check()
+    chunks: list[Any] = []
+    try:
+        if _performing():
+            source: Iterator[T] = iter(perform(effect, lambda: _guarded(start())))
+        else:
+            source = _guarded(start())
+        for chunk in source:
+            chunks.append(chunk)
+            yield chunk
+    finally:
+        if ledger is not None:
+            _record_stream(ledger, effect, chunks)
 
 
 async def _aperformed_stream(
-    effect: ModelCall, start: Callable[[], AsyncIterator[T]]
+    effect: ModelCall, start: Callable[[], AsyncIterator[T]], ledger: _usage.RunUsage | None
 ) -> AsyncIterator[T]:
+    if ledger is not None:
+        ledger.check()
+
     async def proceed() -> AsyncIterator[T]:
         return _aguarded(start())
 
-    async for chunk in _aiter(await aperform(effect, proceed)):
-        yield chunk
+    chunks: list[Any] = []
+    try:
+        source = await aperform(effect, proceed) if _performing() else await proceed()
+        async for chunk in _aiter(source):
+            chunks.append(chunk)
+            yield chunk
+    finally:
+        if ledger is not None:
+            _record_stream(ledger, effect, chunks)
+
+
+def _record_stream(ledger: _usage.RunUsage, effect: ModelCall, chunks: list[Any]) -> None:
+    """Record a streamed call: the usage its chunks carry, else an estimate of what was
+    streamed (of the prompt alone, if the stream failed before its first chunk)."""
+    answer = assemble_chunks(chunks) if chunks else None
+    ledger.record_call(effect.model, effect.messages, effect.options, answer)
 
 
 def _guarded(chunks: Iterator[T]) -> Iterator[T]:

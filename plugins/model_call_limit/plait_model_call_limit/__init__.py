@@ -1,34 +1,46 @@
 """``model_call_limit``: stop an agent after a number of model calls per thread or per run.
 
-Counts live in the agent's state: the thread count in a ``"thread"``-scoped key (so it is
-checkpointed and survives a new process on the same checkpointer), the run count in a
-``"run"``-scoped key (reset when a run starts). Every instance counts the same thing —
-the thread's model calls — so instances share the counts, and each model answer is
-counted once however many instances there are (the run key remembers the id of the last
-AI message counted).
+A run's model calls are counted by its usage ledger (``plait.usage``): every call made on
+its behalf — the agent's, each retry or fallback attempt, middleware's own calls, and
+those of the sub-agents it starts. The thread count lives in a ``"thread"``-scoped state
+key (checkpointed, so it survives a new process on the same checkpointer), to which each
+step adds the run's calls since; every instance shares the counts. The limits are checked
+before each of the agent's model calls (ending the run as ``exit_behavior`` says) and,
+through the ledger, before every other call of the run and its sub-agents (refused with
+``ModelCallLimitExceededError``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 import attrs
 
+from plait import usage
 from plait.errors import ConfigError, ModelCallLimitExceededError
 from plait.limits import limit_reached
-from plait.messages import AIMessage
 from plait.middleware import Middleware, can_jump_to
 from plait.options import integer
-from plait.types import Command, Runtime, StateField
+from plait.types import (
+    AgentResult,
+    Command,
+    ModelRequest,
+    ModelResponse,
+    RunRequest,
+    Runtime,
+    StateField,
+)
+from plait.usage import RunUsage
 
 __all__ = ["ModelCallLimitMiddleware"]
 
 THREAD_KEY = "model_call_limit_thread"
 """Thread-scoped: ``{"calls": n}``, the thread's model calls so far."""
 RUN_KEY = "model_call_limit_run"
-"""Run-scoped: ``{"calls": n, "last": id}``, the run's model calls and the id of the last
-AI message counted."""
+"""Run-scoped: ``{"calls": n}``, the run's model calls, as last added to the thread's."""
+PLUGIN = "model_call_limit"
 
 _LIMIT = integer(minimum=0, optional=True)
 """A limit option: an int >= 0, or None for no limit."""
@@ -64,33 +76,102 @@ class ModelCallLimitMiddleware(Middleware):
     def state_fields(self) -> dict[str, StateField]:
         return {
             THREAD_KEY: StateField(default={"calls": 0}, scope="thread"),
-            RUN_KEY: StateField(default={"calls": 0, "last": None}, scope="run"),
+            RUN_KEY: StateField(default={"calls": 0}, scope="run"),
+        }
+
+    def wrap_run(
+        self, request: RunRequest, handler: Callable[[RunRequest], AgentResult]
+    ) -> AgentResult:
+        request.usage.limit(PLUGIN, functools.partial(self._refuse, since=None), key=self)
+        return handler(request)
+
+    async def awrap_run(
+        self, request: RunRequest, handler: Callable[[RunRequest], Awaitable[AgentResult]]
+    ) -> AgentResult:
+        request.usage.limit(PLUGIN, functools.partial(self._refuse, since=None), key=self)
+        return await handler(request)
+
+    def _refuse(self, ledger: RunUsage, *, since: tuple[int, int] | None) -> None:
+        """The ledger's check before any call of the run or its sub-agents; ``since`` is
+        the thread's count when the run had made ``since[1]`` calls."""
+        run = ledger.calls
+        thread = None if since is None else since[0] + run - since[1]
+        if reached := self._reached(thread, run):
+            raise ModelCallLimitExceededError(_reason(reached))
+
+    def _reached(self, thread: int | None, run: int) -> list[str]:
+        reached = []
+        if self.thread_limit is not None and thread is not None and thread >= self.thread_limit:
+            reached.append(f"thread limit ({thread}/{self.thread_limit})")
+        if self.run_limit is not None and run >= self.run_limit:
+            reached.append(f"run limit ({run}/{self.run_limit})")
+        return reached
+
+    @staticmethod
+    def _sync(state: Mapping[str, Any]) -> dict[str, Any]:
+        """Add the run's calls since the last count to the thread's count."""
+        ledger = usage.current()
+        if ledger is None:
+            return {}
+        run, counted = ledger.calls, state[RUN_KEY]["calls"]
+        if run == counted:
+            return {}
+        return {
+            THREAD_KEY: {"calls": state[THREAD_KEY]["calls"] + run - counted},
+            RUN_KEY: {"calls": run},
         }
 
     @can_jump_to("end")
-    def before_model(self, state: Mapping[str, Any], runtime: Runtime) -> Command | None:
-        thread_calls = state[THREAD_KEY]["calls"]
-        run_calls = state[RUN_KEY]["calls"]
-        reached = []
-        if self.thread_limit is not None and thread_calls >= self.thread_limit:
-            reached.append(f"thread limit ({thread_calls}/{self.thread_limit})")
-        if self.run_limit is not None and run_calls >= self.run_limit:
-            reached.append(f"run limit ({run_calls}/{self.run_limit})")
+    def before_model(
+        self, state: Mapping[str, Any], runtime: Runtime
+    ) -> dict[str, Any] | Command | None:
+        update = self._sync(state)
+        thread_calls = update.get(THREAD_KEY, state[THREAD_KEY])["calls"]
+        run_calls = update.get(RUN_KEY, state[RUN_KEY])["calls"]
+        ledger = usage.current()
+        if ledger is not None:
+            since = functools.partial(self._refuse, since=(thread_calls, run_calls))
+            ledger.limit(PLUGIN, since, key=self)
+        reached = self._reached(thread_calls, run_calls)
         if not reached:
-            return None
+            return update or None
         return limit_reached(
-            f"Model call limit reached: {' and '.join(reached)}.",
+            _reason(reached),
             exit_behavior=self.exit_behavior,
             error=ModelCallLimitExceededError,
             metadata={"model_call_limit": {"thread_calls": thread_calls, "run_calls": run_calls}},
+            update=update,
         )
 
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        try:
+            return handler(request)
+        except ModelCallLimitExceededError as exc:
+            return self._ended(exc)
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        try:
+            return await handler(request)
+        except ModelCallLimitExceededError as exc:
+            return self._ended(exc)
+
+    def _ended(self, exc: ModelCallLimitExceededError) -> ModelResponse:
+        """The agent's call was refused by the ledger (a call made inside this step — a
+        tool selection, a fallback — reached the limit): end as ``exit_behavior`` says."""
+        command = limit_reached(str(exc), exit_behavior=self.exit_behavior, error=type(exc))
+        assert command.update is not None
+        return ModelResponse(list(command.update["messages"]))
+
     def after_model(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
-        last = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
-        run = state[RUN_KEY]
-        if last is None or run["last"] == last.id:
-            return None  # no new answer, or another instance counted it already
-        return {
-            THREAD_KEY: {"calls": state[THREAD_KEY]["calls"] + 1},
-            RUN_KEY: {"calls": run["calls"] + 1, "last": last.id},
-        }
+        return self._sync(state) or None
+
+    def after_agent(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        return self._sync(state) or None
+
+
+def _reason(reached: list[str]) -> str:
+    return f"Model call limit reached: {' and '.join(reached)}."

@@ -19,12 +19,14 @@ sub-agent's updates and custom events are forwarded as ``custom`` events naming 
 from __future__ import annotations
 
 import asyncio
+import copy
+import importlib.metadata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from plait import interrupt
+from plait import interrupt, usage
 from plait.agent import Agent, AgentResult, create_agent
 from plait.errors import CheckpointerRequiredError, ConfigError, StopRun
 from plait.messages import AIMessage, ToolMessage
@@ -45,6 +47,11 @@ __all__ = [
 PLUGIN = "subagents"
 TOOL_NAME = "task"
 GENERAL_PURPOSE = "general-purpose"
+INHERITED = ("usage_limit", "model_call_limit", "pii", "otel")
+"""Middleware of the main agent that apply to its sub-agents unless one opts out: the
+limits through the run's usage ledger (a sub-agent's calls count, and are refused, as the
+main run's), ``pii`` and ``otel`` as the same instances added to each built sub-agent."""
+LIMITS = ("usage_limit", "model_call_limit")
 RESUMES_KEY = "subagents_resumes"
 """Kept in a sub-agent's thread: how many answers ``task`` has delivered to it."""
 
@@ -124,6 +131,15 @@ def _tools(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
+def _inherit(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, tuple) or not all(item in INHERITED for item in value):
+        raise FieldError(
+            attribute.name, expected(f"a list of names among {', '.join(INHERITED)}", value)
+        )
+
+
 def _middleware(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, tuple):
         raise FieldError(
@@ -162,6 +178,12 @@ class SubAgent:
     ``create_agent``'s ``middleware``."""
     agent: Agent | None = None
     """A prebuilt agent to run instead of building one from the fields above."""
+    inherit: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_tuple, validator=_inherit
+    )
+    """Which of the main agent's ``usage_limit``, ``model_call_limit``, ``pii``, ``otel``
+    apply to this sub-agent; ``None``: the middleware's ``inherit``; ``[]`` opts out of all.
+    A prebuilt agent inherits only the limits (its middleware is its own)."""
 
     def __attrs_post_init__(self) -> None:
         if self.agent is not None:
@@ -200,6 +222,8 @@ class _Entry:
     name: str
     description: str
     agent: Agent
+    exempt: tuple[str, ...] = ()
+    """The main agent's limits this sub-agent's calls skip (``inherit`` leaves them out)."""
 
 
 # -- the middleware --------------------------------------------------------------------------
@@ -228,6 +252,9 @@ class SubAgentMiddleware(RequestMiddleware):
         default=(), converter=_tuple, validator=_subagents
     )
     """The sub-agents beside ``general-purpose`` (one named so replaces it)."""
+    inherit: tuple[str, ...] = attrs.field(default=INHERITED, converter=_tuple, validator=_inherit)
+    """Which of the main agent's ``usage_limit``, ``model_call_limit``, ``pii``, ``otel``
+    apply to sub-agents that do not say (``SubAgent.inherit``); ``[]``: none."""
     system_prompt: str | None = attrs.field(
         default=DEFAULT_SYSTEM_PROMPT, validator=non_empty_string(optional=True)
     )
@@ -262,6 +289,7 @@ class SubAgentMiddleware(RequestMiddleware):
             default_tools = _resolve_tools(self.default_tools, config, "default_tools")
         entries: dict[str, _Entry] = {}
         if GENERAL_PURPOSE not in seen:
+            middleware = self.default_middleware
             agent = self._agent(
                 config,
                 where="the general-purpose sub-agent",
@@ -269,16 +297,21 @@ class SubAgentMiddleware(RequestMiddleware):
                 model=default_model,
                 tools=default_tools,
                 system_prompt=config.system_prompt,
-                middleware=self.default_middleware,
+                middleware=(*_inherited(config, self.inherit, middleware), *middleware),
             )
             entries[GENERAL_PURPOSE] = _Entry(
-                name=GENERAL_PURPOSE, description=GENERAL_PURPOSE_DESCRIPTION, agent=agent
+                name=GENERAL_PURPOSE,
+                description=GENERAL_PURPOSE_DESCRIPTION,
+                agent=agent,
+                exempt=_exempt(self.inherit),
             )
         for index, spec in enumerate(self.subagents):
             where = f"subagents[{index}]"
+            inherit = self.inherit if spec.inherit is None else spec.inherit
             if spec.agent is not None:
                 agent = spec.agent
             else:
+                middleware = (*self.default_middleware, *spec.middleware)
                 agent = self._agent(
                     config,
                     where=f"sub-agent {spec.name!r} (option {where!r})",
@@ -288,9 +321,14 @@ class SubAgentMiddleware(RequestMiddleware):
                     if spec.tools is None
                     else _resolve_tools(spec.tools, config, f"{where}.tools"),
                     system_prompt=spec.system_prompt,
-                    middleware=(*self.default_middleware, *spec.middleware),
+                    middleware=(*_inherited(config, inherit, middleware), *middleware),
                 )
-            entries[spec.name] = _Entry(name=spec.name, description=spec.description, agent=agent)
+            entries[spec.name] = _Entry(
+                name=spec.name,
+                description=spec.description,
+                agent=agent,
+                exempt=_exempt(inherit),
+            )
         return entries
 
     @staticmethod
@@ -358,12 +396,54 @@ class SubAgentMiddleware(RequestMiddleware):
                 )
             return await _delegate(entry, description, runtime, persistent)
 
-        return Tool.from_function(task, name=TOOL_NAME, description=description)
+        tool = Tool.from_function(task, name=TOOL_NAME, description=description)
+        # An enum, so the model picks a name instead of inventing one (a small model would).
+        parameters = copy.deepcopy(tool.parameters)
+        parameters["properties"]["subagent_type"]["enum"] = list(entries)
+        return attrs.evolve(tool, parameters=parameters)
 
     # -- the prompt ---------------------------------------------------------------------------
 
     def rewrite_request(self, request: ModelRequest) -> ModelRequest:
         return request.with_prompt_section(self.system_prompt, when_tools={TOOL_NAME})
+
+
+# -- what sub-agents inherit -----------------------------------------------------------------
+
+
+def _exempt(inherit: Sequence[str]) -> tuple[str, ...]:
+    return tuple(name for name in LIMITS if name not in inherit)
+
+
+def _inherited(
+    config: AgentConfig, inherit: Sequence[str], own: Sequence[Any]
+) -> tuple[object, ...]:
+    """The main agent's ``pii`` and ``otel`` instances ``inherit`` names, for a built
+    sub-agent whose own middleware has none of that kind."""
+    found: list[object] = []
+    for name in inherit:
+        if name in LIMITS:
+            continue  # the limits apply through the usage ledger
+        cls = _middleware_class(name)
+        if cls is None or any(_is(item, name, cls) for item in own):
+            continue
+        found.extend(m for m in config.middleware if isinstance(m, cls))
+    return tuple(found)
+
+
+def _middleware_class(name: str) -> type | None:
+    for entry_point in importlib.metadata.entry_points(group="plait.middleware", name=name):
+        loaded = entry_point.load()
+        return loaded if isinstance(loaded, type) else None
+    return None
+
+
+def _is(item: Any, name: str, cls: type) -> bool:
+    """Whether a middleware item (a name, a ``(name, options)`` pair or an instance) is
+    of the kind ``name``."""
+    if isinstance(item, tuple) and item:
+        item = item[0]
+    return item == name or isinstance(item, cls)
 
 
 # -- running a task --------------------------------------------------------------------------
@@ -471,25 +551,12 @@ async def _run(entry: _Entry, thread: str | None, description: str, runtime: Too
 async def _stream(
     entry: _Entry, input: Any, thread: str | None, context: Any, runtime: ToolRuntime
 ) -> AgentResult:
-    """Run the sub-agent, forwarding its updates and custom events to the main run's
-    ``custom`` stream (a no-op writer unless the main run is streamed). The run is a task
-    of its own, so the interrupt scope it sets never replaces this ``task`` call's."""
-    stream = entry.agent.astream(
-        input, mode=["updates", "custom"], thread_id=thread, context=context
-    )
-    write = runtime.stream_writer
-    async for event in stream:
-        write(
-            {
-                "subagent": entry.name,
-                "tool_call_id": runtime.tool_call_id,
-                "mode": event.mode,
-                "source": event.source,
-                "data": event.data,
-            }
-        )
-    assert stream.result is not None
-    return stream.result
+    """Run the sub-agent. The kernel nests its run in this ``task`` call's: its events
+    reach the main run's stream (``StreamEvent.path`` is ``(tool call id,)``), its model
+    calls count in the main run's usage and limits. A run of its own task, so the
+    interrupt scope it sets never replaces this ``task`` call's."""
+    with usage.exempt(*entry.exempt):
+        return await entry.agent.ainvoke(input, thread_id=thread, context=context)
 
 
 def _interrupt_value(pending: Sequence[Interrupt]) -> Any:
@@ -529,10 +596,11 @@ def _answer(
     thread: str | None,
 ) -> ToolMessage:
     content = text or f"(sub-agent {entry.name!r} finished without a text answer)"
+    report: dict[str, Any] = {"subagent_type": entry.name, "thread_id": thread}
+    if result is not None:
+        # Counted in the main run's usage already (the kernel's ledger): reported here,
+        # per sub-agent, not as the message's usage, which the kernel would add again.
+        report["usage"] = attrs.asdict(result.usage)
     return ToolMessage(
-        content,
-        tool_call_id=runtime.tool_call_id,
-        name=TOOL_NAME,
-        metadata={"subagents": {"subagent_type": entry.name, "thread_id": thread}},
-        usage=None if result is None else result.usage,
+        content, tool_call_id=runtime.tool_call_id, name=TOOL_NAME, metadata={"subagents": report}
     )

@@ -1,27 +1,42 @@
 """``usage_limit``: stop an agent once it has spent a number of tokens or dollars, per
 thread or per run.
 
-Counts live in the agent's state like ``model_call_limit``'s: the thread's in a
-``"thread"``-scoped key (checkpointed, so they survive a new process on the same
-checkpointer), the run's in a ``"run"``-scoped key. Limits are checked before each model
-call, so the call that crosses one completes and the next never starts. Each answer's
-cost is computed around the model call (``wrap_model_call``) and written into its
-``usage.cost``, which the kernel sums into ``result.usage``.
+What a run spent is its usage ledger (``plait.usage``): every model call made on its
+behalf — the agent's, middleware's own, answers refused by ``response_format``, and the
+calls of sub-agents it starts. The thread's counts live in a ``"thread"``-scoped state key
+(checkpointed, so they survive a new process on the same checkpointer), to which each
+step adds what the run spent since. Limits are checked before each of the agent's model
+calls (ending the run as ``exit_behavior`` says) and, through the ledger, before every
+other call of the run and its sub-agents (refused with ``UsageLimitExceededError``), so
+the call that crosses a limit completes and no call starts after it. The ledger prices
+each call (``prices`` or ``genai-prices``); each answer's ``usage.cost`` is set too.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 import attrs
 
+from plait import usage
 from plait.errors import ConfigError, UsageLimitExceededError
 from plait.limits import limit_reached
 from plait.messages import AIMessage, Usage
 from plait.middleware import Middleware, can_jump_to
 from plait.options import integer, number
-from plait.types import AgentConfig, Command, ModelRequest, ModelResponse, Runtime, StateField
+from plait.types import (
+    AgentConfig,
+    AgentResult,
+    Command,
+    ModelRequest,
+    ModelResponse,
+    RunRequest,
+    Runtime,
+    StateField,
+)
+from plait.usage import RunUsage
 from plait_usage_limit._prices import Prices, cost_of, known
 
 __all__ = ["Limits", "Prices", "UsageLimitMiddleware"]
@@ -29,7 +44,8 @@ __all__ = ["Limits", "Prices", "UsageLimitMiddleware"]
 THREAD_KEY = "usage_limit_thread"
 """Thread-scoped: ``{"input_tokens", "output_tokens", "cost"}`` spent in the thread."""
 RUN_KEY = "usage_limit_run"
-"""Run-scoped: the same for the run, plus ``"last"``, the id of the last answer counted."""
+"""Run-scoped: the same for the run, as last added to the thread's counts."""
+PLUGIN = "usage_limit"
 
 _ZERO = {"input_tokens": 0, "output_tokens": 0, "cost": 0.0}
 _TOKENS = integer(minimum=0, optional=True)
@@ -132,48 +148,120 @@ class UsageLimitMiddleware(Middleware):
     def state_fields(self) -> dict[str, StateField]:
         return {
             THREAD_KEY: StateField(default=dict(_ZERO), scope="thread"),
-            RUN_KEY: StateField(default={**_ZERO, "last": None}, scope="run"),
+            RUN_KEY: StateField(default=dict(_ZERO), scope="run"),
         }
 
-    @can_jump_to("end")
-    def before_model(self, state: Mapping[str, Any], runtime: Runtime) -> Command | None:
-        thread, run = state[THREAD_KEY], state[RUN_KEY]
+    # -- counting: the run's usage ledger holds every call; the state keeps the thread's ------
+
+    def wrap_run(
+        self, request: RunRequest, handler: Callable[[RunRequest], AgentResult]
+    ) -> AgentResult:
+        self._watch(request.usage)
+        return handler(request)
+
+    async def awrap_run(
+        self, request: RunRequest, handler: Callable[[RunRequest], Awaitable[AgentResult]]
+    ) -> AgentResult:
+        self._watch(request.usage)
+        return await handler(request)
+
+    def _watch(self, ledger: RunUsage) -> None:
+        """Price the run's calls and refuse any call of it (a sub-agent's, a middleware's)
+        once a run limit is reached; ``before_model`` adds the thread's counts."""
+        ledger.pricing(self._price)
+        ledger.limit(PLUGIN, functools.partial(self._refuse, thread=None), key=self)
+
+    def _price(self, model: Any, usage: Usage) -> float | None:
+        return cost_of(usage, model.provider, model.model_name, self.prices)
+
+    def _refuse(self, ledger: RunUsage, *, thread: Mapping[str, Any] | None) -> None:
+        """The ledger's check: raise before a call starts once a limit is reached.
+        ``thread`` is the thread's counts when the run had spent ``thread["run"]``."""
+        run = _spent(ledger.total)
+        counts = None if thread is None else _add(thread["thread"], _minus(run, thread["run"]))
+        if reached := self._reached(counts, run):
+            raise UsageLimitExceededError(self._reason(reached, ledger.total.estimated))
+
+    def _sync(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """Add what the run spent since the last count to the thread's counts."""
+        ledger = usage.current()
+        if ledger is None:
+            return {}
+        run = _spent(ledger.total)
+        counted = _spent(state[RUN_KEY])
+        if run == counted:
+            return {}
+        return {THREAD_KEY: _add(state[THREAD_KEY], _minus(run, counted)), RUN_KEY: run}
+
+    def _reached(self, thread: Mapping[str, Any] | None, run: Mapping[str, Any]) -> list[str]:
         reached = []
         for scope, limits, spent in (
             ("thread", self.thread_limit, thread),
             ("run", self.run_limit, run),
         ):
-            if limits is not None and (found := limits.reached(spent)):
+            if limits is not None and spent is not None and (found := limits.reached(spent)):
                 reached.append(f"{scope} limit: {', '.join(found)}")
+        return reached
+
+    @staticmethod
+    def _reason(reached: list[str], estimated: bool) -> str:
+        guess = "; counts include estimates: a provider reported no usage" if estimated else ""
+        return f"Usage limit reached ({'; '.join(reached)}{guess})."
+
+    @can_jump_to("end")
+    def before_model(
+        self, state: Mapping[str, Any], runtime: Runtime
+    ) -> dict[str, Any] | Command | None:
+        update = self._sync(state)
+        thread = update.get(THREAD_KEY, state[THREAD_KEY])
+        run = update.get(RUN_KEY, _spent(state[RUN_KEY]))
+        ledger = usage.current()
+        if ledger is not None:
+            since = {"thread": dict(thread), "run": dict(run)}
+            ledger.limit(PLUGIN, functools.partial(self._refuse, thread=since), key=self)
+        reached = self._reached(thread, run)
         if not reached:
-            return None
+            return update or None
+        estimated = ledger is not None and ledger.total.estimated
+        metadata: dict[str, Any] = {"thread": dict(thread), "run": dict(run)}
+        if estimated:
+            metadata["estimated"] = True
         return limit_reached(
-            f"Usage limit reached ({'; '.join(reached)}).",
+            self._reason(reached, estimated),
             exit_behavior=self.exit_behavior,
             error=UsageLimitExceededError,
-            metadata={"usage_limit": {"thread": dict(thread), "run": _spent(run)}},
+            metadata={PLUGIN: metadata},
+            update=update,
         )
 
     def after_model(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
-        last = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
-        run = state[RUN_KEY]
-        if last is None or run["last"] == last.id:
-            return None  # no new answer, or another instance counted it already
-        usage = last.usage or Usage()
-        return {
-            THREAD_KEY: _add(state[THREAD_KEY], usage),
-            RUN_KEY: {**_add(run, usage), "last": last.id},
-        }
+        return self._sync(state) or None
+
+    def after_agent(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        return self._sync(state) or None
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        return self._priced(request, handler(request))
+        try:
+            return self._priced(request, handler(request))
+        except UsageLimitExceededError as exc:
+            return self._ended(exc)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        return self._priced(request, await handler(request))
+        try:
+            return self._priced(request, await handler(request))
+        except UsageLimitExceededError as exc:
+            return self._ended(exc)
+
+    def _ended(self, exc: UsageLimitExceededError) -> ModelResponse:
+        """The agent's call was refused by the ledger (a call made inside this step — a
+        tool selection, a fallback — crossed the limit): end as ``exit_behavior`` says."""
+        command = limit_reached(str(exc), exit_behavior=self.exit_behavior, error=type(exc))
+        assert command.update is not None
+        return ModelResponse(list(command.update["messages"]))
 
     def _priced(self, request: ModelRequest, response: ModelResponse | AIMessage) -> ModelResponse:
         """The response with its answer's ``usage.cost`` set, when a price is known."""
@@ -199,5 +287,20 @@ def _add(spent: Mapping[str, Any], usage: Usage) -> dict[str, Any]:
     }
 
 
-def _spent(run: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: run[key] for key in _ZERO}
+def _spent(spent: Mapping[str, Any] | Usage) -> dict[str, Any]:
+    """The three counts of a state value or a ``Usage``."""
+    if isinstance(spent, Usage):
+        return {
+            "input_tokens": spent.input_tokens,
+            "output_tokens": spent.output_tokens,
+            "cost": spent.cost or 0.0,
+        }
+    return {key: spent[key] for key in _ZERO}
+
+
+def _minus(spent: Mapping[str, Any], counted: Mapping[str, Any]) -> Usage:
+    return Usage(
+        spent["input_tokens"] - counted["input_tokens"],
+        spent["output_tokens"] - counted["output_tokens"],
+        cost=spent["cost"] - counted["cost"],
+    )

@@ -347,9 +347,7 @@ def test_sub_agent_runs_nest_under_the_task_tool_span(otel: Telemetry, make_agen
     assert len(otel.named("chat scripted")) == 2
 
 
-def test_a_sub_agent_without_the_plugin_still_traces_its_calls_under_the_task(
-    otel: Telemetry, make_agent: Any
-) -> None:
+def test_a_sub_agent_inherits_the_main_agents_tracing(otel: Telemetry, make_agent: Any) -> None:
     main = scripted(
         ai("", call("task", id="task_0", description="look", subagent_type="researcher")), "done"
     )
@@ -362,8 +360,31 @@ def test_a_sub_agent_without_the_plugin_still_traces_its_calls_under_the_task(
     agent = make_agent(main, middleware=[otel.middleware(), SubAgentMiddleware(subagents=[spec])])
     asyncio.run(agent.ainvoke("go"))
     (task,) = otel.named("execute_tool task")
+    (inner,) = otel.named("invoke_agent researcher")
+    assert inner.parent is not None and inner.parent.span_id == task.context.span_id
+    (sub_chat,) = otel.named("chat sub")
+    assert sub_chat.parent.span_id == inner.context.span_id
+
+
+def test_a_sub_agent_that_opts_out_still_traces_its_calls_under_the_task(
+    otel: Telemetry, make_agent: Any
+) -> None:
+    main = scripted(
+        ai("", call("task", id="task_0", description="look", subagent_type="researcher")), "done"
+    )
+    spec = SubAgent(
+        name="researcher",
+        description="Finds.",
+        system_prompt="Go.",
+        model=scripted("ok", name="sub"),
+        inherit=[],
+    )
+    agent = make_agent(main, middleware=[otel.middleware(), SubAgentMiddleware(subagents=[spec])])
+    asyncio.run(agent.ainvoke("go"))
+    (task,) = otel.named("execute_tool task")
     (sub_chat,) = otel.named("chat sub")
     assert sub_chat.parent.span_id == task.context.span_id
+    assert otel.named("invoke_agent researcher") == []
 
 
 # -- without an SDK, and options -------------------------------------------------------------

@@ -343,7 +343,10 @@ def test_sub_agent_usage_is_added_to_the_run_usage(make_agent: Any) -> None:
     spec = researcher(sub, tools=["fetch"])
     agent = make_agent(main, tools=[fetch], middleware=[SubAgentMiddleware(subagents=[spec])])
     result = agent.invoke("go", thread_id="t")
-    assert tool_messages(result)[0].usage == Usage(input_tokens=27, output_tokens=8)
+    [answer] = tool_messages(result)
+    report = answer.metadata["subagents"]["usage"]
+    assert (report["input_tokens"], report["output_tokens"]) == (27, 8)
+    assert answer.usage is None  # counted once, by the kernel's ledger
     assert result.usage == Usage(input_tokens=227, output_tokens=28)
 
 
@@ -359,7 +362,9 @@ def test_without_a_checkpointer_tasks_still_run(make_agent: Any) -> None:
     assert [[m.text for m in r.messages] for r in sub.requests] == [["a"], ["b"]]
 
 
-def test_sub_agent_events_reach_the_main_stream_as_custom_events(make_agent: Any) -> None:
+def test_sub_agent_events_reach_the_main_stream_under_the_task_call_id(
+    make_agent: Any,
+) -> None:
     def progress(step: str, runtime: plait.ToolRuntime) -> str:
         """Report progress."""
         runtime.stream_writer({"progress": step})
@@ -369,16 +374,61 @@ def test_sub_agent_events_reach_the_main_stream_as_custom_events(make_agent: Any
     main = scripted(delegate(("researcher", "work")), "done")
     spec = researcher(sub, tools=[progress])
     agent = make_agent(main, middleware=[SubAgentMiddleware(subagents=[spec])])
-    stream = agent.stream("go", thread_id="t", mode="custom")
-    events = [event.data for event in stream]
+    stream = agent.stream("go", thread_id="t", mode=["custom", "updates"])
+    events = list(stream)
     assert stream.result is not None and stream.result.text == "done"
-    assert {(e["subagent"], e["tool_call_id"]) for e in events} == {("researcher", "task_0")}
-    assert {"mode": "custom", "source": "custom", "data": {"progress": "half way"}}.items() <= (
-        next(e for e in events if e["mode"] == "custom").items()
+    nested = [e for e in events if e.path]
+    assert {e.path for e in nested} == {("task_0",)}
+    assert [e.data for e in nested if e.mode == "custom"] == [{"progress": "half way"}]
+    final = [e for e in nested if e.mode == "updates" and e.source == "model"][-1]
+    assert final.data["model"]["messages"][0].text == "sub done"
+    # the main run's own events carry no path, and come after the sub-agent's
+    assert events[-1].path == () and events[-1].source == "model"
+
+
+@pytest.mark.parametrize("mode", ["messages", "values", "updates"])
+def test_every_stream_mode_carries_the_sub_agents_events_async(make_agent: Any, mode: str) -> None:
+    sub = scripted("sub answer", "sub answer")
+    main = scripted(delegate(("researcher", "a"), ("researcher", "b")), "done")
+    agent = make_agent(main, middleware=[SubAgentMiddleware(subagents=[researcher(sub)])])
+
+    async def scenario() -> list[plait.StreamEvent]:
+        stream = agent.astream("go", thread_id="t", mode=mode)
+        return [event async for event in stream]
+
+    events = asyncio.run(scenario())
+    assert {e.path for e in events} == {(), ("task_0",), ("task_1",)}
+    assert {e.mode for e in events} == {mode}
+    if mode == "messages":  # the sub-agents' answers, as their model streamed them
+        for call_id in ("task_0", "task_1"):
+            chunks = [e.data for e in events if e.path == (call_id,) and e.source == "model"]
+            assert "".join(c.content for c in chunks) == "sub answer"
+
+
+def test_a_sub_agent_of_a_sub_agent_has_a_two_step_path(make_agent: Any) -> None:
+    inner = SubAgent(
+        name="inner", description="Inner.", system_prompt="In.", model=scripted("deep")
     )
-    updates = [e for e in events if e["mode"] == "updates"]
-    final = [e for e in updates if e["source"] == "model"][-1]
-    assert final["data"]["model"]["messages"][0].text == "sub done"
+    outer = SubAgent(
+        name="outer",
+        description="Outer.",
+        system_prompt="Out.",
+        model=scripted(delegate(("inner", "x"), first=5), "outer done"),
+        middleware=[SubAgentMiddleware(subagents=[inner])],
+    )
+    main = scripted(delegate(("outer", "y")), "done")
+    agent = make_agent(main, middleware=[SubAgentMiddleware(subagents=[outer])])
+    events = list(agent.stream("go", thread_id="t", mode="updates"))
+    paths = {e.path for e in events}
+    assert ("task_0", "task_5") in paths and ("task_0",) in paths
+
+
+def test_subagent_type_is_an_enum_of_the_sub_agents(make_agent: Any) -> None:
+    agent = make_agent(
+        ["hi"], middleware=[SubAgentMiddleware(subagents=[researcher(scripted("x"))])]
+    )
+    schema = agent.tools_by_name["task"].parameters["properties"]["subagent_type"]
+    assert schema["enum"] == [GENERAL_PURPOSE, "researcher"]
 
 
 # -- concurrency ------------------------------------------------------------------------------
