@@ -496,8 +496,58 @@ def negatives() -> list[dict[str, Any]]:
     return records
 
 
+# -- private-use and reserved domains ------------------------------------------------------
+
+PRIVATE_ADDRESSES = [
+    "jane.doe@corp.internal",
+    "ops@mail.corp.internal",
+    "bob@printer.local",
+    "admin@router.lan",
+    "it-desk@hq.corp",
+    "dev@api.test",
+    "qa+run42@staging.test",
+    "user@shop.example",
+    "noreply@bounce.invalid",
+    "root@box.localhost",
+    "family@nas.home.arpa",
+    "sales@intranet.private",
+    "li.wei@wiki.intranet",
+    "anna@media.home",
+]
+PRIVATE_TEMPLATES = [
+    "Please contact {} for details.",
+    "Write to <{}> today",
+    '{"field": "{}", "n": 3}',
+    "请联系 {} 获取详情。",
+    "CSV: a,{},c",
+]
+IMAGE_NAMES = [
+    "<img src='logo@2x.png'>",
+    "icons: home@3x.jpg, back@2x.webp",
+    "hero@1.5x.local is not an address either",
+    "asset name@3x.jpg loaded",
+    "sprite@2x.test.png",
+]
+
+
+def private_domains() -> list[dict[str, Any]]:
+    """Addresses at domains that never reach the public DNS (RFC 2606, 6761, 6762,
+    8375, ICANN's ``.internal``) are real addresses on private networks; image names
+    with a pixel density are not. Written without the random generator, so the records
+    above stay as they were."""
+    records: list[dict[str, Any]] = []
+    for index, address in enumerate(PRIVATE_ADDRESSES):
+        for template in (PRIVATE_TEMPLATES[index % 5], PRIVATE_TEMPLATES[(index + 2) % 5]):
+            before, _, after = template.partition("{}")
+            text, labels = snippet([(before, None), (address, "email"), (after, None)])
+            records.append({"text": text, "type": "email", "kind": "positive", "labels": labels})
+    for text in IMAGE_NAMES:
+        records.append({"text": text, "type": "email", "kind": "negative", "labels": {}})
+    return records
+
+
 def main() -> None:
-    records = positives() + negatives()
+    records = positives() + negatives() + private_domains()
     out = Path(__file__).with_name("pii_corpus.jsonl")
     with out.open("w", encoding="utf-8") as handle:
         for record in records:

@@ -41,6 +41,7 @@ from plait_pii._detectors import BUILTIN, MASKS, PIIMatch, mask_custom, merge
 from plait_pii._installed import GROUP, installed_names, load_installed
 from plait_pii._pseudonyms import KEY, Assigner, Pseudonyms, Restorer
 from plait_pii._pseudonyms import merge as merge_tables
+from plait_pii._walk import map_strings
 
 __all__ = ["PIIMatch", "PIIMiddleware"]
 
@@ -203,13 +204,7 @@ class PIIMiddleware(Middleware):
 
     def _value(self, value: Any, seen: _Counter) -> Any:
         """A JSON value with every string leaf redacted: keys, numbers and shape stay."""
-        if isinstance(value, str):
-            return self.text(value, seen)
-        if isinstance(value, Mapping):
-            return {key: self._value(item, seen) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return [self._value(item, seen) for item in value]
-        return value
+        return map_strings(value, lambda text: self.text(text, seen))
 
     def message(self, message: AnyMessage, seen: _Counter) -> AnyMessage:
         """``message`` with this type handled (the same object if nothing was found)."""
@@ -274,15 +269,7 @@ class PIIMiddleware(Middleware):
 
     def _assigned(self, assigner: Assigner, message: AnyMessage) -> AnyMessage:
         """``message`` with its values replaced by placeholders (the same object if none)."""
-        changes: dict[str, Any] = {}
-        content = _map_content(message.content, assigner.text)
-        if content != message.content:
-            changes["content"] = content
-        if isinstance(message, AIMessage) and message.tool_calls:
-            calls = [attrs.evolve(c, args=assigner.value(c.args)) for c in message.tool_calls]
-            if calls != list(message.tool_calls):
-                changes["tool_calls"] = calls
-        return attrs.evolve(message, **changes) if changes else message
+        return _rewritten(message, assigner.text)
 
     def _update(self, changed: list[AnyMessage], assigner: Assigner) -> dict[str, Any] | None:
         update: dict[str, Any] = {}
@@ -515,9 +502,9 @@ class _StreamRedactor:
             return raw
         try:
             args = json.loads(raw)
-        except json.JSONDecodeError:
+            return json.dumps(self.pii._value(args, seen), ensure_ascii=False)
+        except (json.JSONDecodeError, RecursionError):  # not JSON, or too deep for json
             return self.pii.text(raw, seen)
-        return json.dumps(self.pii._value(args, seen), ensure_ascii=False)
 
 
 def _map_content(content: Content, rewrite: Callable[[str], str]) -> Content:
@@ -532,14 +519,32 @@ def _map_content(content: Content, rewrite: Callable[[str], str]) -> Content:
 
 
 def _restored(message: AnyMessage, restorer: Restorer) -> AnyMessage:
+    return _rewritten(message, restorer.text)
+
+
+def _rewritten(message: AnyMessage, rewrite: Callable[[str], str]) -> AnyMessage:
+    """``message`` with ``rewrite`` applied to its text and its tool calls' string
+    arguments (the same object when nothing changed; arguments are never compared whole,
+    as deep ones could not be)."""
+    changed = False
+
+    def tracked(text: str) -> str:
+        nonlocal changed
+        new = rewrite(text)
+        changed = changed or new != text
+        return new
+
     changes: dict[str, Any] = {}
-    content = _map_content(message.content, restorer.text)
-    if content != message.content:
+    content = _map_content(message.content, tracked)
+    if changed:
         changes["content"] = content
     if isinstance(message, AIMessage) and message.tool_calls:
-        calls = [attrs.evolve(c, args=restorer.value(c.args)) for c in message.tool_calls]
-        if calls != list(message.tool_calls):
+        before = changed
+        changed = False
+        calls = [attrs.evolve(c, args=map_strings(c.args, tracked)) for c in message.tool_calls]
+        if changed:
             changes["tool_calls"] = calls
+        changed = changed or before
     return attrs.evolve(message, **changes) if changes else message
 
 
@@ -580,7 +585,7 @@ class _StreamRestorer:
             raw = "".join(pieces)
             try:
                 args = json.dumps(self.restorer.value(json.loads(raw)), ensure_ascii=False)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # not JSON, or too deep for json
                 args = self.restorer.text(raw)
             yield AIMessageChunk(
                 tool_call_chunks=[ToolCallChunk(index, call_id, name, args)], id=self.id

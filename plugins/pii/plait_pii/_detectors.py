@@ -7,6 +7,7 @@ is what a human would call that kind of data, not merely text of the right shape
 
 from __future__ import annotations
 
+import bisect
 import functools
 import ipaddress
 import mimetypes
@@ -142,6 +143,32 @@ def _registrable(host: str) -> bool:
     return _PSL.privatesuffix(host.lower(), accept_unknown=False) is not None
 
 
+RESERVED_SUFFIXES = (
+    "example",
+    "test",
+    "invalid",
+    "localhost",  # RFC 2606 / RFC 6761
+    "local",  # RFC 6762 (mDNS)
+    "internal",  # ICANN's private-use TLD
+    "intranet",
+    "private",
+    "corp",
+    "home",
+    "lan",  # RFC 6762 appendix G: used on private networks
+    "home.arpa",  # RFC 8375
+)
+"""Suffixes that never reach the public DNS but name real hosts on private networks and
+in test data: an address at ``jane@corp.internal`` is an enterprise's real address."""
+_RESERVED = frozenset(RESERVED_SUFFIXES)
+
+
+def _private_host(host: str) -> bool:
+    """Whether ``host`` is a name (one label at least) under a reserved suffix:
+    ``mail.corp.internal``, ``printer.local``, ``nas.home.arpa`` (``local`` alone is not)."""
+    labels = host.lower().split(".")
+    return any(".".join(labels[i:]) in _RESERVED for i in range(1, len(labels)))
+
+
 # -- email ---------------------------------------------------------------------------------
 
 _EMAIL = re.compile(
@@ -157,7 +184,22 @@ _DENSITY = re.compile(r"\d+(?:\.\d+)?x\Z", re.IGNORECASE)
 """``2x``, ``3x``, ``1.5x``: the pixel-density part of an image name (``icon@2x.png``)."""
 
 
-_EMAIL_AROUND = re.compile(r"[\w.%+\-]*@[\w.\-]*")
+_DOMAIN_RUN = re.compile(r"[\w.\-]*")
+"""What may follow an ``@`` in an address (checked whole afterwards)."""
+
+
+def _local_run_start(text: str, at: int, floor: int) -> int:
+    """Where the run of local-part characters (``\\w . % + -``) that ends at ``at``
+    starts, no further back than ``floor``: scanned backwards one character at a time, so
+    each character of the text is looked at once over all the ``@`` of a text."""
+    start = at
+    while start > floor:
+        char = text[start - 1]
+        if char.isalnum() or char in "_.%+-":
+            start -= 1
+        else:
+            break
+    return start
 
 
 def _email_at(text: str, start: int, at: int, end: int) -> PIIMatch | None:
@@ -176,29 +218,57 @@ def _email_at(text: str, start: int, at: int, end: int) -> PIIMatch | None:
         return None
     domain = value[at - start + 1 :]
     labels = domain.split(".")
-    if not _is_tld(labels[-1]) or not _registrable(domain):
+    if not _private_host(domain) and (not _is_tld(labels[-1]) or not _registrable(domain)):
         return None
-    if len(labels) == 2 and _DENSITY.match(labels[0]):
-        return None
+    if _DENSITY.match(domain.rpartition(".")[0]):
+        return None  # an image name: logo@2x.png, hero@1.5x.local
     return PIIMatch(value, start, end)
 
 
-def _in_url_authority(text: str, start: int) -> bool:
+_AUTHORITY = re.compile(r"""(?:^|(?<=[ \t\n\r<>"'(]))[^ \t\n\r<>"'(]*?://([^/ \t\n\r<>"'(]*)""")
+"""A URL's authority (``user:password@host``): from the first ``://`` of a token (a run of
+text between spaces, quotes, ``<>`` and ``(``) to the next ``/`` or the token's end. One
+pass over the text, each token scanned once."""
+
+
+def _authorities(text: str) -> tuple[list[int], list[int]]:
+    """The starts and ends of every URL authority in ``text``, in order."""
+    starts: list[int] = []
+    ends: list[int] = []
+    if "://" in text:
+        for m in _AUTHORITY.finditer(text):
+            starts.append(m.start(1))
+            ends.append(m.end(1))
+    return starts, ends
+
+
+def _in_authority(authorities: tuple[list[int], list[int]], start: int) -> bool:
     """Whether ``start`` is inside a URL's ``user:password@`` part, e.g. ``ftp://me@host``."""
-    token_start = max(text.rfind(c, 0, start) for c in " \t\n\r<>\"'(") + 1
-    prefix = text[token_start:start]
-    _scheme, sep, rest = prefix.partition("://")
-    return bool(sep) and "/" not in rest
+    starts, ends = authorities
+    index = bisect.bisect_right(starts, start) - 1
+    return index >= 0 and start <= ends[index]
 
 
 def find_emails(text: str) -> list[PIIMatch]:
-    if "@" not in text:
-        return []
+    """Every address, in one pass: each ``@`` is widened to the characters an address may
+    hold on either side, never past the previous candidate, so the work is linear in the
+    text's length whatever it holds (a contact list on one line, a long base64 blob)."""
     found = []
-    for m in _EMAIL_AROUND.finditer(text):
-        match = _email_at(text, m.start(), text.index("@", m.start()), m.end())
-        if match is not None and not _in_url_authority(text, match.start):
-            found.append(match)
+    authorities: tuple[list[int], list[int]] | None = None
+    floor = 0
+    at = text.find("@")
+    while at != -1:
+        start = _local_run_start(text, at, floor)
+        run = _DOMAIN_RUN.match(text, at + 1)
+        end = run.end() if run is not None else at + 1
+        floor = end
+        match = _email_at(text, start, at, end)
+        if match is not None:
+            if authorities is None:
+                authorities = _authorities(text)
+            if not _in_authority(authorities, match.start):
+                found.append(match)
+        at = text.find("@", end)
     return found
 
 

@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from plait_pii._walk import map_strings
+
 KEY = "pii_pseudonyms"
 Table = Mapping[str, int]
 
@@ -82,13 +84,7 @@ class Assigner:
 
     def value(self, value: Any) -> Any:
         """A JSON value with every string leaf rewritten; keys and shape stay."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, Mapping):
-            return {key: self.value(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.value(item) for item in value]
-        return value
+        return map_strings(value, self.text)
 
 
 class Restorer:
@@ -104,10 +100,5 @@ class Restorer:
         return self.pattern.sub(lambda m: self.values.get(m[0], m[0]), text)
 
     def value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, Mapping):
-            return {key: self.value(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.value(item) for item in value]
-        return value
+        """A JSON value with every placeholder in its string leaves restored."""
+        return map_strings(value, self.text)

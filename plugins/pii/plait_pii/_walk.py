@@ -1,0 +1,38 @@
+"""Rewriting every string leaf of a JSON value (tool-call arguments, structured answers,
+interrupt payloads) without recursion, so a value nested thousands of levels deep is
+handled like a flat one instead of ending the run with ``RecursionError``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["map_strings"]
+
+
+def map_strings(value: Any, rewrite: Callable[[str], str]) -> Any:
+    """``value`` with ``rewrite`` applied to every string leaf, in document order (the
+    order in which numbering strategies must meet values). Mappings become dicts with the
+    same keys in the same order, lists and tuples become lists; other leaves stay."""
+    if isinstance(value, str):
+        return rewrite(value)
+    if not isinstance(value, Mapping | list | tuple):
+        return value
+    root: list[Any] = [None]
+    # (node, the container its result goes in, the key or index there)
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        node, parent, key = stack.pop()
+        if isinstance(node, str):
+            parent[key] = rewrite(node)
+        elif isinstance(node, Mapping):
+            new: dict[Any, Any] = dict.fromkeys(node)
+            parent[key] = new
+            stack.extend((item, new, k) for k, item in reversed(list(node.items())))
+        elif isinstance(node, list | tuple):
+            items: list[Any] = [None] * len(node)
+            parent[key] = items
+            stack.extend((node[i], items, i) for i in range(len(node) - 1, -1, -1))
+        else:
+            parent[key] = node
+    return root[0]
