@@ -7,34 +7,50 @@ code; ``PLAIT_DEBUG=1`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
 import shlex
 import sys
-import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import attrs
-import cattrs
-
 from plait.answerers import Asker
 from plait.errors import CheckpointerRequiredError, PlaitError, ThreadBusyError
-from plait.middleware import Middleware
 
 if TYPE_CHECKING:
+    import cattrs
+
     from plait.agent import Agent, AgentResult
     from plait.agentfile import AgentSpec
-    from plait.messages import AIMessageChunk, ToolCall, ToolMessage
-    from plait.options import OptionInfo
-    from plait.types import Command, Interrupt, ModelRequest, ModelResponse, ToolCallRequest
+    from plait.types import Interrupt
 
 __all__ = ["Asker", "main"]
+
+_MOVED = {
+    "Console": "plait._console",
+    "Spinner": "plait._console",
+    "ModelDisplay": "plait._console",
+    "ToolDisplay": "plait._console",
+    "format_call": "plait._console",
+    "PluginInfo": "plait._plugin_list",
+    "collect_plugins": "plait._plugin_list",
+}
+"""Names of the live display and of ``plait plugins``, in modules of their own so that
+``plait --help`` imports neither attrs nor the middleware machinery."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module 'plait.cli' has no attribute {name!r}")
+
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -44,166 +60,6 @@ EXIT_INTERRUPTED = 130
 
 class CLIError(PlaitError):
     """A mistake in how the command was used (reported as one line, exit code 1)."""
-
-
-# --------------------------------------------------------------------------- output
-
-
-def _short(text: str, width: int = 100) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 3] + "..."
-
-
-def format_call(call: ToolCall) -> str:
-    """``get_weather(city="Paris")``: a tool call on one line."""
-    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.args.items())
-    return f"{call.name}({_short(args, 80)})"
-
-
-class Spinner:
-    """A one-character spinner on stderr while the model works; only on a terminal."""
-
-    FRAMES = "|/-\\"
-
-    def __init__(self, stream: IO[str]) -> None:
-        self.stream = stream
-        self.enabled = stream.isatty()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self, label: str = "thinking") -> None:
-        if not self.enabled or self._thread is not None:
-            return
-        self._stop.clear()
-
-        def spin() -> None:
-            index = 0
-            while not self._stop.wait(0.1):
-                frame = self.FRAMES[index % len(self.FRAMES)]
-                self.stream.write(f"\r{frame} {label}...")
-                self.stream.flush()
-                index += 1
-            self.stream.write("\r" + " " * (len(label) + 6) + "\r")
-            self.stream.flush()
-
-        self._thread = threading.Thread(target=spin, name="plait-spinner", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._thread is None:
-            return
-        self._stop.set()
-        self._thread.join()
-        self._thread = None
-
-
-@attrs.define(eq=False)
-class Console:
-    """What the live display writes to, and the ids of what it has already shown."""
-
-    out: IO[str]
-    spinner: Spinner
-    prefix: str = ""
-    """Written before the model's words (``"agent> "`` in a chat)."""
-    shown: set[str] = attrs.Factory(set)
-    streamed: bool = False
-    """Whether the model call in progress has written words as they streamed."""
-
-    def line(self, text: str) -> None:
-        self.out.write(text + "\n")
-        self.out.flush()
-
-    def middleware(self) -> tuple[list[Middleware], list[Middleware]]:
-        """The display's middleware: one to put first in the list, one to put last."""
-        return [ModelDisplay(self)], [ToolDisplay(self)]
-
-
-@attrs.define(eq=False)
-class ModelDisplay(Middleware):
-    """First in the list, so outermost around model calls: the spinner covers the whole
-    call (retries and fallbacks included), and the model's words beside its tool calls
-    are shown as the other middleware left them."""
-
-    console: Console
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        console = self.console
-        console.spinner.start()
-        try:
-            response = handler(request)
-        finally:
-            console.spinner.stop()
-            if console.streamed:
-                console.line("")
-        message = response.message
-        if message is not None and console.streamed:
-            console.shown.add(message.id)
-        elif message is not None and message.tool_calls and message.text.strip():
-            console.line(console.prefix + message.text.strip())
-            console.shown.add(message.id)
-        console.streamed = False
-        return response
-
-    def transform_model_stream(
-        self, chunks: Iterator[AIMessageChunk], request: ModelRequest
-    ) -> Iterator[AIMessageChunk]:
-        """Write the model's words as they arrive (after the other middleware, e.g. PII
-        redaction, have transformed them: this display is first, so it sees them last)."""
-        console = self.console
-        for chunk in chunks:
-            text = chunk.content if console.streamed else chunk.content.lstrip()
-            if text:
-                if not console.streamed:
-                    console.spinner.stop()
-                    console.out.write(console.prefix)
-                    console.streamed = True
-                console.out.write(text)
-                console.out.flush()
-            yield chunk
-
-
-@attrs.define(eq=False)
-class ToolDisplay(Middleware):
-    """Last in the list, so innermost around tool calls: it shows the call that really
-    runs (after an approval edited it, say) and what the tool itself returned."""
-
-    console: Console
-
-    def wrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], ToolMessage | Command],
-    ) -> ToolMessage | Command:
-        from plait.messages import ToolMessage
-
-        call = request.tool_call
-        if call.id not in self.console.shown:  # a call re-run after an interrupt: once
-            self.console.shown.add(call.id)
-            self.console.line(f"  -> {format_call(call)}")
-        try:
-            result = handler(request)
-        except Exception as exc:  # the kernel makes it an error ToolMessage; show it
-            self.console.line(f"  !! {_short(f'{type(exc).__name__}: {exc}')}")
-            raise
-        message = result if isinstance(result, ToolMessage) else _tool_message_of(result)
-        if message is not None:
-            mark = "!!" if message.status == "error" else "<-"
-            self.console.line(f"  {mark} {_short(message.text) or '(empty)'}")
-        return result
-
-
-def _tool_message_of(command: Command) -> ToolMessage | None:
-    from plait.messages import ToolMessage
-
-    messages = (command.update or {}).get("messages", [])
-    if isinstance(messages, ToolMessage):
-        return messages
-    for message in messages if isinstance(messages, list | tuple) else ():
-        if isinstance(message, ToolMessage):
-            return message
-    return None
 
 
 def _final_answer(result: AgentResult, shown: set[str]) -> str | None:
@@ -220,14 +76,18 @@ def _final_answer(result: AgentResult, shown: set[str]) -> str | None:
 # --------------------------------------------------------------------------- JSON
 
 
-_json_converter = cattrs.Converter()
+@functools.cache
+def _json_converter() -> cattrs.Converter:
+    import cattrs
+
+    return cattrs.Converter()
 
 
 def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     try:
-        data = _json_converter.unstructure(value)
+        data = _json_converter().unstructure(value)
     except Exception:
         return repr(value)
     json.dumps(data, default=repr)
@@ -236,6 +96,8 @@ def _jsonable(value: Any) -> Any:
 
 def result_to_json(result: AgentResult) -> dict[str, Any]:
     """The run's result as plain JSON data (messages as ``unstructure_message`` writes them)."""
+    import attrs
+
     from plait.messages import unstructure_message
 
     return {
@@ -296,6 +158,8 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         thread = f"run-{uuid.uuid4().hex[:12]}"
 
     overrides: dict[str, Any] = {}
+    from plait._console import Console, Spinner
+
     console: Console | None = None
     if not args.json:
         console = Console(out, Spinner(err))
@@ -419,6 +283,8 @@ def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     overrides: dict[str, Any] = {}
     if spec.checkpointer is None:
         overrides["checkpointer"] = "memory"  # a chat is one thread: it needs its history
+    from plait._console import Console, Spinner
+
     console = Console(out, Spinner(err), prefix="agent> ")
     first, last = console.middleware()
     agent = spec.build(first=first, last=last, **overrides)
@@ -482,9 +348,11 @@ def _chat_command(line: str, agent: Agent, thread: str, out: IO[str]) -> bool:
     elif command == "/thread":
         out.write(f"thread {thread}\n")
     elif command == "/history":
+        from plait._text import short
+
         messages = agent.get_state(thread).get("messages", [])
         for message in messages:
-            out.write(f"  {message.type}: {_short(message.text) or '(tool calls)'}\n")
+            out.write(f"  {message.type}: {short(message.text) or '(tool calls)'}\n")
         if not messages:
             out.write("  (no messages yet)\n")
     else:
@@ -508,102 +376,10 @@ def _turn(
 # --------------------------------------------------------------------------- plugins
 
 
-@attrs.frozen
-class PluginInfo:
-    """One installed entry point of a plait group, as ``plait plugins`` lists it."""
-
-    group: str
-    name: str
-    value: str
-    distribution: str | None
-    version: str | None
-    disabled: bool = False
-    options: list[OptionInfo] | None = None
-    error: str | None = None
-
-
-def collect_plugins() -> list[PluginInfo]:
-    """Every installed entry point of plait's groups, middleware with their options."""
-    from plait import _entrypoints
-
-    blocked = _entrypoints.disabled()
-    found: list[PluginInfo] = []
-    for group, full in _entrypoints.GROUPS.items():
-        for name, ep in sorted(_entrypoints._group(full).items()):
-            dist = ep.dist
-            info = PluginInfo(
-                group,
-                name,
-                ep.value,
-                dist.name if dist is not None else None,
-                dist.version if dist is not None else None,
-                disabled=name in blocked,
-            )
-            if group == "middleware":
-                info = _with_options(info, ep)
-            found.append(info)
-    return found
-
-
-def _with_options(info: PluginInfo, ep: EntryPoint) -> PluginInfo:
-    from plait.options import describe_options
-
-    try:
-        cls = ep.load()
-        return attrs.evolve(info, options=describe_options(cls))
-    except Exception as exc:
-        return attrs.evolve(info, error=f"cannot load: {type(exc).__name__}: {exc}")
-
-
-_TITLES = {
-    "middleware": "Middleware",
-    "models": "Model providers",
-    "checkpointers": "Checkpointers",
-    "stores": "Stores",
-    "commands": "Commands",
-}
-
-
 def cmd_plugins(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    plugins = collect_plugins()
-    if args.json:
-        data: dict[str, list[dict[str, Any]]] = {group: [] for group in _TITLES}
-        for info in plugins:
-            data[info.group].append(attrs.asdict(info, filter=lambda a, _: a.name != "group"))
-        json.dump(data, out, indent=2, ensure_ascii=False, default=repr)
-        out.write("\n")
-        return EXIT_OK
-    for group, title in _TITLES.items():
-        rows = [p for p in plugins if p.group == group]
-        out.write(f"{title}\n")
-        if not rows:
-            out.write("  (none installed)\n\n")
-            continue
-        table = [("NAME", "DISTRIBUTION", "VERSION", "OBJECT")] + [
-            (
-                p.name + (" (disabled)" if p.disabled else ""),
-                p.distribution or "?",
-                p.version or "?",
-                p.value,
-            )
-            for p in rows
-        ]
-        widths = [max(len(row[i]) for row in table) for i in range(3)]
-        for number, row in enumerate(table):
-            cells = [row[i].ljust(widths[i]) for i in range(3)] + [row[3]]
-            out.write("  " + "  ".join(cells).rstrip() + "\n")
-            if number == 0:
-                continue
-            info = rows[number - 1]
-            if info.error:
-                out.write(f"      {info.error}\n")
-            for option in info.options or ():
-                default = "(required)" if option.required else f"= {option.default}"
-                out.write(f"      {option.name}: {option.type} {default}\n")
-                if option.help:
-                    out.write(f"          {_short(option.help, 90)}\n")
-        out.write("\n")
-    return EXIT_OK
+    from plait._plugin_list import list_plugins
+
+    return list_plugins(out, as_json=args.json, verbose=args.verbose)
 
 
 # --------------------------------------------------------------------------- new-plugin
@@ -616,11 +392,16 @@ def cmd_new_plugin(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     out.write(f"Created {created.root}\n")
     for path in created.files:
         out.write(f"  {path.relative_to(created.root)}\n")
+    where = str(created.root)
+    if not created.root.is_absolute() and not where.startswith("."):
+        where = f".{os.sep}{where}"  # else pip reads a bare folder name as a PyPI project
     out.write(
         "\nNext:\n"
-        f"  pip install -e {shlex.quote(str(created.root) + '[test]')}\n"
-        f"  pytest {shlex.quote(str(created.root / 'tests'))}\n"
-        f'  then enable it in an agent file:  [[middleware]]  use = "{created.entry_point}"\n'
+        f"  pip install -e {shlex.quote(where + '[test]')}\n"
+        f"  pytest {shlex.quote(os.path.join(where, 'tests'))}\n"
+        "then enable it in an agent file:\n\n"
+        "  [[middleware]]\n"
+        f'  use = "{created.entry_point}"\n'
     )
     return EXIT_OK
 
@@ -628,7 +409,12 @@ def cmd_new_plugin(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 # --------------------------------------------------------------------------- main
 
 
-def build_parser() -> argparse.ArgumentParser:
+_BUILTIN_COMMANDS = frozenset({"run", "chat", "plugins", "new-plugin"})
+
+
+def build_parser(*, plugin_commands: bool = True) -> argparse.ArgumentParser:
+    """The ``plait`` parser; ``plugin_commands`` adds the ``plait.commands`` of plugins
+    (which loads their parser modules)."""
     parser = argparse.ArgumentParser(
         prog="plait", description="Run plait agents and manage plait plugins."
     )
@@ -653,9 +439,16 @@ def build_parser() -> argparse.ArgumentParser:
     chat.set_defaults(func=cmd_chat)
 
     plugins = sub.add_parser(
-        "plugins", help="list installed plugins", description="List installed plugins."
+        "plugins",
+        help="list installed plugins",
+        description="List installed plugins (from their metadata, without importing them).",
     )
-    plugins.add_argument("--json", action="store_true", help="print the list as JSON")
+    plugins.add_argument(
+        "--json", action="store_true", help="print the list as JSON, with middleware options"
+    )
+    plugins.add_argument(
+        "-v", "--verbose", action="store_true", help="show each middleware's options"
+    )
     plugins.set_defaults(func=cmd_plugins)
 
     new = sub.add_parser(
@@ -666,7 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("name", metavar="NAME", help="the plugin's name, e.g. shout")
     new.add_argument("--dir", default=".", metavar="D", help="where to create it (default: .)")
     new.set_defaults(func=cmd_new_plugin)
-    _plugin_commands(sub)
+    if plugin_commands:
+        _plugin_commands(sub)
     return parser
 
 
@@ -740,12 +534,14 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``plait`` console script; returns the exit code."""
-    parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # A built-in command needs no plugin's parser: its words are read without loading one.
+    first = next((word for word in words if not word.startswith("-")), None)
+    parser = build_parser(plugin_commands=first not in _BUILTIN_COMMANDS)
+    args, rest = parser.parse_known_args(words)
     if rest:
         # Options after the prompt, or between the file and the prompt ("run a.toml --model
         # X hi"), which plain parse_args refuses: parse the subcommand's words intermixed.
-        words = list(sys.argv[1:] if argv is None else argv)
         subparser = _subparsers(parser)[args.command]
         command = args.command
         args = subparser.parse_intermixed_args(words[words.index(command) + 1 :])

@@ -1,8 +1,10 @@
 """``plait new-plugin NAME``: scaffold a third-party middleware distribution.
 
 The result is what a built-in plugin looks like: ``plait-NAME`` with a ``plait.middleware``
-entry point, a package ``plait_NAME`` holding an attrs middleware class with one hook,
-``py.typed``, a README and a test written with ``plait.testing``'s ``make_agent`` fixture.
+entry point, a package ``plait_NAME`` whose ``__init__`` exports what its modules define
+(the attrs middleware class, with one hook, in ``middleware.py``), ``py.typed``, a README
+and a test written with ``plait.testing``'s ``make_agent`` fixture. A name that is a
+built-in plugin's, or an installed middleware's, is refused: the entry points would clash.
 The templates live here as strings so the kernel ships no data files.
 """
 
@@ -83,10 +85,18 @@ $package = ["py.typed"]
 """
 
 _INIT = '''\
-"""$distribution: adds a note to the system prompt of every model call.
+"""$distribution: adds a note to the system prompt of every model call."""
+
+from $package.middleware import $class_name
+
+__all__ = ["$class_name"]
+'''
+
+_MIDDLEWARE = '''\
+"""The $entry_point middleware.
 
 Replace the hook with your own; keep the options as attrs fields so plait can validate
-them (and ``plait plugins`` can list them).
+them (and ``plait plugins --verbose`` can list them).
 """
 
 from __future__ import annotations
@@ -226,9 +236,32 @@ dist/
 """
 
 
+def _refuse_a_taken_name(name: str, names: PluginNames) -> None:
+    """A built-in plugin's name (entry point or distribution), or an installed middleware's
+    entry point, would make ``use = "NAME"`` ambiguous."""
+    from plait import _entrypoints
+
+    builtin = _entrypoints.BUILTIN["plait.middleware"]
+    folders = {folder for group in _entrypoints.BUILTIN.values() for folder in group.values()}
+    if names.entry_point in builtin or names.entry_point in folders:
+        folder = builtin.get(names.entry_point, names.entry_point)
+        raise ConfigError(
+            f"plugin name {name!r} is taken by plait's built-in plugin "
+            f"plait-{folder.replace('_', '-')}; choose another (e.g. 'my-{names.entry_point}')"
+        )
+    installed = _entrypoints.available("plait.middleware").get(names.entry_point)
+    if installed is not None:
+        dist = installed.dist.name if installed.dist is not None else installed.value
+        raise ConfigError(
+            f"plugin name {name!r} is taken by the installed middleware {names.entry_point!r} "
+            f"of {dist}; choose another"
+        )
+
+
 def create_plugin(name: str, directory: Path | str = ".") -> CreatedPlugin:
     """Write ``plait-NAME`` under ``directory``; refuses to overwrite an existing folder."""
     names = plugin_names(name)
+    _refuse_a_taken_name(name, names)
     root = Path(directory) / names.distribution
     if root.exists():
         raise ConfigError(f"{root} already exists; choose another --dir or name")
@@ -238,6 +271,7 @@ def create_plugin(name: str, directory: Path | str = ".") -> CreatedPlugin:
         "README.md": _README,
         ".gitignore": _GITIGNORE,
         f"{names.package}/__init__.py": _INIT,
+        f"{names.package}/middleware.py": _MIDDLEWARE,
         f"{names.package}/py.typed": "",
         f"tests/test_{names.entry_point}.py": _TEST,
     }

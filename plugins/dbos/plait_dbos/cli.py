@@ -13,7 +13,6 @@ from types import FrameType
 from typing import IO, Any
 
 from plait.errors import ConfigError
-from plait.options import structure_options
 
 __all__ = ["submit_command", "worker_command", "workers_command"]
 
@@ -72,6 +71,8 @@ def cmd_workers(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from plait_dbos._takeover import Heartbeats
 
     _, table = _dbos_table(Path(args.agent))
+    from plait.options import structure_options
+
     options = structure_options(DBOSMiddleware, table, plugin="dbos")
     try:
         rows = Heartbeats(options.database_url).rows()
@@ -118,6 +119,8 @@ def cmd_submit(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from plait_dbos._submit import submit
 
     name, table = _dbos_table(Path(args.agent))
+    from plait.options import structure_options
+
     options = structure_options(DBOSMiddleware, table, plugin="dbos")
     if args.resume is not None:
         try:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import site
 import subprocess
 import sys
+import textwrap
+import tomllib
 import venv
 from pathlib import Path
 
@@ -103,3 +106,33 @@ def test_bad_names_and_existing_folders_are_refused(plait_cli, tmp_path: Path) -
     again = plait_cli("new-plugin", "twice", "--dir", str(tmp_path))
     assert again.returncode == 1
     assert "already exists" in again.stderr
+
+
+def test_the_printed_next_steps_work_as_printed(plait_cli, tmp_path: Path) -> None:
+    made = plait_cli("new-plugin", "echo-note", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    lines = made.stdout.splitlines()
+    install = next(line.strip() for line in lines if line.strip().startswith("pip install"))
+    assert install == "pip install -e './plait-echo-note[test]'"
+    python = _venv_with_this_environment(tmp_path / "venv")
+    words = shlex.split(install)
+    pip = [sys.executable, "-m", "pip", "--python", str(python), *words[1:]]
+    installed = _run(*pip, cwd=tmp_path)
+    assert installed.returncode == 0, installed.stderr
+    imported = _run(str(python), "-c", "import plait_echo_note.middleware", cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    test = next(line.strip() for line in lines if line.strip().startswith("pytest "))
+    tested = _run(
+        str(python), "-m", *shlex.split(test), "-q", "-p", "no:cacheprovider", cwd=tmp_path
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    hint = made.stdout.split("then enable it in an agent file:\n", 1)[1]
+    assert tomllib.loads(textwrap.dedent(hint)) == {"middleware": [{"use": "echo_note"}]}
+
+
+def test_a_built_in_plugins_name_is_refused(plait_cli, tmp_path: Path) -> None:
+    for name, dist in (("pii", "plait-pii"), ("anthropic-bash", "plait-anthropic")):
+        refused = plait_cli("new-plugin", name, "--dir", str(tmp_path))
+        assert refused.returncode == 1
+        assert f"plugin name {name!r} is taken by plait's built-in plugin {dist}" in refused.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from importlib.metadata import entry_points
 
 import pytest
@@ -46,7 +49,7 @@ def test_middleware_options_come_from_the_attrs_class(plait_cli) -> None:
 
 
 def test_text_table_shows_each_group_and_options(plait_cli) -> None:
-    done = plait_cli("plugins")
+    done = plait_cli("plugins", "--verbose")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     for title in ("Middleware", "Model providers", "Checkpointers", "Stores"):
@@ -69,3 +72,23 @@ def test_disabled_plugins_are_marked(plait_cli) -> None:
     rows = {row["name"]: row for row in json.loads(done.stdout)["checkpointers"]}
     assert rows["sqlite"]["disabled"] is True
     assert rows["memory"]["disabled"] is False
+
+
+def test_the_plain_listing_reads_metadata_and_imports_no_plugin(tmp_path) -> None:
+    code = (
+        "import sys, plait.cli\n"
+        "plait.cli.main(['plugins'])\n"
+        "print('IMPORTED', sorted(m for m in sys.modules if m.startswith('plait_')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "IMPORTED []"
+    out = done.stdout
+    for ep in _middleware_eps():
+        assert any(line.split()[:2] == [ep.name, ep.dist.name] for line in out.splitlines())
+        for option in describe_options(ep.load()):
+            assert f"      {option.name}: {option.type}" not in out
+    assert "Each middleware's options: plait plugins --verbose\n" in out
