@@ -431,6 +431,34 @@ def test_subagent_type_is_an_enum_of_the_sub_agents(make_agent: Any) -> None:
     assert schema["enum"] == [GENERAL_PURPOSE, "researcher"]
 
 
+def test_the_main_agents_pii_applies_to_a_sub_agent_unless_it_opts_out(
+    make_agent: Any,
+) -> None:
+    def lookup(name: str) -> str:
+        """Look a person up."""
+        return f"{name}: ann@acme.com"
+
+    pii = ("pii", {"pii_type": "email", "apply_to_tool_results": True})
+    for inherit, seen in ((None, "[REDACTED_EMAIL]"), ([], "ann@acme.com")):
+        sub = scripted(ai("", call("lookup", name="Ann")), "found")
+        spec = researcher(sub, tools=[lookup], inherit=inherit)
+        main = scripted(delegate(("researcher", "find Ann")), "done")
+        agent = make_agent(
+            main, tools=[lookup], middleware=[pii, SubAgentMiddleware(subagents=[spec])]
+        )
+        assert agent.invoke("go", thread_id="t").text == "done"
+        assert sub.requests[1].messages[-1].text == f"Ann: {seen}"
+
+
+def test_inherit_names_only_what_can_be_inherited(make_agent: Any) -> None:
+    with pytest.raises(ConfigError) as raised:
+        make_agent(["hi"], middleware=[("subagents", {"inherit": ["todo_list"]})])
+    assert (
+        "option 'inherit': expected a list of names among usage_limit, model_call_limit, "
+        "pii, otel, got" in str(raised.value)
+    )
+
+
 # -- concurrency ------------------------------------------------------------------------------
 
 

@@ -225,3 +225,30 @@ def test_a_provider_without_usage_is_counted_as_a_flagged_estimate() -> None:
 def test_a_provider_reporting_usage_is_not_an_estimate() -> None:
     result = plait.create_agent(scripted(ai("hi", usage=SPEND))).invoke("go")
     assert result.usage == SPEND and not result.usage.estimated
+
+
+def test_summaries_count_and_a_summary_past_the_limit_is_not_made() -> None:
+    provider = Provider()
+    summarizer = ScriptedChatModel(
+        [lambda m, t: provider.answer("summary", spend=Usage(900, 100))] * 3, name="summarizer"
+    )
+    main = ScriptedChatModel(
+        [lambda m, t: provider.answer("", call("ping"), spend=Usage(50, 10))] * 4
+    )
+    agent = plait.create_agent(
+        main,
+        [ping],
+        middleware=[
+            (
+                "summarization",
+                {"model": summarizer, "trigger": {"messages": 3}, "keep": {"messages": 1}},
+            ),
+            UsageLimitMiddleware(run_limit={"total_tokens": 1000}, exit_behavior="error"),
+        ],
+    )
+    with pytest.raises(plait.errors.UsageLimitExceededError, match="total_tokens 1060/1000"):
+        agent.invoke("go")
+    # answer 60, then a summary of 1,000 crosses the limit: the answer it was made for
+    # and any later summary never start
+    assert provider.started_at == [0, 60]
+    assert summarizer.calls == 1
