@@ -89,6 +89,17 @@ class _Live:
         changed.set()
 
 
+def _cut(
+    batch: list[tuple[int, dict[str, Any]]], one_run: bool
+) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+    """``batch`` up to its first end event (if ``one_run``), and whether it has one."""
+    if one_run:
+        for index, (_, event) in enumerate(batch):
+            if event.get("type") in END_TYPES:
+                return batch[: index + 1], True
+    return batch, False
+
+
 class RunLog:
     """Runs ``agent`` in background tasks and records their events; see the module doc.
 
@@ -276,24 +287,32 @@ class RunLog:
     async def follow(
         self, thread_id: str, after: int, *, one_run: bool = True
     ) -> AsyncIterator[tuple[int, dict[str, Any]]]:
-        """The thread's events numbered above ``after``, as they happen: from the
-        checkpointer, then from the run going on (if any). With ``one_run``, it ends
-        after the first run's end event; otherwise when the log has nothing newer and
-        no run goes on."""
+        """The thread's events numbered above ``after``, one by one (see ``batches``)."""
+        async for batch in self.batches(thread_id, after, one_run=one_run):
+            for item in batch:
+                yield item
+
+    async def batches(
+        self, thread_id: str, after: int, *, one_run: bool = True
+    ) -> AsyncIterator[list[tuple[int, dict[str, Any]]]]:
+        """The thread's events numbered above ``after``, as they happen, in batches of
+        those ready together (one write to the client each): from the checkpointer, then
+        from the run going on (if any). With ``one_run``, it ends after the first run's
+        end event; otherwise when the log has nothing newer and no run goes on."""
         cursor = after
         idle_since = time.monotonic()
         while True:
             live = self._live.get(thread_id)
             if live is not None and cursor >= live.first - 1:
                 waiter = live.changed
-                index = cursor - (live.first - 1)
-                while index < len(live.events):
-                    seq, event = live.events[index]
-                    index += 1
-                    cursor = seq
-                    yield seq, event
-                    if one_run and event.get("type") in END_TYPES:
+                batch = live.events[cursor - (live.first - 1) :]
+                if batch:
+                    batch, ended = _cut(batch, one_run)
+                    cursor = batch[-1][0]
+                    yield batch
+                    if ended:
                         return
+                    continue
                 if live.done:
                     if self._live.get(thread_id) is live:
                         return
@@ -304,15 +323,15 @@ class RunLog:
             if live is not None:
                 limit = min(limit, live.first - 1 - cursor)
             rows = await self.call(self.log.read_events, thread_id, after=cursor, limit=limit)
-            for seq, event in rows:
-                cursor = seq
-                if event.get("type") == "thread":
-                    continue
-                yield seq, event
-                if one_run and event.get("type") in END_TYPES:
-                    return
             if rows:
+                cursor = rows[-1][0]
                 idle_since = time.monotonic()
+                batch, ended = _cut([r for r in rows if r[1].get("type") != "thread"], one_run)
+                if batch:
+                    cursor = batch[-1][0] if ended else cursor
+                    yield batch
+                if ended:
+                    return
                 continue
             if self._live.get(thread_id) is not None:
                 continue

@@ -145,8 +145,8 @@ def encode(thread_id: str, seq: int, event: dict[str, Any]) -> str:
 
 
 async def _stream(server: Server, thread_id: str, after: int) -> AsyncIterator[str]:
-    async for seq, event in server.runs.follow(thread_id, after):
-        text = encode(thread_id, seq, event)
+    async for batch in server.runs.batches(thread_id, after):
+        text = "".join(encode(thread_id, seq, event) for seq, event in batch)
         if text:
             yield text
 

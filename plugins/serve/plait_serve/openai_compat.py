@@ -175,24 +175,42 @@ def _run_error(end: Mapping[str, Any], thread: str) -> Response:
     )
 
 
-async def _texts(
-    server: Server, thread: str, after: int
-) -> AsyncIterator[tuple[int, str | None, dict[str, Any] | None]]:
-    """``(seq, text delta, None)`` for each piece of assistant text of the run (a blank
-    line between messages), then ``(seq, None, end event)``."""
+Piece = tuple[int, str | None, dict[str, Any] | None]
+
+
+async def _texts(server: Server, thread: str, after: int) -> AsyncIterator[list[Piece]]:
+    """Batches of ``(seq, text delta, None)`` for each piece of assistant text of the run
+    (a blank line between messages), the last one ending with ``(seq, None, end event)``."""
     written = False
-    async for seq, event in server.runs.follow(thread, after):
-        kind = event.get("type")
-        if kind == "message_start" and written:
-            yield seq, "\n\n", None
-        elif kind == "text":
-            written = True
-            yield seq, event["delta"], None
-        elif kind == "run_finished" and event.get("status") == "interrupted":
-            yield seq, ("\n\n" if written else "") + _paused_text(event), None
-            yield seq, None, event
-        elif kind in END_TYPES:
-            yield seq, None, event
+    async for batch in server.runs.batches(thread, after):
+        pieces: list[Piece] = []
+        for seq, event in batch:
+            kind = event.get("type")
+            if kind == "message_start" and written:
+                pieces.append((seq, "\n\n", None))
+            elif kind == "text":
+                written = True
+                pieces.append((seq, event["delta"], None))
+            elif kind == "run_finished" and event.get("status") == "interrupted":
+                pieces.append((seq, ("\n\n" if written else "") + _paused_text(event), None))
+                pieces.append((seq, None, event))
+            elif kind in END_TYPES:
+                pieces.append((seq, None, event))
+        if pieces:
+            yield pieces
+
+
+async def _collect(server: Server, thread: str, after: int) -> tuple[str, dict[str, Any]]:
+    """The run's whole text and its end event (a non-streamed answer)."""
+    parts: list[str] = []
+    end: dict[str, Any] = {}
+    async for pieces in _texts(server, thread, after):
+        for _, text, finished in pieces:
+            if text is not None:
+                parts.append(text)
+            elif finished is not None:
+                end = finished
+    return "".join(parts), end
 
 
 async def _start(
@@ -242,29 +260,27 @@ async def chat_completions(server: Server, request: Request) -> Response:
             yield sse_event(
                 _chunk(ident, created, model, {"role": "assistant", "content": ""}, None)
             )
-            async for seq, text, end in _texts(server, thread, first - 1):
-                if text is not None:
-                    yield sse_event(_chunk(ident, created, model, {"content": text}, None), seq=seq)
-                elif end is not None and end["type"] == "run_error":
-                    error = {"error": {"code": end.get("code"), "message": end.get("message")}}
-                    yield sse_event(error, seq=seq)
-                elif end is not None:
-                    last = _chunk(ident, created, model, {}, "stop")
-                    last["usage"] = _usage(end, "prompt_tokens", "completion_tokens")
-                    last["plait"] = _plait(thread, end)
-                    yield sse_event(last, seq=seq)
+            async for pieces in _texts(server, thread, first - 1):
+                out = []
+                for seq, text, end in pieces:
+                    if text is not None:
+                        delta = {"content": text}
+                        out.append(sse_event(_chunk(ident, created, model, delta, None), seq=seq))
+                    elif end is not None and end["type"] == "run_error":
+                        error = {"error": {"code": end.get("code"), "message": end.get("message")}}
+                        out.append(sse_event(error, seq=seq))
+                    elif end is not None:
+                        last = _chunk(ident, created, model, {}, "stop")
+                        last["usage"] = _usage(end, "prompt_tokens", "completion_tokens")
+                        last["plait"] = _plait(thread, end)
+                        out.append(sse_event(last, seq=seq))
+                yield "".join(out)
             yield "data: [DONE]\n\n"
 
         response = sse(chunks())
         response.headers[THREAD_HEADER] = thread
         return response
-    parts: list[str] = []
-    end: dict[str, Any] = {}
-    async for _, text, finished in _texts(server, thread, first - 1):
-        if text is not None:
-            parts.append(text)
-        elif finished is not None:
-            end = finished
+    text, end = await _collect(server, thread, first - 1)
     if end.get("type") != "run_finished":
         return _run_error(end, thread)
     completion = {
@@ -275,7 +291,7 @@ async def chat_completions(server: Server, request: Request) -> Response:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": "".join(parts)},
+                "message": {"role": "assistant", "content": text},
                 "finish_reason": "stop",
             }
         ],
@@ -388,57 +404,53 @@ async def responses(server: Server, request: Request) -> Response:
                 part=part,
             )
             parts: list[str] = []
-            async for seq, text, end in _texts(server, thread, first - 1):
-                if text is not None:
-                    parts.append(text)
-                    yield event(
-                        "response.output_text.delta",
-                        seq,
-                        item_id=item,
-                        output_index=0,
-                        content_index=0,
-                        delta=text,
-                        logprobs=[],
-                    )
-                elif end is not None and end["type"] == "run_error":
-                    failed = _response(ident, created, model, "", "failed", previous)
-                    failed["error"] = {"code": "server_error", "message": end.get("message", "")}
-                    yield event("response.failed", seq, response=failed)
-                elif end is not None:
-                    whole = "".join(parts)
-                    yield event(
-                        "response.output_text.done",
-                        item_id=item,
-                        output_index=0,
-                        content_index=0,
-                        text=whole,
-                        logprobs=[],
-                    )
-                    part = {"type": "output_text", "text": whole, "annotations": []}
-                    yield event(
-                        "response.content_part.done",
-                        item_id=item,
-                        output_index=0,
-                        content_index=0,
-                        part=part,
-                    )
-                    done = finished(whole, end)
-                    yield event("response.output_item.done", output_index=0, item=done["output"][0])
-                    yield event("response.completed", seq, response=done)
+            async for pieces in _texts(server, thread, first - 1):
+                out = []
+                for seq, text, end in pieces:
+                    if text is not None:
+                        parts.append(text)
+                        out.append(
+                            event(
+                                "response.output_text.delta",
+                                seq,
+                                item_id=item,
+                                output_index=0,
+                                content_index=0,
+                                delta=text,
+                                logprobs=[],
+                            )
+                        )
+                    elif end is not None and end["type"] == "run_error":
+                        failed = _response(ident, created, model, "", "failed", previous)
+                        failed["error"] = {
+                            "code": "server_error",
+                            "message": end.get("message", ""),
+                        }
+                        out.append(event("response.failed", seq, response=failed))
+                    elif end is not None:
+                        whole = "".join(parts)
+                        out += _completed(event, item, whole, finished(whole, end), seq)
+                yield "".join(out)
 
         response = sse(events())
         response.headers[THREAD_HEADER] = thread
         return response
-    texts: list[str] = []
-    end: dict[str, Any] = {}
-    async for _, text, finished_event in _texts(server, thread, first - 1):
-        if text is not None:
-            texts.append(text)
-        elif finished_event is not None:
-            end = finished_event
+    text, end = await _collect(server, thread, first - 1)
     if end.get("type") != "run_finished":
         return _run_error(end, thread)
-    return JSONResponse(finished("".join(texts), end), headers={THREAD_HEADER: thread})
+    return JSONResponse(finished(text, end), headers={THREAD_HEADER: thread})
+
+
+def _completed(event: Any, item: str, whole: str, done: dict[str, Any], seq: int) -> list[str]:
+    """The events that close a streamed response's text, item and the response."""
+    part = {"type": "output_text", "text": whole, "annotations": []}
+    where = {"item_id": item, "output_index": 0, "content_index": 0}
+    return [
+        event("response.output_text.done", **where, text=whole, logprobs=[]),
+        event("response.content_part.done", **where, part=part),
+        event("response.output_item.done", output_index=0, item=done["output"][0]),
+        event("response.completed", seq, response=done),
+    ]
 
 
 def routes(server: Server) -> list[Route]:
