@@ -37,7 +37,8 @@ from plait.types import (
     StateField,
     ToolCallRequest,
 )
-from plait_pii._detectors import BUILTIN, MASKS, PIIMatch, mask_custom, merge
+from plait_pii._decoded import scan
+from plait_pii._detectors import BUILTIN, MASKS, PIIMatch, mask_custom
 from plait_pii._installed import GROUP, installed_names, load_installed
 from plait_pii._pseudonyms import KEY, Assigner, Pseudonyms, Restorer
 from plait_pii._pseudonyms import merge as merge_tables
@@ -162,7 +163,10 @@ class PIIMiddleware(Middleware):
         return mask(value)
 
     def matches(self, text: str) -> list[PIIMatch]:
-        return merge(self.find(text), text) if text else []
+        """Sorted, non-overlapping matches in ``text`` and in its decoded view (JSON
+        ``\\u`` escapes and percent-encoding undone): ``start``/``end`` in ``text``,
+        ``text`` the value, decoded where it was written encoded."""
+        return scan(self.find, text) if text else []
 
     def _apply(self, text: str, found: Sequence[PIIMatch], seen: _Counter) -> str:
         if not found:
@@ -174,7 +178,7 @@ class PIIMiddleware(Middleware):
         position = 0
         for match in found:
             parts.append(text[position : match.start])
-            parts.append(self.replacement(text[match.start : match.end]))
+            parts.append(self.replacement(match.text))
             position = match.end
         parts.append(text[position:])
         return "".join(parts)

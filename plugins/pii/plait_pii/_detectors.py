@@ -24,7 +24,9 @@ __all__ = ["BUILTIN", "MASKS", "PIIMatch", "merge"]
 
 @attrs.frozen
 class PIIMatch:
-    """One piece of personal data found in a text: ``text == source[start:end]``."""
+    """One piece of personal data found in a text: ``text == source[start:end]``, except
+    in what ``PIIMiddleware.matches`` reports for a value found only once the text was
+    decoded (``jane%40example.com``): there ``text`` is the decoded value."""
 
     text: str
     start: int

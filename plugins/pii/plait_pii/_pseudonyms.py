@@ -70,7 +70,7 @@ class Assigner:
         parts: list[str] = []
         position = 0
         for match in self.find(text):
-            number = self.number(text[match.start : match.end])
+            number = self.number(match.text)
             if number is None:
                 continue
             parts.append(text[position : match.start])
