@@ -3,11 +3,14 @@ one-function middleware decorators, and ``can_jump_to``."""
 
 from __future__ import annotations
 
+import difflib
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, get_args, overload
 
 from plait._convert import expected
+from plait.errors import ConfigError
 from plait.hookspecs import ALL_HOOKS, HOOKS, hookimpl
 from plait.types import JumpTarget
 
@@ -47,6 +50,58 @@ class Middleware:
             method = cls.__dict__.get(name)
             if inspect.isfunction(method) and not hasattr(method, "plait_impl"):
                 hookimpl(method)
+        init = cls.__dict__.get("__init__")
+        if "__attrs_attrs__" in cls.__dict__ and inspect.isfunction(init):
+            cls.__init__ = _checked_init(cls, init)  # type: ignore[method-assign]
+
+
+C = TypeVar("C", bound=type)
+
+
+def check_arguments(cls: C) -> C:
+    """Give a class's ``__init__`` the argument check every ``Middleware`` subclass made
+    with attrs has (a class decorator, for option classes such as ``ClearToolUsesEdit``)."""
+    setattr(cls, "__init__", _checked_init(cls, cls.__dict__["__init__"]))  # noqa: B010
+    return cls
+
+
+def _checked_init(cls: type, init: Callable[..., None]) -> Callable[..., None]:
+    """An attrs ``__init__`` whose arguments are checked first, so a wrong call reads like
+    a wrong option in an agent file (``ConfigError``: ``SummarizationMiddleware: unknown
+    option 'trigerr' (did you mean 'trigger'?); valid options: ...``) rather than Python's
+    bare ``TypeError`` about ``__init__``."""
+    params = list(inspect.signature(init).parameters.values())[1:]
+    variadic = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    names = [p.name for p in params if p.kind not in variadic]
+    positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    required = [p.name for p in params if p.default is p.empty and p.kind not in variadic]
+    open_keywords = any(p.kind is p.VAR_KEYWORD for p in params)
+    open_positional = any(p.kind is p.VAR_POSITIONAL for p in params)
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        problems: list[str] = []
+        if len(args) > len(positional) and not open_positional:
+            wanted = (
+                f"at most {len(positional)} positional argument(s), the rest by name"
+                if positional
+                else f"options by name ({cls.__name__}(option=value, ...))"
+            )
+            problems.append(f"arguments: {expected(wanted, args)}")
+        given = set(positional[: len(args)]) | set(kwargs)
+        unknown = [] if open_keywords else [k for k in kwargs if k not in names]
+        for key in unknown:
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(f"unknown option {key!r}{hint}")
+        if unknown:
+            problems[-1] += f"; valid options: {', '.join(names) or 'none'}"
+        problems += [f"missing required option {n!r}" for n in required if n not in given]
+        if problems:
+            raise ConfigError(f"{cls.__name__}: {'; '.join(problems)}")
+        init(self, *args, **kwargs)
+
+    return __init__
 
 
 class RequestMiddleware(Middleware):

@@ -37,6 +37,7 @@ from plait._convert import (
     structure,
 )
 from plait.errors import ConfigError
+from plait.middleware import check_arguments
 from plait.models import MODEL_FORMS, OPTIONAL_MODEL_FORMS, ChatModel, infer_provider
 from plait.schema import field_descriptions
 
@@ -52,6 +53,7 @@ __all__ = [
     "NonEmptyString",
     "OptionInfo",
     "chat_model",
+    "check_arguments",
     "check_tool_names",
     "describe_options",
     "expected",

@@ -15,6 +15,10 @@ from plait.types import AgentConfig, StateField, ToolRuntime
 __all__ = ["BackendMiddleware"]
 
 
+def _backend_or_state(value: Any) -> Any:
+    return StateBackend() if value is None else resolve_backend(value)
+
+
 @attrs.frozen(kw_only=True)
 class BackendMiddleware(Middleware):
     """A ``backend`` option (an object, or "state" / "store[:NS]" / "disk:/path" in an
@@ -24,8 +28,9 @@ class BackendMiddleware(Middleware):
 
     plugin: ClassVar[str]
 
-    backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)
-    """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path"."""
+    backend: Any = attrs.field(factory=StateBackend, converter=_backend_or_state)
+    """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path";
+    ``None`` (as LangChain's deep agents write it): a ``StateBackend``."""
 
     def state_fields(self) -> dict[str, StateField]:
         return {FILES: FILES_FIELD}

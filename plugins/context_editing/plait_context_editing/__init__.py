@@ -7,7 +7,7 @@ result); with ``persist=True`` the clearing is written to state, so the checkpoi
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 from attrs import validators as v
@@ -15,6 +15,7 @@ from attrs import validators as v
 from plait.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.models import ChatModel
+from plait.options import FieldError, check_arguments, expected
 from plait.tokens import count_tokens
 from plait.types import ModelRequest, Runtime
 
@@ -34,10 +35,12 @@ def _names(value: Sequence[str] | None) -> tuple[str, ...] | None:
     return None if value is None else tuple(value)
 
 
-@attrs.frozen
+@check_arguments
+@attrs.frozen(init=False)
 class ClearToolUsesEdit:
     """Replace the content of older tool results by ``placeholder``, oldest first, once the
-    conversation is over ``trigger_tokens``; the newest ``keep`` results stay.
+    conversation is over ``trigger_tokens`` (``trigger=`` in LangChain's spelling); the
+    newest ``keep`` results stay.
 
     ``clear_at_least`` stops once that many tokens are reclaimed (0: clear every candidate).
     ``include_tools`` (when given) limits clearing to those tools; ``exclude_tools`` protects
@@ -51,6 +54,31 @@ class ClearToolUsesEdit:
     exclude_tools: Sequence[str] = attrs.field(default=(), converter=tuple)
     include_tools: Sequence[str] | None = attrs.field(default=None, converter=_names)
     placeholder: str = "[cleared]"
+
+    def __init__(
+        self,
+        trigger_tokens: int | None = None,
+        clear_at_least: int = 0,
+        keep: int = 3,
+        clear_tool_inputs: bool = False,
+        exclude_tools: Sequence[str] = (),
+        include_tools: Sequence[str] | None = None,
+        placeholder: str = "[cleared]",
+        *,
+        trigger: int | None = None,
+    ) -> None:
+        if trigger is not None and trigger_tokens is not None:
+            raise ValueError("give trigger_tokens or trigger (LangChain's name for it), not both")
+        threshold = trigger if trigger is not None else trigger_tokens
+        self.__attrs_init__(
+            trigger_tokens=100_000 if threshold is None else threshold,
+            clear_at_least=clear_at_least,
+            keep=keep,
+            clear_tool_inputs=clear_tool_inputs,
+            exclude_tools=exclude_tools,  # type: ignore[arg-type]
+            include_tools=include_tools,
+            placeholder=placeholder,
+        )
 
     def __attrs_post_init__(self) -> None:
         both = sorted(set(self.exclude_tools) & set(self.include_tools or ()))
@@ -125,6 +153,11 @@ class ClearToolUsesEdit:
         return edited, changed
 
 
+def _count_method(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value not in ("model", "approximate"):
+        raise FieldError(attribute.name, expected("'model' or 'approximate'", value))
+
+
 def _edits(value: Sequence[ClearToolUsesEdit]) -> tuple[ClearToolUsesEdit, ...]:
     return tuple(value)
 
@@ -141,11 +174,17 @@ class ContextEditingMiddleware(RequestMiddleware):
         factory=lambda: (ClearToolUsesEdit(),), converter=_edits
     )
     persist: bool = False
+    token_count_method: Literal["model", "approximate"] = attrs.field(
+        default="model", validator=_count_method
+    )
+    """How tokens are counted: ``"model"`` (the model's own ``count_tokens``) or
+    ``"approximate"`` (``plait.tokens.count_tokens``, 4 characters a token)."""
 
     def _apply(
         self, messages: Sequence[AnyMessage], model: ChatModel | None, extra: int
     ) -> tuple[list[AnyMessage], set[str]]:
-        counter: TokenCounter = model.count_tokens if model is not None else count_tokens
+        use_model = model is not None and self.token_count_method == "model"
+        counter: TokenCounter = model.count_tokens if use_model else count_tokens  # type: ignore[union-attr]
         changed: set[str] = set()
         edited = list(messages)
         for edit in self.edits:

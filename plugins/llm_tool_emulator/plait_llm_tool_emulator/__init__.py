@@ -23,7 +23,7 @@ from plait.options import FieldError, chat_model, check_tool_names, expected
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, ToolCallRequest
 
-__all__ = ["LLMToolEmulatorMiddleware"]
+__all__ = ["LLMToolEmulator", "LLMToolEmulatorMiddleware"]
 
 PLUGIN = "llm_tool_emulator"
 
@@ -136,3 +136,7 @@ def _result(request: ToolCallRequest, content: Any) -> ToolMessage:
     """A result shaped as the kernel shapes a real one."""
     call = request.tool_call
     return ToolMessage(content, tool_call_id=call.id, name=call.name)
+
+
+LLMToolEmulator = LLMToolEmulatorMiddleware
+"""LangChain's name for this middleware, so ported code imports it unchanged."""

@@ -21,7 +21,7 @@ import attrs
 
 from plait.errors import ConfigError, StopRun
 from plait.middleware import Middleware
-from plait.models import ChatModel, init_chat_model
+from plait.models import ChatModel, infer_provider, init_chat_model
 from plait.options import FieldError, expected
 from plait.types import AgentConfig, ModelRequest, ModelResponse
 
@@ -29,8 +29,8 @@ __all__ = ["ModelFallbackMiddleware"]
 
 
 _MODELS = (
-    "a non-empty list of 'provider:model' ids, ChatModels or mappings of 'model' (an id) "
-    "and the provider's settings"
+    "a non-empty list of 'provider:model' ids (or bare ids such as 'gpt-4o' whose provider "
+    "is inferred), ChatModels or mappings of 'model' (an id) and the provider's settings"
 )
 
 
@@ -41,7 +41,9 @@ def _check_models(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if isinstance(model, ChatModel):
             continue
         model_id = model.get("model") if isinstance(model, Mapping) else model
-        if not isinstance(model_id, str) or ":" not in model_id:
+        if not isinstance(model_id, str) or (
+            ":" not in model_id and infer_provider(model_id) is None
+        ):
             detail = f"{attribute.name}[{index}] is none of these"
             raise FieldError(attribute.name, expected(_MODELS, value, detail))
 

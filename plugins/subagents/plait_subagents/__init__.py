@@ -32,7 +32,14 @@ from plait.errors import CheckpointerRequiredError, ConfigError, StopRun
 from plait.messages import AIMessage, ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.models import ChatModel, init_chat_model
-from plait.options import FieldError, chat_model, check_tool_names, expected, non_empty_string
+from plait.options import (
+    FieldError,
+    chat_model,
+    check_tool_names,
+    expected,
+    non_empty_string,
+    structure_options,
+)
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, Interrupt, ModelRequest, ToolRuntime
 
@@ -215,6 +222,18 @@ def _subagents(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise FieldError(attribute.name, expected("a list of sub-agents", value))
 
 
+def _subagent_items(value: Any) -> Any:
+    """Sub-agents as ``SubAgent`` objects or, as LangChain's deep agents write them, dicts
+    of the same keys (``{"name": ..., "description": ..., "system_prompt": ...}``)."""
+    items = _tuple(value)
+    if not isinstance(items, tuple):
+        return items
+    return tuple(
+        structure_options(SubAgent, item, plugin=PLUGIN) if isinstance(item, Mapping) else item
+        for item in items
+    )
+
+
 @attrs.frozen(kw_only=True)
 class _Entry:
     """A sub-agent ready to run."""
@@ -249,7 +268,7 @@ class SubAgentMiddleware(RequestMiddleware):
     )
     """Middleware every built sub-agent gets, before its own."""
     subagents: tuple[SubAgent, ...] = attrs.field(
-        default=(), converter=_tuple, validator=_subagents
+        default=(), converter=_subagent_items, validator=_subagents
     )
     """The sub-agents beside ``general-purpose`` (one named so replaces it)."""
     inherit: tuple[str, ...] = attrs.field(default=INHERITED, converter=_tuple, validator=_inherit)

@@ -187,22 +187,47 @@ def _render(messages: Sequence[AnyMessage]) -> str:
     return "\n".join(lines)
 
 
-def _as_condition(value: TriggerCondition | Mapping[str, Any]) -> TriggerCondition:
-    return value if isinstance(value, TriggerCondition) else TriggerCondition(**value)
+_KINDS = ("fraction", "tokens", "messages")
+_CONDITION = (
+    "a condition: a (kind, value) pair such as ('tokens', 4000), a mapping such as "
+    "{'tokens': 4000} or a TriggerCondition, with kinds fraction, tokens, messages"
+)
 
 
-def _as_trigger(
-    value: TriggerCondition | Mapping[str, Any] | Sequence[Any] | None,
-) -> TriggerCondition | tuple[TriggerCondition, ...] | None:
-    """Direct construction takes what options by name take: a condition, a mapping of
-    its keys, or a list of either."""
-    if value is None or isinstance(value, TriggerCondition | Mapping):
+def _is_pair(value: Any) -> bool:
+    """LangChain's ``ContextSize`` form: ``("tokens", 4000)``."""
+    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
+
+
+def _condition_fields(option: str, value: Any) -> dict[str, Any]:
+    """The keyword arguments of a condition given as a pair or a mapping."""
+    if _is_pair(value) and value[0] in _KINDS:
+        return {value[0]: value[1]}
+    if isinstance(value, Mapping) and all(k in _KINDS for k in value):
+        return dict(value)
+    raise FieldError(option, expected(_CONDITION, value))
+
+
+def _as_condition(value: Any) -> TriggerCondition:
+    if isinstance(value, TriggerCondition):
+        return value
+    return TriggerCondition(**_condition_fields("trigger", value))
+
+
+def _as_trigger(value: Any) -> TriggerCondition | tuple[TriggerCondition, ...] | None:
+    """Direct construction takes what options by name take, and LangChain's forms: a
+    condition, a mapping of its keys, a ``(kind, value)`` pair, or a list of any of them
+    (any one holding triggers)."""
+    if value is None or isinstance(value, TriggerCondition | Mapping) or _is_pair(value):
         return None if value is None else _as_condition(value)
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise FieldError("trigger", expected(_CONDITION + " (or a list of them)", value))
     return tuple(_as_condition(item) for item in value)
 
 
-def _as_keep(value: Keep | Mapping[str, Any]) -> Keep:
-    return value if isinstance(value, Keep) else Keep(**value)
+def _as_keep(value: Any) -> Keep:
+    """A ``Keep``, a mapping of one of its keys, or LangChain's ``("messages", 20)``."""
+    return value if isinstance(value, Keep) else Keep(**_condition_fields("keep", value))
 
 
 def _has_placeholder(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:

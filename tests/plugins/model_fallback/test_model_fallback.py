@@ -288,14 +288,16 @@ def test_an_unknown_provider_fails_at_create_agent(make_agent: Any) -> None:
         ({}, "missing required option 'models'"),
         (
             {"models": []},
-            "option 'models': expected a non-empty list of 'provider:model' ids, ChatModels or "
-            "mappings of 'model' (an id) and the provider's settings, got ()",
+            "option 'models': expected a non-empty list of 'provider:model' ids (or bare ids "
+            "such as 'gpt-4o' whose provider is inferred), ChatModels or mappings of 'model' (an "
+            "id) and the provider's settings, got ()",
         ),
         (
-            {"models": ["scripted:a", "gpt-4"]},
-            "option 'models': expected a non-empty list of 'provider:model' ids, ChatModels or "
-            "mappings of 'model' (an id) and the provider's settings, got ('scripted:a', "
-            "'gpt-4') (models[1] is none of these)",
+            {"models": ["scripted:a", "llama3"]},
+            "option 'models': expected a non-empty list of 'provider:model' ids (or bare ids "
+            "such as 'gpt-4o' whose provider is inferred), ChatModels or mappings of 'model' (an "
+            "id) and the provider's settings, got ('scripted:a', 'llama3') (models[1] is none "
+            "of these)",
         ),
         ({"models": "scripted:a"}, "option 'models'"),
         ({"models": [42]}, "option 'models[0]'"),
@@ -315,8 +317,9 @@ def test_no_models_positionally_is_refused() -> None:
     with pytest.raises(ValueError) as info:
         ModelFallbackMiddleware()
     assert str(info.value) == (
-        "models: expected a non-empty list of 'provider:model' ids, ChatModels or mappings of "
-        "'model' (an id) and the provider's settings, got ()"
+        "models: expected a non-empty list of 'provider:model' ids (or bare ids such as "
+        "'gpt-4o' whose provider is inferred), ChatModels or mappings of 'model' (an id) and "
+        "the provider's settings, got ()"
     )
 
 

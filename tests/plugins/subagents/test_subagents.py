@@ -904,8 +904,11 @@ def test_bad_values_given_in_python_are_worded_alike() -> None:
         "instructions, unless it is a prebuilt agent)"
     )
     with pytest.raises(ValueError) as info:
+        SubAgentMiddleware(subagents=["r"])  # type: ignore[list-item]
+    assert str(info.value) == "subagents: expected a list of sub-agents, got ('r',)"
+    with pytest.raises(ConfigError) as error:  # a dict is a sub-agent's fields
         SubAgentMiddleware(subagents=[{"name": "r"}])  # type: ignore[list-item]
-    assert str(info.value) == "subagents: expected a list of sub-agents, got ({'name': 'r'},)"
+    assert str(error.value) == "plugin 'subagents': missing required option 'description'"
     with pytest.raises(ValueError) as info:
         SubAgentMiddleware(default_middleware="model_retry")  # type: ignore[arg-type]
     assert str(info.value) == (
