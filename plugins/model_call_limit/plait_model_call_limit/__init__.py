@@ -21,6 +21,7 @@ import attrs
 from plait import usage
 from plait.errors import ConfigError, ModelCallLimitExceededError
 from plait.limits import limit_reached
+from plait.messages import ToolMessage
 from plait.middleware import Middleware, can_jump_to
 from plait.options import integer
 from plait.types import (
@@ -31,6 +32,7 @@ from plait.types import (
     RunRequest,
     Runtime,
     StateField,
+    ToolCallRequest,
 )
 from plait.usage import RunUsage
 
@@ -165,6 +167,33 @@ class ModelCallLimitMiddleware(Middleware):
         command = limit_reached(str(exc), exit_behavior=self.exit_behavior, error=type(exc))
         assert command.update is not None
         return ModelResponse(list(command.update["messages"]))
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command]
+    ) -> ToolMessage | Command:
+        try:
+            return handler(request)
+        except ModelCallLimitExceededError as exc:
+            return self._not_run(request, exc)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
+    ) -> ToolMessage | Command:
+        try:
+            return await handler(request)
+        except ModelCallLimitExceededError as exc:
+            return self._not_run(request, exc)
+
+    def _not_run(self, request: ToolCallRequest, exc: ModelCallLimitExceededError) -> ToolMessage:
+        """A model call made for a tool call (an emulated tool's, a tool's own) was refused
+        by the ledger: with ``"end"`` the call gets an error answer and the run ends at
+        its next model call, as it would have without the tool; ``"error"`` raises."""
+        if self.exit_behavior == "error":
+            raise exc
+        call = request.tool_call
+        return ToolMessage(f"Not run: {exc}", tool_call_id=call.id, name=call.name, status="error")
 
     def after_model(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         return self._sync(state) or None

@@ -4,16 +4,22 @@ The sub-agents are built once, in ``agent_tools`` (so a bad spec fails at ``crea
 each is a plain ``plait.Agent`` sharing the main agent's checkpointer and store. A ``task``
 call runs the chosen one on its own thread, ``"<parent thread>/task/<tool call id>"``, whose
 only input is the ``description``, and answers the call with the sub-agent's last AI text
-(and its usage, which the kernel adds to the run's). ``task`` is async, so several calls in
-one AI message run concurrently on the async path.
+(its usage reported in the answer's metadata). ``task`` is async, so several calls in one
+AI message run concurrently on the async path.
+
+The sub-agent's run is nested in the main run by the kernel, because it starts inside a
+tool call: its model calls count in the main run's usage ledger (``plait.usage``), so the
+main agent's ``usage_limit`` and ``model_call_limit`` count and refuse them, and its events
+reach the main run's stream with ``StreamEvent.path == (tool call id,)``. The main
+agent's ``pii`` and ``otel`` instances are added to each built sub-agent. ``inherit``
+opts out of any of the four.
 
 An interrupt inside a sub-agent pauses its thread; ``task`` then calls ``plait.interrupt``
 with the same value, so the main agent's caller sees it. On resume the kernel runs ``task``
 again: it finds the sub-agent's thread paused and resumes it with the caller's answer. The
 k-th ``plait.interrupt`` of one ``task`` call always stands for the sub-agent's k-th pause;
 the number of answers already delivered is kept in the sub-agent's thread, so answers of
-earlier pauses are skipped, never delivered twice. While the main run is streamed, the
-sub-agent's updates and custom events are forwarded as ``custom`` events naming it.
+earlier pauses are skipped, never delivered twice.
 """
 
 from __future__ import annotations

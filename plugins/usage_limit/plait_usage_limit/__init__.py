@@ -23,7 +23,7 @@ import attrs
 from plait import usage
 from plait.errors import ConfigError, UsageLimitExceededError
 from plait.limits import limit_reached
-from plait.messages import AIMessage, Usage
+from plait.messages import AIMessage, ToolMessage, Usage
 from plait.middleware import Middleware, can_jump_to
 from plait.options import integer, number
 from plait.types import (
@@ -35,6 +35,7 @@ from plait.types import (
     RunRequest,
     Runtime,
     StateField,
+    ToolCallRequest,
 )
 from plait.usage import RunUsage
 from plait_usage_limit._prices import Prices, cost_of, known
@@ -233,6 +234,33 @@ class UsageLimitMiddleware(Middleware):
             metadata={PLUGIN: metadata},
             update=update,
         )
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command]
+    ) -> ToolMessage | Command:
+        try:
+            return handler(request)
+        except UsageLimitExceededError as exc:
+            return self._not_run(request, exc)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
+    ) -> ToolMessage | Command:
+        try:
+            return await handler(request)
+        except UsageLimitExceededError as exc:
+            return self._not_run(request, exc)
+
+    def _not_run(self, request: ToolCallRequest, exc: UsageLimitExceededError) -> ToolMessage:
+        """A model call made for a tool call (an emulated tool's, a tool's own) was refused
+        by the ledger: with ``"end"`` the call gets an error answer and the run ends at
+        its next model call, as it would have without the tool; ``"error"`` raises."""
+        if self.exit_behavior == "error":
+            raise exc
+        call = request.tool_call
+        return ToolMessage(f"Not run: {exc}", tool_call_id=call.id, name=call.name, status="error")
 
     def after_model(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         return self._sync(state) or None

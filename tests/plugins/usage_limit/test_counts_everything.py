@@ -252,3 +252,32 @@ def test_summaries_count_and_a_summary_past_the_limit_is_not_made() -> None:
     # and any later summary never start
     assert provider.started_at == [0, 60]
     assert summarizer.calls == 1
+
+
+def test_an_emulated_tool_past_the_limit_ends_the_run_as_exit_behavior_says() -> None:
+    provider = Provider()
+    emulator = ScriptedChatModel(
+        [lambda m, t: provider.answer("pong (emulated)", spend=Usage(400, 100))] * 4,
+        name="emulator",
+    )
+    main = ScriptedChatModel(
+        [lambda m, t: provider.answer("", call("ping"), call("ping"), spend=Usage(90, 10))] * 3
+    )
+    agent = plait.create_agent(
+        main,
+        [ping],
+        middleware=[
+            UsageLimitMiddleware(run_limit={"total_tokens": 500}),
+            ("llm_tool_emulator", {"model": emulator}),
+        ],
+    )
+    result = agent.invoke("go")
+    # answer 100, first emulation 500 reaches the limit: the second is refused
+    assert provider.started_at == [0, 100]
+    answers = [m for m in result.messages if isinstance(m, ToolMessage)]
+    assert [a.content for a in answers] == [
+        "pong (emulated)",
+        "Not run: Usage limit reached (run limit: total_tokens 600/500).",
+    ]
+    assert result.text.startswith("Usage limit reached (run limit: total_tokens 600/500).")
+    assert result.usage == provider.total
