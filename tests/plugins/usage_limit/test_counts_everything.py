@@ -281,3 +281,38 @@ def test_an_emulated_tool_past_the_limit_ends_the_run_as_exit_behavior_says() ->
     ]
     assert result.text.startswith("Usage limit reached (run limit: total_tokens 600/500).")
     assert result.usage == provider.total
+
+
+def _chunk(**delta: Any) -> dict[str, Any]:
+    return {"id": "c1", "object": "chat.completion.chunk", "model": "qwen", "choices": [
+        {"index": 0, "delta": delta, "finish_reason": None}
+    ]}  # fmt: skip
+
+
+def test_a_llama_cpp_stream_without_usage_is_estimated_over_http(replay_server: Any) -> None:
+    from plait.models.openai import OpenAIChatModel
+
+    model = OpenAIChatModel("qwen", base_url=replay_server.url + "/v1", compat="llama.cpp")
+    words = "The weather in Paris is mild and sunny today. " * 10
+    replay_server.openai_stream(
+        [_chunk(role="assistant", content=words[:200]), _chunk(content=words[200:])]
+    )
+    answer = {"role": "assistant", "content": "And tomorrow too."}
+    replay_server.json(
+        {"id": "c2", "object": "chat.completion", "model": "qwen",
+         "choices": [{"index": 0, "message": answer, "finish_reason": "stop"}]}
+    )  # fmt: skip
+    agent = plait.create_agent(
+        model,
+        middleware=[UsageLimitMiddleware(run_limit={"output_tokens": 100})],
+        checkpointer="memory",
+    )
+    stream = agent.stream("Weather in Paris?", mode="messages", thread_id="t")
+    chunks = [e.data.content for e in stream]
+    assert "".join(chunks) == words
+    first = stream.result
+    assert first is not None and first.usage.estimated
+    assert first.usage.output_tokens >= 100 and first.usage.input_tokens > 0
+    second = agent.invoke("And tomorrow?", thread_id="t")  # a new run: its own count
+    assert second.text == "And tomorrow too." and second.usage.estimated
+    assert 0 < second.usage.output_tokens < 20
