@@ -28,6 +28,35 @@ from page_runner import (
 
 DOCS = REPO / "docs"
 FIXTURES = (mcp_http_url, postgres_database_url)  # the pages' ``replace`` use them
+SERVE_KEY = "alice-key-0123456789abcdef"  # the key docs/serving.md's clients present
+
+
+@pytest.fixture
+def serve_port() -> str:
+    """A free loopback port for a page's server (docs/serving.md shows 8000)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return str(sock.getsockname()[1])
+
+
+@pytest.fixture
+def client_waits_for_server(serve_port: str) -> str:
+    """The client-process mark of docs/serving.md, then a wait until its server answers."""
+    return textwrap.dedent(
+        f"""
+        # in the client process
+        import time as _time, httpx as _httpx
+        for _ in range(300):
+            try:
+                _httpx.get("http://127.0.0.1:{serve_port}/healthz", timeout=1)
+                break
+            except _httpx.TransportError:
+                _time.sleep(0.1)
+        """
+    )
+
 
 RESEARCH_TOOLS = tool("web_search", "query: str", "Search the web.", "'results'") + tool(
     "write_report", "text: str", "Write the report.", "'written'"
@@ -247,6 +276,27 @@ PAGES: dict[str, Page] = {
         setup=tool("get_weather", "city: str", "Get the weather.", "f'{city}: sunny'"),
         turns=(say("Hello."), say("Once upon a time.")),
         stdout="Once upon a time.",
+    ),
+    "serving.md": Page(
+        # the client mark first: what replaces it names the port that replaces 8000
+        replace={
+            "# in the client process": "client_waits_for_server",
+            "8000": "serve_port",
+        },
+        split=("# in the server process", "# in the client process"),
+        env={"PLAIT_SERVE_KEYS": SERVE_KEY},
+        stdout=(
+            "issue_refund ['approve', 'edit', 'reject']\n"
+            "Refunded 25.00 EUR for order 1042.\n"
+            "Let me look that order up.\n\n"
+            "Sorry, I could not find that order. Error: tool 'lookup_order' raised ValueError: "
+            "there is no order 9999. Fix the arguments and call it again, or take another "
+            "approach.\n"
+            "Sorry, I could not find that order. Error: tool 'lookup_order' raised ValueError: "
+            "there is no order 9998. Fix the arguments and call it again, or take another "
+            "approach.\n"
+        ),
+        needs=("plait_serve", "openai"),
     ),
     "tools.md": Page(
         turns=(call("count_notes"), say("You have no notes yet.")),

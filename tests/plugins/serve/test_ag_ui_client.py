@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from serve_helpers import Served
 import plait
 
 JS = Path(__file__).parent / "js"
+REPO = Path(__file__).resolve().parents[3]
 KEY = "node-client-key-0123456789"
 
 
@@ -76,3 +78,41 @@ def test_http_agent_run_agent_with_an_approval_round_trip(
     assert [i["id"] for i in report["refusedPending"]] == [
         i.id for i in support.get_interrupts("node-refused")
     ]
+
+
+def js_block(path: Path) -> str:
+    """The one ```js block of ``path``."""
+    (block,) = re.findall(r"^```js\n(.*?)^```", path.read_text(encoding="utf-8"), re.M | re.S)
+    return block
+
+
+def run_js(node: str, code: str, url: str, folder: Path) -> subprocess.CompletedProcess[str]:
+    """``code`` (pointed at ``url``) as an ES module beside the installed client."""
+    (folder / "node_modules").symlink_to(JS / "node_modules", target_is_directory=True)
+    script = folder / "snippet.mjs"
+    script.write_text(code.replace("http://127.0.0.1:8000", url), encoding="utf-8")
+    return subprocess.run(
+        [node, str(script)], capture_output=True, text=True, timeout=60, check=False, cwd=folder
+    )
+
+
+def test_the_docs_ag_ui_snippet_runs_as_written(
+    serve: Callable[..., Served], support: plait.Agent, tmp_path: Path
+) -> None:
+    node = node_or_skip()
+    served = serve(support, keys=["alice-key-0123456789abcdef"])
+    done = run_js(node, js_block(REPO / "docs" / "serving.md"), served.url, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Refunded 25.00 EUR for order 1042.\n"
+    assert support.get_interrupts("ticket-1") == []
+
+
+def test_the_readme_ag_ui_snippet_runs_as_written(
+    serve: Callable[..., Served], support: plait.Agent, tmp_path: Path
+) -> None:
+    node = node_or_skip()
+    served = serve(support)
+    done = run_js(node, js_block(REPO / "plugins" / "serve" / "README.md"), served.url, tmp_path)
+    assert done.returncode == 0, done.stderr
+    messages = support.get_state("t1")["messages"]
+    assert messages[-1].text == "Refunded 25.00 EUR for order 1042."
