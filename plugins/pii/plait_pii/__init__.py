@@ -7,6 +7,7 @@ One instance handles one type; stack instances for several.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -40,9 +41,9 @@ from plait.types import (
 from plait_pii._decoded import scan
 from plait_pii._detectors import BUILTIN, MASKS, PIIMatch, mask_custom
 from plait_pii._installed import GROUP, installed_names, load_installed
-from plait_pii._pseudonyms import KEY, Assigner, Pseudonyms, Restorer
+from plait_pii._pseudonyms import KEY, Assigner, Pseudonyms, Restorer, numbering, run_numbers
 from plait_pii._pseudonyms import merge as merge_tables
-from plait_pii._walk import map_strings
+from plait_pii._walk import map_objects, map_strings
 
 __all__ = ["PIIMatch", "PIIMiddleware"]
 
@@ -267,9 +268,20 @@ class PIIMiddleware(Middleware):
         return {KEY: StateField(default=Pseudonyms(), reducer=merge_tables, private=True)}
 
     def _table(self, state: Mapping[str, Any]) -> Mapping[str, int]:
+        """The thread's table of this type, with the numbers this run handed out that
+        the state does not hold yet (``RunNumbers``)."""
         tables = state.get(KEY) or {}
-        table: Mapping[str, int] = tables.get(self.pii_type, {})
-        return table
+        return run_numbers().known(self.pii_type, tables.get(self.pii_type, {}))
+
+    @contextlib.contextmanager
+    def _assigning(self, state: Mapping[str, Any], new_allowed: bool) -> Iterator[Assigner]:
+        """An ``Assigner`` on the run's numbers: what it hands out is recorded for the
+        run's other numberings, under the run's lock."""
+        numbers = run_numbers()
+        with numbers.lock:
+            assigner = Assigner(self.pii_type, self._table(state), self.matches, new_allowed)
+            yield assigner
+            numbers.record(self.pii_type, assigner.added)
 
     def _assigned(self, assigner: Assigner, message: AnyMessage) -> AnyMessage:
         """``message`` with its values replaced by placeholders (the same object if none)."""
@@ -286,20 +298,20 @@ class PIIMiddleware(Middleware):
     def _pseudonymize_new(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         """User and tool messages since the last AI message: known values always become
         their placeholders, new ones are numbered where ``apply_to_*`` asks."""
-        assigner = Assigner(self.pii_type, self._table(state), self.matches, False)
         changed: list[AnyMessage] = []
-        for message in reversed(state["messages"]):
-            if isinstance(message, AIMessage):
-                break
-            if isinstance(message, HumanMessage):
-                assigner.new_allowed = self.apply_to_input
-            elif isinstance(message, ToolMessage):
-                assigner.new_allowed = self.apply_to_tool_results
-            else:
-                continue
-            handled = self._assigned(assigner, message)
-            if handled is not message:
-                changed.append(handled)
+        with self._assigning(state, False) as assigner:
+            for message in reversed(state["messages"]):
+                if isinstance(message, AIMessage):
+                    break
+                if isinstance(message, HumanMessage):
+                    assigner.new_allowed = self.apply_to_input
+                elif isinstance(message, ToolMessage):
+                    assigner.new_allowed = self.apply_to_tool_results
+                else:
+                    continue
+                handled = self._assigned(assigner, message)
+                if handled is not message:
+                    changed.append(handled)
         return self._update(changed[::-1], assigner)
 
     def after_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
@@ -310,27 +322,37 @@ class PIIMiddleware(Middleware):
         message = state["messages"][-1]
         if not isinstance(message, AIMessage):
             return None
-        table = self._table(state)
-        assigner = Assigner(self.pii_type, table, self.matches, self.apply_to_output)
-        handled = self._assigned(assigner, message)
+        with self._assigning(state, self.apply_to_output) as assigner:
+            handled = self._assigned(assigner, message)
         return self._update([handled] if handled is not message else [], assigner)
 
     def _restore_result(self, result: Any) -> Any:
+        """What the caller gets: messages, the structured answer and the questions of a
+        paused run (a reviewer approves the real call) with real values; the thread keeps
+        placeholders."""
         restorer = Restorer(self.pii_type, self._table(result.state))
         if not restorer.values:
             return result
-        messages = [_restored(m, restorer) for m in result.messages]
-        return attrs.evolve(result, messages=messages)
+        return attrs.evolve(
+            result,
+            messages=[_restored(m, restorer) for m in result.messages],
+            structured_response=map_objects(result.structured_response, restorer.text),
+            interrupts=[map_objects(i, restorer.text) for i in result.interrupts],
+        )
 
     def wrap_run(self, request: RunRequest, handler: Callable[[RunRequest], Any]) -> Any:
-        result = handler(request)
-        return self._restore_result(result) if self.strategy == "pseudonymize" else result
+        if self.strategy != "pseudonymize":
+            return handler(request)
+        with numbering(request.runtime.run_id):
+            return self._restore_result(handler(request))
 
     async def awrap_run(
         self, request: RunRequest, handler: Callable[[RunRequest], Awaitable[Any]]
     ) -> Any:
-        result = await handler(request)
-        return self._restore_result(result) if self.strategy == "pseudonymize" else result
+        if self.strategy != "pseudonymize":
+            return await handler(request)
+        with numbering(request.runtime.run_id):
+            return self._restore_result(await handler(request))
 
     def _real_arguments(self, request: ToolCallRequest) -> ToolCallRequest:
         restorer = Restorer(self.pii_type, self._table(request.state))
@@ -427,13 +449,40 @@ class PIIMiddleware(Middleware):
         self._check(seen, "tool result")
         return handled
 
+    def _pseudonymized_result(
+        self, result: ToolMessage | Command, request: ToolCallRequest
+    ) -> ToolMessage | Command:
+        """The tool's answer with placeholders before it enters state, so nothing that
+        reads the state — a summary written before pii's own ``before_model``, a
+        checkpoint — meets a real value. New numbers travel with it as a state update."""
+        update = dict(result.update or {}) if isinstance(result, Command) else {}
+        items: Any = result if isinstance(result, ToolMessage) else update.get("messages")
+        single = isinstance(items, Message)
+        listed: list[Any] = [items] if single else list(items or ())
+        with self._assigning(request.state, self.apply_to_tool_results) as assigner:
+            handled = [
+                self._assigned(assigner, m) if isinstance(m, ToolMessage) else m for m in listed
+            ]
+        if not assigner.added:
+            if isinstance(result, ToolMessage):
+                return handled[0]  # type: ignore[return-value]
+            if all(new is old for new, old in zip(handled, listed, strict=True)):
+                return result
+            update["messages"] = handled[0] if single else handled
+            return attrs.evolve(result, update=update)
+        update["messages"] = handled[0] if single else handled
+        update[KEY] = merge_tables(update.get(KEY), {self.pii_type: assigner.added})
+        if isinstance(result, ToolMessage):
+            return Command(update=update)
+        return attrs.evolve(result, update=update)
+
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command],
     ) -> ToolMessage | Command:
         if self.strategy == "pseudonymize":
-            return handler(self._real_arguments(request))
+            return self._pseudonymized_result(handler(self._real_arguments(request)), request)
         return self._tool_result(handler(request))
 
     async def awrap_tool_call(
@@ -442,7 +491,8 @@ class PIIMiddleware(Middleware):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
     ) -> ToolMessage | Command:
         if self.strategy == "pseudonymize":
-            return await handler(self._real_arguments(request))
+            result = await handler(self._real_arguments(request))
+            return self._pseudonymized_result(result, request)
         return self._tool_result(await handler(request))
 
 

@@ -4,8 +4,11 @@ as ``{pii_type: {value: number}}``."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from plait_pii._walk import map_strings
@@ -31,6 +34,53 @@ def merge(
     for kind, values in new.items():
         merged.setdefault(kind, {}).update(values)
     return merged
+
+
+class RunNumbers:
+    """The numbers one run has handed out and not yet seen in its state: the calls of one
+    tools step run together (in parallel, or one after another on the same snapshot of
+    state), each numbering the values of its result, and none of their additions reaches
+    the state before the step ends. Every numbering of the run reads and extends this, under
+    one lock, so two results never get the same number for different values."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.lock = threading.Lock()
+        self.added: dict[str, dict[str, int]] = {}
+
+    def known(self, pii_type: str, table: Table) -> dict[str, int]:
+        """The thread's table of ``pii_type`` with this run's additions."""
+        return {**table, **self.added.get(pii_type, {})}
+
+    def record(self, pii_type: str, added: Mapping[str, int]) -> None:
+        if added:
+            self.added.setdefault(pii_type, {}).update(added)
+
+
+_run: contextvars.ContextVar[RunNumbers | None] = contextvars.ContextVar(
+    "plait_pii_run", default=None
+)
+
+
+def run_numbers() -> RunNumbers:
+    """The current run's numbers (a fresh, unshared set outside a run)."""
+    current = _run.get()
+    return current if current is not None else RunNumbers("")
+
+
+@contextlib.contextmanager
+def numbering(run_id: str) -> Iterator[None]:
+    """One run's numbers, for the code inside (the run: its hooks and tool calls). Several
+    pii instances of one run share them; a nested run (a sub-agent) has its own."""
+    current = _run.get()
+    if current is not None and current.run_id == run_id:
+        yield
+        return
+    token = _run.set(RunNumbers(run_id))
+    try:
+        yield
+    finally:
+        _run.reset(token)
 
 
 def placeholder(pii_type: str, number: int) -> str:

@@ -7,17 +7,41 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["map_strings"]
+import attrs
+
+__all__ = ["map_objects", "map_strings"]
 
 
-def map_strings(value: Any, rewrite: Callable[[str], str]) -> Any:
+def map_objects(value: Any, rewrite: Callable[[str], str]) -> Any:
+    """``map_strings`` that also goes into attrs instances (a structured answer, an
+    ``Interrupt``), rebuilt with their string fields rewritten; they nest as deep as their
+    classes do, so they are walked by recursion."""
+
+    def leaf(item: Any) -> Any:
+        if not attrs.has(type(item)):
+            return item
+        changes = {}
+        for field in attrs.fields(type(item)):
+            if field.init:
+                old = getattr(item, field.name)
+                new = map_strings(old, rewrite, leaf)
+                changes[field.alias] = tuple(new) if isinstance(old, tuple) else new
+        return attrs.evolve(item, **changes)
+
+    return map_strings(value, rewrite, leaf)
+
+
+def map_strings(
+    value: Any, rewrite: Callable[[str], str], leaf: Callable[[Any], Any] | None = None
+) -> Any:
     """``value`` with ``rewrite`` applied to every string leaf, in document order (the
     order in which numbering strategies must meet values). Mappings become dicts with the
-    same keys in the same order, lists and tuples become lists; other leaves stay."""
+    same keys in the same order, lists and tuples become lists; other leaves stay (or
+    become what ``leaf`` makes of them)."""
     if isinstance(value, str):
         return rewrite(value)
     if not isinstance(value, Mapping | list | tuple):
-        return value
+        return value if leaf is None else leaf(value)
     root: list[Any] = [None]
     # (node, the container its result goes in, the key or index there)
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
@@ -34,5 +58,5 @@ def map_strings(value: Any, rewrite: Callable[[str], str]) -> Any:
             parent[key] = items
             stack.extend((node[i], items, i) for i in range(len(node) - 1, -1, -1))
         else:
-            parent[key] = node
+            parent[key] = node if leaf is None else leaf(node)
     return root[0]
