@@ -4,20 +4,18 @@ served as an MCP server over stdio, so any MCP client can use a plait agent.
 Each tool keeps its name, description and JSON schema. A client's call goes through the
 agent's guards exactly as a model's call would (``agent.tool_session()``): the
 ``after_model`` hooks (``human_in_the_loop``, ``tool_call_limit``, pii), then the
-``wrap_tool_call`` chain (retries, pii, guardrails). A server (one client over stdio) is one
-thread and one run, so limits count every call of the client. A call a middleware would pause for a
-human's answer (an approval) is refused with an error and not run: mcp-serve has no human to
-ask. The agent's tool (named after the agent, ``--agent-tool`` to
-rename it) takes a ``prompt``, runs the agent on a new thread and answers with its final
-text. stdout is the protocol's channel: nothing else is written there.
+``wrap_tool_call`` chain (retries, pii, guardrails). A server (one client over stdio) is
+one thread and one run, so limits count every call of the client. A call a middleware
+would pause for a human's answer (an approval) is refused with an error and not run:
+mcp-serve has no human to ask. The agent's tool (named after the agent, ``--agent-tool``
+to rename it) takes a ``prompt``, runs the agent on a new thread and answers with its
+final text. stdout is the protocol's channel: nothing else is written there.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
-from collections.abc import AsyncIterable, AsyncIterator
 from typing import IO, Any
 
 import anyio
@@ -38,16 +36,10 @@ from plait.agent import Agent, ServedCall, ToolSession
 from plait.agentfile import load_agent
 from plait.errors import PlaitError
 from plait.messages import ToolMessage
+from plait_mcp._deep import MAX_DEPTH, TOO_DEEP, guarded
 
 __all__ = ["MAX_DEPTH", "build_server", "serve_file"]
 
-MAX_DEPTH = 128
-"""The deepest nesting of a request mcp-serve answers normally. The SDK's JSON parser
-gives up near 200 levels and drops such a line unanswered, so a deeper request is
-answered here with an ``Invalid params`` error instead."""
-_TOO_DEEP = "\x00plait: too deep"
-"""The tool name a too-deep request is rewritten to call (no tool can have it)."""
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
 
 _PROMPT_SCHEMA = {
     "type": "object",
@@ -130,7 +122,7 @@ def build_server(agent: Agent, *, agent_tool: str | None = None) -> Server[Any]:
         return ListToolsResult(tools=listed)
 
     async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
-        if params.name == _TOO_DEEP:
+        if params.name == TOO_DEEP:
             raise MCPError(
                 code=INVALID_PARAMS,
                 message=f"the request nests deeper than {MAX_DEPTH} levels, more than "
@@ -160,7 +152,7 @@ def serve_file(path: str, *, model: str | None, agent_tool: str | None, err: IO[
 
     async def serve() -> None:
         sys.stdin.reconfigure(encoding="utf-8", errors="replace")  # type: ignore[union-attr]
-        lines = _guarded(anyio.wrap_file(sys.stdin))
+        lines = guarded(anyio.wrap_file(sys.stdin))
         async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
             await server.run(read, write, server.create_initialization_options())
 
@@ -169,69 +161,3 @@ def serve_file(path: str, *, model: str | None, agent_tool: str | None, err: IO[
     finally:
         agent.close()
     return 0
-
-
-# -- requests nested too deep ----------------------------------------------------------------
-
-
-async def _guarded(lines: AsyncIterable[str]) -> AsyncIterator[str]:
-    """stdin's lines, a request nested deeper than ``MAX_DEPTH`` replaced by a call of
-    ``_TOO_DEEP`` with the same id (answered with an error); a notification or response
-    that deep is dropped."""
-    async for line in lines:
-        checked = _checked(line)
-        if checked is not None:
-            yield checked
-
-
-def _checked(line: str) -> str | None:
-    try:
-        message = json.loads(line)
-    except RecursionError:
-        message = json.loads(_pruned(line))
-    except ValueError:
-        return line  # not JSON: the SDK answers it as it does
-    else:
-        if _depth(message) <= MAX_DEPTH:
-            return line
-    if not isinstance(message, dict) or "method" not in message or "id" not in message:
-        return None  # a notification or a response: nothing to answer
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    rewritten: dict[str, Any] = {"name": _TOO_DEEP, "arguments": {}}
-    if isinstance(meta, dict):
-        rewritten["_meta"] = meta  # the protocol's envelope, which the SDK checks first
-    return json.dumps(
-        {"jsonrpc": "2.0", "id": message["id"], "method": "tools/call", "params": rewritten}
-    )
-
-
-def _depth(value: Any) -> int:
-    """How deep ``value`` nests (a scalar is 0), without recursion."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        item, level = todo.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level)
-            children = item.values() if isinstance(item, dict) else item
-            todo.extend((child, level + 1) for child in children)
-    return deepest
-
-
-def _pruned(line: str) -> str:
-    """``line`` (JSON too deep for ``json.loads``) with every value nested deeper than
-    ``MAX_DEPTH`` replaced by ``null``, from its tokens."""
-    out: list[str] = []
-    depth = 0
-    for match in _TOKEN.finditer(line):
-        token = match.group()
-        opening, closing = token in ("[", "{"), token in ("]", "}")
-        if opening:
-            depth += 1
-            if depth == MAX_DEPTH + 1:
-                out.append("null")
-        if depth <= MAX_DEPTH:
-            out.append(token)
-        if closing:
-            depth -= 1
-    return "".join(out)
