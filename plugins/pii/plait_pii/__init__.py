@@ -55,6 +55,11 @@ LOOKBACK = 128
 """Streamed text held back (characters) so a match split across chunks is still found."""
 CONTEXT = 32
 """Already-streamed text kept as left context (``version 1.2.3.4`` is not an IP)."""
+HOLD = 1024
+"""The most streamed text held back (characters) while a run of printable ASCII without
+a space reaches past ``LOOKBACK``: an escaped or percent-encoded value is such a run, six
+characters per letter (``ivan@\\u043f\\u043e...``), and must not be released in part
+before it can be recognised whole."""
 
 
 def _type_name(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -511,7 +516,9 @@ class _StreamRedactor:
         window = self.context + self.pending
         offset = len(self.context)
         found = [m for m in self.pii.matches(window) if m.start >= offset]
-        safe = len(window) if final else max(offset, len(window) - LOOKBACK)
+        safe = len(window)
+        if not final:
+            safe = _unsplit(window, max(offset, safe - LOOKBACK), max(offset, safe - HOLD))
         for match in found:
             if match.start < safe < match.end:
                 safe = match.start
@@ -559,6 +566,16 @@ class _StreamRedactor:
             return json.dumps(self.pii._value(args, seen), ensure_ascii=False)
         except (json.JSONDecodeError, RecursionError):  # not JSON, or too deep for json
             return self.pii.text(raw, seen)
+
+
+def _unsplit(window: str, safe: int, floor: int) -> int:
+    """``safe`` moved back to the start of the run of printable ASCII it would split, no
+    further back than ``floor``."""
+    if safe >= len(window) or not ("!" <= window[safe] <= "~"):
+        return safe
+    while safe > floor and "!" <= window[safe - 1] <= "~":
+        safe -= 1
+    return safe
 
 
 def _map_content(content: Content, rewrite: Callable[[str], str]) -> Content:

@@ -140,3 +140,27 @@ def test_every_decoded_span_maps_back_to_the_text_it_came_from(text: str) -> Non
             original = text[view.start(start) : view.end(end)]
             again = decode(original)
             assert (again.text if again else original) == view.text[start:end]
+
+
+def test_a_long_escaped_address_streamed_in_pieces_is_not_released_in_part(
+    make_agent: Any,
+) -> None:
+    from plait.messages import AIMessageChunk
+
+    address = "ivan.petrov@почта-россии-длинный-домен.рф"
+    escaped = json.dumps(address)[1:-1]
+    assert len(escaped) > 128  # longer than the stream's look-back
+
+    class Trickle(ScriptedChatModel):
+        def stream(self, messages: Any, **kwargs: Any) -> Any:
+            for chunk in super().stream(messages, **kwargs):
+                for i in range(0, len(chunk.content), 3):
+                    yield AIMessageChunk(chunk.content[i : i + 3], id=chunk.id)
+
+    model = Trickle([f"Write to {escaped} today, " + "then wait. " * 40])
+    mw = PIIMiddleware("email", apply_to_output=True)
+    agent = make_agent(model, middleware=[mw])
+    pieces = [getattr(e.data, "content", "") for e in agent.stream("?", mode="messages")]
+    assert "".join(pieces) == "Write to [REDACTED_EMAIL] today, " + "then wait. " * 40
+    assert "ivan.petrov" not in "".join(pieces)
+    assert len([p for p in pieces if p]) > 10  # the prose after it still streams in pieces
