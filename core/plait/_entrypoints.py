@@ -95,9 +95,16 @@ def disabled() -> frozenset[str]:
 
 
 @functools.cache
+def _installed() -> Any:
+    """Every installed entry point, read in one scan of the installed distributions'
+    metadata, once per process (``refresh`` forgets it); each group is selected from it."""
+    return entry_points()
+
+
+@functools.cache
 def _group(group: str) -> dict[str, EntryPoint]:
     found: dict[str, EntryPoint] = {}
-    for ep in entry_points(group=group):
+    for ep in _installed().select(group=group):
         found.setdefault(ep.name, ep)
     return found
 
@@ -132,4 +139,5 @@ def load(group: str, name: str, *, what: str) -> Any:
 
 def refresh() -> None:
     """Forget cached entry points (after installing a distribution at run time)."""
+    _installed.cache_clear()
     _group.cache_clear()

@@ -3,9 +3,11 @@ in middleware order (pluggy validates; the kernel orders and calls)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -82,57 +84,108 @@ def _short(value: Any) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+@attrs.frozen
+class _Found:
+    """One hook implementation a middleware class provides: the attribute that holds it,
+    the hook it implements, its pluggy options and the arguments it accepts."""
+
+    attr: str
+    hook: str
+    opts: dict[str, Any]
+    argnames: tuple[str, ...]
+
+
+_BY_CLASS: weakref.WeakKeyDictionary[type, tuple[_Found, ...]] = weakref.WeakKeyDictionary()
+"""What pluggy found and validated in each middleware class, the first time an agent used
+it: later agents (one per request, say) bind the same methods without pluggy's signature
+inspection of every attribute."""
+
+
+@functools.cache
+def _spec_args() -> dict[str, tuple[str, ...]]:
+    """Each hook's arguments in order, as its spec declares them."""
+    pm = pluggy.PluginManager("plait")
+    pm.add_hookspecs(hookspecs)
+    return {hook: tuple(getattr(pm.hook, hook).spec.argnames) for hook in hookspecs.ALL_HOOKS}
+
+
+def _own_callables(obj: object) -> bool:
+    """Whether the instance itself holds a callable (a hook the class does not define)."""
+    try:
+        own = vars(obj)
+    except TypeError:  # slotted: every method is the class's
+        return False
+    return any(callable(value) for value in own.values())
+
+
+def _validated(name: str, obj: object) -> tuple[_Found, ...]:
+    """``obj``'s hook implementations, registered with pluggy alone to validate them
+    (unknown hooks, arguments no spec has, unmarked methods named after hooks)."""
+    _check_unmarked(name, obj)
+    pm = pluggy.PluginManager("plait")
+    pm.add_hookspecs(hookspecs)
+    proxy = _Registered(name, obj)
+    try:
+        pm.register(proxy, name=name)
+    except pluggy.PluginValidationError as exc:
+        raise ConfigError(f"middleware {name!r}: {exc}") from None
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise ConfigError(str(exc)) from None
+    attr_of = {id(value): attr for attr, value in vars(proxy).items()}
+    found = []
+    for hook in hookspecs.ALL_HOOKS:
+        for hookimpl in getattr(pm.hook, hook).get_hookimpls():
+            attr = attr_of[id(hookimpl.function)]
+            found.append(_Found(attr, hook, dict(hookimpl.opts), tuple(hookimpl.argnames)))
+    return tuple(found)
+
+
+def _hooks_of(name: str, obj: object) -> tuple[_Found, ...]:
+    cls = type(obj)
+    if _own_callables(obj):
+        return _validated(name, obj)
+    found = _BY_CLASS.get(cls)
+    if found is None:
+        found = _validated(name, obj)
+        _BY_CLASS[cls] = found
+    return found
+
+
 class Registry:
     """An agent's middleware, registered and validated; ``impls(hook)`` in list order."""
 
     def __init__(self, middleware: Sequence[tuple[str, object]]) -> None:
         self.names = [name for name, _ in middleware]
-        pm = pluggy.PluginManager("plait")
-        pm.add_hookspecs(hookspecs)
-        registered: list[_Registered] = []
-        for name, obj in middleware:
-            _check_unmarked(name, obj)
-            proxy = _Registered(name, obj)
-            try:
-                pm.register(proxy, name=name)
-            except pluggy.PluginValidationError as exc:
-                raise ConfigError(f"middleware {name!r}: {exc}") from None
-            registered.append(proxy)
-        try:
-            pm.check_pending()
-        except pluggy.PluginValidationError as exc:
-            raise ConfigError(str(exc)) from None
         trace = bool(os.environ.get("PLAIT_TRACE"))
-        self._impls: dict[str, list[Impl]] = {}
-        for hook in hookspecs.ALL_HOOKS:
-            by_plugin = {id(i.plugin): i for i in getattr(pm.hook, hook).get_hookimpls()}
-            found = []
-            spec_args = tuple(getattr(pm.hook, hook).spec.argnames)
-            for name, proxy in zip(self.names, registered, strict=True):
-                hookimpl = by_plugin.get(id(proxy))
-                if hookimpl is None:
-                    continue
-                found.append(self._impl(name, hook, hookimpl, spec_args, trace))
+        spec_args = _spec_args()
+        by_hook: dict[str, list[Impl]] = {hook: [] for hook in hookspecs.ALL_HOOKS}
+        for name, obj in middleware:
+            for found in _hooks_of(name, obj):
+                func = getattr(obj, found.attr)
+                impl = self._impl(name, found, func, spec_args[found.hook], trace)
+                by_hook[found.hook].append(impl)
+        for hook, found_impls in by_hook.items():
             if hookspecs.HOOKS[hook].unwinds:
-                found.reverse()
-            self._impls[hook] = found
+                found_impls.reverse()
+        self._impls = by_hook
 
     def _impl(
         self,
         name: str,
-        hook: str,
-        hookimpl: pluggy.HookImpl,
+        found: _Found,
+        func: Callable[..., Any],
         spec_args: tuple[str, ...],
         trace: bool,
     ) -> Impl:
-        opts = hookimpl.opts
+        hook, opts = found.hook, found.opts
         for flag in ("tryfirst", "trylast", "wrapper", "hookwrapper"):
             if opts.get(flag):
                 raise ConfigError(
                     f"middleware {name!r}: {hook} is marked {flag}=True; plait orders hooks by "
                     "the agent's middleware list, so tryfirst, trylast and wrapper are not allowed"
                 )
-        func = hookimpl.function
         is_async = inspect.iscoroutinefunction(func) or inspect.isasyncgenfunction(func)
         facts = hookspecs.HOOKS[hook]
         if facts.is_async and not is_async:
@@ -141,7 +194,7 @@ class Registry:
             raise ConfigError(
                 f"middleware {name!r}: {hook} is an async def; name it {facts.twin} instead"
             )
-        call = _caller(func, hookimpl.argnames, spec_args)
+        call = _caller(func, found.argnames, spec_args)
         if trace:
             call = _traced(call, name, hook)
         jumps: frozenset[str] = getattr(func, JUMPS_ATTR, frozenset())

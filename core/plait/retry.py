@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import sys
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -23,7 +24,6 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 import attrs
 import backoff
-import httpx
 
 from plait._convert import FieldError, expected, integer, number
 from plait.errors import ProviderError, StopRun
@@ -74,10 +74,17 @@ def default_retry_on(exc: Exception) -> bool:
     """
     if isinstance(exc, ProviderError):
         return exc.retryable
-    if isinstance(exc, TimeoutError | ConnectionError | httpx.TransportError):
+    if isinstance(exc, TimeoutError | ConnectionError):
+        return True
+    # An httpx error exists only once httpx is imported: importing it here would cost an
+    # agent that never speaks HTTP a third of a second.
+    httpx = sys.modules.get("httpx")
+    if httpx is None:
+        return False
+    if isinstance(exc, httpx.TransportError):
         return True
     if isinstance(exc, httpx.HTTPStatusError):
-        status = exc.response.status_code
+        status: int = exc.response.status_code
         return status in _RETRYABLE_STATUS or status >= 500
     return False
 

@@ -13,6 +13,7 @@ converter as middleware options, so a bad argument becomes a precise, model-read
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import types
@@ -190,54 +191,18 @@ class Tool:
         """
         if not callable(func):
             raise TypeError(f"@tool needs a function, got {func!r}")
-        label = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
         tool_name = name or getattr(func, "__name__", None)
         if not tool_name:
             raise TypeError(f"cannot name a tool for {func!r}: pass name=...")
-        doc = inspect.getdoc(func)
-        if parse_docstring:
-            summary, arg_docs, _ = schema.parse_docstring(doc)
-        else:
-            summary, arg_docs = (inspect.cleandoc(doc) if doc else ""), {}
         try:
-            signature = inspect.signature(func)
-            hints = typing.get_type_hints(func, include_extras=True)
-        except Exception as exc:
-            raise TypeError(f"tool function {label}: cannot read its type hints: {exc}") from exc
-
-        properties: dict[str, Any] = {}
-        required: list[str] = []
-        fields: dict[str, Any] = {}
-        runtime_parameter: str | None = None
-        for param in signature.parameters.values():
-            where = f"tool function {label}, parameter {param.name!r}"
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise TypeError(f"{where}: *args/**kwargs cannot be described to the model")
-            if param.kind is param.POSITIONAL_ONLY:
-                raise TypeError(f"{where}: positional-only parameters are not supported")
-            hint = hints.get(param.name, inspect.Parameter.empty)
-            if _is_runtime_hint(hint):
-                runtime_parameter = param.name
-                continue
-            if hint is inspect.Parameter.empty:
-                hint = Any
-            try:
-                prop = schema.json_schema(hint)
-                _convert.CONVERTER.get_structure_hook(hint)
-            except (TypeError, cattrs.errors.StructureHandlerNotFoundError) as exc:
-                raise TypeError(f"{where}: unsupported type hint {hint!r}: {exc}") from exc
-            if arg_docs.get(param.name) and "description" not in prop:
-                prop["description"] = arg_docs[param.name]
-            if param.default is inspect.Parameter.empty:
-                required.append(param.name)
-                fields[param.name] = attrs.field(type=hint, kw_only=True)
-            else:
-                if schema.is_json_value(param.default):
-                    prop["default"] = _convert.plain(param.default)
-                fields[param.name] = attrs.field(type=hint, default=_OMITTED, kw_only=True)
-            properties[param.name] = prop
-
-        arguments = attrs.make_class(f"{tool_name}_arguments", fields, frozen=True)
+            hash(func)
+        except TypeError:  # an unhashable callable object: read it each time
+            read = _read_function.__wrapped__(func, tool_name, parse_docstring)
+        else:
+            read = _read_function(func, tool_name, parse_docstring)
+        summary, properties, required, arguments, runtime_parameter = read
+        properties = copy.deepcopy(properties)  # the cached schema stays as it was read
+        required = list(required)
         return cls(
             name=tool_name,
             description=description if description is not None else summary,
@@ -282,6 +247,61 @@ class Tool:
         if self._runtime_parameter is not None:
             kwargs[self._runtime_parameter] = runtime
         return kwargs
+
+
+@functools.lru_cache(maxsize=512)
+def _read_function(
+    func: Callable[..., Any], tool_name: str, parse_docstring: bool
+) -> tuple[str, dict[str, Any], list[str], type, str | None]:
+    """What a tool function says of itself — summary, argument schemas, the attrs class its
+    arguments are structured into, the runtime parameter — read once per function, so an
+    agent built per request does not parse docstrings and compile classes every time."""
+    label = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    doc = inspect.getdoc(func)
+    if parse_docstring:
+        summary, arg_docs, _ = schema.parse_docstring(doc)
+    else:
+        summary, arg_docs = (inspect.cleandoc(doc) if doc else ""), {}
+    try:
+        signature = inspect.signature(func)
+        hints = typing.get_type_hints(func, include_extras=True)
+    except Exception as exc:
+        raise TypeError(f"tool function {label}: cannot read its type hints: {exc}") from exc
+
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    fields: dict[str, Any] = {}
+    runtime_parameter: str | None = None
+    for param in signature.parameters.values():
+        where = f"tool function {label}, parameter {param.name!r}"
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"{where}: *args/**kwargs cannot be described to the model")
+        if param.kind is param.POSITIONAL_ONLY:
+            raise TypeError(f"{where}: positional-only parameters are not supported")
+        hint = hints.get(param.name, inspect.Parameter.empty)
+        if _is_runtime_hint(hint):
+            runtime_parameter = param.name
+            continue
+        if hint is inspect.Parameter.empty:
+            hint = Any
+        try:
+            prop = schema.json_schema(hint)
+            _convert.CONVERTER.get_structure_hook(hint)
+        except (TypeError, cattrs.errors.StructureHandlerNotFoundError) as exc:
+            raise TypeError(f"{where}: unsupported type hint {hint!r}: {exc}") from exc
+        if arg_docs.get(param.name) and "description" not in prop:
+            prop["description"] = arg_docs[param.name]
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+            fields[param.name] = attrs.field(type=hint, kw_only=True)
+        else:
+            if schema.is_json_value(param.default):
+                prop["default"] = _convert.plain(param.default)
+            fields[param.name] = attrs.field(type=hint, default=_OMITTED, kw_only=True)
+        properties[param.name] = prop
+
+    arguments = attrs.make_class(f"{tool_name}_arguments", fields, frozen=True)
+    return summary, properties, required, arguments, runtime_parameter
 
 
 @attrs.frozen

@@ -122,9 +122,14 @@ def _token_starts(text: str, start: int) -> bool:
 
 # -- public suffixes -----------------------------------------------------------------------
 
-_PSL = PublicSuffixList(only_icann=True)
-"""The ICANN part of the Public Suffix List, from the snapshot the package ships (it never
-fetches a newer one)."""
+
+@functools.cache
+def _psl() -> PublicSuffixList:
+    """The ICANN part of the Public Suffix List, from the snapshot the package ships (it never
+    fetches a newer one). Parsed on first use (a fifth of a second), not at import: an agent
+    that names pii pays for it only when a host is checked."""
+    return PublicSuffixList(only_icann=True)
+
 
 # File extensions that are also top-level domains (.py, .sh, .zip...), from the standard
 # library's own table (not the machine's /etc/mime.types), so `setup.py/x` is not a host.
@@ -135,14 +140,14 @@ _FILE_EXTENSIONS = frozenset(
 
 @functools.lru_cache(maxsize=1024)
 def _is_tld(label: str) -> bool:
-    return _PSL.publicsuffix(label.lower(), accept_unknown=False) == label.lower()
+    return _psl().publicsuffix(label.lower(), accept_unknown=False) == label.lower()
 
 
 @functools.lru_cache(maxsize=1024)
 def _registrable(host: str) -> bool:
     """Whether ``host`` is a name under a real public suffix (``docs.example.org``,
     ``x.co.uk``), not a suffix itself (``co.uk``) nor under an unknown one (``a.local``)."""
-    return _PSL.privatesuffix(host.lower(), accept_unknown=False) is not None
+    return _psl().privatesuffix(host.lower(), accept_unknown=False) is not None
 
 
 RESERVED_SUFFIXES = (
