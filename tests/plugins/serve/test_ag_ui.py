@@ -8,17 +8,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from ag_ui.core import Event
 from pydantic import TypeAdapter
-from serve_helpers import SUPPORT, Served, approve, parse_sse, post_sse, run_input
+from serve_helpers import Served, approve, parse_sse, post_sse, run_input
 
 import plait
-from plait.agentfile import load_agent
 from plait.testing import ai, call
 
 EVENT = TypeAdapter(Event)
@@ -281,23 +279,3 @@ def test_a_busy_thread_refuses_a_second_run(serve: Callable[..., Served]) -> Non
     finally:
         gate.set()
     assert second.status_code == 409 and second.json()["error"]["code"] == "thread_busy"
-
-
-def test_the_run_log_outlives_the_server_with_sqlite(
-    serve: Callable[..., Served], tmp_path: Path
-) -> None:
-    url = f"sqlite:///{tmp_path / 'serve.db'}"
-    first = serve(load_agent(SUPPORT, checkpointer=url))
-    with first.client() as client:
-        events = post_sse(client, "/ag-ui", run_input("kept", "r1", "Refund order 1042."))
-    first.stop()
-    second = serve(load_agent(SUPPORT, checkpointer=url))
-    with second.client() as client:
-        replay = parse_sse(client.get("/ag-ui/threads/kept/stream?since=0").text)
-        interrupt = replay[-1][1]["outcome"]["interrupts"][0]
-        resumed = post_sse(
-            client, "/ag-ui", run_input("kept", "r2", resume=approve(interrupt["id"]))
-        )
-    assert replay == events
-    assert resumed[-1][1]["result"] == "Refunded 25.00 EUR for order 1042."
-    assert resumed[0][0] == events[-1][0] + 1  # numbering goes on across servers

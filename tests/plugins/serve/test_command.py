@@ -1,0 +1,63 @@
+"""``plait serve --reload``: the server restarts when the agent file changes, serving the
+changed agent (a real subprocess, polled over HTTP)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from serve_helpers import ROOT
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def agent_name(url: str, deadline: float) -> str | None:
+    while time.monotonic() < deadline:
+        try:
+            return str(httpx.get(f"{url}/healthz", timeout=1).json()["agent"])
+        except (httpx.TransportError, ValueError):
+            time.sleep(0.2)
+    return None
+
+
+def test_reload_serves_the_changed_agent_file(tmp_path: Path) -> None:
+    for name in ("support.toml", "support_tools.py"):
+        shutil.copy(ROOT / "examples" / name, tmp_path / name)
+    agent_file = tmp_path / "support.toml"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "PLAIT_SERVE_KEYS"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "plait", "serve", str(agent_file), "--port", str(port), "--reload"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert agent_name(url, time.monotonic() + 60) == "agent"
+        text = agent_file.read_text(encoding="utf-8")
+        agent_file.write_text(text.replace("[agent]\n", '[agent]\nname = "support"\n', 1))
+        deadline = time.monotonic() + 60
+        while agent_name(url, deadline) != "support":
+            assert time.monotonic() < deadline, "the server did not reload the agent file"
+            time.sleep(0.2)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
