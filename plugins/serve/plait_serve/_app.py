@@ -1,16 +1,19 @@
 """``plait_serve.app(agent)``: the ASGI app, the ``Server`` every protocol module gets,
 and plait's own run-log routes.
 
-A protocol is one module with ``routes(server) -> list[Route]`` (``ag_ui``,
-``openai_compat``); it reads the caller from ``server.owner(request)``, claims or checks
-a thread with ``server.runs``, starts runs with ``server.runs.start`` and streams a
-projection of ``server.runs.follow``. Authentication (``_auth``), CORS, body limits and
+A protocol is one module listed in ``PROTOCOLS``, with ``routes(server) -> list[Route]``
+(``ag_ui``, ``openai_compat``). It reads the caller from ``server.owner(request)``,
+checks a thread is the caller's with ``server.require``, builds a run's input with
+``server.run_input`` (which checks a resume against the pending interrupt) and starts
+it with ``server.start``, then streams a projection of ``server.runs.batches`` (the run
+log from a number on). Authentication (``_auth``), CORS, body limits, the run limit and
 the JSON error shape are applied here, once, for all of them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -31,14 +34,20 @@ from plait.messages import AnyMessage
 from plait_serve._auth import LOCAL_OWNER, AuthMiddleware, load_keys
 from plait_serve._http import ApiError, check_id, error_response, since, sse, sse_event
 from plait_serve._interrupts import ResumeRefused, check_resume, pending_interrupts
-from plait_serve._runlog import Busy, NotFound, RunLog
+from plait_serve._runlog import Busy, Full, NotFound, RunLog
 
-__all__ = ["MAX_BODY", "Server", "app"]
+__all__ = ["MAX_BODY", "MAX_RUNS", "PROTOCOLS", "Server", "app"]
 
 log = logging.getLogger("plait_serve")
 
 MAX_BODY = 1_000_000
 """The largest request body accepted by default (bytes); a larger one is a 413."""
+
+MAX_RUNS = 256
+"""How many runs may go on at once by default; one more is a 429."""
+
+PROTOCOLS = ("plait_serve.ag_ui", "plait_serve.openai_compat")
+"""The protocol modules served, each with ``routes(server) -> list[Route]``."""
 
 PUBLIC_PATHS = frozenset({"/healthz"})
 
@@ -156,6 +165,14 @@ async def _busy(request: Request, exc: Exception) -> Response:
     return error_response(409, "thread_busy", f"thread {str(exc)!r} has a run going on")
 
 
+async def _full(request: Request, exc: Exception) -> Response:
+    response = error_response(
+        429, "too_many_runs", f"the server runs its maximum of {exc} runs at once: retry later"
+    )
+    response.headers["Retry-After"] = "1"
+    return response
+
+
 async def _refused(request: Request, exc: Exception) -> Response:
     return error_response(409, "resume_refused", str(exc))
 
@@ -178,6 +195,7 @@ def app(
     keys_file: str | os.PathLike[str] | None = None,
     cors_origins: Iterable[str] = (),
     max_body: int = MAX_BODY,
+    max_runs: int = MAX_RUNS,
 ) -> Starlette:
     """The ASGI app serving ``agent``: AG-UI at ``/ag-ui``, an OpenAI-compatible API at
     ``/v1`` (chat completions, responses), the run log at ``/plait/threads/{id}/events``.
@@ -189,18 +207,19 @@ def app(
     :param cors_origins: the browser origins allowed to call the server (none: CORS
         requests are refused).
     :param max_body: the largest request body in bytes (larger: 413).
+    :param max_runs: how many runs may go on at once (one more: 429).
     """
-    from plait_serve import ag_ui, openai_compat
-
-    if not isinstance(max_body, int) or isinstance(max_body, bool) or max_body < 1:
-        raise ConfigError(f"plait-serve: max_body: expected a positive int, got {max_body!r}")
+    for option, value in (("max_body", max_body), ("max_runs", max_runs)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"plait-serve: {option}: expected a positive int, got {value!r}")
     origins = [cors_origins] if isinstance(cors_origins, str) else list(cors_origins)
     if "*" in origins:
         raise ConfigError(
             "plait-serve: cors_origins: expected explicit origins such as "
             "'https://app.example.com', got '*'"
         )
-    server = Server(agent, RunLog(agent), load_keys(keys, keys_file=keys_file), max_body)
+    keyring = load_keys(keys, keys_file=keys_file)
+    server = Server(agent, RunLog(agent, max_runs=max_runs), keyring, max_body)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -222,12 +241,20 @@ def app(
             ),
         )
     application = Starlette(
-        routes=[*_routes(server), *ag_ui.routes(server), *openai_compat.routes(server)],
+        routes=[
+            *_routes(server),
+            *(
+                route
+                for name in PROTOCOLS
+                for route in importlib.import_module(name).routes(server)
+            ),
+        ],
         middleware=middleware,
         exception_handlers={
             ApiError: _api_error,
             NotFound: _not_found,
             Busy: _busy,
+            Full: _full,
             ResumeRefused: _refused,
             HTTPException: _http,
             Exception: _internal,

@@ -14,6 +14,7 @@ polls the checkpointer instead.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -31,7 +32,7 @@ from plait.models.http import redact
 from plait_serve._events import END_TYPES, Recorder, jsonable
 from plait_serve._interrupts import pending_interrupts
 
-__all__ = ["Busy", "NotFound", "RunLog", "safe_error"]
+__all__ = ["Busy", "Full", "NotFound", "RunLog", "safe_error"]
 
 log = logging.getLogger("plait_serve")
 
@@ -48,6 +49,10 @@ class NotFound(Exception):
 
 class Busy(Exception):
     """A run is already going on in this thread: HTTP 409."""
+
+
+class Full(Exception):
+    """The server runs as many runs as it allows at once: HTTP 429."""
 
 
 def _secrets() -> list[str]:
@@ -105,9 +110,10 @@ class RunLog:
 
     :param agent: the served agent; its checkpointer must be an ``EventLog`` (every
         built-in one is).
+    :param max_runs: how many runs may go on at once (more: ``Full``).
     """
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, *, max_runs: int = 256) -> None:
         checkpointer = agent.checkpointer
         if checkpointer is None or not isinstance(checkpointer, EventLog):
             got = "no checkpointer" if checkpointer is None else type(checkpointer).__name__
@@ -120,7 +126,23 @@ class RunLog:
         # The memory checkpointer answers in microseconds: call it inline, not in a thread.
         self._inline = isinstance(checkpointer, MemoryCheckpointer)
         self._live: dict[str, _Live] = {}
-        self._starting = asyncio.Lock()
+        self.max_runs = max_runs
+        self._reserved = 0  # runs being started (counted against max_runs)
+        # One start at a time per thread; the lock goes when nobody waits for it.
+        self._starting: dict[str, asyncio.Lock] = {}
+        self._waiting: collections.Counter[str] = collections.Counter()
+
+    @contextlib.asynccontextmanager
+    async def _start_lock(self, thread_id: str) -> AsyncIterator[None]:
+        lock = self._starting.setdefault(thread_id, asyncio.Lock())
+        self._waiting[thread_id] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            self._waiting[thread_id] -= 1
+            if not self._waiting[thread_id]:
+                del self._waiting[thread_id], self._starting[thread_id]
 
     async def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``func(*args, **kwargs)`` without blocking the event loop."""
@@ -189,14 +211,20 @@ class RunLog:
         if a run is going on there. ``prepare()`` returns the run's input; it runs only
         then, so what it checks (a pending interrupt) cannot change before the run
         starts, and whatever it raises starts nothing and claims no thread."""
-        async with self._starting:
+        async with self._start_lock(thread_id):
             new = await self._new_thread(thread_id, owner, adopt=adopt)
             if self.running(thread_id) is not None:
                 raise Busy(thread_id)
-            input = await prepare()
-            if new:
-                await self._claim(thread_id, owner)
-            last = await self.call(self.log.last_event, thread_id)
+            if len(self._live) + self._reserved >= self.max_runs:
+                raise Full(self.max_runs)
+            self._reserved += 1
+            try:
+                input = await prepare()
+                if new:
+                    await self._claim(thread_id, owner)
+                last = await self.call(self.log.last_event, thread_id)
+            finally:
+                self._reserved -= 1
             live = _Live(run_id, first=last + 1, last=last, flushed=last)
             self._live[thread_id] = live
         self._emit(thread_id, live, {"type": "run_started", "run_id": run_id})

@@ -360,3 +360,34 @@ def test_plait_serve_serves_the_agent_file_with_keys_from_the_environment() -> N
         process.terminate()
         _, err = process.communicate(timeout=20)
     assert "API keys required" in err and ALICE not in err
+
+
+def test_runs_beyond_the_limit_are_refused_with_429(serve: Callable[..., Served]) -> None:
+    import threading
+
+    gate = threading.Event()
+
+    def wait() -> str:
+        """Wait for the gate."""
+        gate.wait(20)
+        return "open"
+
+    model = plait.ScriptedChatModel(
+        [plait.AIMessage("", tool_calls=[plait.ToolCall("wait", {})]), "done"] * 3
+    )
+    agent = plait.create_agent(model, tools=[wait], checkpointer="memory")
+    served = serve(agent, max_runs=1)
+    try:
+        with served.client() as client:
+            with client.stream("POST", "/ag-ui", json=run_input("one", "r1", "go")) as response:
+                for text in response.iter_text():
+                    if "TOOL_CALL_END" in text:
+                        break
+            refused = client.post("/ag-ui", json=run_input("two", "r1", "go"))
+    finally:
+        gate.set()
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+    assert error_of(refused)["code"] == "too_many_runs"
+    assert "two" not in agent.list_threads()
+    with pytest.raises(ConfigError, match="max_runs: expected a positive int, got 0"):
+        plait_serve.app(agent, max_runs=0)
