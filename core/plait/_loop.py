@@ -189,7 +189,12 @@ class Run:
         self.recursion_limit = recursion_limit
         self.sink = sink
         self.request = RunRequest(
-            input, runtime, resumed, streaming=sink is not None, usage=self.usage
+            input,
+            runtime,
+            resumed,
+            streaming=sink is not None,
+            usage=self.usage,
+            state=thread.view,
         )
         self.started = False  # the drive began: from then on it releases the thread
         self.served = False

@@ -122,6 +122,9 @@ class RunRequest:
     """True for ``stream``/``astream``."""
     usage: RunUsage = attrs.field(factory=lambda: _usage.RunUsage(), eq=False, repr=False)
     """The run's usage ledger (``plait.usage``): a limiter registers its check on it."""
+    state: Mapping[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
+    """The thread's state, read-only and live: what node hooks would read at this moment
+    (a ledger check reads the thread's counts from it)."""
 
     @property
     def agent_name(self) -> str:

@@ -84,26 +84,31 @@ class ModelCallLimitMiddleware(Middleware):
     def wrap_run(
         self, request: RunRequest, handler: Callable[[RunRequest], AgentResult]
     ) -> AgentResult:
-        request.usage.limit(PLUGIN, functools.partial(self._refuse, since=None), key=self)
+        self._watch(request)
         return handler(request)
 
     async def awrap_run(
         self, request: RunRequest, handler: Callable[[RunRequest], Awaitable[AgentResult]]
     ) -> AgentResult:
-        request.usage.limit(PLUGIN, functools.partial(self._refuse, since=None), key=self)
+        self._watch(request)
         return await handler(request)
 
-    def _refuse(self, ledger: RunUsage, *, since: tuple[int, int] | None) -> None:
-        """The ledger's check before any call of the run or its sub-agents; ``since`` is
-        the thread's count when the run had made ``since[1]`` calls."""
+    def _watch(self, request: RunRequest) -> None:
+        """Refuse any call of the run (a sub-agent's, a middleware's) once a limit is
+        reached; the thread's count is read from the live state."""
+        check = functools.partial(self._refuse, state=request.state)
+        request.usage.limit(PLUGIN, check, key=id(self))
+
+    def _refuse(self, ledger: RunUsage, *, state: Mapping[str, Any]) -> None:
+        """The ledger's check before any call of the run or its sub-agents."""
         run = ledger.calls
-        thread = None if since is None else since[0] + run - since[1]
+        thread = state[THREAD_KEY]["calls"] + run - state[RUN_KEY]["calls"]
         if reached := self._reached(thread, run):
             raise ModelCallLimitExceededError(_reason(reached))
 
-    def _reached(self, thread: int | None, run: int) -> list[str]:
+    def _reached(self, thread: int, run: int) -> list[str]:
         reached = []
-        if self.thread_limit is not None and thread is not None and thread >= self.thread_limit:
+        if self.thread_limit is not None and thread >= self.thread_limit:
             reached.append(f"thread limit ({thread}/{self.thread_limit})")
         if self.run_limit is not None and run >= self.run_limit:
             reached.append(f"run limit ({run}/{self.run_limit})")
@@ -130,10 +135,6 @@ class ModelCallLimitMiddleware(Middleware):
         update = self._sync(state)
         thread_calls = update.get(THREAD_KEY, state[THREAD_KEY])["calls"]
         run_calls = update.get(RUN_KEY, state[RUN_KEY])["calls"]
-        ledger = usage.current()
-        if ledger is not None:
-            since = functools.partial(self._refuse, since=(thread_calls, run_calls))
-            ledger.limit(PLUGIN, since, key=self)
         reached = self._reached(thread_calls, run_calls)
         if not reached:
             return update or None

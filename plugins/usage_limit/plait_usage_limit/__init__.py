@@ -157,30 +157,30 @@ class UsageLimitMiddleware(Middleware):
     def wrap_run(
         self, request: RunRequest, handler: Callable[[RunRequest], AgentResult]
     ) -> AgentResult:
-        self._watch(request.usage)
+        self._watch(request)
         return handler(request)
 
     async def awrap_run(
         self, request: RunRequest, handler: Callable[[RunRequest], Awaitable[AgentResult]]
     ) -> AgentResult:
-        self._watch(request.usage)
+        self._watch(request)
         return await handler(request)
 
-    def _watch(self, ledger: RunUsage) -> None:
-        """Price the run's calls and refuse any call of it (a sub-agent's, a middleware's)
-        once a run limit is reached; ``before_model`` adds the thread's counts."""
-        ledger.pricing(self._price)
-        ledger.limit(PLUGIN, functools.partial(self._refuse, thread=None), key=self)
+    def _watch(self, request: RunRequest) -> None:
+        """Price the run's calls, and refuse any call of it (a sub-agent's, a middleware's)
+        once a limit is reached; the thread's counts are read from the live state."""
+        request.usage.pricing(self._price)
+        check = functools.partial(self._refuse, state=request.state)
+        request.usage.limit(PLUGIN, check, key=id(self))
 
     def _price(self, model: Any, usage: Usage) -> float | None:
         return cost_of(usage, model.provider, model.model_name, self.prices)
 
-    def _refuse(self, ledger: RunUsage, *, thread: Mapping[str, Any] | None) -> None:
-        """The ledger's check: raise before a call starts once a limit is reached.
-        ``thread`` is the thread's counts when the run had spent ``thread["run"]``."""
+    def _refuse(self, ledger: RunUsage, *, state: Mapping[str, Any]) -> None:
+        """The ledger's check: raise before a call starts once a limit is reached."""
         run = _spent(ledger.total)
-        counts = None if thread is None else _add(thread["thread"], _minus(run, thread["run"]))
-        if reached := self._reached(counts, run):
+        thread = _add(state[THREAD_KEY], _minus(run, _spent(state[RUN_KEY])))
+        if reached := self._reached(thread, run):
             raise UsageLimitExceededError(self._reason(reached, ledger.total.estimated))
 
     def _sync(self, state: Mapping[str, Any]) -> dict[str, Any]:
@@ -194,13 +194,13 @@ class UsageLimitMiddleware(Middleware):
             return {}
         return {THREAD_KEY: _add(state[THREAD_KEY], _minus(run, counted)), RUN_KEY: run}
 
-    def _reached(self, thread: Mapping[str, Any] | None, run: Mapping[str, Any]) -> list[str]:
+    def _reached(self, thread: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
         reached = []
         for scope, limits, spent in (
             ("thread", self.thread_limit, thread),
             ("run", self.run_limit, run),
         ):
-            if limits is not None and spent is not None and (found := limits.reached(spent)):
+            if limits is not None and (found := limits.reached(spent)):
                 reached.append(f"{scope} limit: {', '.join(found)}")
         return reached
 
@@ -217,9 +217,6 @@ class UsageLimitMiddleware(Middleware):
         thread = update.get(THREAD_KEY, state[THREAD_KEY])
         run = update.get(RUN_KEY, _spent(state[RUN_KEY]))
         ledger = usage.current()
-        if ledger is not None:
-            since = {"thread": dict(thread), "run": dict(run)}
-            ledger.limit(PLUGIN, functools.partial(self._refuse, thread=since), key=self)
         reached = self._reached(thread, run)
         if not reached:
             return update or None

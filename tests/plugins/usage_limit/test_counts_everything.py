@@ -316,3 +316,30 @@ def test_a_llama_cpp_stream_without_usage_is_estimated_over_http(replay_server: 
     second = agent.invoke("And tomorrow?", thread_id="t")  # a new run: its own count
     assert second.text == "And tomorrow too." and second.usage.estimated
     assert 0 < second.usage.output_tokens < 20
+
+
+def test_a_thread_limit_counts_sub_agents_across_runs() -> None:
+    provider = Provider()
+    _, sub = _four_tasks(provider)
+    tasks = [
+        call("task", id=f"task_{n}", description=f"topic {n}", subagent_type="researcher")
+        for n in range(4)
+    ]
+    main = ScriptedChatModel(
+        [
+            lambda m, t: provider.answer("hello", spend=Usage(80, 20)),
+            lambda m, t: provider.answer("", *tasks, spend=Usage(80, 20)),
+        ]
+    )
+    agent = _agent(main, sub, UsageLimitMiddleware(thread_limit={"total_tokens": 1000}))
+    assert agent.invoke("hi", thread_id="t").text == "hello"
+    result = agent.invoke("research", thread_id="t")
+    # 100 in the first run; then 100 + 600 + 600 in this one: the thread reached 1,400
+    # at the first sub-agent's second call, and no call started after it
+    assert len(provider.reported) == 4
+    assert result.text.startswith("Usage limit reached (thread limit: total_tokens 1400/1000).")
+    assert agent.get_state("t")["usage_limit_thread"] == {
+        "input_tokens": 1160,
+        "output_tokens": 240,
+        "cost": 0.0,
+    }
