@@ -374,11 +374,14 @@ def test_sub_agent_events_reach_the_main_stream_under_the_task_call_id(
     main = scripted(delegate(("researcher", "work")), "done")
     spec = researcher(sub, tools=[progress])
     agent = make_agent(main, middleware=[SubAgentMiddleware(subagents=[spec])])
-    stream = agent.stream("go", thread_id="t", mode=["custom", "updates"])
+    stream = agent.stream("go", thread_id="t", mode=["custom", "updates", "messages", "values"])
     events = list(stream)
     assert stream.result is not None and stream.result.text == "done"
     nested = [e for e in events if e.path]
     assert {e.path for e in nested} == {("task_0",)}
+    assert {e.mode for e in nested} == {"custom", "updates", "messages", "values"}
+    streamed = [e.data for e in nested if e.mode == "messages" and e.source == "model"]
+    assert "".join(chunk.content for chunk in streamed) == "sub done"
     assert [e.data for e in nested if e.mode == "custom"] == [{"progress": "half way"}]
     final = [e for e in nested if e.mode == "updates" and e.source == "model"][-1]
     assert final.data["model"]["messages"][0].text == "sub done"
