@@ -63,6 +63,7 @@ class LoopThread:
                 thread.start()
                 self._loop = loop
                 self._stop = weakref.finalize(self, _stop_loop, loop, thread)
+                self._stop.atexit = False  # a daemon thread: exit does not wait for it
             return self._loop
 
     @property
@@ -85,13 +86,25 @@ class LoopThread:
 
 
 def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
-    if thread is threading.current_thread():  # closed from a coroutine on the loop itself
+    """Cancel what still runs on ``loop`` (a sync caller waiting on it gets the
+    cancellation, not a wait that never ends), stop it and join its thread."""
+    if thread is threading.current_thread():  # dropped by a coroutine on the loop itself
         loop.call_soon(loop.stop)
         return
-    if not loop.is_closed():
-        loop.call_soon_threadsafe(loop.stop)
+
+    async def shutdown() -> None:
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        loop.stop()
+
+    try:
+        asyncio.run_coroutine_threadsafe(shutdown(), loop)
+    except RuntimeError:  # already closed
+        return
     thread.join(timeout=5)
-    if not thread.is_alive() and not loop.is_closed():
+    if not thread.is_alive():
         loop.close()
 
 

@@ -6,6 +6,7 @@ import asyncio
 import gc
 import threading
 import time
+from typing import Any
 
 import attrs
 
@@ -105,3 +106,32 @@ def test_a_closed_agent_runs_again_and_aclose_stops_its_thread_too() -> None:
     assert _loop_threads() == before + 1
     asyncio.run(agent.aclose())
     assert _loop_threads() == before
+
+
+def test_close_during_a_run_cancels_its_async_tool_instead_of_hanging_it() -> None:
+    """The run goes on: the model is told the call was cancelled."""
+    started = threading.Event()
+
+    async def wait_forever() -> str:
+        """Never answers."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    agent = plait.create_agent(
+        model=scripted(ai("", call("wait_forever")), "done"), tools=[wait_forever]
+    )
+    outcome: list[Any] = []
+
+    def run() -> None:
+        outcome.append(agent.invoke("go"))
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    assert started.wait(10)
+    agent.close()
+    runner.join(10)
+    assert not runner.is_alive()
+    (result,) = outcome
+    assert result.messages[2].text.startswith("Error: tool 'wait_forever' raised CancelledError")
+    assert result.text == "done"
