@@ -80,6 +80,61 @@ def test_an_approval_round_trip_runs_the_refund(
     assert support.get_interrupts("t2") == []
 
 
+def test_custom_events_and_state_updates_reach_the_client(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    @plait.tool
+    def progress(runtime: plait.ToolRuntime) -> str:
+        """Report progress."""
+        runtime.stream_writer({"percent": 50})
+        return "half way"
+
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([ai("", call("progress")), "Done."]),
+        tools=[progress],
+        middleware=[("tool_call_limit", {"run_limit": 3})],
+        checkpointer="memory",
+    )
+    with serve(agent).client() as client:
+        events = post_sse(client, "/ag-ui", run_input("custom", "r1", "go"))
+    custom = [d for _, d in events if d["type"] == "CUSTOM"]
+    assert custom == [{"type": "CUSTOM", "name": "plait", "value": {"percent": 50}}]
+    deltas = [op for _, d in events if d["type"] == "STATE_DELTA" for op in d["delta"]]
+    assert deltas == [
+        {"op": "add", "path": "/tool_call_limit_thread", "value": {"__all__": 1}},
+        {
+            "op": "add",
+            "path": "/tool_call_limit_run",
+            "value": {"calls": {"__all__": 1}, "stop": None},
+        },
+    ]
+    snapshot = next(d for _, d in events if d["type"] == "STATE_SNAPSHOT")
+    assert "messages" not in snapshot["snapshot"]
+
+
+def test_the_raw_run_log_streams_every_run_of_the_thread(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    with serve(support).client() as client:
+        first = post_sse(client, "/ag-ui", run_input("raw", "r1", "Refund order 1042."))
+        interrupt = first[-1][1]["outcome"]["interrupts"][0]
+        post_sse(client, "/ag-ui", run_input("raw", "r2", resume=approve(interrupt["id"])))
+        everything = parse_sse(client.get("/plait/threads/raw/events").text)
+        one_run = parse_sse(client.get("/plait/threads/raw/events?follow=run").text)
+        later = parse_sse(client.get("/plait/threads/raw/events?since=2").text)
+    kinds = [d["type"] for _, d in everything]
+    assert kinds.count("run_started") == 2 and kinds[-1] == "run_finished"
+    assert [d["status"] for _, d in everything if d["type"] == "run_finished"] == [
+        "interrupted",
+        "success",
+    ]
+    assert [seq for seq, _ in everything] == list(range(2, len(everything) + 2))  # 1: owner
+    assert one_run == everything[: len(one_run)] and one_run[-1][1]["type"] == "run_finished"
+    assert later == everything[1:]
+    log = support.checkpointer
+    assert [e for _, e in log.read_events("raw", after=1)] == [d for _, d in everything]  # type: ignore[union-attr]
+
+
 def test_a_rejection_is_applied_and_the_model_is_told(
     serve: Callable[..., Served], support: plait.Agent
 ) -> None:
@@ -91,6 +146,9 @@ def test_a_rejection_is_applied_and_the_model_is_told(
             client, "/ag-ui", run_input("t3", "r2", resume=approve(interrupt["id"], reject))
         )
     assert "I have not refunded order 1042." in second[-1][1]["result"]
+    refund_call = interrupt["toolCallId"]
+    (result,) = [d for _, d in second if d["type"] == "TOOL_CALL_RESULT"]
+    assert result["toolCallId"] == refund_call and "not eligible" in result["content"]
 
 
 def paused(client: httpx.Client, thread: str) -> dict[str, Any]:
@@ -264,6 +322,10 @@ def test_cancelling_is_an_explicit_request_and_ends_the_run_as_cancelled(
     assert events[-1][1]["outcome"] == {"type": "cancelled"}
     assert again.status_code == 409 and again.json()["error"]["code"] == "no_run"
     assert agent.get_state("c")["messages"][-1].text != "All done, thanks for waiting."
+    # The thread takes a new run once the cancelled one is over.
+    with served.client() as client:
+        after = post_sse(client, "/ag-ui", run_input("c", "r2", "are you there?"))
+    assert after[-1][1]["type"] == "RUN_FINISHED", after[-1]
 
 
 def test_a_busy_thread_refuses_a_second_run(serve: Callable[..., Served]) -> None:
