@@ -341,3 +341,38 @@ def test_a_busy_thread_refuses_a_second_run(serve: Callable[..., Served]) -> Non
     finally:
         gate.set()
     assert second.status_code == 409 and second.json()["error"]["code"] == "thread_busy"
+
+
+def test_a_question_that_reviews_no_tool_call_takes_any_answer(
+    serve: Callable[..., Served],
+) -> None:
+    @plait.tool
+    def greet() -> str:
+        """Greet the user by name."""
+        return f"Hello, {plait.interrupt('What is your name?')}!"
+
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([ai("", call("greet")), "Greeted."]),
+        tools=[greet],
+        checkpointer="memory",
+    )
+    with serve(agent).client() as client:
+        paused = post_sse(client, "/ag-ui", run_input("q", "r1", "greet me"))
+        (interrupt,) = paused[-1][1]["outcome"]["interrupts"]
+        answer = [{"interruptId": interrupt["id"], "status": "resolved", "payload": "Ann"}]
+        resumed = post_sse(client, "/ag-ui", run_input("q", "r2", resume=answer))
+    assert interrupt["reason"] == "input_required" and "toolCallId" not in interrupt
+    assert interrupt["metadata"]["plait"]["value"] == "What is your name?"
+    results = [d["content"] for _, d in resumed if d["type"] == "TOOL_CALL_RESULT"]
+    assert results == ["Hello, Ann!"] and resumed[-1][1]["result"] == "Greeted."
+
+
+def test_a_cancelled_resume_entry_rejects_the_calls_under_review(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    with serve(support).client() as client:
+        interrupt = paused(client, "t7")
+        cancelled = [{"interruptId": interrupt["id"], "status": "cancelled"}]
+        resumed = post_sse(client, "/ag-ui", run_input("t7", "r2", resume=cancelled))
+    assert "I have not refunded order 1042." in resumed[-1][1]["result"]
+    assert support.get_interrupts("t7") == []
