@@ -23,60 +23,87 @@ _ENCODED = re.compile(r"(?:\\u[0-9a-fA-F]{4})+|(?:%[0-9a-fA-F]{2})+")
 
 @attrs.frozen
 class Decoded:
-    """``text`` decoded; ``views[i]`` is where the ``i``-th decoded character stands in
-    ``text``, whose encoded form is ``text[origins[i]:ends[i]]`` (characters that were not
-    encoded are not listed: they map one to one between the listed ones)."""
+    """``text`` decoded, and where each decoded character came from, in segments: the
+    ``counts[i]`` characters from ``views[i]`` on were written as escapes of ``widths[i]``
+    characters each, from ``origins[i]`` on (a run of escapes of one width is one
+    segment). Characters outside the segments were not encoded: they map one to one."""
 
     text: str
     views: list[int]
+    counts: list[int]
     origins: list[int]
-    ends: list[int]
+    widths: list[int]
 
     def start(self, index: int) -> int:
         """Where the decoded character at ``index`` starts in the original text."""
         at = bisect.bisect_right(self.views, index) - 1
         if at < 0:
             return index
-        if self.views[at] == index:
-            return self.origins[at]
-        return self.ends[at] + index - self.views[at] - 1
+        inside = index - self.views[at]
+        if inside < self.counts[at]:
+            return self.origins[at] + inside * self.widths[at]
+        segment_end = self.origins[at] + self.counts[at] * self.widths[at]
+        return segment_end + inside - self.counts[at]
 
     def end(self, index: int) -> int:
         """Where the decoded text ending (exclusive) at ``index`` ends in the original."""
-        at = bisect.bisect_right(self.views, index - 1) - 1
-        if at >= 0 and self.views[at] == index - 1:
-            return self.ends[at]
-        return self.start(index - 1) + 1
+        last = index - 1
+        at = bisect.bisect_right(self.views, last) - 1
+        if at >= 0 and last - self.views[at] < self.counts[at]:
+            return self.origins[at] + (last - self.views[at] + 1) * self.widths[at]
+        return self.start(last) + 1
 
 
 def decode(text: str) -> Decoded | None:
     """The decoded view of ``text``, or ``None`` when nothing in it is encoded. Escapes
-    that do not decode (a lone surrogate, bytes that are not UTF-8) stay as written."""
+    that do not decode (a lone surrogate, bytes that are not UTF-8) stay as written. A
+    run of escapes that are one character each (``\\u`` outside the surrogates, ``%``
+    below 0x80) is decoded at once; others escape by escape."""
     if "\\u" not in text and "%" not in text:
         return None
     parts: list[str] = []
-    views: list[int] = []
-    origins: list[int] = []
-    ends: list[int] = []
+    decoded = Decoded("", [], [], [], [])
     length = 0  # of the decoded text so far
     position = 0
     for run in _ENCODED.finditer(text):
         parts.append(text[position : run.start()])
         length += run.start() - position
-        step = 6 if run.group().startswith("\\u") else 3
-        decoded = _units(text, run.start(), run.end(), step)
-        for char, start, end in decoded:
-            parts.append(char)
-            if end - start != 1:
-                views.append(length)
-                origins.append(start)
-                ends.append(end)
-            length += 1
+        escaped = run.group()
+        step = 6 if escaped.startswith("\\u") else 3
+        whole = _whole(escaped, step)
+        if whole is not None:
+            parts.append(whole)
+            _segment(decoded, length, len(whole), run.start(), step)
+            length += len(whole)
+        else:
+            for char, start, end in _units(text, run.start(), run.end(), step):
+                parts.append(char)
+                if end - start != 1:
+                    _segment(decoded, length, 1, start, end - start)
+                length += 1
         position = run.end()
-    if not views:
+    if not decoded.views:
         return None
     parts.append(text[position:])
-    return Decoded("".join(parts), views, origins, ends)
+    return attrs.evolve(decoded, text="".join(parts))
+
+
+def _whole(escaped: str, step: int) -> str | None:
+    """A run of escapes decoded at once, when each stands for one character."""
+    digits = escaped.replace("\\u" if step == 6 else "%", "")
+    try:
+        raw = bytes.fromhex(digits)
+        text = raw.decode("utf-16-be" if step == 6 else "ascii")
+    except UnicodeDecodeError:
+        return None
+    return text if len(text) * step == len(escaped) else None
+
+
+def _segment(decoded: Decoded, view: int, count: int, origin: int, width: int) -> None:
+    decoded.views.append(view)
+    decoded.counts.append(count)
+    decoded.origins.append(origin)
+    decoded.widths.append(width)
 
 
 def _units(text: str, start: int, end: int, step: int) -> list[tuple[str, int, int]]:
