@@ -126,3 +126,21 @@ def test_a_limit_that_stops_the_run_refuses_the_call_with_its_error(tmp_path: Pa
         "exceeded: thread limit (2/1 calls) for any tool."
     )
     assert ledger.read_text() == "1 5.0\n"
+
+
+def test_pii_redacts_what_a_served_tool_answers(tmp_path: Path) -> None:
+    (tmp_path / "contacts.py").write_text(
+        "def contact(customer: str) -> str:\n"
+        '    """The customer\'s address."""\n'
+        '    return f"write to jane.doe@example.com about {customer}"\n'
+    )
+    path = tmp_path / "contacts.toml"
+    path.write_text(
+        '[agent]\nmodel = "scripted:x"\ntools = ["contacts:contact"]\n'
+        '[[middleware]]\nuse = "pii"\npii_type = "email"\napply_to_tool_results = true\n'
+    )
+    (answer,) = asyncio.run(calls(serve(path), [("contact", {"customer": "c1"})]))
+    assert (answer.is_error, answer.content[0].text) == (
+        False,
+        "write to [REDACTED_EMAIL] about c1",
+    )
