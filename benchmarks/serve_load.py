@@ -3,7 +3,8 @@ streaming it in-process, and what the server holds up to.
 
 The server is this file run with ``--serve PORT`` (uvicorn, one process, the memory
 checkpointer, a scripted model answering with ``--words`` words streamed one chunk each);
-the clients are httpx in this process. Prints, each beside the baseline measured here:
+the clients are httpx in this process; ``--checkpointer sqlite:///x.db`` serves from a
+SQLite run log instead. Prints, each beside the baseline measured here:
 
 - time to first event and per-event cost of ``POST /ag-ui`` against a direct
   ``agent.astream()`` of the same run (the difference per event is the server's overhead);
@@ -14,7 +15,7 @@ the clients are httpx in this process. Prints, each beside the baseline measured
 - a client killed mid-stream that reconnects with Last-Event-ID: how many events it got
   once, twice or never (goal: every event exactly once).
 
-    python benchmarks/serve_load.py [--words 200] [--runs 20] [--idle 200]
+    python benchmarks/serve_load.py [--words 200] [--runs 20] [--idle 200] [--checkpointer URL]
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def answer(words: int) -> str:
     return " ".join(f"word{i}" for i in range(words))
 
 
-def bench_agent(words: int) -> plait.Agent:
+def bench_agent(words: int, checkpointer: str = "memory") -> plait.Agent:
     """Answers every message with ``words`` streamed words; "wait N" waits N seconds in a
     tool first (a run that stays open)."""
 
@@ -57,15 +58,15 @@ def bench_agent(words: int) -> plait.Agent:
         return AIMessage(text)
 
     model = plait.ScriptedChatModel([brain] * 200_000)
-    return plait.create_agent(model, tools=[plait.tool(wait)], checkpointer="memory")
+    return plait.create_agent(model, tools=[plait.tool(wait)], checkpointer=checkpointer)
 
 
-def serve(port: int, words: int) -> None:
+def serve(port: int, words: int, checkpointer: str) -> None:
     import uvicorn
 
     import plait_serve
 
-    app = plait_serve.app(bench_agent(words))
+    app = plait_serve.app(bench_agent(words, checkpointer))
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=1024)
 
 
@@ -224,7 +225,12 @@ async def killed_and_reconnected(url: str) -> tuple[int, int, int, int]:
 async def main(args: argparse.Namespace) -> None:
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(port), "--words", str(args.words)],
+        [
+            sys.executable,
+            __file__,
+            *("--serve", str(port), "--words", str(args.words)),
+            *("--checkpointer", args.checkpointer),
+        ],
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
@@ -287,8 +293,14 @@ if __name__ == "__main__":
     parser.add_argument("--words", type=int, default=200)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--idle", type=int, default=200)
+    parser.add_argument(
+        "--checkpointer",
+        default="memory",
+        help="the served agent's checkpointer, e.g. sqlite:///serve-bench.db (the baseline "
+        "keeps memory)",
+    )
     options = parser.parse_args()
     if options.serve:
-        serve(options.serve, options.words)
+        serve(options.serve, options.words, options.checkpointer)
     else:
         asyncio.run(main(options))
