@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from pathlib import Path
@@ -15,7 +14,6 @@ import uvicorn
 
 ROOT = Path(__file__).resolve().parents[3]
 SUPPORT = ROOT / "examples" / "support.toml"
-sys.path.insert(0, str(ROOT / "examples"))  # the support example's tools
 
 
 class Served:
