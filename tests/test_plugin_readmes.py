@@ -45,6 +45,9 @@ READMES: dict[str, Page] = {
         needs=("plait_dbos", "psycopg"),
     ),
     "filesystem": Page(needs=("plait_filesystem",)),
+    "langchain": Page(
+        stdout="2 + 3 = 5\nHello from LangChain.\n", needs=("plait_langchain", "langchain_core")
+    ),
     "google": Page(
         turns=(call("get_weather", city="Paris"), say("Sunny, 22C in Paris.")),
         stdout="Sunny, 22C in Paris.\n",

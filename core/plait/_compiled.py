@@ -9,6 +9,7 @@ wrap hooks around the innermost calls. A ``Run`` depends on the result alone.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -225,15 +226,45 @@ def by_url(value: Any, group: str, what: str) -> Any:
     return factory(value)
 
 
+_TOOL_FORMS = (
+    "a plait.Tool, a function, or a tool a plait.tool_adapters entry point takes "
+    "(LangChain tools, with plait-langchain installed)"
+)
+
+
 def as_tool(value: Any) -> Tool:
+    """``value`` as a ``Tool``: a ``Tool`` as it is, a function through ``@tool``, any other
+    object through the first ``plait.tool_adapters`` entry point that takes it (how
+    plait-langchain lets a LangChain ``BaseTool`` in, without the kernel knowing it)."""
     from plait.tools import Tool, tool
 
     if isinstance(value, Tool):
         return value
-    if callable(value):
+    if not inspect.isroutine(value):
+        adapted = _adapt(value)
+        if adapted is not None:
+            return adapted
+    if callable(value) and not isinstance(value, type):
         made: Tool = tool(value)
         return made
-    raise ConfigError(f"tools must be plait.Tool objects or functions, got {value!r}")
+    raise ConfigError(f"tools: {_convert.expected(_TOOL_FORMS, value)}")
+
+
+def _adapt(value: Any) -> Tool | None:
+    from plait.tools import Tool
+
+    for name, point in sorted(_entrypoints.available("plait.tool_adapters").items()):
+        adapter = point.load()
+        made = adapter(value)
+        if made is None:
+            continue
+        if not isinstance(made, Tool):
+            raise ConfigError(
+                f"tool adapter {name!r} returned {type(made).__name__} for {value!r}; "
+                "expected a plait.Tool or None"
+            )
+        return made
+    return None
 
 
 def _collect_fields(registry: Registry, objects: tuple[object, ...]) -> dict[str, StateField]:

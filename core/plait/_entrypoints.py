@@ -16,6 +16,7 @@ GROUPS = {
     "checkpointers": "plait.checkpointers",
     "stores": "plait.stores",
     "commands": "plait.commands",
+    "tool_adapters": "plait.tool_adapters",
 }
 
 
@@ -58,6 +59,7 @@ BUILTIN: dict[str, dict[str, str]] = {
     "plait.models": {
         "anthropic": "anthropic",
         "google": "google",
+        "langchain": "langchain",
         "openai-responses": "openai_responses",
     },
     "plait.checkpointers": {"postgresql": "postgres", "postgres": "postgres"},
@@ -70,6 +72,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         "serve": "serve",
     },
     "plait.answerers": {"human_in_the_loop": "human_in_the_loop"},
+    "plait.tool_adapters": {"langchain": "langchain"},
 }
 """Entry points of plait's built-in plugins, by group: name → folder under ``plugins/``
 (its distribution is ``plait-<folder with dashes>``); for the hint when one is missing."""

@@ -70,6 +70,7 @@ _TITLES = {
     "checkpointers": "Checkpointers",
     "stores": "Stores",
     "commands": "Commands",
+    "tool_adapters": "Tool adapters",
 }
 
 

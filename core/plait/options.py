@@ -33,6 +33,7 @@ from plait._convert import (
     integer,
     non_empty_string,
     number,
+    pydantic_problems,
     show,
     structure,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "non_empty_string",
     "number",
     "positive_or_none",
+    "pydantic_problems",
     "show",
     "structure",
     "structure_options",

@@ -21,7 +21,14 @@ def test_json_lists_the_kernels_own_entry_points(plait_cli) -> None:
     done = plait_cli("plugins", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert set(data) == {"middleware", "models", "checkpointers", "stores", "commands"}
+    assert set(data) == {
+        "middleware",
+        "models",
+        "checkpointers",
+        "stores",
+        "commands",
+        "tool_adapters",
+    }
     models = {row["name"]: row for row in data["models"]}
     assert models["scripted"]["distribution"] == "plait"
     assert models["scripted"]["value"] == "plait.models.scripted:ScriptedChatModel.from_id"
