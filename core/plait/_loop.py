@@ -206,6 +206,8 @@ class Run:
         # Interrupt ids derive from where interrupt() is called; hooks and the model run
         # one at a time, so they share one scope the loop re-labels before each call.
         self.scope = Scope(info.run_id, "", info.resume)
+        self.node_ran = info.node
+        """The node running now: the one a step saved is recorded under in history."""
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -220,7 +222,7 @@ class Run:
             "after_agent": lambda: self.node_hooks("after_agent", "done"),
         }
         while info.node != "done":
-            node = info.node
+            node = self.node_ran = info.node
             outcome = yield from nodes[node]()
             if outcome is None:  # paused at an interrupt (already checkpointed)
                 return
@@ -249,6 +251,7 @@ class Run:
         self.info.owner, self.info.saved_at = self.owner, time.time()
         self.info.usage, self.info.calls = self.usage.total, self.usage.calls
         self.thread.set(RUN_KEY, self.info.dump())
+        self.thread.writer = (self.info.run_id, self.node_ran)
 
     def end(self) -> None:
         """The drive is over (returned, raised, or was abandoned): the run no longer

@@ -99,6 +99,7 @@ def record_failure(agent: CompiledAgent, run: Run) -> None:
             return
         info.status = "failed"
         state.set(RUN_KEY, info.dump())
+        state.writer = (info.run_id, "failed")
         agent.checkpointer.save(thread_id, state.take_delta())
     except Exception:  # the run's own error is what the caller must see
         return

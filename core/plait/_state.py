@@ -77,6 +77,8 @@ class ThreadState:
             if key not in self.values:
                 self.values[key] = copy.deepcopy(spec.default)
         self.view = StateView(self)
+        self.writer = ("", "")
+        """The run id and node the next step is saved for (kept in the thread's history)."""
         self._clear_delta()
 
     def _clear_delta(self) -> None:
@@ -167,6 +169,8 @@ class ThreadState:
             removed=tuple(self._removed),
             upserts=tuple(self._upserts.values()),
             values={key: self.values[key] for key in self._changed},
+            run_id=self.writer[0],
+            node=self.writer[1],
         )
         self._clear_delta()
         return delta

@@ -34,7 +34,7 @@ from plait._stream import (
     parse_modes,
     stream_sink,
 )
-from plait.checkpoint import Checkpointer
+from plait.checkpoint import Checkpointer, History, StepInfo
 from plait.errors import CheckpointerRequiredError, ConfigError, PlaitError, ThreadBusyError
 from plait.models import ChatModel
 from plait.store import Store
@@ -480,10 +480,100 @@ class Agent:
             raise ConfigError("this agent has no checkpointer, so it keeps no threads")
         return self.checkpointer
 
-    def get_state(self, thread_id: str) -> dict[str, Any]:
-        """The thread's saved state: ``["messages"]`` plus every state key."""
-        checkpoint = self._need_checkpointer().load(thread_id)
+    def get_state(self, thread_id: str, step: int | None = None) -> dict[str, Any]:
+        """The thread's saved state: ``["messages"]`` plus every state key; with
+        ``step``, the state as it was after that step (``get_state_history`` lists them)."""
+        if step is None:
+            checkpoint = self._need_checkpointer().load(thread_id)
+        else:
+            checkpoint = self._history().load_step(thread_id, _step_number(step))
         return ThreadState(self.compiled.fields, checkpoint).public()
+
+    def get_state_history(self, thread_id: str) -> list[StepInfo]:
+        """The thread's kept steps, newest first: each one's ``step``, ``run_id``,
+        ``node`` and ``time``; a fork's list continues with its parent's steps up to the
+        fork point. ``[]`` for an unknown thread."""
+        return self._history().history(thread_id)
+
+    def fork(
+        self, thread_id: str, step: int | None = None, new_thread_id: str | None = None
+    ) -> str:
+        """A new thread that is ``thread_id`` as it was after ``step`` (default: its
+        latest), sharing its steps (nothing is copied until the new thread is written
+        to). Returns the new thread's id (``new_thread_id``, or a fresh one). Running it
+        with ``invoke(None)`` or ``Command(resume=...)`` continues from that step, with
+        its pending interrupts and tool calls as they were."""
+        history = self._history()
+        if new_thread_id is None:
+            new_thread_id = _ids.new_id()
+        elif not isinstance(new_thread_id, str) or not new_thread_id:
+            raise ValueError(
+                f"fork: new_thread_id: {_convert.expected('a thread id', new_thread_id)}"
+            )
+        if step is None:
+            step = self._need_checkpointer().step(thread_id)
+        history.fork(thread_id, _step_number(step), new_thread_id)
+        return new_thread_id
+
+    def update_state(
+        self, thread_id: str, values: Mapping[str, Any], *, as_node: str = "update_state"
+    ) -> int:
+        """Write ``values`` to the thread as one new step, recorded in its history under
+        ``as_node``: ``"messages"`` goes through the message reducer (a message with an
+        existing id replaces it, ``RemoveMessage`` removes), other keys through their
+        declared reducer. Returns the new step number; refused while a run holds the
+        thread."""
+        if not isinstance(values, Mapping):
+            raise TypeError(f"update_state: values: {_convert.expected('a mapping', values)}")
+        if not isinstance(as_node, str) or not as_node:
+            raise TypeError(f"update_state: as_node: {_convert.expected('a node name', as_node)}")
+        if RUN_KEY in values:
+            raise ValueError(f"update_state: {RUN_KEY!r} is the kernel's own key")
+        checkpointer = self._need_checkpointer()
+        state = self._thread(thread_id)
+        try:
+            state.update(values, as_node)
+            run = state.values.get(RUN_KEY)
+            state.writer = (RunInfo.load(run).run_id if run else "", as_node)
+            delta = state.take_delta()
+            checkpointer.save(thread_id, delta)
+            state.step = delta.step
+        except BaseException:
+            self._release(thread_id, None)
+            raise
+        self._release(thread_id, state)
+        return delta.step
+
+    async def aget_state(self, thread_id: str, step: int | None = None) -> dict[str, Any]:
+        """``get_state`` for async code (the checkpointer runs in a worker thread)."""
+        return await asyncio.to_thread(self.get_state, thread_id, step)
+
+    async def aget_state_history(self, thread_id: str) -> list[StepInfo]:
+        """``get_state_history`` for async code."""
+        return await asyncio.to_thread(self.get_state_history, thread_id)
+
+    async def afork(
+        self, thread_id: str, step: int | None = None, new_thread_id: str | None = None
+    ) -> str:
+        """``fork`` for async code."""
+        return await asyncio.to_thread(self.fork, thread_id, step, new_thread_id)
+
+    async def aupdate_state(
+        self, thread_id: str, values: Mapping[str, Any], *, as_node: str = "update_state"
+    ) -> int:
+        """``update_state`` for async code."""
+        return await asyncio.to_thread(
+            lambda: self.update_state(thread_id, values, as_node=as_node)
+        )
+
+    def _history(self) -> History:
+        checkpointer = self._need_checkpointer()
+        if not isinstance(checkpointer, History):
+            raise ConfigError(
+                f"checkpointer {checkpointer!r} keeps no history: expected one with "
+                "history(), load_step(), fork() and prune() (plait.checkpoint.History)"
+            )
+        return checkpointer
 
     def list_threads(self) -> list[str]:
         return self._need_checkpointer().list_threads()
@@ -524,6 +614,12 @@ class Agent:
     def __repr__(self) -> str:
         names = ", ".join(self.compiled.registry.names)
         return f"<Agent model={self.model!r} tools={len(self.tools)} middleware=[{names}]>"
+
+
+def _step_number(step: object) -> int:
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step: {_convert.expected('a step number (0 or more)', step)}")
+    return step
 
 
 def _stream_modes(

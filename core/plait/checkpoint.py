@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -16,15 +17,31 @@ import attrs
 
 from plait._convert import expected
 from plait.errors import MalformedURLError, StoreError, ThreadBusyError
+from plait.history import (
+    KEEP_STEPS,
+    HistoryError,
+    Rows,
+    StepInfo,
+    check_keep_steps,
+    missing_step,
+    prune_cutoff,
+    rewind,
+    undo_record,
+)
 from plait.messages import AnyMessage, structure_message, unstructure_message
 
 __all__ = [
+    "KEEP_STEPS",
     "RUN_LEASE",
     "Checkpoint",
     "Checkpointer",
     "EventLog",
+    "History",
+    "HistoryError",
     "MemoryCheckpointer",
     "StepDelta",
+    "StepInfo",
+    "checkpoint_from_rows",
     "dump_event",
     "dump_message",
     "dump_value",
@@ -59,6 +76,11 @@ class StepDelta:
     removed: tuple[str, ...] = ()
     upserts: tuple[AnyMessage, ...] = ()
     values: Mapping[str, Any] = attrs.field(factory=dict)
+    run_id: str = ""
+    """The run that wrote the step (``""`` for a write outside a run), kept in history."""
+    node: str = ""
+    """The loop node that ran (``"model"``, ``"tools"`` …) or ``update_state``'s
+    ``as_node``, kept in history."""
 
 
 @attrs.frozen
@@ -113,6 +135,29 @@ class EventLog(Protocol):
 
     def last_event(self, thread_id: str) -> int:
         """The thread's last event number (0 if it has none)."""
+
+
+@runtime_checkable
+class History(Protocol):
+    """A checkpointer that keeps each step of a thread (the built-in ones all do)."""
+
+    def history(self, thread_id: str) -> list[StepInfo]:
+        """The thread's kept steps, newest first (a fork's list continues with its
+        parent's steps up to the fork point); ``[]`` for an unknown thread."""
+
+    def load_step(self, thread_id: str, step: int) -> Checkpoint:
+        """The thread as it was after ``step``, or ``HistoryError`` if that step is not
+        kept."""
+
+    def fork(self, thread_id: str, step: int, new_thread_id: str) -> None:
+        """Make ``new_thread_id`` a thread whose steps up to ``step`` are
+        ``thread_id``'s (shared, not copied); ``HistoryError`` if the step is not kept or
+        ``new_thread_id`` exists."""
+
+    def prune(self, *, before: float) -> int:
+        """Forget the undo records of steps saved before ``before`` (Unix seconds), in
+        every thread; return how many were forgotten. A thread's latest state is never
+        forgotten."""
 
 
 def event_conflict(thread_id: str, stored: int, after: int) -> ThreadBusyError:
@@ -175,11 +220,59 @@ def load_message(text: str) -> AnyMessage:
     return structure_message(json.loads(text))
 
 
+@attrs.frozen
+class _Record:
+    """One step's history entry: who wrote it, when, and its undo record."""
+
+    run_id: str
+    node: str
+    time: float
+    undo: dict[str, Any]
+
+
 @attrs.define
 class _MemoryThread:
     step: int = 0
-    messages: dict[str, str] = attrs.field(factory=dict)  # id -> JSON; insertion order = seq
+    next_seq: int = 0
+    messages: dict[str, tuple[int, str]] = attrs.field(factory=dict)  # id -> (seq, JSON)
     values: dict[str, str] = attrs.field(factory=dict)
+    records: dict[int, _Record] = attrs.field(factory=dict)  # step -> record, oldest first
+    parent: _MemoryThread | None = None
+    """The thread this one was forked from, held by reference: its steps up to ``base``
+    are this thread's history, even after the parent is deleted."""
+    parent_id: str = ""
+    base: int = 0
+
+    def rows_at(self, step: int) -> Rows | None:
+        if not 0 <= step <= self.step:
+            return None
+        if step >= self.base:
+            needed = range(self.step, step, -1)
+            if any(s not in self.records for s in needed):
+                return None
+            return rewind((self.messages, self.values), (self.records[s].undo for s in needed))
+        return None if self.parent is None else self.parent.rows_at(step)
+
+    def infos(self, thread_id: str, upto: int | None = None) -> list[StepInfo]:
+        own = [
+            StepInfo(thread_id, step, r.run_id, r.node, r.time)
+            for step, r in reversed(self.records.items())
+            if upto is None or step <= upto
+        ]
+        if self.parent is not None:
+            top = self.base if upto is None else min(upto, self.base)
+            own += self.parent.infos(self.parent_id, top)
+        return own
+
+
+def checkpoint_from_rows(step: int, rows: Rows) -> Checkpoint:
+    """A ``Checkpoint`` from stored rows (messages in sequence order)."""
+    ordered = sorted(rows[0].values())
+    return Checkpoint(
+        step,
+        [load_message(text) for _, text in ordered],
+        {key: load_value(text) for key, text in rows[1].items()},
+    )
 
 
 def check_memory_url(url: str, what: str) -> None:
@@ -195,10 +288,12 @@ class MemoryCheckpointer:
     """Threads kept in this process's memory (lost when it exits): for tests and demos.
 
     Messages and values are stored as JSON text, exactly as the database checkpointers
-    store them, so a state that only works in memory is caught here too.
+    store them, so a state that only works in memory is caught here too. Each step's
+    undo record is kept (``plait.history``), the last ``keep_steps`` of each thread.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_steps: int | None = KEEP_STEPS) -> None:
+        self.keep_steps = check_keep_steps(keep_steps, "MemoryCheckpointer")
         self._threads: dict[str, _MemoryThread] = {}
         self._events: dict[str, list[str]] = {}  # event n is at index n - 1
         self._lock = threading.Lock()
@@ -214,11 +309,7 @@ class MemoryCheckpointer:
             thread = self._threads.get(thread_id)
             if thread is None:
                 return None
-            return Checkpoint(
-                thread.step,
-                [load_message(text) for text in thread.messages.values()],
-                {key: load_value(text) for key, text in thread.values.items()},
-            )
+            return checkpoint_from_rows(thread.step, (thread.messages, thread.values))
 
     def step(self, thread_id: str) -> int:
         thread = self._threads.get(thread_id)
@@ -234,14 +325,24 @@ class MemoryCheckpointer:
                     f"thread {thread_id!r} is at step {thread.step}, not {delta.step - 1}: "
                     "another run wrote to it since this one loaded it"
                 )
+            undo = undo_record(delta, thread.messages, thread.values)
             if delta.reset:
-                thread.messages.clear()
+                thread.messages = {}
             for message_id in delta.removed:
                 thread.messages.pop(message_id, None)
             for message_id, text in rows:
-                thread.messages[message_id] = text
+                old = thread.messages.get(message_id)
+                if old is None:
+                    thread.messages[message_id] = (thread.next_seq, text)
+                    thread.next_seq += 1
+                else:
+                    thread.messages[message_id] = (old[0], text)
             thread.values.update(encoded)
             thread.step = delta.step
+            thread.records[delta.step] = _Record(delta.run_id, delta.node, time.time(), undo)
+            cutoff = prune_cutoff(delta.step, self.keep_steps, ())
+            for step in [s for s in thread.records if s <= cutoff]:
+                del thread.records[step]
             self._threads[thread_id] = thread
 
     def list_threads(self) -> list[str]:
@@ -252,6 +353,58 @@ class MemoryCheckpointer:
         with self._lock:
             self._threads.pop(thread_id, None)
             self._events.pop(thread_id, None)
+
+    # -- history (plait.history.History) ---------------------------------------------------
+
+    def history(self, thread_id: str) -> list[StepInfo]:
+        with self._lock:
+            thread = self._threads.get(thread_id)
+            return [] if thread is None else thread.infos(thread_id)
+
+    def load_step(self, thread_id: str, step: int) -> Checkpoint:
+        with self._lock:
+            thread = self._threads.get(thread_id)
+            rows = None if thread is None else thread.rows_at(step)
+            if thread is None or rows is None:
+                kept = [] if thread is None else [i.step for i in thread.infos(thread_id)]
+                raise missing_step(thread_id, step, kept)
+            return checkpoint_from_rows(step, rows)
+
+    def fork(self, thread_id: str, step: int, new_thread_id: str) -> None:
+        with self._lock:
+            if new_thread_id in self._threads:
+                raise HistoryError(f"cannot fork onto thread {new_thread_id!r}: it exists")
+            thread = self._threads.get(thread_id)
+            rows = None if thread is None else thread.rows_at(step)
+            if thread is None or rows is None:
+                kept = [] if thread is None else [i.step for i in thread.infos(thread_id)]
+                raise missing_step(thread_id, step, kept)
+            # The fork's rows are new dicts holding the parent's very strings: memory
+            # shares the bytes, and the parent's later steps cannot change the fork.
+            messages, values = rows
+            self._threads[new_thread_id] = _MemoryThread(
+                step=step,
+                next_seq=max((seq for seq, _ in messages.values()), default=-1) + 1,
+                messages=dict(messages),
+                values=dict(values),
+                parent=thread,
+                parent_id=thread_id,
+                base=step,
+            )
+
+    def prune(self, *, before: float) -> int:
+        forgotten = 0
+        with self._lock:
+            for thread in self._threads.values():
+                old = [s for s, r in thread.records.items() if r.time < before]
+                # steps are saved in time order, so what is left stays contiguous; the
+                # latest step's record is kept (it says who wrote the state)
+                for step in old:
+                    if step == thread.step:
+                        continue
+                    del thread.records[step]
+                    forgotten += 1
+        return forgotten
 
     def append_events(self, thread_id: str, events: Sequence[Any], *, after: int) -> int:
         encoded = [dump_event(event) for event in events]

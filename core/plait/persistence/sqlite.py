@@ -12,6 +12,7 @@ The tables are prefixed ``plait_`` so the checkpointer and the store can share o
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import threading
@@ -25,6 +26,7 @@ from plait._convert import expected, integer
 from plait.checkpoint import (
     Checkpoint,
     StepDelta,
+    checkpoint_from_rows,
     dump_event,
     dump_message,
     dump_value,
@@ -33,7 +35,16 @@ from plait.checkpoint import (
     load_value,
 )
 from plait.errors import MalformedURLError, SchemaVersionError, StoreError, ThreadBusyError
+from plait.history import (
+    KEEP_STEPS,
+    Rows,
+    StepInfo,
+    check_keep_steps,
+    missing_step,
+    undo_record,
+)
 from plait.messages import AnyMessage
+from plait.persistence.steps import Query, StepSQL, history_ddl
 from plait.store import StoreItem
 
 __all__ = ["SCHEMA_VERSION", "SQLiteCheckpointer", "SQLiteStore", "parse_sqlite_url"]
@@ -76,6 +87,8 @@ _EVENTS_DDL = """CREATE TABLE IF NOT EXISTS plait_events (
     data TEXT NOT NULL,
     PRIMARY KEY (thread, seq)
 ) WITHOUT ROWID"""
+
+_STEPS = StepSQL(postgres=False, value_order="rowid")
 
 _STORE_DDL = (
     """CREATE TABLE plait_store (
@@ -319,6 +332,11 @@ def _message_rows(upserts: Sequence[AnyMessage]) -> list[tuple[str, str]]:
     return list(rows.items())
 
 
+def _query(conn: sqlite3.Connection) -> Query:
+    """``plait.persistence.steps``' way to run a statement on ``conn``."""
+    return lambda text, params: conn.execute(text, params).fetchall()
+
+
 def _busy(thread_id: str, stored: int, delta: StepDelta) -> ThreadBusyError:
     return ThreadBusyError(
         f"thread {thread_id!r} is at step {stored}, not {delta.step - 1}: "
@@ -335,6 +353,8 @@ class SQLiteCheckpointer:
         (survives a power cut); ``"normal"`` skips that flush, which is much faster
         on slow disks and still loses nothing when the process crashes (a power cut may
         lose the last steps, never corrupt the file).
+    :param keep_steps: the steps of each thread kept in its history (default
+        ``plait.history.KEEP_STEPS``, 1000); ``None`` keeps them all.
     """
 
     def __init__(
@@ -343,7 +363,9 @@ class SQLiteCheckpointer:
         *,
         timeout: float = 30.0,
         synchronous: Literal["full", "normal"] = "full",
+        keep_steps: int | None = KEEP_STEPS,
     ) -> None:
+        self.keep_steps = check_keep_steps(keep_steps, "SQLiteCheckpointer")
         self._db = _Database(
             path,
             timeout=timeout,
@@ -353,6 +375,7 @@ class SQLiteCheckpointer:
         )
         self._db.check()
         self._events_ready = False
+        self._history_ready = False
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteCheckpointer:
@@ -373,6 +396,10 @@ class SQLiteCheckpointer:
             ).fetchone()
             if row is None:
                 return None
+            fork = _STEPS.fork_of(_query(conn), thread_id) if self._has_history(conn) else None
+            if fork is not None and not fork[2]:  # a fork not written to yet: its parent's
+                rows = _STEPS.rows_at(_query(conn), fork[0], fork[1])
+                return None if rows is None else self._checkpoint(thread_id, fork[1], rows)
             message_rows = conn.execute(
                 "SELECT id, data FROM plait_messages WHERE thread = ? ORDER BY seq",
                 (thread_id,),
@@ -410,6 +437,16 @@ class SQLiteCheckpointer:
             stored, next_seq = (0, 0) if row is None else (int(row[0]), int(row[1]))
             if stored != delta.step - 1:
                 raise _busy(thread_id, stored, delta)
+            self._ensure_history(conn)
+            q = _query(conn)
+            fork = _STEPS.fork_of(q, thread_id)
+            if fork is not None and not fork[2]:
+                next_seq = _STEPS.copy_fork(q, thread_id, fork[0], fork[1], self._where)
+            undo = json.dumps(
+                undo_record(delta, *_STEPS.touched(q, thread_id, delta)),
+                ensure_ascii=False,
+                separators=(",", ":"),
+            )
             if row is None:
                 conn.execute(
                     "INSERT INTO plait_threads (id, step, next_seq, created) VALUES (?, ?, ?, ?)",
@@ -442,6 +479,7 @@ class SQLiteCheckpointer:
                     "ON CONFLICT (thread, key) DO UPDATE SET data = excluded.data",
                     values,
                 )
+            _STEPS.record(q, thread_id, delta, undo, time.time(), self.keep_steps)
 
     def list_threads(self) -> list[str]:
         with self._db.connection() as conn, self._db.errors():
@@ -450,11 +488,70 @@ class SQLiteCheckpointer:
 
     def delete_thread(self, thread_id: str) -> None:
         with self._db.transaction(write=True) as conn:
+            self._ensure_history(conn)
+            _STEPS.forget(_query(conn), thread_id, self._where)
             conn.execute("DELETE FROM plait_messages WHERE thread = ?", (thread_id,))
             conn.execute("DELETE FROM plait_values WHERE thread = ?", (thread_id,))
             conn.execute("DELETE FROM plait_threads WHERE id = ?", (thread_id,))
             if self._has_events(conn):
                 conn.execute("DELETE FROM plait_events WHERE thread = ?", (thread_id,))
+
+    # -- history (plait.checkpoint.History) ------------------------------------------------
+
+    @property
+    def _where(self) -> str:
+        return f"SQLite database {self.path!r}"
+
+    def _ensure_history(self, conn: sqlite3.Connection) -> None:
+        if not self._history_ready:
+            for statement in history_ddl(postgres=False):
+                conn.execute(statement)
+            self._history_ready = True
+
+    def _has_history(self, conn: sqlite3.Connection) -> bool:
+        if not self._history_ready:
+            row = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'plait_forks'"
+            ).fetchone()
+            self._history_ready = row is not None
+        return self._history_ready
+
+    def _checkpoint(self, thread_id: str, step: int, rows: Rows) -> Checkpoint:
+        try:
+            return checkpoint_from_rows(step, rows)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StoreError(
+                f"SQLite database {self.path!r}: thread {thread_id!r} holds a record this "
+                f"plait cannot read: {exc}"
+            ) from exc
+
+    def history(self, thread_id: str) -> list[StepInfo]:
+        with self._db.transaction(write=False) as conn:
+            if not self._has_history(conn):
+                return []
+            return _STEPS.infos(_query(conn), thread_id)
+
+    def load_step(self, thread_id: str, step: int) -> Checkpoint:
+        with self._db.transaction(write=False) as conn:
+            q = _query(conn)
+            has = self._has_history(conn)
+            rows = _STEPS.rows_at(q, thread_id, step) if has else None
+            if rows is None:
+                raise (
+                    _STEPS.missing(q, thread_id, step) if has else missing_step(thread_id, step, [])
+                )
+        return self._checkpoint(thread_id, step, rows)
+
+    def fork(self, thread_id: str, step: int, new_thread_id: str) -> None:
+        with self._db.transaction(write=True) as conn:
+            self._ensure_history(conn)
+            _STEPS.fork(_query(conn), thread_id, step, new_thread_id, time.time())
+
+    def prune(self, *, before: float) -> int:
+        with self._db.transaction(write=True) as conn:
+            if not self._has_history(conn):
+                return 0
+            return _STEPS.prune(_query(conn), before)
 
     # -- the run log (plait.checkpoint.EventLog) -------------------------------------------
 

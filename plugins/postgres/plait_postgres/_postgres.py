@@ -10,9 +10,11 @@ one thread never interleave, whichever machines they run on.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -25,6 +27,7 @@ from psycopg.pq import TransactionStatus
 from plait.checkpoint import (
     Checkpoint,
     StepDelta,
+    checkpoint_from_rows,
     dump_event,
     dump_message,
     dump_value,
@@ -33,8 +36,10 @@ from plait.checkpoint import (
     load_value,
 )
 from plait.errors import MalformedURLError, SchemaVersionError, StoreError, ThreadBusyError
+from plait.history import KEEP_STEPS, HistoryError, StepInfo, check_keep_steps, undo_record
 from plait.messages import AnyMessage
 from plait.options import integer
+from plait.persistence.steps import Query, StepSQL, history_ddl
 from plait.store import StoreItem
 
 __all__ = ["SCHEMA_VERSION", "PostgresCheckpointer", "PostgresStore", "redact_url"]
@@ -83,6 +88,8 @@ _EVENTS_DDL = (
     )""",
 )
 _EVENTS_LOCK = 0x706C6576  # "plev": with the thread's hash, serializes appends to one log
+
+_STEPS = StepSQL(postgres=True, value_order="ord")
 
 _STORE_DDL = (
     """CREATE TABLE plait_store (
@@ -339,6 +346,16 @@ class _Database:
                 conn.close()
 
 
+def _query(conn: _Connection) -> Query:
+    """``plait.persistence.steps``' way to run a statement on ``conn``."""
+
+    def run(text: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        cursor = conn.execute(text, params)
+        return cursor.fetchall() if cursor.description is not None else []
+
+    return run
+
+
 def _message_rows(upserts: Sequence[AnyMessage]) -> list[tuple[str, str]]:
     """``(id, json)`` per distinct id, in first-seen order with the last version's data."""
     rows: dict[str, str] = {}
@@ -353,14 +370,23 @@ class PostgresCheckpointer:
     :param conninfo: a libpq connection string or ``postgresql://`` URL.
     :param schema: the PostgreSQL schema holding plait's tables (created if missing).
     :param connect_timeout: seconds to wait for the server when connecting.
+    :param keep_steps: the steps of each thread kept in its history (default
+        ``plait.history.KEEP_STEPS``, 1000); ``None`` keeps them all.
     """
 
     def __init__(
-        self, conninfo: str, *, schema: str = "public", connect_timeout: float = 10.0
+        self,
+        conninfo: str,
+        *,
+        schema: str = "public",
+        connect_timeout: float = 10.0,
+        keep_steps: int | None = KEEP_STEPS,
     ) -> None:
+        self.keep_steps = check_keep_steps(keep_steps, "PostgresCheckpointer")
         self._db = _Database(conninfo, schema=schema, connect_timeout=connect_timeout)
         self._db.ensure_schema("checkpointer", _CHECKPOINTER_DDL)
         self._db.ensure_schema("events", _EVENTS_DDL)
+        self._db.ensure_schema("history", history_ddl(postgres=True))
 
     @classmethod
     def from_url(cls, url: str) -> PostgresCheckpointer:
@@ -382,6 +408,10 @@ class PostgresCheckpointer:
             ).fetchone()
             if row is None:
                 return None
+            fork = _STEPS.fork_of(_query(conn), thread_id)
+            if fork is not None and not fork[2]:  # a fork not written to yet: its parent's
+                rows = _STEPS.rows_at(_query(conn), fork[0], fork[1])
+                return None if rows is None else self._checkpoint(thread_id, fork[1], rows)
             message_rows = conn.execute(
                 "SELECT data FROM plait_messages WHERE thread = %s ORDER BY seq", (thread_id,)
             ).fetchall()
@@ -431,6 +461,19 @@ class PostgresCheckpointer:
             if won is None:
                 raise self._busy(conn, thread_id, delta)
             base = int(won[0])
+            q = _query(conn)
+            fork = _STEPS.fork_of(q, thread_id)
+            if fork is not None and not fork[2]:
+                base = _STEPS.copy_fork(q, thread_id, fork[0], fork[1], self._where)
+                conn.execute(
+                    "UPDATE plait_threads SET next_seq = %s WHERE id = %s",
+                    (base + len(rows), thread_id),
+                )
+            undo = json.dumps(
+                undo_record(delta, *_STEPS.touched(q, thread_id, delta)),
+                ensure_ascii=False,
+                separators=(",", ":"),
+            )
             if delta.reset:
                 conn.execute("DELETE FROM plait_messages WHERE thread = %s", (thread_id,))
             elif delta.removed:
@@ -455,6 +498,7 @@ class PostgresCheckpointer:
                         "ON CONFLICT (thread, key) DO UPDATE SET data = EXCLUDED.data",
                         values,
                     )
+            _STEPS.record(q, thread_id, delta, undo, time.time(), self.keep_steps)
 
     def list_threads(self) -> list[str]:
         rows = self._db.fetch("SELECT id FROM plait_threads ORDER BY ord")
@@ -463,10 +507,56 @@ class PostgresCheckpointer:
     def delete_thread(self, thread_id: str) -> None:
         with self._db.transaction() as conn:
             # The thread row first: a concurrent save locks it first too (no deadlock).
+            conn.execute("SELECT 1 FROM plait_threads WHERE id = %s FOR UPDATE", (thread_id,))
+            _STEPS.forget(_query(conn), thread_id, self._where)
             conn.execute("DELETE FROM plait_threads WHERE id = %s", (thread_id,))
             conn.execute("DELETE FROM plait_messages WHERE thread = %s", (thread_id,))
             conn.execute("DELETE FROM plait_values WHERE thread = %s", (thread_id,))
             conn.execute("DELETE FROM plait_events WHERE thread = %s", (thread_id,))
+
+    # -- history (plait.checkpoint.History) ------------------------------------------------
+
+    @property
+    def _where(self) -> str:
+        return f"PostgreSQL at {self.url}"
+
+    def _checkpoint(self, thread_id: str, step: int, rows: Any) -> Checkpoint:
+        try:
+            return checkpoint_from_rows(step, rows)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StoreError(
+                f"PostgreSQL at {self.url}: thread {thread_id!r} holds a record this "
+                f"plait cannot read: {exc}"
+            ) from exc
+
+    def history(self, thread_id: str) -> list[StepInfo]:
+        with self._db.transaction() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return _STEPS.infos(_query(conn), thread_id)
+
+    def load_step(self, thread_id: str, step: int) -> Checkpoint:
+        with self._db.transaction() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            q = _query(conn)
+            rows = _STEPS.rows_at(q, thread_id, step)
+            if rows is None:
+                raise _STEPS.missing(q, thread_id, step)
+        return self._checkpoint(thread_id, step, rows)
+
+    def fork(self, thread_id: str, step: int, new_thread_id: str) -> None:
+        with self._db.transaction() as conn:
+            # the parent's row lock: its save cannot forget the step while we point at it
+            conn.execute("SELECT 1 FROM plait_threads WHERE id = %s FOR UPDATE", (thread_id,))
+            try:
+                _STEPS.fork(_query(conn), thread_id, step, new_thread_id, time.time())
+            except psycopg.errors.UniqueViolation:  # made by another client meanwhile
+                raise HistoryError(
+                    f"cannot fork onto thread {new_thread_id!r}: it exists"
+                ) from None
+
+    def prune(self, *, before: float) -> int:
+        with self._db.transaction() as conn:
+            return _STEPS.prune(_query(conn), before)
 
     # -- the run log (plait.checkpoint.EventLog) -------------------------------------------
 

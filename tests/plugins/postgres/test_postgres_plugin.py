@@ -125,8 +125,10 @@ def test_entry_points_open_by_url(server: str, schema: str, scheme: str) -> None
         ).fetchall()
     assert [t for (t,) in tables] == [
         "plait_events",
+        "plait_forks",
         "plait_messages",
         "plait_meta",
+        "plait_steps",
         "plait_store",
         "plait_threads",
         "plait_values",
