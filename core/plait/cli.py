@@ -1,4 +1,5 @@
-"""The ``plait`` command line: run and chat with agent files, list plugins, scaffold one.
+"""The ``plait`` command line: run and chat with agent files, look at their threads
+(``_cli_threads``), list plugins, scaffold one.
 
 Every failure ends with one line on stderr (``plait: error: ...``) and a non-zero exit
 code; ``PLAIT_DEBUG=1`` shows the traceback instead.
@@ -459,6 +460,9 @@ def build_parser(*, plugin_commands: bool = True) -> argparse.ArgumentParser:
     new.add_argument("name", metavar="NAME", help="the plugin's name, e.g. shout")
     new.add_argument("--dir", default=".", metavar="D", help="where to create it (default: .)")
     new.set_defaults(func=cmd_new_plugin)
+    from plait._cli_threads import add_parsers
+
+    add_parsers(sub)
     if plugin_commands:
         _plugin_commands(sub)
     return parser

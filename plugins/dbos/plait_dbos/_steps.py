@@ -23,8 +23,8 @@ import attrs
 from dbos import DBOS
 
 from plait import effects
-from plait.checkpoint import Checkpoint, Checkpointer, StepDelta
-from plait.errors import ThreadBusyError
+from plait.checkpoint import Checkpoint, Checkpointer, History, StepDelta, StepInfo
+from plait.errors import ConfigError, ThreadBusyError
 from plait_dbos._takeover import check_lease
 
 __all__ = ["STREAM_KEY", "RecordedCheckpointer", "StepPerformer", "publishing", "workflow_ids"]
@@ -213,3 +213,22 @@ class RecordedCheckpointer:
 
     def delete_thread(self, thread_id: str) -> None:
         self.inner.delete_thread(thread_id)
+
+    # History (plait.checkpoint.History) is read and forked outside workflows: forwarded.
+
+    def _history(self) -> History:
+        if not isinstance(self.inner, History):
+            raise ConfigError(f"checkpointer {self.inner!r} keeps no history")
+        return self.inner
+
+    def history(self, thread_id: str) -> list[StepInfo]:
+        return self._history().history(thread_id)
+
+    def load_step(self, thread_id: str, step: int) -> Checkpoint:
+        return self._history().load_step(thread_id, step)
+
+    def fork(self, thread_id: str, step: int, new_thread_id: str) -> None:
+        self._history().fork(thread_id, step, new_thread_id)
+
+    def prune(self, *, before: float) -> int:
+        return self._history().prune(before=before)

@@ -123,9 +123,9 @@ def test_bad_input_gets_one_clear_line(make_agent: Any) -> None:
         agent.get_state("t", step=-1)
     with pytest.raises(HistoryError, match=r"^thread 't' has no step 99: the steps kept are"):
         agent.fork("t", step=99)
-    with pytest.raises(HistoryError, match="^cannot fork onto thread 't': it exists$"):
+    with pytest.raises(HistoryError, match=r"^cannot fork onto thread 't': it exists$"):
         agent.fork("t", step=1, new_thread_id="t")
-    with pytest.raises(TypeError, match="^update_state: values: expected a mapping, got"):
+    with pytest.raises(TypeError, match=r"^update_state: values: expected a mapping, got"):
         agent.update_state("t", ["x"])  # type: ignore[arg-type]
 
     class Bare:

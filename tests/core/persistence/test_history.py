@@ -26,13 +26,24 @@ def _h(text: str, id: str) -> HumanMessage:
 
 DELTAS = [
     StepDelta(1, upserts=(_h("hi", "m1"),), values={"n": 1}, run_id="r1", node="before_agent"),
-    StepDelta(2, upserts=(AIMessage("hello", id="m2"),), values={"n": 2}, run_id="r1", node="model"),
+    StepDelta(
+        2, upserts=(AIMessage("hello", id="m2"),), values={"n": 2}, run_id="r1", node="model"
+    ),
     # replaces m1 in place, adds a key
     StepDelta(3, upserts=(_h("hi (edited)", "m1"),), values={"todo": ["a"]}, run_id="r1", node="x"),
     StepDelta(4, removed=("m2",), upserts=(_h("again", "m3"),), run_id="r2", node="model"),
     # a summary: every message replaced by one
-    StepDelta(5, reset=True, upserts=(AIMessage("summary", id="s"),), values={"n": 5}, run_id="r2", node="summarize"),
-    StepDelta(6, upserts=(ToolMessage("ok", tool_call_id="c", id="m6"),), run_id="r2", node="tools"),
+    StepDelta(
+        5,
+        reset=True,
+        upserts=(AIMessage("summary", id="s"),),
+        values={"n": 5},
+        run_id="r2",
+        node="summarize",
+    ),
+    StepDelta(
+        6, upserts=(ToolMessage("ok", tool_call_id="c", id="m6"),), run_id="r2", node="tools"
+    ),
 ]
 
 
@@ -70,7 +81,9 @@ def test_history_lists_steps_newest_first_with_run_node_and_time(cp: Any) -> Non
 
 def test_a_step_that_is_not_kept_is_refused_in_one_line(cp: Any) -> None:
     _save_all(cp)
-    with pytest.raises(HistoryError, match=r"^thread 't' has no step 9: the steps kept are 1 to 6$"):
+    with pytest.raises(
+        HistoryError, match=r"^thread 't' has no step 9: the steps kept are 1 to 6$"
+    ):
         cp.load_step("t", 9)
     with pytest.raises(HistoryError, match=r"^thread 'x' has no saved steps$"):
         cp.load_step("x", 1)
@@ -108,7 +121,7 @@ def test_a_fork_of_a_fork_and_the_parent_moving_on(cp: Any) -> None:
 def test_forking_onto_an_existing_thread_or_a_missing_step_is_refused(cp: Any) -> None:
     _save_all(cp)
     cp.save("other", DELTAS[0])
-    with pytest.raises(HistoryError, match="^cannot fork onto thread 'other': it exists$"):
+    with pytest.raises(HistoryError, match=r"^cannot fork onto thread 'other': it exists$"):
         cp.fork("t", 2, "other")
     with pytest.raises(HistoryError, match="has no step 8"):
         cp.fork("t", 8, "new")
