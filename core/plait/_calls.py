@@ -171,7 +171,7 @@ def _model_kwargs(request: ModelRequest) -> dict[str, Any]:
 
 def _error(request: ToolCallRequest, text: str) -> ToolMessage:
     call = request.tool_call
-    return ToolMessage(f"Error: {text}", tool_call_id=call.id, name=call.name, status="error")
+    return ToolMessage.error(call, f"Error: {text}")
 
 
 def tool_output(result: Any, request: ToolCallRequest) -> ToolMessage | Command:

@@ -424,12 +424,10 @@ class Run:
             if call.id in self.info.finished:  # finished before a crash: not run again
                 answers[call.id] = _load_outcome(self.info.finished[call.id])
             elif call.error is not None:
-                answers[call.id] = ToolMessage(
+                answers[call.id] = ToolMessage.error(
+                    call,
                     f"Error: the call to {call.name!r} was not run because {call.error}. "
                     "Call the tool again with arguments that are one valid JSON object.",
-                    tool_call_id=call.id,
-                    name=call.name,
-                    status="error",
                 )
             elif structured.tool is not None and call.name == structured.tool.name:
                 answers[call.id] = self.final_answer(call)
@@ -457,12 +455,7 @@ class Run:
                 continue
             if isinstance(outcome, StopRun):
                 stop = stop or outcome
-                outcome = ToolMessage(
-                    f"Not run: the run was stopped ({outcome}).",
-                    tool_call_id=call.id,
-                    name=call.name,
-                    status="error",
-                )
+                outcome = ToolMessage.error(call, f"Not run: the run was stopped ({outcome}).")
             if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
                 raise outcome
             jump = self.apply_tool_outcome(call, outcome) or jump
@@ -528,12 +521,10 @@ class Run:
             if self.info.format_retries >= structured.retries:
                 raise
             self.info.format_retries += 1
-            return ToolMessage(
+            return ToolMessage.error(
+                call,
                 f"Error: the answer does not match the required format: {exc}. "
                 f"Call {call.name!r} again with a corrected answer.",
-                tool_call_id=call.id,
-                name=call.name,
-                status="error",
             )
         self.info.structured_response = structured.dump(value)
         return ToolMessage("Final answer recorded.", tool_call_id=call.id, name=call.name)
@@ -541,12 +532,10 @@ class Run:
 
 def _as_answer(call: ToolCall, error: Exception) -> ToolMessage:
     """The error tool message the model gets for an exception a tool call raised."""
-    return ToolMessage(
+    return ToolMessage.error(
+        call,
         f"Error: tool {call.name!r} raised {type(error).__name__}: {_describe(error)}. "
         "Fix the arguments and call it again, or take another approach.",
-        tool_call_id=call.id,
-        name=call.name,
-        status="error",
     )
 
 
@@ -649,12 +638,7 @@ def _perform(effect: Effect, agent: CompiledAgent) -> Any:
 
 def _not_run(requests: Sequence[ToolCallRequest]) -> list[ToolMessage]:
     return [
-        ToolMessage(
-            "Not run: the run was stopped before this call.",
-            tool_call_id=r.tool_call.id,
-            name=r.tool_call.name,
-            status="error",
-        )
+        ToolMessage.error(r.tool_call, "Not run: the run was stopped before this call.")
         for r in requests
     ]
 

@@ -113,13 +113,7 @@ class ToolSession:
         )
         self._thread.add_messages(
             [
-                ToolMessage(
-                    f"Not run: {why}.",
-                    tool_call_id=c.id,
-                    name=c.name,
-                    status="error",
-                    metadata={"plait": {"served": "not run"}},
-                )
+                ToolMessage.error(c, f"Not run: {why}.", metadata={"plait": {"served": "not run"}})
                 for c in pending
             ],
             "served",

@@ -210,11 +210,9 @@ def _cancel_unanswered(thread: ThreadState, info: RunInfo, input: Any) -> None:
     why = "waiting for a human's answer" if info.status == "interrupted" else "not finished"
     thread.add_messages(
         [
-            ToolMessage(
+            ToolMessage.error(
+                call,
                 f"Not run: this call was {why} when new input arrived, so it was cancelled.",
-                tool_call_id=call.id,
-                name=call.name,
-                status="error",
                 metadata={"plait": {"cancelled": True}},
             )
             for call in thread.last_calls()[1]

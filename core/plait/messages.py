@@ -214,6 +214,22 @@ class ToolMessage(Message):
     status: Literal["success", "error"] = "success"
     usage: Usage | None = None
 
+    @classmethod
+    def error(
+        cls, call: ToolCall, text: str, *, name: str | None = None, **fields: Any
+    ) -> ToolMessage:
+        """The error answer to ``call`` the model reads: ``text`` as given (``"Error: ..."``,
+        ``"Not run: ..."``), ``status="error"``, the call's id and name (``name`` overrides
+        it); ``fields`` (``metadata``, ``id``) as for the class. Every error answer plait
+        and its plugins write is built here."""
+        return cls(
+            text,
+            tool_call_id=call.id,
+            name=call.name if name is None else name,
+            status="error",
+            **fields,
+        )
+
 
 @attrs.frozen
 class RemoveMessage:

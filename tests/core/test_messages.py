@@ -188,3 +188,18 @@ def test_pending_tool_calls_are_the_last_ai_messages_unanswered_calls() -> None:
     assert pending_tool_calls([first, last, answered]) == [last.tool_calls[1]]
     assert pending_tool_calls([first, last, answered, ToolMessage("", tool_call_id="c3")]) == []
     assert pending_tool_calls([last, answered, AIMessage("done")]) == []
+
+
+def test_an_error_answer_names_its_call_and_keeps_the_text_as_given() -> None:
+    from plait.messages import ToolCall, ToolMessage
+
+    call = ToolCall("search", {"q": "x"}, "call_7")
+    message = ToolMessage.error(call, "Not run: stopped.", metadata={"why": "limit"})
+    assert (message.text, message.tool_call_id, message.name, message.status) == (
+        "Not run: stopped.",
+        "call_7",
+        "search",
+        "error",
+    )
+    assert message.metadata == {"why": "limit"}
+    assert ToolMessage.error(call, "Error: no.", name="find").name == "find"

@@ -87,7 +87,7 @@ def check_file_size(
 
 
 def error(runtime: ToolRuntime, name: str, problem: BackendError) -> ToolMessage:
-    return ToolMessage(str(problem), tool_call_id=runtime.tool_call_id, name=name, status="error")
+    return ToolMessage.error(runtime.tool_call, str(problem), name=name)
 
 
 def answer(runtime: ToolRuntime, name: str, outcome: Outcome) -> ToolMessage | Command:

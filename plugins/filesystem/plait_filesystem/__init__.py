@@ -120,7 +120,7 @@ def _check_descriptions(_: Any, attribute: attrs.Attribute[Any], value: Mapping[
 
 
 def _error(runtime: ToolRuntime, name: str, error: BackendError) -> ToolMessage:
-    return ToolMessage(str(error), tool_call_id=runtime.tool_call_id, name=name, status="error")
+    return ToolMessage.error(runtime.tool_call, str(error), name=name)
 
 
 def _answer(

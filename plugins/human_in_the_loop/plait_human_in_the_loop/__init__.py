@@ -445,13 +445,7 @@ def _rejected(call: ToolCall, reason: str | None) -> ToolMessage:
         " Do not call it again unless the user asks you to; carry on without it, or ask the "
         "user how to proceed."
     )
-    return ToolMessage(
-        text,
-        tool_call_id=call.id,
-        name=call.name,
-        status="error",
-        metadata={"human_in_the_loop": {"decision": "reject"}},
-    )
+    return ToolMessage.error(call, text, metadata={"human_in_the_loop": {"decision": "reject"}})
 
 
 def _edited_request(request: ToolCallRequest) -> ToolCallRequest | None:

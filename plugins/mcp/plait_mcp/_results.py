@@ -120,11 +120,8 @@ def to_message(
 
 def error_message(runtime: ToolRuntime, text: str, *, server: str, tool: str) -> ToolMessage:
     """An error answer written by plait (timeout, lost session …), not by the server."""
-    call = runtime.tool_call
-    return ToolMessage(
+    return ToolMessage.error(
+        runtime.tool_call,
         f"Error: {text}",
-        tool_call_id=call.id,
-        name=call.name,
-        status="error",
         metadata={"mcp": {"server": server, "tool": tool, "is_error": True}},
     )

@@ -608,9 +608,7 @@ def _failure(entry: _Entry, exc: BaseException) -> str:
 
 
 def _error(runtime: ToolRuntime, text: str) -> ToolMessage:
-    return ToolMessage(
-        f"Error: {text}", tool_call_id=runtime.tool_call_id, name=TOOL_NAME, status="error"
-    )
+    return ToolMessage.error(runtime.tool_call, f"Error: {text}", name=TOOL_NAME)
 
 
 def _answer(

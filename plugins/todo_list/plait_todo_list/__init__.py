@@ -127,10 +127,7 @@ class TodoListMiddleware(RequestMiddleware):
             "replaces the whole list, so none of them was applied. Call write_todos once, "
             "with the complete list."
         )
-        answers = [
-            ToolMessage(text, tool_call_id=call.id, name=TOOL_NAME, status="error")
-            for call in writes
-        ]
+        answers = [ToolMessage.error(call, text, name=TOOL_NAME) for call in writes]
         # With nothing else left to run, go straight back to the model so it can retry.
         if len(writes) == len(pending):
             return Command(update={"messages": answers}, jump_to="model")

@@ -213,13 +213,11 @@ class ToolCallLimitMiddleware(Middleware):
 
     def _blocked_message(self, call: ToolCall, which: str) -> ToolMessage:
         where = " in this conversation" if which.startswith("thread") else ""
-        return ToolMessage(
+        return ToolMessage.error(
+            call,
             f"Error: tool call limit exceeded: {which}. This call to {call.name!r} was not "
             f"run. Do not call {self._subject.removeprefix('tool ')} again{where}; continue "
             "with the results you already have.",
-            tool_call_id=call.id,
-            name=call.name,
-            status="error",
             metadata={"tool_call_limit": {"blocked": True, "tool": self.key}},
         )
 
@@ -239,12 +237,8 @@ class ToolCallLimitMiddleware(Middleware):
                     f"call limit for {self._subject} was reached ({decision.exceeded})."
                 )
             answers.append(
-                ToolMessage(
-                    text,
-                    tool_call_id=call.id,
-                    name=call.name,
-                    status="error",
-                    metadata={"tool_call_limit": {"blocked": call.id in blocked}},
+                ToolMessage.error(
+                    call, text, metadata={"tool_call_limit": {"blocked": call.id in blocked}}
                 )
             )
         return answers

@@ -102,10 +102,8 @@ class ToolRetryMiddleware(RetryPolicy, Middleware):
                 "You may call it again (with different arguments if they could be the "
                 "cause) or take another approach."
             )
-        return ToolMessage(
+        return ToolMessage.error(
+            call,
             text,
-            tool_call_id=call.id,
-            name=call.name,
-            status="error",
             metadata={"tool_retry": {"attempts": attempts, "error_type": type(exc).__name__}},
         )

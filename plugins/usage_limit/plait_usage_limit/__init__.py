@@ -257,7 +257,7 @@ class UsageLimitMiddleware(Middleware):
         if self.exit_behavior == "error":
             raise exc
         call = request.tool_call
-        return ToolMessage(f"Not run: {exc}", tool_call_id=call.id, name=call.name, status="error")
+        return ToolMessage.error(call, f"Not run: {exc}")
 
     def after_model(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         return self._sync(state) or None
