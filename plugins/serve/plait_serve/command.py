@@ -24,7 +24,7 @@ def serve_command(sub: Any) -> None:
     )
     parser.add_argument("agent", metavar="AGENT.toml", help="the agent file")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
     parser.add_argument("--model", metavar="ID", help="use this model id instead of the file's")
     parser.add_argument("--keys-file", metavar="PATH", help="API keys, one per line")
     parser.add_argument(
@@ -38,6 +38,12 @@ def serve_command(sub: Any) -> None:
         "--reload", action="store_true", help="restart when the agent file or its tools change"
     )
     parser.set_defaults(func=_run)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"expected a port number from 1 to 65535, got {text!r}")
+    return int(text)
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -83,7 +89,9 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                 "PLAIT_SERVE_KEYS or pass --keys-file (each key owns the threads it makes)\n"
             )
             return 2
-        application = None if args.reload else build(options)
+        # With --reload the app is built in a child process; building it here first
+        # reports a broken agent file as one line, not a child's traceback.
+        application = build(options)
     except PlaitError as exc:
         err.write(f"plait serve: error: {' '.join(str(exc).split())}\n")
         return 1
@@ -94,6 +102,7 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     )
     err.flush()
     if args.reload:
+        application.state.server.agent.close()
         os.environ[_ENV] = json.dumps(options)
         folder = str(Path(options["agent"]).parent)
         uvicorn.run(
@@ -107,6 +116,5 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             log_level="warning",
         )
     else:
-        assert application is not None
         uvicorn.run(application, host=args.host, port=args.port, log_level="warning")
     return 0

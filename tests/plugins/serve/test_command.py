@@ -61,3 +61,36 @@ def test_reload_serves_the_changed_agent_file(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def test_bad_options_are_one_line_errors_even_with_reload() -> None:
+    agent_file = str(ROOT / "examples" / "support.toml")
+    cases = [
+        (
+            ["--port", "99999"],
+            2,
+            "argument --port: expected a port number from 1 to 65535, got '99999'",
+        ),
+        (
+            ["--reload", "--cors-origin", "*"],
+            1,
+            "plait serve: error: plait-serve: cors_origins: expected explicit origins such as "
+            "'https://app.example.com', got '*'\n",
+        ),
+        (
+            ["--keys-file", "/nonexistent/keys"],
+            1,
+            "plait serve: error: plait-serve: keys file '/nonexistent/keys' cannot be read: "
+            "No such file or directory\n",
+        ),
+    ]
+    for args, code, words in cases:
+        done = subprocess.run(
+            [sys.executable, "-m", "plait", "serve", agent_file, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == code, done.stderr
+        assert words in done.stderr and "Traceback" not in done.stderr
