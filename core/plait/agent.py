@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
@@ -72,6 +73,9 @@ def create_agent(
     output_retries: int = 1,
     context_schema: Any = None,
     state_schema: Any = None,
+    record: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | None = None,
+    replay_mode: str = "strict",
 ) -> Agent:
     """Build an agent. Every misconfiguration raises ``ConfigError`` here, not later.
 
@@ -100,8 +104,25 @@ def create_agent(
     :param state_schema: a class (usually a ``plait.AgentState`` subclass) whose keys
         beyond ``messages`` become state: defaults from the class, reducers from
         ``Annotated[list[str], operator.add]``, checkpointed with the thread.
+    :param record: a JSONL file to write every model call and tool run to, request and
+        answer (``plait.recording``); emptied on the first call.
+    :param replay: a file ``record`` wrote: each model call and tool run is answered from
+        it, with no provider reached; a request it does not hold raises ``ReplayError``
+        with a diff. A file another agent recorded is refused here.
+    :param replay_mode: ``"strict"`` (a call must ask exactly what was recorded) or
+        ``"lenient"`` (each call gets the next recorded answer of its kind).
     """
     schemas = schema_middleware(context_schema, state_schema)
+    if record is not None or replay is not None:
+        from plait.recording import RecordReplay
+
+        schemas = [
+            (
+                "record" if record is not None else "replay",
+                RecordReplay(record=record, replay=replay, mode=replay_mode),
+            ),
+            *schemas,
+        ]
     if schemas and isinstance(middleware, Sequence) and not isinstance(middleware, str | bytes):
         middleware = [*(Built(name, obj) for name, obj in schemas), *middleware]
     return Agent(

@@ -159,6 +159,11 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         thread = f"run-{uuid.uuid4().hex[:12]}"
 
     overrides: dict[str, Any] = {}
+    if args.record is not None:
+        overrides["record"] = args.record
+    if args.replay is not None:
+        overrides["replay"] = args.replay
+        overrides["replay_mode"] = args.replay_mode
     from plait._console import Console, Spinner
 
     console: Console | None = None
@@ -431,6 +436,18 @@ def build_parser(*, plugin_commands: bool = True) -> argparse.ArgumentParser:
     run.add_argument("--thread", metavar="ID", help="continue this thread (needs a checkpointer)")
     run.add_argument("--resume", metavar="JSON", help="answer the thread's pending interrupt")
     run.add_argument("--model", metavar="ID", help="use this model id instead of the file's")
+    run.add_argument(
+        "--record", metavar="FILE", help="write every model call and tool run to FILE (JSONL)"
+    )
+    run.add_argument(
+        "--replay", metavar="FILE", help="answer model calls and tool runs from a --record FILE"
+    )
+    run.add_argument(
+        "--replay-mode",
+        choices=("strict", "lenient"),
+        default="strict",
+        help="strict: a call must ask what was recorded (default); lenient: match by position",
+    )
     run.set_defaults(func=cmd_run)
 
     chat = sub.add_parser("chat", help="talk with an agent", description="Chat with an agent.")
@@ -507,7 +524,11 @@ def _reported(err: IO[str]) -> Iterator[list[int]]:
     except PlaitError as exc:
         if os.environ.get("PLAIT_DEBUG"):
             raise
-        err.write(f"plait: error: {_one_line(exc)}\n")
+        from plait.recording import ReplayError
+
+        # a replay mismatch is a diff, whose lines are the point
+        text = str(exc) if isinstance(exc, ReplayError) else _one_line(exc)
+        err.write(f"plait: error: {text}\n")
         code[0] = EXIT_ERROR
     except Exception as exc:
         if os.environ.get("PLAIT_DEBUG"):
