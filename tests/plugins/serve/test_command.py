@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from serve_helpers import ROOT
 
 
@@ -32,6 +33,9 @@ def agent_name(url: str, deadline: float) -> str | None:
 
 
 def test_reload_serves_the_changed_agent_file(tmp_path: Path) -> None:
+    # plait-serve depends on watchfiles (uvicorn's StatReload sees only .py files); a
+    # development environment installed with --no-deps may lack it.
+    pytest.importorskip("watchfiles")
     for name in ("support.toml", "support_tools.py"):
         shutil.copy(ROOT / "examples" / name, tmp_path / name)
     agent_file = tmp_path / "support.toml"
