@@ -297,6 +297,11 @@ class Run:
             except InterruptSignal as signal:
                 yield from self.pause([signal.interrupt])
                 return None
+            except StopRun as stop:
+                if stop.update:  # what the hook counted up to the stop (a limiter's)
+                    self.apply_update(stop.update, impl.middleware)
+                    yield from self.save()
+                raise
             if result is None:
                 continue
             jump = self.apply_result(result, impl.middleware, hook, impl.jumps)

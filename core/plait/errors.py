@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "CheckpointerRequiredError",
     "ConfigError",
@@ -44,8 +46,12 @@ class StopRun(PlaitError):
     """Base of the errors meant to end the run.
 
     The kernel never turns these into an error ``ToolMessage``: they propagate to the caller
-    of ``invoke``.
+    of ``invoke``. ``update``, when a node hook sets it, is state the kernel applies and
+    checkpoints before the error propagates (a limiter's counts); without it nothing of the
+    failing step is saved.
     """
+
+    update: dict[str, Any] | None = None
 
 
 class RecursionLimitError(StopRun):

@@ -46,10 +46,14 @@ def limit_reached(
         ``"<reason> The agent stopped <stopped>; start a new conversation or raise the limit
         to continue."`` (after ``messages``, e.g. answers to pending tool calls).
     :param metadata: the AI message's metadata (what the limiter counted).
-    :raises StopRun: the ``error`` class given, when ``exit_behavior="error"``.
+    :raises StopRun: the ``error`` class given, when ``exit_behavior="error"``, carrying
+        ``update`` (from a node hook, the kernel saves it before the error propagates).
     """
     if exit_behavior == "error":
-        raise error(reason)
+        stop = error(reason)
+        if update:
+            stop.update = dict(update)  # saved by the kernel before the error propagates
+        raise stop
     message = AIMessage(
         f"{reason} The agent stopped {stopped}; start a new conversation or raise the limit "
         "to continue.",

@@ -343,3 +343,21 @@ def test_a_thread_limit_counts_sub_agents_across_runs() -> None:
         "output_tokens": 240,
         "cost": 0.0,
     }
+
+
+def test_an_error_exit_keeps_the_stopped_steps_spend_in_the_thread_counts() -> None:
+    provider = Provider()
+    main, sub = _four_tasks(provider)
+    limiter = UsageLimitMiddleware(thread_limit={"total_tokens": 1000}, exit_behavior="error")
+    agent = _agent(main, sub, limiter)
+    with pytest.raises(plait.errors.UsageLimitExceededError, match="total_tokens 1300/1000"):
+        agent.invoke("research", thread_id="t")
+    # the sub-agents' calls of the step that reached the limit are in the thread's counts
+    assert agent.get_state("t")["usage_limit_thread"] == {
+        "input_tokens": 1080,
+        "output_tokens": 220,
+        "cost": 0.0,
+    }
+    with pytest.raises(plait.errors.UsageLimitExceededError, match="total_tokens 1300/1000"):
+        agent.invoke("again", thread_id="t")
+    assert len(provider.reported) == 3  # the next run makes no call
