@@ -46,7 +46,7 @@ MAX_BODY = 1_000_000
 MAX_RUNS = 256
 """How many runs may go on at once by default; one more is a 429."""
 
-PROTOCOLS = ("plait_serve.ag_ui", "plait_serve.openai_compat")
+PROTOCOLS = ("plait_serve.ag_ui", "plait_serve.openai_compat", "plait_serve.agent_protocol")
 """The protocol modules served, each with ``routes(server) -> list[Route]``."""
 
 PUBLIC_PATHS = frozenset({"/healthz"})
@@ -236,8 +236,14 @@ def app(
                 CORSMiddleware,
                 allow_origins=origins,
                 allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-                allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "X-Plait-Thread"],
-                expose_headers=["X-Plait-Thread"],
+                allow_headers=[
+                    "Authorization",
+                    "Content-Type",
+                    "Last-Event-ID",
+                    "X-Api-Key",
+                    "X-Plait-Thread",
+                ],
+                expose_headers=["X-Plait-Thread", "Location", "Content-Location"],
             ),
         )
     application = Starlette(

@@ -99,8 +99,8 @@ def _error(status: int, code: str, message: str) -> tuple[int, list[tuple[bytes,
 
 class AuthMiddleware:
     """ASGI middleware: with keys configured, every request but ``public`` paths needs
-    ``Authorization: Bearer <key>`` (else 401); the caller's owner id is put in
-    ``scope["state"]["owner"]`` for the routes."""
+    ``Authorization: Bearer <key>`` or ``X-Api-Key: <key>`` (else 401); the caller's
+    owner id is put in ``scope["state"]["owner"]`` for the routes."""
 
     def __init__(self, app: Any, *, keys: tuple[str, ...], public: frozenset[str]) -> None:
         self.app = app
@@ -125,10 +125,13 @@ class AuthMiddleware:
         await self.app(scope, receive, send)
 
     def _owner(self, scope: dict[str, Any]) -> str | None:
-        header = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), b"")
-        scheme, _, token = bytes(header).partition(b" ")
+        headers = dict(scope.get("headers", ()))
+        scheme, _, token = bytes(headers.get(b"authorization", b"")).partition(b" ")
         if scheme.lower() != b"bearer" or not token.strip():
-            return None
+            # LangGraph's SDK sends its api_key as X-Api-Key: the same keys are accepted.
+            token = bytes(headers.get(b"x-api-key", b""))
+            if not token.strip():
+                return None
         token = token.strip()
         owner = None
         for key, ident in self._keys:  # compare with every key: no timing tells which

@@ -182,8 +182,35 @@ class RunLog:
             raise NotFound(thread_id)
         return True
 
-    async def _claim(self, thread_id: str, owner: str) -> None:
-        record = {"type": "thread", "owner": owner, "created": time.time()}
+    async def claim(
+        self,
+        thread_id: str,
+        owner: str,
+        *,
+        adopt: bool,
+        metadata: dict[str, Any] | None = None,
+    ) -> bool:
+        """Make ``thread_id`` ``owner``'s before any run (the Agent Protocol's ``POST
+        /threads``); ``False`` if it was theirs already, ``NotFound`` if another's."""
+        async with self._start_lock(thread_id):
+            if not await self._new_thread(thread_id, owner, adopt=adopt):
+                return False
+            await self._claim(thread_id, owner, metadata=metadata)
+            return True
+
+    async def record(self, thread_id: str) -> dict[str, Any] | None:
+        """The thread's first event (its owner, creation time, metadata), or ``None``."""
+        first = await self.call(self.log.read_events, thread_id, after=0, limit=1)
+        if first and first[0][1].get("type") == "thread":
+            return dict(first[0][1])
+        return None
+
+    async def _claim(
+        self, thread_id: str, owner: str, *, metadata: dict[str, Any] | None = None
+    ) -> None:
+        record: dict[str, Any] = {"type": "thread", "owner": owner, "created": time.time()}
+        if metadata:
+            record["metadata"] = metadata
         try:
             await self.call(self.log.append_events, thread_id, [record], after=0)
         except ThreadBusyError:  # another server process claimed it first

@@ -1,0 +1,660 @@
+"""The Agent Protocol, as far as LangGraph's SDK (``langgraph-sdk``) uses it: the served
+agent as the one assistant, threads, their state, and runs — created, streamed, waited
+for, joined, cancelled and resumed.
+
+Every run is a run of the run log: a stream is a projection of the thread's log from
+the run's first event, so ``GET /threads/{id}/runs/{run_id}/stream`` with
+``Last-Event-ID`` replays exactly what a client missed, then the live events. A run's
+status comes from its end event in the log (``success``, ``interrupted``, ``error``; a
+cancelled run is ``interrupted``, as LangGraph reports it). A paused run ends with
+``__interrupt__`` (in ``updates`` and in the final ``values``); ``command={"resume":
+...}`` answers it, checked against the stored interrupt like every resume (409 if the
+interrupt does not allow it).
+
+Streams carry the modes ``values`` (the thread's state once the run ends), ``updates``
+(``{"model": ...}``, ``{"tools": ...}``, ``{"__interrupt__": ...}``), ``messages`` /
+``messages-tuple`` (text as it streams) and ``custom``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from plait.messages import AnyMessage, message_from_dict, unstructure_message
+from plait_serve._app import Server
+from plait_serve._events import END_TYPES, jsonable
+from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
+from plait_serve._interrupts import Pending, pending_interrupts
+from plait_serve._runlog import Busy, NotFound
+
+__all__ = ["STREAM_MODES", "routes"]
+
+STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "custom")
+"""The ``stream_mode`` values served."""
+
+_PAGE = 500
+_RUN_KEYS = frozenset(
+    {
+        "assistant_id",
+        "input",
+        "command",
+        "stream_mode",
+        "metadata",
+        "config",
+        "context",
+        "if_not_exists",
+        "on_completion",
+        "on_disconnect",
+        "stream_resumable",
+        "stream_subgraphs",
+        "multitask_strategy",
+        "durability",
+    }
+)
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def _message(message: AnyMessage) -> dict[str, Any]:
+    """A plait message in LangChain's dict shape (``type`` human/ai/tool/system)."""
+    data: dict[str, Any] = jsonable(unstructure_message(message))
+    data.setdefault("content", "")  # left out when empty; LangChain's dicts always have it
+    for call in data.get("tool_calls") or ():
+        call["type"] = "tool_call"
+    return data
+
+
+def _interrupts(pending: Sequence[Pending] | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Interrupts as LangGraph shows them: ``{"value", "id"}``."""
+    out = []
+    for item in pending:
+        data = item.to_json() if isinstance(item, Pending) else item
+        out.append({"value": jsonable(data["value"]), "id": data["id"]})
+    return out
+
+
+# -- the stream projection ---------------------------------------------------------------------
+
+
+class _Projector:
+    """Turns one run's log events into Agent Protocol stream parts ``(event, data)``.
+
+    It keeps what a part needs from earlier events of the same run (an AI message's text
+    and tool calls are one update), so a reconnecting stream feeds it the run from its
+    start and sends only the parts of the events after ``Last-Event-ID``."""
+
+    def __init__(self, thread_id: str, modes: Sequence[str]) -> None:
+        self.thread_id = thread_id
+        self.modes = frozenset(modes)
+        self.run_id = ""
+        self._ai: dict[str, Any] | None = None  # the AI message being assembled
+
+    def _meta(self, node: str) -> dict[str, Any]:
+        return {"langgraph_node": node, "thread_id": self.thread_id, "run_id": self.run_id}
+
+    def _flush(self) -> Iterator[tuple[str, Any]]:
+        message, self._ai = self._ai, None
+        if message is None:
+            return
+        if "messages" in self.modes:
+            yield "messages/complete", [message]
+        if "updates" in self.modes:
+            yield "updates", {"model": {"messages": [message]}}
+
+    def feed(self, event: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+        kind = event.get("type")
+        if kind == "run_started":
+            self.run_id = event["run_id"]
+            yield "metadata", {"run_id": self.run_id, "attempt": 1}
+            return
+        if kind in ("message_start", "tool_call"):
+            mid = event["message_id"]
+            if self._ai is None or self._ai["id"] != mid:
+                yield from self._flush()
+                self._ai = {"type": "ai", "id": mid, "content": "", "tool_calls": []}
+                if "messages" in self.modes:
+                    yield "messages/metadata", {mid: {"metadata": self._meta("model")}}
+            if kind == "tool_call":
+                call = {
+                    "name": event["name"],
+                    "args": event["args"],
+                    "id": event["tool_call_id"],
+                    "type": "tool_call",
+                }
+                self._ai["tool_calls"].append(call)
+                if "messages-tuple" in self.modes:
+                    chunk = {
+                        "type": "AIMessageChunk",
+                        "id": mid,
+                        "content": "",
+                        "tool_calls": [call],
+                    }
+                    yield "messages", [chunk, self._meta("model")]
+            return
+        if kind == "text":
+            if self._ai is None:  # pragma: no cover - the log always starts a message first
+                self._ai = {
+                    "type": "ai",
+                    "id": event["message_id"],
+                    "content": "",
+                    "tool_calls": [],
+                }
+            self._ai["content"] += event["delta"]
+            if "messages-tuple" in self.modes:
+                chunk = {
+                    "type": "AIMessageChunk",
+                    "id": event["message_id"],
+                    "content": event["delta"],
+                }
+                yield "messages", [chunk, self._meta("model")]
+            if "messages" in self.modes:
+                yield "messages/partial", [dict(self._ai)]
+            return
+        if kind == "message_end":
+            return  # its tool calls, if any, follow
+        yield from self._flush()
+        if kind == "tool_result":
+            message = {
+                "type": "tool",
+                "id": event["message_id"],
+                "tool_call_id": event["tool_call_id"],
+                "name": event["name"],
+                "content": event["content"],
+                "status": event["status"],
+            }
+            if "messages-tuple" in self.modes:
+                yield "messages", [message, self._meta("tools")]
+            if "messages" in self.modes:
+                yield "messages/complete", [message]
+            if "updates" in self.modes:
+                yield "updates", {"tools": {"messages": [message]}}
+        elif kind == "state" and "updates" in self.modes:
+            yield "updates", {"state": event["values"]}
+        elif kind == "custom" and "custom" in self.modes:
+            yield "custom", event["value"]
+        elif kind == "run_finished" and event.get("status") == "interrupted":
+            if "updates" in self.modes:
+                yield "updates", {"__interrupt__": _interrupts(event.get("interrupts") or [])}
+        elif kind == "run_error":
+            yield "error", {"error": event.get("code"), "message": event.get("message")}
+
+
+# -- the routes --------------------------------------------------------------------------------
+
+
+def routes(server: Server) -> list[Route]:
+    agent = server.agent
+    started = time.time()
+    modes_of: dict[str, list[str]] = {}  # run id -> its stream modes (for a reconnect)
+
+    assistant = {
+        "assistant_id": agent.name,
+        "graph_id": agent.name,
+        "name": agent.name,
+        "description": agent.system_prompt,
+        "config": {},
+        "context": {},
+        "metadata": {"tools": [tool.name for tool in agent.tools]},
+        "version": 1,
+        "created_at": _iso(started),
+        "updated_at": _iso(started),
+    }
+
+    def check_assistant(value: Any) -> None:
+        if value is not None and value != agent.name:
+            raise ApiError(404, "not_found", f"assistant {str(value)[:80]!r} not found")
+
+    async def owned(request: Request, thread_id: Any) -> tuple[str, dict[str, Any]]:
+        """The caller's thread and its record; 404 for another key's or an unknown one."""
+        thread = check_id("thread id", thread_id)
+        record = await server.runs.record(thread)
+        if record is None or record.get("owner") != server.owner(request):
+            raise NotFound(thread)
+        return thread, record
+
+    async def runs_of(thread: str) -> dict[str, dict[str, Any]]:
+        """Every run of the thread, from its log: first event number and status."""
+        found: dict[str, dict[str, Any]] = {}
+        current: dict[str, Any] | None = None
+        cursor = 0
+        while True:
+            rows = await server.runs.call(
+                server.runs.log.read_events, thread, after=cursor, limit=_PAGE
+            )
+            if not rows:
+                break
+            cursor = rows[-1][0]
+            for seq, event in rows:
+                kind = event.get("type")
+                if kind == "run_started":
+                    current = {"first": seq, "status": "running"}
+                    found[event["run_id"]] = current
+                elif kind in END_TYPES and current is not None:
+                    status = "error" if kind == "run_error" else event.get("status", "success")
+                    current["status"] = "interrupted" if status == "cancelled" else status
+                    current = None
+        live = server.runs.running(thread)
+        for run_id, run in found.items():
+            if run["status"] == "running" and run_id != live:
+                run["status"] = "error"  # its process stopped before the run ended
+        return found
+
+    def run_json(thread: str, run_id: str, status: str, record: dict[str, Any]) -> dict[str, Any]:
+        created = _iso(record.get("created", started))
+        return {
+            "run_id": run_id,
+            "thread_id": thread,
+            "assistant_id": agent.name,
+            "created_at": created,
+            "updated_at": created,
+            "status": status,
+            "metadata": {},
+            "multitask_strategy": "reject",
+        }
+
+    async def values(thread: str) -> dict[str, Any]:
+        """The thread's state as LangGraph shows it; ``__interrupt__`` while paused."""
+        state = await server.runs.call(agent.get_state, thread)
+        out: dict[str, Any] = jsonable({k: v for k, v in state.items() if k != "messages"})
+        out["messages"] = [_message(m) for m in state["messages"]]
+        pending = await server.runs.call(pending_interrupts, agent, thread)
+        if pending:
+            out["__interrupt__"] = _interrupts(pending)
+        return out
+
+    async def thread_json(thread: str, record: dict[str, Any]) -> dict[str, Any]:
+        state = await values(thread)
+        interrupts = state.get("__interrupt__") or []
+        runs = await runs_of(thread)
+        last = list(runs.values())[-1]["status"] if runs else None
+        status = (
+            "busy"
+            if server.runs.running(thread)
+            else "interrupted"
+            if interrupts
+            else "error"
+            if last == "error"
+            else "idle"
+        )
+        created = _iso(record.get("created", started))
+        return {
+            "thread_id": thread,
+            "created_at": created,
+            "updated_at": created,
+            "metadata": record.get("metadata") or {},
+            "status": status,
+            "values": state,
+            "interrupts": {"tools": interrupts} if interrupts else {},
+        }
+
+    async def state_json(thread: str) -> dict[str, Any]:
+        state = await values(thread)
+        interrupts = state.get("__interrupt__") or []
+        checkpointer = agent.checkpointer
+        assert checkpointer is not None
+        step = await server.runs.call(checkpointer.step, thread)
+
+        def checkpoint(number: int) -> dict[str, Any]:
+            return {
+                "thread_id": thread,
+                "checkpoint_ns": "",
+                "checkpoint_id": str(number),
+                "checkpoint_map": None,
+            }
+
+        tasks = (
+            [
+                {
+                    "id": "tools",
+                    "name": "tools",
+                    "error": None,
+                    "interrupts": interrupts,
+                    "checkpoint": None,
+                    "state": None,
+                    "result": None,
+                }
+            ]
+            if interrupts
+            else []
+        )
+        return {
+            "values": state,
+            "next": ["tools"] if interrupts else [],
+            "tasks": tasks,
+            "checkpoint": checkpoint(step),
+            "parent_checkpoint": checkpoint(step - 1) if step > 1 else None,
+            "metadata": {"step": step},
+            "created_at": None,
+            "interrupts": interrupts,
+        }
+
+    # -- assistants ----------------------------------------------------------------------------
+
+    async def search_assistants(request: Request) -> Response:
+        body = await read_json(request, server.max_body)
+        wanted = body.get("graph_id") or body.get("name")
+        return JSONResponse([assistant] if wanted in (None, agent.name) else [])
+
+    async def get_assistant(request: Request) -> Response:
+        check_assistant(request.path_params["assistant_id"])
+        return JSONResponse(assistant)
+
+    # -- threads -------------------------------------------------------------------------------
+
+    async def create_thread(request: Request) -> Response:
+        body = await read_json(request, server.max_body)
+        thread = check_id("thread_id", body.get("thread_id") or str(uuid.uuid4()))
+        metadata = body.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise ApiError(
+                422, "invalid_request", f"metadata: expected an object, got {metadata!r}"
+            )
+        owner = server.owner(request)
+        try:
+            new = await server.runs.claim(thread, owner, adopt=server.adopt, metadata=metadata)
+        except NotFound:
+            new = False
+        if not new:
+            record = await server.runs.record(thread)
+            if (
+                body.get("if_exists") != "do_nothing"
+                or record is None
+                or record.get("owner") != owner
+            ):
+                raise ApiError(409, "thread_exists", f"thread {thread!r} already exists")
+        _, record = await owned(request, thread)
+        return JSONResponse(await thread_json(thread, record))
+
+    async def get_thread(request: Request) -> Response:
+        thread, record = await owned(request, request.path_params["thread_id"])
+        return JSONResponse(await thread_json(thread, record))
+
+    async def delete_thread(request: Request) -> Response:
+        thread, _ = await owned(request, request.path_params["thread_id"])
+        if server.runs.running(thread):
+            raise Busy(thread)
+        await server.runs.call(agent.delete_thread, thread)
+        return Response(status_code=204)
+
+    async def search_threads(request: Request) -> Response:
+        body = await read_json(request, server.max_body)
+        limit, offset = body.get("limit", 10), body.get("offset", 0)
+        for name, value in (("limit", limit), ("offset", offset)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ApiError(
+                    422, "invalid_request", f"{name}: expected an int >= 0, got {value!r}"
+                )
+        metadata, status, ids = body.get("metadata") or {}, body.get("status"), body.get("ids")
+        owner = server.owner(request)
+        found: list[dict[str, Any]] = []
+        threads = await server.runs.call(agent.list_threads)
+        for thread in reversed(threads):  # newest first
+            if ids is not None and thread not in ids:
+                continue
+            record = await server.runs.record(thread)
+            if record is None or record.get("owner") != owner:
+                continue
+            held = record.get("metadata") or {}
+            if any(held.get(k) != v for k, v in metadata.items()):
+                continue
+            data = await thread_json(thread, record)
+            if status is not None and data["status"] != status:
+                continue
+            found.append(data)
+        return JSONResponse(found[offset : offset + limit])
+
+    async def get_state(request: Request) -> Response:
+        thread, _ = await owned(request, request.path_params["thread_id"])
+        return JSONResponse(await state_json(thread))
+
+    async def history(request: Request) -> Response:
+        thread, _ = await owned(request, request.path_params["thread_id"])
+        body = await read_json(request, server.max_body)
+        limit = body.get("limit", 10)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ApiError(422, "invalid_request", f"limit: expected an int >= 1, got {limit!r}")
+        # The checkpointer keeps a thread's latest state: its history is that one entry.
+        return JSONResponse([await state_json(thread)][:limit])
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def stream_modes(value: Any) -> list[str]:
+        modes = [value] if isinstance(value, str) else value
+        if modes is None:
+            return ["values"]
+        if not isinstance(modes, list) or any(m not in STREAM_MODES for m in modes):
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"stream_mode: expected some of {', '.join(STREAM_MODES)}, got {value!r}",
+            )
+        return modes
+
+    def input_messages(value: Any) -> list[AnyMessage]:
+        if value is None:
+            return []
+        if not isinstance(value, dict) or set(value) - {"messages"}:
+            raise ApiError(
+                422,
+                "invalid_request",
+                "input: expected {'messages': [...]} (the agent's state takes messages), "
+                f"got {jsonable(value)!r}"[:300],
+            )
+        raw = value.get("messages") or []
+        if isinstance(raw, dict | str):
+            raw = [raw]
+        messages: list[AnyMessage] = []
+        for item in raw if isinstance(raw, list) else [raw]:
+            if isinstance(item, str):
+                item = {"role": "user", "content": item}
+            elif isinstance(item, list) and len(item) == 2:
+                item = {"role": item[0], "content": item[1]}
+            try:
+                if not isinstance(item, dict):
+                    raise TypeError(f"expected a message object, got {item!r}")
+                fields = {k: v for k, v in item.items() if k in ("role", "type", "content", "id")}
+                if fields.get("id") is None:
+                    fields.pop("id", None)
+                messages.append(message_from_dict(fields))
+            except TypeError as exc:
+                raise ApiError(422, "invalid_request", f"input.messages: {exc}"[:300]) from None
+        return messages
+
+    async def create(
+        request: Request, thread: str | None
+    ) -> tuple[str, str, list[str], int, dict[str, Any]]:
+        """Start a run from the request; ``(thread, run_id, modes, first event, body)``."""
+        body = await read_json(request, server.max_body)
+        unknown = sorted(set(body) - _RUN_KEYS)
+        if unknown:
+            raise ApiError(422, "invalid_request", f"unknown run option(s): {', '.join(unknown)}")
+        check_assistant(body.get("assistant_id"))
+        modes = stream_modes(body.get("stream_mode"))
+        command = body.get("command")
+        if command is not None and (not isinstance(command, dict) or set(command) - {"resume"}):
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"command: expected {{'resume': ...}}, got {command!r}"[:300],
+            )
+        if command is not None and body.get("input") is not None:
+            raise ApiError(422, "invalid_request", "expected input or command, got both")
+        messages = input_messages(body.get("input"))
+        if thread is None:
+            thread = str(uuid.uuid4())
+        else:
+            thread = check_id("thread id", thread)
+            if body.get("if_not_exists") != "create":
+                await owned(request, thread)  # LangGraph's default: the thread must exist
+        run_id = str(uuid.uuid4())
+
+        async def prepare() -> Any:
+            answers: dict[str | None, Any] | None = None
+            if command is not None:
+                resume = command.get("resume")
+                pending = await server.runs.call(pending_interrupts, agent, thread)
+                ids = {p.id for p in pending}
+                if isinstance(resume, dict) and resume and set(resume) <= ids:
+                    answers = dict(resume)
+                else:
+                    answers = {None: resume}
+
+            def new(held: Sequence[AnyMessage]) -> list[AnyMessage]:
+                known = {m.id for m in held}
+                return [m for m in messages if m.id not in known]
+
+            return await server.run_input(thread, answers=answers, new_messages=new)
+
+        first = await server.start(request, thread, prepare, run_id=run_id)
+        modes_of[run_id] = modes
+        if len(modes_of) > 10_000:
+            modes_of.pop(next(iter(modes_of)))
+        return thread, run_id, modes, first, body
+
+    async def first_event(thread: str, run_id: str) -> int:
+        run = (await runs_of(thread)).get(run_id)
+        if run is None:
+            raise ApiError(404, "not_found", f"run {run_id[:80]!r} not found in thread {thread!r}")
+        return int(run["first"])
+
+    async def project(
+        thread: str, run_id: str, modes: list[str], first: int, after: int
+    ) -> AsyncIterator[str]:
+        """The run's stream parts from its first event, sending those after ``after``."""
+        projector = _Projector(thread, modes)
+        async for batch in server.runs.batches(thread, first - 1):
+            text = ""
+            for seq, event in batch:
+                parts = list(projector.feed(event))
+                if event.get("type") == "run_finished" and "values" in modes:
+                    parts.append(("values", await values(thread)))
+                if seq <= after:
+                    continue
+                for index, (name, data) in enumerate(parts):
+                    last = index == len(parts) - 1
+                    text += sse_event(jsonable(data), seq=seq if last else None, event=name)
+            if text:
+                yield text
+
+    def stream_response(
+        thread: str, run_id: str, modes: list[str], first: int, after: int
+    ) -> Response:
+        response = sse(project(thread, run_id, modes, first, after))
+        location = f"/threads/{thread}/runs/{run_id}/stream"
+        response.headers["Location"] = location
+        response.headers["Content-Location"] = location
+        return response
+
+    async def wait_end(thread: str, run_id: str, first: int) -> dict[str, Any] | None:
+        """The run's end event, once it is written."""
+        async for batch in server.runs.batches(thread, first - 1):
+            for _, event in batch:
+                if event.get("type") in END_TYPES:
+                    return event
+        return None
+
+    async def outcome(thread: str, run_id: str, first: int) -> dict[str, Any]:
+        end = await wait_end(thread, run_id, first)
+        while server.runs.running(thread) == run_id:  # its last events are being written
+            await asyncio.sleep(0.005)
+        if end is not None and end.get("type") == "run_error":
+            return {"__error__": {"error": end.get("code"), "message": end.get("message")}}
+        return await values(thread)
+
+    async def create_run(request: Request) -> Response:
+        thread, run_id, _, _, _ = await create(request, request.path_params["thread_id"])
+        _, record = await owned(request, thread)
+        return JSONResponse(run_json(thread, run_id, "running", record))
+
+    async def stream_run(request: Request) -> Response:
+        thread, run_id, modes, first, _ = await create(
+            request, request.path_params.get("thread_id")
+        )
+        return stream_response(thread, run_id, modes, first, 0)
+
+    async def wait_run(request: Request) -> Response:
+        stateless = "thread_id" not in request.path_params
+        thread, run_id, _, first, body = await create(request, request.path_params.get("thread_id"))
+        result = await outcome(thread, run_id, first)
+        if stateless and body.get("on_completion", "delete") == "delete":
+            await server.runs.call(agent.delete_thread, thread)
+        return JSONResponse(
+            result, headers={"Content-Location": f"/threads/{thread}/runs/{run_id}"}
+        )
+
+    async def get_run(request: Request) -> Response:
+        thread, record = await owned(request, request.path_params["thread_id"])
+        run_id = check_id("run id", request.path_params["run_id"])
+        run = (await runs_of(thread)).get(run_id)
+        if run is None:
+            raise ApiError(404, "not_found", f"run {run_id[:80]!r} not found in thread {thread!r}")
+        return JSONResponse(run_json(thread, run_id, run["status"], record))
+
+    async def list_runs(request: Request) -> Response:
+        thread, record = await owned(request, request.path_params["thread_id"])
+        runs = await runs_of(thread)
+        return JSONResponse(
+            [run_json(thread, r, run["status"], record) for r, run in reversed(runs.items())]
+        )
+
+    async def join_run(request: Request) -> Response:
+        thread, _ = await owned(request, request.path_params["thread_id"])
+        run_id = check_id("run id", request.path_params["run_id"])
+        return JSONResponse(await outcome(thread, run_id, await first_event(thread, run_id)))
+
+    async def join_stream(request: Request) -> Response:
+        thread, _ = await owned(request, request.path_params["thread_id"])
+        run_id = check_id("run id", request.path_params["run_id"])
+        raw = [m for m in request.query_params.getlist("stream_mode") if m]
+        modes = stream_modes(raw) if raw else modes_of.get(run_id, ["values"])
+        after = request.headers.get("last-event-id") or "0"
+        if not after.isdigit() or len(after) > 18:
+            raise ApiError(
+                400,
+                "invalid_since",
+                f"Last-Event-ID: expected an event number, got {after!r}"[:200],
+            )
+        return stream_response(thread, run_id, modes, await first_event(thread, run_id), int(after))
+
+    async def cancel_run(request: Request) -> Response:
+        thread, _ = await owned(request, request.path_params["thread_id"])
+        run_id = check_id("run id", request.path_params["run_id"])
+        first = await first_event(thread, run_id)
+        if server.runs.running(thread) != run_id or not await server.runs.cancel(thread):
+            raise ApiError(409, "no_run", f"run {run_id!r} of thread {thread!r} is not running")
+        if request.query_params.get("wait") in ("1", "true"):
+            await outcome(thread, run_id, first)
+        return Response(status_code=202)
+
+    t, r = "/threads/{thread_id}", "/threads/{thread_id}/runs/{run_id}"
+    return [
+        Route("/assistants/search", search_assistants, methods=["POST"]),
+        Route("/assistants/{assistant_id}", get_assistant, methods=["GET"]),
+        Route("/threads", create_thread, methods=["POST"]),
+        Route("/threads/search", search_threads, methods=["POST"]),
+        Route(t, get_thread, methods=["GET"]),
+        Route(t, delete_thread, methods=["DELETE"]),
+        Route(t + "/state", get_state, methods=["GET"]),
+        Route(t + "/history", history, methods=["POST"]),
+        Route(t + "/runs", create_run, methods=["POST"]),
+        Route(t + "/runs", list_runs, methods=["GET"]),
+        Route(t + "/runs/stream", stream_run, methods=["POST"]),
+        Route(t + "/runs/wait", wait_run, methods=["POST"]),
+        Route("/runs/stream", stream_run, methods=["POST"]),
+        Route("/runs/wait", wait_run, methods=["POST"]),
+        Route(r, get_run, methods=["GET"]),
+        Route(r + "/join", join_run, methods=["GET"]),
+        Route(r + "/stream", join_stream, methods=["GET"]),
+        Route(r + "/cancel", cancel_run, methods=["POST"]),
+    ]

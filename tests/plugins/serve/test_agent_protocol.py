@@ -1,0 +1,320 @@
+"""LangGraph's own SDK (``langgraph-sdk``) against a plait server: the agent is the
+assistant; ``client.runs.stream`` streams values/updates/messages/custom and pauses with
+``__interrupt__`` at examples/support.toml's refund; ``client.runs.wait`` resumes it with
+``command={"resume": ...}``, checked against the stored interrupt (409 otherwise); thread
+state and history; a reconnect with ``Last-Event-ID`` gets exactly the missed events;
+cancel, join, stateless runs; unknown assistants and threads, and another key's threads,
+are 404."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
+from serve_helpers import Served, parse_sse
+
+import plait
+from plait.testing import ai, call
+
+KEY = "langgraph-client-key-0123456789"
+OTHER = "another-langgraph-key-0123456789"
+REFUND = "Refunded 25.00 EUR for order 1042."
+ASK = {"messages": [{"role": "user", "content": "Refund order 1042, please."}]}
+
+
+def client(served: Served, key: str = KEY) -> Any:
+    return get_sync_client(url=served.url, api_key=key)
+
+
+def test_a_streamed_run_pauses_at_the_refund_and_a_wait_resumes_it(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    served = serve(support, keys=[KEY])
+    lg = client(served)
+    (assistant,) = lg.assistants.search()
+    assert assistant["assistant_id"] == support.name
+    assert assistant["metadata"]["tools"] == ["lookup_order", "issue_refund"]
+    thread = lg.threads.create(metadata={"customer": "jane"})["thread_id"]
+    parts = list(
+        lg.runs.stream(
+            thread,
+            support.name,
+            input=ASK,
+            stream_mode=["values", "updates", "messages-tuple"],
+        )
+    )
+    assert parts[0].event == "metadata"
+    run_id = parts[0].data["run_id"]
+    text = "".join(
+        p.data[0]["content"]
+        for p in parts
+        if p.event == "messages" and p.data[0]["type"] == "AIMessageChunk"
+    )
+    assert text == "Let me look that order up."
+    updates = [p.data for p in parts if p.event == "updates"]
+    model = [u["model"]["messages"][0] for u in updates if "model" in u]
+    assert [m["tool_calls"][0]["name"] for m in model] == ["lookup_order", "issue_refund"]
+    assert model[0]["content"] == "Let me look that order up."
+    tools = [u["tools"]["messages"][0] for u in updates if "tools" in u]
+    assert [t["name"] for t in tools] == ["lookup_order"]
+    (interrupt,) = updates[-1]["__interrupt__"]
+    assert interrupt["id"] == support.get_interrupts(thread)[0].id
+    request = interrupt["value"]["action_requests"][0]
+    assert request == {
+        "name": "issue_refund",
+        "args": {"order_id": "1042", "amount": 25.0},
+        "description": "A refund moves money: check the order and the amount.",
+    }
+    final = parts[-1]
+    assert final.event == "values" and final.data["__interrupt__"] == [interrupt]
+    assert final.data["messages"][0] == {
+        "content": "Refund order 1042, please.",
+        "id": final.data["messages"][0]["id"],
+        "type": "human",
+    }
+
+    assert lg.runs.get(thread, run_id)["status"] == "interrupted"
+    got = lg.threads.get(thread)
+    assert got["status"] == "interrupted" and got["metadata"] == {"customer": "jane"}
+    state = lg.threads.get_state(thread)
+    assert state["next"] == ["tools"] and state["interrupts"] == [interrupt]
+    assert state["tasks"][0]["interrupts"] == [interrupt]
+
+    result = lg.runs.wait(
+        thread, support.name, command={"resume": {"decisions": [{"type": "approve"}]}}
+    )
+    assert result["messages"][-1]["content"] == REFUND
+    assert "__interrupt__" not in result
+    assert support.get_interrupts(thread) == []
+    runs = lg.runs.list(thread)
+    assert [r["status"] for r in runs] == ["success", "interrupted"]
+    assert lg.threads.get(thread)["status"] == "idle"
+    (history,) = lg.threads.get_history(thread)
+    assert history["values"]["messages"][-1]["content"] == REFUND
+    assert history["checkpoint"]["checkpoint_id"] == state_step(support, thread)
+
+
+def state_step(agent: plait.Agent, thread: str) -> str:
+    assert agent.checkpointer is not None
+    return str(agent.checkpointer.step(thread))
+
+
+def test_a_resume_the_interrupt_does_not_allow_is_409_and_changes_nothing(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    lg = client(serve(support, keys=[KEY]))
+    thread = lg.threads.create()["thread_id"]
+    lg.runs.wait(thread, support.name, input=ASK)
+    before = support.get_state(thread)
+    bad = [
+        {"decisions": [{"type": "maybe"}]},
+        {"decisions": [{"type": "approve", "tool_call_id": "call_forged"}]},
+        {"approved": True},
+        {"decisions": [{"type": "approve"}, {"type": "approve"}]},
+    ]
+    for resume in bad:
+        # runs.wait raises httpx's own error, with the server's JSON body
+        with pytest.raises(httpx.HTTPStatusError) as raised:
+            lg.runs.wait(thread, support.name, command={"resume": resume})
+        assert raised.value.response.status_code == 409
+        assert raised.value.response.json()["error"]["code"] == "resume_refused"
+    assert support.get_state(thread) == before
+    assert len(support.get_interrupts(thread)) == 1
+    # Nothing paused: a resume is refused as well.
+    done = lg.threads.create()["thread_id"]
+    with pytest.raises(httpx.HTTPStatusError, match="no pending interrupt"):
+        lg.runs.wait(done, support.name, command={"resume": {"decisions": []}})
+
+
+def test_a_rejection_resumes_with_the_reason_the_model_reads(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    lg = client(serve(support))
+    thread = lg.threads.create()["thread_id"]
+    paused = lg.runs.wait(thread, support.name, input=ASK)
+    interrupt_id = paused["__interrupt__"][0]["id"]
+    reject = {"decisions": [{"type": "reject", "message": "Not this order."}]}
+    result = lg.runs.wait(thread, support.name, command={"resume": {interrupt_id: reject}})
+    refunds = [m for m in result["messages"] if m["type"] == "tool" and m["name"] == "issue_refund"]
+    assert "Not this order." in refunds[0]["content"]
+
+
+def test_a_reconnect_with_last_event_id_gets_exactly_the_missed_events(
+    serve: Callable[..., Served],
+) -> None:
+    release = threading.Event()
+
+    def slow(city: str) -> str:
+        """Waits until the test lets it answer."""
+        release.wait(10)
+        return f"{city}: sunny"
+
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([ai("Checking.", call("slow", city="Oslo")), ai("Sunny in Oslo.")]),
+        tools=[slow],
+        checkpointer="memory",
+        name="weather",
+    )
+    served = serve(agent, keys=[KEY])
+    lg = client(served)
+    thread = lg.threads.create()["thread_id"]
+    body = {
+        "assistant_id": "weather",
+        "input": {"messages": [{"role": "user", "content": "Oslo?"}]},
+    }
+    body["stream_mode"] = ["updates", "messages-tuple", "values"]
+    seen: list[tuple[int | None, Any]] = []
+    with (
+        served.client(KEY) as http,
+        http.stream("POST", f"/threads/{thread}/runs/stream", json=body) as response,
+    ):
+        assert response.status_code == 200
+        location = response.headers["location"]
+        buffer = ""
+        for chunk in response.iter_text():
+            buffer += chunk
+            if '"slow"' in buffer and buffer.endswith("\n\n"):
+                break  # the client goes away mid-run, after the tool call
+        seen = [(seq, data) for seq, data in parse_sse(buffer)]
+    last = max(seq for seq, _ in seen if seq is not None)
+    run_id = location.split("/")[-2]
+    assert lg.runs.get(thread, run_id)["status"] == "running"  # the disconnect cancelled nothing
+    release.set()
+    rest = list(
+        lg.runs.join_stream(
+            thread,
+            run_id,
+            stream_mode=["updates", "messages-tuple", "values"],
+            last_event_id=str(last),
+        )
+    )
+    whole = list(
+        lg.runs.join_stream(
+            thread, run_id, stream_mode=["updates", "messages-tuple", "values"], last_event_id="0"
+        )
+    )
+    assert [d for _, d in seen] + [p.data for p in rest] == [p.data for p in whole]
+    assert rest[-1].event == "values"
+    assert rest[-1].data["messages"][-1]["content"] == "Sunny in Oslo."
+    assert lg.runs.get(thread, run_id)["status"] == "success"
+    assert lg.runs.join(thread, run_id)["messages"][-1]["content"] == "Sunny in Oslo."
+
+
+def test_cancel_is_an_explicit_request_and_the_run_reads_interrupted(
+    serve: Callable[..., Served],
+) -> None:
+    release = threading.Event()
+
+    def slow() -> str:
+        """Waits."""
+        release.wait(10)
+        return "late"
+
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([ai("", call("slow")), ai("done")]),
+        tools=[slow],
+        checkpointer="memory",
+        name="slowpoke",
+    )
+    lg = client(serve(agent, keys=[KEY]))
+    thread = lg.threads.create()["thread_id"]
+    run = lg.runs.create(
+        thread, "slowpoke", input={"messages": [{"role": "user", "content": "go"}]}
+    )
+    assert run["status"] == "running"
+    lg.runs.cancel(thread, run["run_id"], wait=True)
+    release.set()
+    assert lg.runs.get(thread, run["run_id"])["status"] == "interrupted"
+    with pytest.raises(ConflictError, match="not running"):
+        lg.runs.cancel(thread, run["run_id"])
+    # The thread takes a new run once the cancelled one's sync tool has returned (a
+    # thread cannot be stopped, so the kernel holds the thread until then).
+    deadline = time.monotonic() + 10
+    while True:
+        again = lg.runs.wait(
+            thread, "slowpoke", input={"messages": [{"role": "user", "content": "x"}]}
+        )
+        if "__error__" not in again or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert [m["content"] for m in again["messages"]][-2:] == ["x", "done"]
+
+
+def test_custom_events_legacy_messages_mode_and_a_stateless_wait(
+    serve: Callable[..., Served],
+) -> None:
+    def progress(runtime: plait.ToolRuntime) -> str:
+        """Reports progress."""
+        runtime.stream_writer({"step": 1})
+        return "ok"
+
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([ai("Working.", call("progress")), ai("All done.")] * 3),
+        tools=[progress],
+        checkpointer="memory",
+        name="worker",
+    )
+    lg = client(serve(agent))
+    thread = lg.threads.create()["thread_id"]
+    parts = list(
+        lg.runs.stream(
+            thread,
+            "worker",
+            input={"messages": [{"role": "user", "content": "go"}]},
+            stream_mode=["custom", "messages"],
+        )
+    )
+    assert [p.data for p in parts if p.event == "custom"] == [{"step": 1}]
+    partial = [p.data[0]["content"] for p in parts if p.event == "messages/partial"]
+    assert partial[-1] == "All done."
+    complete = [p.data[0] for p in parts if p.event == "messages/complete"]
+    assert [m["type"] for m in complete] == ["ai", "tool", "ai"]
+    result = lg.runs.wait(None, "worker", input={"messages": [{"role": "user", "content": "go"}]})
+    assert result["messages"][-1]["content"] == "All done."
+    assert [t["thread_id"] for t in lg.threads.search()] == [thread]  # the stateless one is gone
+
+
+def test_unknown_assistants_and_threads_and_another_keys_threads_are_404(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    served = serve(support, keys=[KEY, OTHER])
+    mine, theirs = client(served), client(served, OTHER)
+    with pytest.raises(NotFoundError, match="assistant 'nope' not found"):
+        mine.assistants.get("nope")
+    with pytest.raises(httpx.HTTPStatusError, match="404"):
+        mine.runs.wait("no-such-thread", support.name, input=ASK)
+    thread = mine.threads.create()["thread_id"]
+    paused = mine.runs.wait(thread, support.name, input=ASK)
+    run_id = mine.runs.list(thread)[0]["run_id"]
+    resume = {"resume": {"decisions": [{"type": "approve"}]}}
+    for attempt in (
+        lambda: theirs.threads.get(thread),
+        lambda: theirs.threads.get_state(thread),
+        lambda: theirs.threads.get_history(thread),
+        lambda: theirs.threads.delete(thread),
+        lambda: theirs.runs.get(thread, run_id),
+        lambda: theirs.runs.list(thread),
+        lambda: theirs.runs.cancel(thread, run_id),
+        lambda: theirs.runs.create(thread, support.name, command=resume),
+        lambda: list(theirs.runs.join_stream(thread, run_id)),
+    ):
+        with pytest.raises(NotFoundError):
+            attempt()
+    assert theirs.threads.search() == []
+    assert [t["thread_id"] for t in mine.threads.search()] == [thread]
+    assert len(support.get_interrupts(thread)) == 1  # nothing the other key did applied
+    assert paused["__interrupt__"][0]["id"] == support.get_interrupts(thread)[0].id
+    with pytest.raises(UnprocessableEntityError, match="stream_mode"):
+        list(mine.runs.stream(thread, support.name, input=ASK, stream_mode="debug"))
+    mine.threads.delete(thread)
+    with pytest.raises(NotFoundError):
+        mine.threads.get(thread)
+    with served.client() as anonymous:
+        response = anonymous.post("/threads/search", json={})
+    assert response.status_code == 401 and "Bearer" in response.json()["error"]["message"]
