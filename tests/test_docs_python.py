@@ -249,6 +249,47 @@ PAGES: dict[str, Page] = {
         needs=("plait_tool_retry",),
     ),
     "middleware/usage_limit.md": Page(needs=("plait_usage_limit",)),
+    "history.md": Page(
+        setup=textwrap.dedent(
+            '''
+            import plait
+
+            @plait.tool
+            def refund(order: int) -> str:
+                """Refund an order, once a human says yes."""
+                answer = plait.interrupt({"question": f"Refund order {order}?"})
+                return "refunded" if answer == "yes" else "not refunded"
+            '''
+        ),
+        turns=(
+            call("refund", order=42),
+            say("Refunded."),
+            say("Not refunded."),
+            say("30 days."),
+        ),
+        after={
+            0: textwrap.dedent(
+                """
+                assert paused.interrupts[0].value == {"question": "Refund order 42?"}
+                assert paused_at.node == "tools"
+                assert done.text == "Refunded."
+                assert [m.type for m in then["messages"]] == ["human", "ai"]
+                assert redone.messages[-2].text == "not refunded"
+                assert redone.text == "Not refunded."
+                assert agent.get_state("order-42")["messages"][-1].text == "Refunded."
+                """
+            ),
+            2: "assert saver.keep_steps == 200",
+            3: textwrap.dedent(
+                """
+                import json
+                lines = open("runs.jsonl").read().splitlines()
+                assert json.loads(lines[0])["plait_recording"] == 1
+                assert replayed.text == "30 days."
+                """
+            ),
+        },
+    ),
     "persistence.md": Page(
         setup=textwrap.dedent(
             '''
