@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -76,14 +77,24 @@ class Innermost:
     # -- tools -----------------------------------------------------------------------------
 
     def call_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
-        if _performers.active():
-            return _performers.perform(ToolRun(request), lambda: self._run_tool(request))
-        return self._run_tool(request)
+        try:
+            if _performers.active():
+                return _performers.perform(ToolRun(request), lambda: self._run_tool(request))
+            return self._run_tool(request)
+        except Exception as exc:
+            _mark_by_tool(exc)
+            raise
 
     async def acall_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
-        if _performers.active():
-            return await _performers.aperform(ToolRun(request), lambda: self._arun_tool(request))
-        return await self._arun_tool(request)
+        try:
+            if _performers.active():
+                return await _performers.aperform(
+                    ToolRun(request), lambda: self._arun_tool(request)
+                )
+            return await self._arun_tool(request)
+        except Exception as exc:
+            _mark_by_tool(exc)
+            raise
 
     def _run_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
         prepared = self._prepare(request)
@@ -156,6 +167,21 @@ class Innermost:
                 "Call it again with corrected arguments.",
             )
         return found, func, kwargs
+
+
+_BY_TOOL = "_plait_raised_by_tool"
+
+
+def _mark_by_tool(error: Exception) -> None:
+    """Mark ``error`` as raised by the tool call itself (the function, its timeout, its
+    durable step): the model is told of it. An exception without the mark was raised by
+    a ``wrap_tool_call`` middleware around the call — a bug the caller must see."""
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(error, _BY_TOOL, True)
+
+
+def raised_by_tool(error: BaseException) -> bool:
+    return getattr(error, _BY_TOOL, False) is True
 
 
 def _model_kwargs(request: ModelRequest) -> dict[str, Any]:

@@ -117,7 +117,7 @@ def compile_agent(
     try:
         registry = Registry(resolved)
         fields = _collect_fields(registry, objects)
-        own_tools = tuple(as_tool(t) for t in tools)
+        own_tools = tuple(_own_tool(t, index) for index, t in enumerate(tools))
         saver: Checkpointer | None = by_url(checkpointer, "plait.checkpointers", "checkpointer")
         if saver is not None and not isinstance(saver, Checkpointer):
             raise ConfigError(f"checkpointer {checkpointer!r} is not a plait Checkpointer")
@@ -265,6 +265,54 @@ def _adapt(value: Any) -> Tool | None:
             )
         return made
     return None
+
+
+_NAMED_FUNCTION = "a function with a name, a docstring and typed parameters"
+
+
+def _own_tool(value: Any, index: int) -> Tool:
+    """A tool of ``create_agent(tools=...)``, refused if the model could not tell what it
+    does or what to pass: a lambda, no description, a parameter without a type."""
+    from plait.tools import Tool
+
+    where = f"tools[{index}]"
+    if callable(value) and getattr(value, "__name__", None) == "<lambda>":
+        raise ConfigError(
+            f"{where}: expected {_NAMED_FUNCTION}, got a lambda, which the model would see "
+            "as a tool named '<lambda>' with no description; define it with def, or wrap "
+            "it: plait.tool(func, name=..., description=...)"
+        )
+    made = as_tool(value)
+    if not made.description.strip():
+        raise ConfigError(
+            f"{where}: tool {made.name!r}: expected a description of what it does, got none, "
+            "so the model would know it only by its name; give the function a docstring, "
+            "or pass plait.tool(func, description=...)"
+        )
+    if not isinstance(value, Tool):
+        untyped = _untyped_parameters(value, made)
+        if untyped:
+            raise ConfigError(
+                f"{where}: tool {made.name!r}: parameter {untyped[0]!r}: expected a type hint "
+                f"({untyped[0]}: str, int, an attrs class ...), got none, so the model would "
+                "be sent no schema for it"
+            )
+    return made
+
+
+def _untyped_parameters(func: Any, made: Tool) -> list[str]:
+    """The parameters the model fills in (those in the tool's schema) that ``func``
+    declares without a type hint."""
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return []
+    properties = made.parameters.get("properties", {})
+    return [
+        name
+        for name, parameter in signature.parameters.items()
+        if name in properties and parameter.annotation is inspect.Parameter.empty
+    ]
 
 
 def _collect_fields(registry: Registry, objects: tuple[object, ...]) -> dict[str, StateField]:

@@ -8,6 +8,7 @@ the sync driver (``drive``) or the async driver (``adrive``) performs and sends 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import threading
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from plait._calls import raised_by_tool
 from plait._state import RUN_KEY, ThreadState
 from plait._stream import ToolCallScope, in_tool_call
 from plait.errors import (
@@ -39,6 +41,7 @@ from plait.messages import (
     unstructure_message,
 )
 from plait.messages import converter as _converter
+from plait.tools import tool_error_message
 from plait.types import (
     Command,
     Interrupt,
@@ -453,6 +456,9 @@ class Run:
         interrupts: list[Interrupt] = []
         stop: BaseException | None = None
         jump: str | None = None
+        for outcome in answers.values():
+            if isinstance(outcome, MiddlewareFailure):
+                raise outcome.error
         for call in calls:
             outcome = answers[call.id]
             if isinstance(outcome, InterruptSignal):
@@ -487,7 +493,7 @@ class Run:
     def apply_tool_outcome(self, call: ToolCall, outcome: Any) -> str | None:
         source = call.name
         if isinstance(outcome, Exception):
-            outcome = _as_answer(call, outcome)
+            outcome = tool_error_message(call, outcome)
         if isinstance(outcome, ToolMessage):
             self.apply_update({"messages": [outcome]}, source)
             self.count_usage(outcome)
@@ -535,22 +541,6 @@ class Run:
         return ToolMessage("Final answer recorded.", tool_call_id=call.id, name=call.name)
 
 
-def _as_answer(call: ToolCall, error: Exception) -> ToolMessage:
-    """The error tool message the model gets for an exception a tool call raised."""
-    return ToolMessage.error(
-        call,
-        f"Error: tool {call.name!r} raised {type(error).__name__}: {_describe(error)}. "
-        "Fix the arguments and call it again, or take another approach.",
-    )
-
-
-def _describe(error: BaseException) -> str:
-    try:
-        return str(error)
-    except Exception:  # an exception whose __str__ raises must not end the run
-        return f"<{type(error).__name__} that cannot be shown>"
-
-
 def _dump_outcome(call: ToolCall, outcome: Any) -> dict[str, Any] | None:
     """A finished call's outcome as JSON-ready data; ``None`` for what is not recorded
     (interrupts and stops, which the step handles, and updates holding other objects)."""
@@ -559,7 +549,7 @@ def _dump_outcome(call: ToolCall, outcome: Any) -> dict[str, Any] | None:
     ):
         return None
     if isinstance(outcome, Exception):
-        outcome = _as_answer(call, outcome)
+        outcome = tool_error_message(call, outcome)
     if isinstance(outcome, ToolMessage):
         return {"message": unstructure_message(outcome)}
     update = dict(outcome.update or {})
@@ -626,8 +616,8 @@ def _perform(effect: Effect, agent: CompiledAgent) -> Any:
             try:
                 outcomes.append(agent.tool_handler(request))
             except (Exception, InterruptSignal) as exc:
-                outcomes.append(exc)
-                if isinstance(exc, StopRun):
+                outcomes.append(_outcome_of(exc, request))
+                if isinstance(exc, StopRun) or isinstance(outcomes[-1], MiddlewareFailure):
                     break
             finally:
                 in_tool_call.reset(nesting)
@@ -639,6 +629,29 @@ def _perform(effect: Effect, agent: CompiledAgent) -> Any:
         return outcomes
     _save(effect, agent)
     return None
+
+
+@attrs.frozen
+class MiddlewareFailure:
+    """A tool call's outcome when a ``wrap_tool_call`` middleware around it raised: the
+    tools step raises ``error`` to the caller once the step's calls are done."""
+
+    error: Exception
+
+
+def _outcome_of(error: Exception | InterruptSignal, request: ToolCallRequest) -> Any:
+    """What a tool call that raised ``error`` answers: the error itself, which the model is
+    told of, if the tool raised it (or it stops or pauses the run); a
+    ``MiddlewareFailure`` if a middleware around the call did."""
+    if isinstance(error, (InterruptSignal, StopRun)) or raised_by_tool(error):
+        return error
+    with contextlib.suppress(Exception):
+        error.add_note(
+            f"plait: raised by a wrap_tool_call middleware around the call to tool "
+            f"{request.tool_call.name!r}, not by the tool, so the run stops (a tool's own "
+            "error is sent to the model)"
+        )
+    return MiddlewareFailure(error)
 
 
 def _not_run(requests: Sequence[ToolCallRequest]) -> list[ToolMessage]:
@@ -729,7 +742,7 @@ async def _acall_tool(
     try:
         outcome: Any = await agent.atool_handler(request)
     except (Exception, InterruptSignal) as exc:
-        outcome = exc
+        outcome = _outcome_of(exc, request)
     async with lock:  # the calls' saves, one at a time, each a step of its own
         save = effect.finished(request, outcome)
         if save is not None:

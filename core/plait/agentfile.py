@@ -345,10 +345,22 @@ def read_agent_file(path: str | Path, *, model: Any = None) -> AgentSpec:
     ``model`` (an id or a ``ChatModel``) replaces the file's, which is then not built: a
     file written for one provider runs on another without the first one's API key.
     """
+    file = Path(path)
+    try:
+        return _read(file, model)
+    except RecursionError:
+        raise AgentFileError(
+            file,
+            "",
+            "nested too deeply to read: expected tables and arrays nested at most a few "
+            "hundred levels deep, got deeper (Python's recursion limit)",
+        ) from None
+
+
+def _read(file: Path, model: Any) -> AgentSpec:
     from plait import _resolve
     from plait.models import init_chat_model
 
-    file = Path(path)
     try:
         with file.open("rb") as handle:
             data = tomllib.load(handle)

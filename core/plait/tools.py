@@ -27,13 +27,13 @@ from typing_extensions import TypeVar
 
 from plait import _convert, schema
 from plait.errors import ConfigError, PlaitError
-from plait.messages import ToolCall
+from plait.messages import ToolCall, ToolMessage
 
 if TYPE_CHECKING:
     from plait.models.base import ChatModel
     from plait.store import Store
 
-__all__ = ["Runtime", "Tool", "ToolArgumentError", "ToolRuntime", "tool"]
+__all__ = ["Runtime", "Tool", "ToolArgumentError", "ToolRuntime", "tool", "tool_error_message"]
 
 _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -437,3 +437,28 @@ def tool(
         )
 
     return decorate
+
+
+def tool_error_message(call: ToolCall, error: Exception) -> ToolMessage:
+    """The error tool message the model gets for an exception a tool call raised: what the
+    kernel sends, and what a middleware standing in for the tool (an emulator) sends when
+    it fails. Only an argument error asks the model to fix the arguments: most failures
+    (a service down, a file missing, a timeout) are not caused by them."""
+    advice = (
+        "Fix the arguments and call it again."
+        if isinstance(error, ToolArgumentError)
+        else "Call it again only if something you can change caused it, or take another approach."
+    )
+    return ToolMessage(
+        f"Error: tool {call.name!r} raised {type(error).__name__}: {_describe(error)}. " + advice,
+        tool_call_id=call.id,
+        name=call.name,
+        status="error",
+    )
+
+
+def _describe(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # an exception whose __str__ raises must not end the run
+        return f"<{type(error).__name__} that cannot be shown>"

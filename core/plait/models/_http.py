@@ -50,6 +50,7 @@ __all__ = [
     "parse_retry_after",
     "redact",
     "resolve_tool_choice",
+    "retry_info_delay",
     "safe_tool_name",
 ]
 
@@ -269,6 +270,8 @@ class _APIError:
     """OpenRouter's: ``raw`` holds the upstream service's own reason."""
     status: str | None = None
     """Google's: the canonical error name (``NOT_FOUND``, ``RESOURCE_EXHAUSTED``)."""
+    details: Any = None
+    """Google's: typed detail objects, among them ``RetryInfo`` (``retry_info_delay``)."""
 
 
 @attrs.frozen
@@ -306,6 +309,38 @@ class ErrorDetails:
     message: str
     type: str | None = None
     request_id: str | None = None
+    retry_after: float | None = None
+    """Seconds to wait that the body gives (Google's ``RetryInfo``), for an API that puts
+    it there rather than in a ``retry-after`` header."""
+
+
+_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)s\s*")
+
+
+def retry_info_delay(details: Any) -> float | None:
+    """The delay a Google API error asks for: the ``retryDelay`` of the
+    ``type.googleapis.com/google.rpc.RetryInfo`` object in its ``error.details`` (a JSON
+    Duration, ``"7s"`` or ``"0.5s"``), in seconds; ``None`` when there is none."""
+    if not isinstance(details, list):
+        return None
+    for item in details:
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("@type")
+        if not isinstance(kind, str) or not kind.endswith("google.rpc.RetryInfo"):
+            continue
+        delay = item.get("retryDelay")
+        if isinstance(delay, str):
+            match = _DURATION.fullmatch(delay)
+            if match is not None:
+                return float(match[1])
+        elif isinstance(delay, Mapping):  # the proto form some clients log
+            seconds, nanos = delay.get("seconds", 0), delay.get("nanos", 0)
+            try:
+                return max(0.0, float(seconds) + float(nanos) / 1e9)
+            except (TypeError, ValueError):
+                return None
+    return None
 
 
 def error_details(content: bytes) -> ErrorDetails:
@@ -325,12 +360,38 @@ def error_details(content: bytes) -> ErrorDetails:
     raw = (detail.metadata or {}).get("raw")
     if isinstance(raw, str) and raw and raw not in message:
         message = f"{message}: {raw}"
-    return ErrorDetails(message, code or detail.type or detail.status, envelope.request_id)
+    return ErrorDetails(
+        message,
+        code or detail.type or detail.status,
+        envelope.request_id,
+        retry_info_delay(detail.details),
+    )
 
 
 _INVALID_REQUEST = ("invalid_request", "bad_request", "badrequest")
 """Error types naming a request that will fail however often it is sent, whatever the
 status (llama.cpp and some proxies answer them with a 500)."""
+
+_INVALID_REQUEST_TEXT = re.compile(
+    r"\binvalid request\b|\bbad request\b|['\"]loc['\"]\s*:\s*[(\[]\s*['\"]body['\"]",
+    re.IGNORECASE,
+)
+"""An error message saying the request itself was refused, whatever its status and type:
+"invalid request", "bad request", or a validation error located in the request body
+(``'loc': ('body', 'tool_choice', ...)``), which llama-cpp-python's server (FastAPI)
+answers with a 500 of type ``internal_server_error``."""
+
+
+def says_invalid_request(error_type: str | None, message: str) -> bool:
+    """Whether an error's type or message says the request was invalid: sending it
+    again cannot succeed, whatever the HTTP status."""
+    if error_type and any(kind in error_type.lower() for kind in _INVALID_REQUEST):
+        return True
+    return _INVALID_REQUEST_TEXT.search(message) is not None
+
+
+def _first_given(*values: float | None) -> float | None:
+    return next((value for value in values if value is not None), None)
 
 
 def _is_json(response: httpx.Response) -> bool:
@@ -711,7 +772,7 @@ class HTTPChatModel(ChatModel):
         should_retry = response.headers.get("x-should-retry")
         if should_retry in ("true", "false"):
             retryable = should_retry == "true"
-        elif error_type and any(kind in error_type.lower() for kind in _INVALID_REQUEST):
+        elif says_invalid_request(error_type, message):
             retryable = False
         request_id = (
             response.headers.get("x-request-id")
@@ -726,7 +787,7 @@ class HTTPChatModel(ChatModel):
         )
         kwargs: dict[str, Any] = dict(
             status_code=status,
-            retry_after=parse_retry_after(response.headers),
+            retry_after=_first_given(parse_retry_after(response.headers), details.retry_after),
             provider=self.provider,
             error_type=error_type,
             request_id=request_id,

@@ -28,7 +28,8 @@ a ``tool_choice`` the same way for every provider (which then writes its wire fo
 The helpers below are the ones those methods use: ``wire`` (a cattrs converter that
 ignores unknown keys), ``loads_event``, ``stream_error``/``body_error`` for errors inside
 a 200, ``error_details`` for the error-body shapes seen in the wild, ``redact``,
-``Secret``, ``parse_retry_after``, the incremental ``SSEDecoder`` and
+``Secret``, ``parse_retry_after`` (and ``retry_info_delay`` for a delay in a Google
+error body), the incremental ``SSEDecoder`` and
 ``message_to_chunk``; ``ToolDefinition`` is what ``_prepare`` reads of each tool.
 Importing this module imports httpx, so a plugin should import it only from the module
 its entry point names.
@@ -51,6 +52,7 @@ from plait.models._http import (
     parse_retry_after,
     redact,
     resolve_tool_choice,
+    retry_info_delay,
     safe_tool_name,
     stream_error,
     wire,
@@ -79,6 +81,7 @@ __all__ = [
     "read_image",
     "redact",
     "resolve_tool_choice",
+    "retry_info_delay",
     "safe_tool_name",
     "stream_error",
     "wire",

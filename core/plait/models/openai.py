@@ -63,7 +63,8 @@ class OpenAICompat:
     :param assistant_null_content: send ``"content": null`` for an assistant turn that
         only calls tools (OpenAI's form); ``False`` sends ``""`` (llama.cpp rejects null).
     :param tool_choice_required: the server understands ``tool_choice: "required"``;
-        ``False`` sends ``"auto"`` instead (llama.cpp's server fails on "required").
+        ``False`` sends ``"auto"`` instead (llama-cpp-python's server answers "required"
+        with a 500; Ollama and LM Studio do not enforce it).
     :param stream_usage: ask for usage in streams (``stream_options.include_usage``).
     :param max_tokens_field: the body field a ``max_tokens`` setting is sent as; ``None``
         picks ``max_completion_tokens`` for api.openai.com (its reasoning models reject
@@ -90,6 +91,7 @@ COMPAT_PRESETS: dict[str, OpenAICompat] = {
     "openai": OpenAICompat(),
     "llama.cpp": OpenAICompat(
         assistant_null_content=False,
+        tool_choice_required=False,
         max_tokens_field="max_tokens",
         structured_output="json_object_schema",
     ),

@@ -29,6 +29,7 @@ import cattrs
 import plait
 from plait.errors import ProviderError
 from plait.messages import AIMessageChunk, ToolCallChunk, Usage
+from plait.models.http import retry_info_delay
 
 PROVIDER = "google"
 
@@ -81,6 +82,8 @@ class ErrorDetail:
     code: int | None = None
     message: str | None = None
     status: str | None = None
+    details: Any = None
+    """Typed detail objects; a ``RetryInfo`` among them says how long to wait."""
 
 
 @attrs.frozen
@@ -232,6 +235,7 @@ class PartReader:
                 provider=PROVIDER,
                 error_type=detail.status,
                 retryable=error_type_retryable(detail.status),
+                retry_after=retry_info_delay(detail.details),
             )
         out: list[AIMessageChunk] = []
         top: dict[str, Any] = {}

@@ -15,12 +15,12 @@ from typing import Any
 
 import attrs
 
-from plait.errors import ConfigError
+from plait.errors import ConfigError, StopRun
 from plait.messages import HumanMessage, ToolMessage
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
 from plait.options import FieldError, chat_model, check_tool_names, expected
-from plait.tools import Tool
+from plait.tools import Tool, tool_error_message
 from plait.types import AgentConfig, Command, ToolCallRequest
 
 __all__ = ["LLMToolEmulator", "LLMToolEmulatorMiddleware"]
@@ -103,7 +103,13 @@ class LLMToolEmulatorMiddleware(Middleware):
     ) -> ToolMessage | Command:
         if not self._emulates(request):
             return handler(request)
-        answer = self._emulator(request).invoke([_prompt(request)], system_prompt=SYSTEM_PROMPT)
+        emulator = self._emulator(request)
+        try:
+            answer = emulator.invoke([_prompt(request)], system_prompt=SYSTEM_PROMPT)
+        except StopRun:
+            raise
+        except Exception as exc:  # the emulator stands in for the tool: its failure is the tool's
+            return tool_error_message(request.tool_call, exc)
         return _result(request, answer.content)
 
     async def awrap_tool_call(
@@ -113,9 +119,13 @@ class LLMToolEmulatorMiddleware(Middleware):
     ) -> ToolMessage | Command:
         if not self._emulates(request):
             return await handler(request)
-        answer = await self._emulator(request).ainvoke(
-            [_prompt(request)], system_prompt=SYSTEM_PROMPT
-        )
+        emulator = self._emulator(request)
+        try:
+            answer = await emulator.ainvoke([_prompt(request)], system_prompt=SYSTEM_PROMPT)
+        except StopRun:
+            raise
+        except Exception as exc:
+            return tool_error_message(request.tool_call, exc)
         return _result(request, answer.content)
 
 

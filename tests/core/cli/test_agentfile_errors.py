@@ -318,3 +318,19 @@ def test_a_bad_store_url_given_as_an_override_names_the_file_only(write) -> None
     with pytest.raises(AgentFileError) as info:
         read_agent_file(path).build(store="sqlite:")
     assert str(info.value).startswith(f"{path}: malformed SQLite URL 'sqlite:'")
+
+
+@pytest.mark.parametrize("depth", [3000, 600])
+def test_an_agent_file_nested_too_deeply_is_one_line_naming_the_file(
+    plait_cli, write: Callable[[str, str], Path], depth: int
+) -> None:
+    write(
+        "deep.toml",
+        f'[agent]\nmodel = "scripted:x"\nmodel_settings = {{ a = {"[" * depth}{"]" * depth} }}\n',
+    )
+    done = plait_cli("run", "deep.toml", "hi")
+    assert done.returncode == 1
+    assert done.stderr == (
+        "plait: error: deep.toml: nested too deeply to read: expected tables and arrays "
+        "nested at most a few hundred levels deep, got deeper (Python's recursion limit)\n"
+    )

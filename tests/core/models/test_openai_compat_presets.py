@@ -4,6 +4,10 @@ fallbacks given as ids reach them), and llama.cpp's ``json_object``-with-schema 
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +17,11 @@ from replay_server import ReplayServer, openai_completion
 
 import plait
 from plait.agentfile import read_agent_file
-from plait.errors import ConfigError
+from plait.errors import ConfigError, ProviderError
 from plait.messages import AIMessage, HumanMessage, ToolCall
 from plait.models import init_chat_model
 from plait.models.openai import COMPAT_PRESETS, OpenAIChatModel
+from plait.testing import FakeSleeper
 
 SCHEMA = {
     "title": "Answer",
@@ -123,3 +128,126 @@ def test_fallback_given_as_a_local_id(
         "type": "json_object",
         "schema": server.requests[0].body["response_format"]["json_schema"]["schema"],
     }
+
+
+class LlamaCppPythonLike:
+    """A loopback server answering as llama-cpp-python's does: ``tool_choice:
+    "required"`` is a 500 (its handler wraps the request's validation error as an
+    ``internal_server_error``); anything else is a completion calling the first tool."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        bodies = self.bodies
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                bodies.append(body)
+                if body.get("tool_choice") == "required":
+                    status, reply = 500, LLAMA_CPP_PYTHON_500
+                else:
+                    name = body["tools"][0]["function"]["name"]
+                    status, reply = 200, openai_completion(None, ("c1", name, {"city": "Oslo"}))
+                data = json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+LLAMA_CPP_PYTHON_500 = {
+    "error": {
+        "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+        "'tool_choice', \"literal['none','auto']\"), 'msg': \"Input should be 'none' or "
+        "'auto'\", 'input': 'required'}",
+        "type": "internal_server_error",
+        "param": None,
+        "code": None,
+    }
+}
+
+
+@pytest.fixture
+def llama_cpp_python() -> Iterator[LlamaCppPythonLike]:
+    server = LlamaCppPythonLike()
+    yield server
+    server.close()
+
+
+def test_the_llamacpp_preset_never_sends_required_tool_choice(
+    llama_cpp_python: LlamaCppPythonLike, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LLAMACPP_BASE_URL", llama_cpp_python.url)
+    llm = init_chat_model("llamacpp:qwen2.5-0.5b")
+    weather = plait.tool(lambda city: city, name="weather", description="The weather.")
+    answer = llm.invoke([HumanMessage("Weather in Oslo?")], tools=[weather], tool_choice="required")
+    assert [call.name for call in answer.tool_calls] == ["weather"]
+    assert llama_cpp_python.bodies[-1]["tool_choice"] == "auto"
+    llm.invoke([HumanMessage("Weather?")], tools=[weather], tool_choice="weather")
+    assert llama_cpp_python.bodies[-1]["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "weather"},
+    }
+
+
+def test_a_500_saying_the_request_was_invalid_is_not_retried(
+    llama_cpp_python: LlamaCppPythonLike,
+) -> None:
+    pytest.importorskip("plait_model_retry")
+    forced = OpenAIChatModel(
+        "qwen",
+        base_url=llama_cpp_python.url,
+        compat={"preset": "llama.cpp", "tool_choice_required": True},
+    )
+    weather = plait.tool(lambda city: city, name="weather", description="The weather.")
+    with pytest.raises(ProviderError) as caught:
+        forced.invoke([HumanMessage("hi")], tools=[weather], tool_choice="required")
+    assert (caught.value.status_code, caught.value.retryable) == (500, False)
+    assert caught.value.error_type == "internal_server_error"
+
+    @plait.wrap_model_call
+    def must_call_a_tool(request: Any, handler: Any) -> Any:
+        return handler(request.override(tool_choice="required"))
+
+    sleeper = FakeSleeper()
+    retry = ("model_retry", {"on_failure": "error", "sleep": sleeper})
+    agent = plait.create_agent(forced, tools=[weather], middleware=[retry, must_call_a_tool])
+    with pytest.raises(ProviderError, match="API error 500"):
+        agent.invoke("hi")
+    assert len(llama_cpp_python.bodies) == 2  # one call each: never sent again
+    assert sleeper.delays == []
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "retryable"),
+    [
+        (
+            500,
+            {"message": "Invalid request: unsupported tool_choice", "type": "server_error"},
+            False,
+        ),
+        (500, {"message": "bad request: n_ctx exceeded", "type": "server_error"}, False),
+        (500, {"message": "CUDA error: out of memory", "type": "server_error"}, True),
+        (503, {"message": "Loading model", "type": "unavailable_error"}, True),
+    ],
+)
+def test_5xx_retryable_unless_the_body_says_the_request_was_invalid(
+    server: ReplayServer, status: int, error: dict[str, Any], retryable: bool
+) -> None:
+    server.json({"error": error}, status=status)
+    llm = OpenAIChatModel("qwen", base_url=server.url + "/v1", compat="llama.cpp")
+    with pytest.raises(ProviderError) as caught:
+        llm.invoke([HumanMessage("hi")])
+    assert caught.value.retryable is retryable

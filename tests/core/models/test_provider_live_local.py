@@ -141,8 +141,7 @@ def llm(llama_server: Server) -> Iterator[OpenAIChatModel]:
         timeout=120,
         max_tokens=48,
         temperature=0,
-        # llama-cpp-python's server rejects "content": null and fails on "required".
-        compat={"preset": "llama.cpp", "tool_choice_required": False},
+        compat="llama.cpp",  # the preset llamacpp: ids use
     )
     llama_server.check_alive("during this test")
 

@@ -22,7 +22,9 @@ from plait.messages import (
     assemble_chunks,
 )
 from plait.models import init_chat_model
+from plait.testing import FakeSleeper
 from plait_google import THOUGHT_SIGNATURES, GoogleChatModel
+from plait_model_retry import ModelRetryMiddleware
 
 KEY = "AIza" + "SyB-plaitTestKeyNotRealyyyyyyyyyyy"
 
@@ -435,6 +437,58 @@ def test_rate_limit_is_retryable_with_retry_after(server: ReplayServer) -> None:
     assert str(error) == (
         "google API error 429 (RESOURCE_EXHAUSTED): Resource has been exhausted (e.g. check quota)."
     )
+
+
+QUOTA_429 = {
+    "error": {
+        "code": 429,
+        "message": "You exceeded your current quota, please check your plan and billing.",
+        "status": "RESOURCE_EXHAUSTED",
+        "details": [
+            {
+                "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                "violations": [{"quotaMetric": "generate_content_free_tier_requests"}],
+            },
+            {"@type": "type.googleapis.com/google.rpc.Help", "links": []},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7s"},
+        ],
+    }
+}
+
+
+def test_a_rate_limit_gives_the_delay_of_its_retry_info_body(server: ReplayServer) -> None:
+    server.json(QUOTA_429, status=429)  # Gemini sends no retry-after header
+    with pytest.raises(ProviderError) as caught:
+        model(server).invoke([HumanMessage("hi")])
+    assert (caught.value.retryable, caught.value.retry_after) == (True, 7.0)
+
+
+def test_a_retry_after_header_wins_over_the_body(server: ReplayServer) -> None:
+    server.json(QUOTA_429, status=429, headers={"retry-after": "2"})
+    with pytest.raises(ProviderError) as caught:
+        model(server).invoke([HumanMessage("hi")])
+    assert caught.value.retry_after == 2.0
+
+
+def test_a_streamed_rate_limit_gives_its_retry_info_delay(server: ReplayServer) -> None:
+    error = {"error": {**QUOTA_429["error"]}}
+    error["error"]["details"] = [
+        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.5s"}
+    ]
+    server.sse(f"data: {json.dumps(error)}\n\n")
+    with pytest.raises(ProviderError) as caught:
+        list(model(server).stream([HumanMessage("hi")]))
+    assert (caught.value.retryable, caught.value.retry_after) == (True, 0.5)
+
+
+def test_model_retry_waits_the_delay_gemini_asks_for(server: ReplayServer) -> None:
+    sleeper = FakeSleeper()
+    server.json(QUOTA_429, status=429)
+    server.json(answer({"text": "ok"}))
+    retry = ModelRetryMiddleware(initial_delay=0.1, jitter=False, sleep=sleeper)
+    agent = plait.create_agent(model(server), middleware=[retry])
+    assert agent.invoke("hi").text == "ok"
+    assert sleeper.delays == [7.0]  # not the 0.1 s of its own backoff
 
 
 @pytest.mark.parametrize(
