@@ -331,11 +331,11 @@ PAGES: dict[str, Page] = {
             "Refunded 25.00 EUR for order 1042.\n"
             "Let me look that order up.\n\n"
             "Sorry, I could not find that order. Error: tool 'lookup_order' raised ValueError: "
-            "there is no order 9999. Fix the arguments and call it again, or take another "
-            "approach.\n"
+            "there is no order 9999. Call it again only if something you can change caused "
+            "it, or take another approach.\n"
             "Sorry, I could not find that order. Error: tool 'lookup_order' raised ValueError: "
-            "there is no order 9998. Fix the arguments and call it again, or take another "
-            "approach.\n"
+            "there is no order 9998. Call it again only if something you can change caused "
+            "it, or take another approach.\n"
         ),
         needs=("plait_serve", "openai"),
     ),
