@@ -449,12 +449,8 @@ def tool_error_message(call: ToolCall, error: Exception) -> ToolMessage:
         if isinstance(error, ToolArgumentError)
         else "Call it again only if something you can change caused it, or take another approach."
     )
-    return ToolMessage(
-        f"Error: tool {call.name!r} raised {type(error).__name__}: {_describe(error)}. " + advice,
-        tool_call_id=call.id,
-        name=call.name,
-        status="error",
-    )
+    text = f"Error: tool {call.name!r} raised {type(error).__name__}: {_describe(error)}. "
+    return ToolMessage.error(call, text + advice)
 
 
 def _describe(error: BaseException) -> str:
