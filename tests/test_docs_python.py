@@ -105,6 +105,67 @@ PAGES: dict[str, Page] = {
             ),
         },
     ),
+    "from-langchain.md": Page(
+        turns=(
+            call("get_user_location"),
+            call("get_weather_for_location", city="Florida"),
+            say(
+                '{"punny_response": "Florida is having a sun-derful day!", '
+                '"weather_conditions": "It is always sunny in Florida!"}'
+            ),
+            say('{"punny_response": "You are welcome, any time!", "weather_conditions": null}'),
+            call("execute_sql", query="DELETE FROM records WHERE created < '2024-01-01'"),
+            say("Deleted 3 old records."),
+            say("Machine learning fits models to data."),
+            say("Noted: technical."),
+            say("Noted: short."),
+            say("Hi Bob!"),
+            say("Your name is Bob."),
+            call("get_weather", city="SF"),
+            say("It's always sunny in SF!"),
+        ),
+        after={
+            0: textwrap.dedent(
+                """
+                assert response["structured_response"] == ResponseFormat(
+                    "You are welcome, any time!", None
+                )
+                thread = agent.get_state("1")["messages"]
+                assert [m.type for m in thread].count("human") == 2
+                assert [m.text for m in thread if m.type == "tool"] == [
+                    "Florida", "It's always sunny in Florida!"
+                ]
+                """
+            ),
+            1: textwrap.dedent(
+                """
+                assert "__interrupt__" not in result
+                assert result["messages"][-2].text == "3 rows deleted"
+                assert result.text == "Deleted 3 old records."
+                """
+            ),
+            2: "assert result.text == 'Machine learning fits models to data.'",
+            3: textwrap.dedent(
+                """
+                assert result["user_preferences"] == {"style": "technical", "verbosity": "detailed"}
+                assert result["topics"] == ["style", "length"]
+                """
+            ),
+            4: "assert final_response.text == 'Your name is Bob.'",
+        },
+        stdout=(
+            "Florida is having a sun-derful day!\n"
+            "You are welcome, any time!\n"
+            "execute_sql {'query': \"DELETE FROM records WHERE created < '2024-01-01'\"}\n"
+            "Deleted 3 old records.\n"
+            "Machine learning fits models to data.\n"
+            "{'style': 'technical', 'verbosity': 'detailed'} ['style', 'length']\n"
+            "Your name is Bob.\n"
+            "tools: It's always sunny in SF!\n"
+            "model: It's \nmodel: always \nmodel: sunny \nmodel: in \nmodel: SF!\n"
+        ),
+        needs=("plait_human_in_the_loop", "plait_summarization", "plait_langchain"),
+    ),
     "google.md": Page(
         setup=tool("get_weather", "city: str", "Get the weather.", "f'{city}: sunny'"),
         turns=(call("get_weather", city="Paris"), say("Sunny in Paris."), say("Once upon a time.")),

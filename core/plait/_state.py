@@ -12,6 +12,7 @@ from plait.messages import (
     REMOVE_ALL,
     AIMessage,
     AnyMessage,
+    HumanMessage,
     Message,
     RemoveMessage,
     ToolCall,
@@ -116,6 +117,8 @@ class ThreadState:
     def add_messages(self, new: Any, source: str) -> None:
         if isinstance(new, (Message, RemoveMessage)):
             new = (new,)
+        elif isinstance(new, str):  # {"messages": "hi"}, as LangGraph's add_messages takes
+            new = (HumanMessage(new),)
         elif not isinstance(new, Iterable) or isinstance(new, (str, bytes, Mapping)):
             wanted = "a message or a list of messages"
             raise TypeError(f"{source}: 'messages': {expected(wanted, new)}")
