@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from plait.checkpoint import Checkpointer, History
 from plait.errors import PlaitError
+
+if TYPE_CHECKING:  # imported when a command runs: `plait --help` builds these parsers
+    from plait.checkpoint import Checkpointer, History
 
 __all__ = ["add_parsers"]
 
@@ -36,6 +38,8 @@ def _checkpointer(path: str, command: str) -> Checkpointer:
 
 
 def _history(saver: Checkpointer) -> History:
+    from plait.checkpoint import History
+
     if not isinstance(saver, History):
         raise _Error(f"checkpointer {saver!r} keeps no history")
     return saver
@@ -47,6 +51,8 @@ def _when(seconds: float) -> str:
 
 
 def cmd_threads(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from plait.checkpoint import History
+
     saver = _checkpointer(args.agent, "threads")
     rows: list[dict[str, Any]] = []
     for thread in saver.list_threads():

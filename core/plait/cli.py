@@ -415,9 +415,6 @@ def cmd_new_plugin(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 # --------------------------------------------------------------------------- main
 
 
-_BUILTIN_COMMANDS = frozenset({"run", "chat", "plugins", "new-plugin"})
-
-
 def build_parser(*, plugin_commands: bool = True) -> argparse.ArgumentParser:
     """The ``plait`` parser; ``plugin_commands`` adds the ``plait.commands`` of plugins
     (which loads their parser modules)."""
@@ -550,11 +547,15 @@ def _trace_to(stream: IO[str]) -> None:
     logger.propagate = False
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def _subparsers_action(parser: argparse.ArgumentParser) -> Any:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
+            return action
+    raise AssertionError("the plait parser has subcommands")
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return dict(_subparsers_action(parser).choices)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -562,7 +563,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     # A built-in command needs no plugin's parser: its words are read without loading one.
     first = next((word for word in words if not word.startswith("-")), None)
-    parser = build_parser(plugin_commands=first not in _BUILTIN_COMMANDS)
+    parser = build_parser(plugin_commands=False)
+    if first not in _subparsers(parser):
+        _plugin_commands(_subparsers_action(parser))
     args, rest = parser.parse_known_args(words)
     if rest:
         # Options after the prompt, or between the file and the prompt ("run a.toml --model
