@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from plait.messages import AIMessage, Message
@@ -30,8 +29,31 @@ def count_tokens(messages: Iterable[Message]) -> int:
         else:
             for block in content:
                 text = block.get("text")
-                chars += len(text) if isinstance(text, str) else len(json.dumps(block))
+                chars += len(text) if isinstance(text, str) else _json_chars(block)
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                chars += len(call.name) + len(json.dumps(call.args))
+                chars += len(call.name) + _json_chars(call.args)
     return -(-chars // _CHARS_PER_TOKEN) + _PER_MESSAGE * count
+
+
+def _json_chars(value: object) -> int:
+    """About how many characters ``json.dumps(value)`` writes, walked without recursion.
+
+    An estimate must not fail where the data is legal: tool arguments nested thousands
+    deep are refused later, with a clear error, by whatever stores them.
+    """
+    chars = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            chars += len(item) + 2
+        elif isinstance(item, dict):
+            chars += 2 + 4 * len(item) + sum(len(str(k)) for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            chars += 2 + 2 * len(item)
+            stack.extend(item)
+        else:
+            chars += len(str(item))
+    return chars

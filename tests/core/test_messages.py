@@ -118,6 +118,17 @@ def test_approximate_token_count_grows_with_text() -> None:
     assert long == -(-len("hi " * 400) // 4) + 4
 
 
+def test_token_estimate_counts_arguments_about_as_json_writes_them_at_any_depth() -> None:
+    args = {"to": "jane@example.com", "items": [1, "two", {"three": None}]}
+    call = AIMessage("", tool_calls=[{"name": "send", "args": args, "id": "c1"}])
+    assert abs(count_tokens([call]) - count_tokens([AIMessage("x" * len(json.dumps(args)))])) <= 2
+    deep: dict[str, Any] = {}
+    for _ in range(5_000):  # legal, though too deep for json.dumps: estimated, not a crash
+        deep = {"a": deep}
+    deep_call = AIMessage("", tool_calls=[{"name": "f", "args": deep, "id": "c2"}])
+    assert count_tokens([deep_call]) > 5_000
+
+
 def test_tool_calls_given_as_dicts_are_converted_when_the_message_is_built() -> None:
     from plait.messages import AIMessage, ToolCall
 
