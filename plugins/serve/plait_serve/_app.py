@@ -46,7 +46,12 @@ MAX_BODY = 1_000_000
 MAX_RUNS = 256
 """How many runs may go on at once by default; one more is a 429."""
 
-PROTOCOLS = ("plait_serve.ag_ui", "plait_serve.openai_compat", "plait_serve.agent_protocol")
+PROTOCOLS = (
+    "plait_serve.ag_ui",
+    "plait_serve.openai_compat",
+    "plait_serve.agent_protocol",
+    "plait_serve.a2a_protocol",
+)
 """The protocol modules served, each with ``routes(server) -> list[Route]``."""
 
 PUBLIC_PATHS = frozenset({"/healthz"})

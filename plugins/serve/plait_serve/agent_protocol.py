@@ -35,13 +35,13 @@ from plait_serve._events import END_TYPES, jsonable
 from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
 from plait_serve._interrupts import Pending, pending_interrupts
 from plait_serve._runlog import Busy, NotFound
+from plait_serve._runs import runs_of as run_records
 
 __all__ = ["STREAM_MODES", "routes"]
 
 STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "custom")
 """The ``stream_mode`` values served."""
 
-_PAGE = 500
 _RUN_KEYS = frozenset(
     {
         "assistant_id",
@@ -223,32 +223,13 @@ def routes(server: Server) -> list[Route]:
             raise NotFound(thread)
         return thread, record
 
+    _STATUS = {"cancelled": "interrupted", "lost": "error"}  # as LangGraph names them
+
     async def runs_of(thread: str) -> dict[str, dict[str, Any]]:
-        """Every run of the thread, from its log: first event number and status."""
-        found: dict[str, dict[str, Any]] = {}
-        current: dict[str, Any] | None = None
-        cursor = 0
-        while True:
-            rows = await server.runs.call(
-                server.runs.log.read_events, thread, after=cursor, limit=_PAGE
-            )
-            if not rows:
-                break
-            cursor = rows[-1][0]
-            for seq, event in rows:
-                kind = event.get("type")
-                if kind == "run_started":
-                    current = {"first": seq, "status": "running"}
-                    found[event["run_id"]] = current
-                elif kind in END_TYPES and current is not None:
-                    status = "error" if kind == "run_error" else event.get("status", "success")
-                    current["status"] = "interrupted" if status == "cancelled" else status
-                    current = None
-        live = server.runs.running(thread)
-        for run_id, run in found.items():
-            if run["status"] == "running" and run_id != live:
-                run["status"] = "error"  # its process stopped before the run ended
-        return found
+        runs = await run_records(server, thread)
+        for run in runs.values():
+            run["status"] = _STATUS.get(run["status"], run["status"])
+        return runs
 
     def run_json(thread: str, run_id: str, status: str, record: dict[str, Any]) -> dict[str, Any]:
         created = _iso(record.get("created", started))

@@ -1,0 +1,46 @@
+"""The runs of a thread, read from its run log: where each starts and how it ended —
+what the Agent Protocol's and A2A's run and task statuses are projections of."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plait_serve._app import Server
+from plait_serve._events import END_TYPES
+
+__all__ = ["runs_of"]
+
+_PAGE = 500
+
+
+async def runs_of(server: Server, thread: str) -> dict[str, dict[str, Any]]:
+    """``{run_id: {"first", "status", "end"}}`` in the order the runs started: ``first``
+    is the number of its ``run_started`` event; ``status`` is ``running``, ``success``,
+    ``interrupted`` (paused), ``cancelled``, ``error``, or ``lost`` (its process stopped
+    before it ended); ``end`` is its end event (``None`` while it runs)."""
+    found: dict[str, dict[str, Any]] = {}
+    current: dict[str, Any] | None = None
+    cursor = 0
+    while True:
+        rows = await server.runs.call(
+            server.runs.log.read_events, thread, after=cursor, limit=_PAGE
+        )
+        if not rows:
+            break
+        cursor = rows[-1][0]
+        for seq, event in rows:
+            kind = event.get("type")
+            if kind == "run_started":
+                current = {"first": seq, "status": "running", "end": None}
+                found[event["run_id"]] = current
+            elif kind in END_TYPES and current is not None:
+                current["end"] = event
+                current["status"] = (
+                    "error" if kind == "run_error" else event.get("status", "success")
+                )
+                current = None
+    live = server.runs.running(thread)
+    for run_id, run in found.items():
+        if run["status"] == "running" and run_id != live:
+            run["status"] = "lost"
+    return found

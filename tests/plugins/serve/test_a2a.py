@@ -1,0 +1,201 @@
+"""a2a-sdk's own client against a plait server: the agent card names the agent and its
+tools as skills; ``message/stream`` and ``message/send`` run examples/support.toml, whose
+refund pauses the task at ``input-required`` with the call under review; a follow-up
+message on the same task carrying plait's decisions payload resumes it to ``completed``
+— a decision the interrupt does not allow is refused and changes nothing; ``tasks/get``
+and ``tasks/cancel``; another key's task is not found."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, create_client
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    TaskState,
+)
+from google.protobuf import json_format, struct_pb2
+from serve_helpers import Served
+
+import plait
+from plait.testing import ai, call
+
+KEY = "a2a-client-key-0123456789"
+OTHER = "another-a2a-key-0123456789"
+REFUND = "Refunded 25.00 EUR for order 1042."
+
+
+def text(value: str, **fields: Any) -> SendMessageRequest:
+    message = Message(role=Role.ROLE_USER, message_id=f"m-{value[:8]}", parts=[Part(text=value)])
+    return SendMessageRequest(message=message, **fields)
+
+
+def decisions(task: Any, *decided: dict[str, Any]) -> SendMessageRequest:
+    data = json_format.ParseDict({"decisions": list(decided)}, struct_pb2.Value())
+    message = Message(
+        role=Role.ROLE_USER,
+        message_id="m-decision",
+        task_id=task.id,
+        context_id=task.context_id,
+        parts=[Part(data=data)],
+    )
+    return SendMessageRequest(message=message)
+
+
+async def responses(client: Any, request: SendMessageRequest) -> list[Any]:
+    return [response async for response in client.send_message(request)]
+
+
+def run(
+    served: Served, body: Callable[[Any], Any], *, key: str = KEY, streaming: bool = True
+) -> Any:
+    async def main() -> Any:
+        headers = {"Authorization": f"Bearer {key}"}
+        async with httpx.AsyncClient(headers=headers, timeout=20) as http:
+            config = ClientConfig(httpx_client=http, streaming=streaming)
+            client = await create_client(served.url, client_config=config)
+            return await body(client)
+
+    return asyncio.run(main())
+
+
+def interrupt_data(status: Any) -> dict[str, Any]:
+    (data,) = [p.data for p in status.message.parts if p.HasField("data")]
+    return dict(json_format.MessageToDict(data))
+
+
+def test_the_agent_card_names_the_agent_and_its_tools_as_skills(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    served = serve(support, keys=[KEY])
+
+    async def main() -> Any:
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}) as http:
+            return await A2ACardResolver(http, served.url).get_agent_card()
+
+    card = asyncio.run(main())
+    assert card.name == support.name
+    assert card.description.startswith("You are Acme's support agent.")
+    assert [s.id for s in card.skills] == ["lookup_order", "issue_refund"]
+    assert card.capabilities.streaming
+    (interface,) = card.supported_interfaces
+    assert interface.url == served.url + "/a2a" and interface.protocol_binding == "JSONRPC"
+    assert "bearer" in card.security_schemes
+    with served.client() as anonymous:
+        assert anonymous.get("/.well-known/agent-card.json").status_code == 401
+
+
+def test_a_streamed_task_pauses_for_input_and_a_decisions_message_completes_it(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    served = serve(support, keys=[KEY])
+
+    async def body(client: Any) -> Any:
+        first = await responses(client, text("Refund order 1042, please."))
+        task = first[0].task
+        assert task.status.state == TaskState.TASK_STATE_WORKING
+        calls = [
+            json_format.MessageToDict(p.data)
+            for r in first
+            if r.HasField("status_update") and r.status_update.status.HasField("message")
+            for p in r.status_update.status.message.parts
+            if p.HasField("data")
+        ]
+        calls = [c for c in calls if c.get("type") == "tool_call"]
+        assert [c["name"] for c in calls] == ["lookup_order", "issue_refund"]
+        paused = first[-1].status_update
+        assert paused.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        (pending,) = interrupt_data(paused.status)["interrupts"]
+        assert pending["id"] == support.get_interrupts(task.context_id)[0].id
+        (review,) = pending["tool_calls"]
+        assert review["name"] == "issue_refund"
+        assert review["allowed_decisions"] == ["approve", "edit", "reject"]
+        assert review["id"] == calls[-1]["tool_call_id"]
+
+        second = await responses(
+            client, decisions(task, {"type": "approve", "tool_call_id": review["id"]})
+        )
+        artifacts = [r.artifact_update.artifact for r in second if r.HasField("artifact_update")]
+        assert [a.parts[0].text for a in artifacts] == [REFUND]
+        done = second[-1].status_update
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
+        assert done.task_id == task.id
+        got = await client.get_task(GetTaskRequest(id=task.id))
+        assert got.status.state == TaskState.TASK_STATE_COMPLETED
+        assert got.artifacts[0].parts[0].text == REFUND
+
+    run(served, body)
+
+
+def test_a_decision_the_interrupt_does_not_allow_is_refused_and_changes_nothing(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    served = serve(support, keys=[KEY, OTHER])
+
+    async def body(client: Any) -> Any:
+        (response,) = await responses(client, text("Refund order 1042."))
+        task = response.task
+        assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        before = support.get_state(task.context_id)
+        for bad in ({"type": "maybe"}, {"type": "approve", "tool_call_id": "call_forged"}):
+            with pytest.raises(Exception, match="decision 0") as raised:
+                await responses(client, decisions(task, bad))
+            assert "issue_refund" in str(raised.value)
+        assert support.get_state(task.context_id) == before
+        assert len(support.get_interrupts(task.context_id)) == 1
+        (rejected,) = await responses(
+            client, decisions(task, {"type": "reject", "message": "Not this order."})
+        )
+        assert rejected.task.status.state == TaskState.TASK_STATE_COMPLETED
+        return task
+
+    task = run(served, body, streaming=False)
+
+    async def other(client: Any) -> Any:
+        with pytest.raises(Exception, match="not found"):
+            await client.get_task(GetTaskRequest(id=task.id))
+        with pytest.raises(Exception, match="not found"):
+            await responses(client, decisions(task, {"type": "approve"}))
+
+    run(served, other, key=OTHER)
+
+
+def test_tasks_cancel_cancels_a_running_task(serve: Callable[..., Served]) -> None:
+    release = threading.Event()
+
+    def slow() -> str:
+        """Waits."""
+        release.wait(10)
+        return "late"
+
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([ai("", call("slow")), ai("done")]),
+        tools=[slow],
+        checkpointer="memory",
+        name="slowpoke",
+    )
+    served = serve(agent, keys=[KEY])
+
+    async def body(client: Any) -> Any:
+        request = text("go", configuration=SendMessageConfiguration(return_immediately=True))
+        (response,) = await responses(client, request)
+        task = response.task
+        assert task.status.state == TaskState.TASK_STATE_WORKING
+        cancelled = await client.cancel_task(CancelTaskRequest(id=task.id))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+        release.set()
+        with pytest.raises(Exception, match="not running"):
+            await client.cancel_task(CancelTaskRequest(id=task.id))
+
+    run(served, body, streaming=False)
