@@ -9,9 +9,10 @@ that paused the recorded run at an interrupt, which runs again so it pauses agai
 What is hashed is what the run asked: the model id, the messages without their random
 ids, the options (tools by name, description and parameters); a tool run's name and
 arguments. A request the recording does not hold fails with a diff of what changed
-against the recorded one it should have been (``mode="strict"``, the default);
-``mode="lenient"`` answers each call with the next recorded one of its kind, whatever
-it asked.
+against the recorded one it should have been (``mode="strict"``, the default; a
+request asked again once every recorded one was used gets its last answer again, so a
+recording replays any number of times); ``mode="lenient"`` answers each call with the
+next recorded one of its kind, whatever it asked.
 
 The file's first line names the agent that recorded it (name, model, tools, system
 prompt, as a fingerprint); replaying it with another agent is refused when the agent
@@ -276,6 +277,16 @@ class Replayer:
             match = next((i for i in unused if self.entries[i]["key"] == key), None)
             if match is None and self.mode == "lenient" and unused:
                 match = unused[0]
+            if match is None:
+                # the very request again (the recording replayed a second time): the
+                # answer it was given last
+                again = [
+                    i
+                    for i in sorted(self._used, reverse=True)
+                    if self.entries[i]["kind"] == kind and self.entries[i]["key"] == key
+                ]
+                if again:
+                    return self.entries[again[0]]
             if match is None:
                 raise self._mismatch(kind, request, unused)
             self._used.add(match)

@@ -122,3 +122,51 @@ def test_bad_options_are_one_line(tmp_path: Path) -> None:
         plait.create_agent(model, record=tmp_path / "a", replay=tmp_path / "b")
     with pytest.raises(ConfigError, match=r"^record: expected a file in an existing directory"):
         plait.create_agent(model, record=tmp_path / "no" / "runs.jsonl")
+
+
+def test_an_approval_replays_it_pauses_again_and_the_answer_is_replayed(tmp_path: Path) -> None:
+    asked: list[Any] = []
+
+    @plait.tool
+    def refund(order: int) -> str:
+        """Refund an order once a human says yes."""
+        answer = plait.interrupt({"refund": order})
+        asked.append(answer)
+        return "refunded" if answer == "yes" else "not refunded"
+
+    path = tmp_path / "runs.jsonl"
+    server = ReplayServer()
+    try:
+        server.json(openai_completion(None, ("c1", "refund", {"order": 42})))
+        server.json(openai_completion("Refunded."))
+        agent = plait.create_agent(_model(server.url), [refund], checkpointer="memory", record=path)
+        agent.invoke("Refund 42", thread_id="t")
+        recorded = agent.invoke(plait.Command(resume="yes"), thread_id="t")
+    finally:
+        server.close()
+    offline = plait.create_agent(
+        _model("http://127.0.0.1:9"), [refund], checkpointer="memory", replay=path
+    )
+    paused = offline.invoke("Refund 42", thread_id="t")
+    assert paused.interrupts[0].value == {"refund": 42}  # the tool ran, and asked again
+    done = offline.invoke(plait.Command(resume="yes"), thread_id="t")
+    assert _plain(done.messages) == _plain(recorded.messages)
+    assert asked == ["yes"]  # answered from the recording on resume, not run
+
+
+def test_async_runs_record_and_replay(tmp_path: Path) -> None:
+    import asyncio
+
+    path = tmp_path / "runs.jsonl"
+    server = ReplayServer()
+    try:
+        server.json(openai_completion("Hello."))
+        agent = plait.create_agent(_model(server.url), record=path)
+        recorded = asyncio.run(agent.ainvoke("Hi"))
+    finally:
+        server.close()
+    offline = plait.create_agent(_model("http://127.0.0.1:9"), replay=path)
+    replayed = asyncio.run(offline.ainvoke("Hi"))
+    assert replayed.text == recorded.text == "Hello."
+    streamed = "".join(chunk.content for chunk, _ in offline.stream("Hi", stream_mode="messages"))
+    assert streamed == "Hello."
