@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import attrs
 
 from plait._convert import expected
-from plait.errors import PlaitError
+from plait.errors import MalformedURLError, PlaitError
 
 
 class _Delta(Protocol):
@@ -45,6 +45,7 @@ __all__ = [
     "Rows",
     "StepInfo",
     "check_keep_steps",
+    "keep_steps_option",
     "missing_step",
     "prune_cutoff",
     "rewind",
@@ -154,6 +155,19 @@ def check_keep_steps(keep_steps: object, owner: str) -> int | None:
             f"{owner}: keep_steps: {expected('a whole number of at least 1 or None', keep_steps)}"
         )
     return keep_steps
+
+
+def keep_steps_option(text: str, url: str) -> int | None:
+    """The ``keep_steps=`` of a checkpointer URL: a whole number of at least 1, or
+    ``all`` (keep every step)."""
+    if text == "all":
+        return None
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise MalformedURLError(
+        f"malformed checkpointer URL {url!r}: keep_steps={text}: "
+        "expected a whole number of at least 1 or 'all'"
+    )
 
 
 def missing_step(thread_id: str, step: object, kept: Sequence[int]) -> HistoryError:

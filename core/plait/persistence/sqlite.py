@@ -40,6 +40,7 @@ from plait.history import (
     Rows,
     StepInfo,
     check_keep_steps,
+    keep_steps_option,
     missing_step,
     undo_record,
 )
@@ -121,10 +122,12 @@ def parse_sqlite_url(url: str) -> tuple[str, dict[str, str]]:
     options: dict[str, str] = {}
     for pair in filter(None, query.split("&")):
         name, _, value = pair.partition("=")
-        if name != "synchronous" or value not in _SYNCHRONOUS:
+        if name == "keep_steps":
+            keep_steps_option(value, url)  # checked now, read by the checkpointer
+        elif name != "synchronous" or value not in _SYNCHRONOUS:
             raise MalformedURLError(
-                f"malformed SQLite URL {url!r}: unknown option {pair!r}; the only option is "
-                "synchronous=full or synchronous=normal"
+                f"malformed SQLite URL {url!r}: unknown option {pair!r}; the options are "
+                "synchronous=full or synchronous=normal, and keep_steps=N or keep_steps=all"
             )
         options[name] = value
     if "#" in rest:
@@ -380,10 +383,15 @@ class SQLiteCheckpointer:
     @classmethod
     def from_url(cls, url: str) -> SQLiteCheckpointer:
         """The checkpointer for ``sqlite:///relative.db``, ``sqlite:////abs/path.db`` or
-        ``sqlite://:memory:``, optionally with ``?synchronous=normal`` (the
-        ``plait.checkpointers`` entry point)."""
+        ``sqlite://:memory:``, optionally with ``?synchronous=normal`` and
+        ``?keep_steps=N`` (or ``all``) (the ``plait.checkpointers`` entry point)."""
         path, options = parse_sqlite_url(url)
-        return cls(path, synchronous="normal" if options.get("synchronous") == "normal" else "full")
+        keep = options.get("keep_steps")
+        return cls(
+            path,
+            synchronous="normal" if options.get("synchronous") == "normal" else "full",
+            keep_steps=KEEP_STEPS if keep is None else keep_steps_option(keep, url),
+        )
 
     @property
     def path(self) -> str:

@@ -36,7 +36,14 @@ from plait.checkpoint import (
     load_value,
 )
 from plait.errors import MalformedURLError, SchemaVersionError, StoreError, ThreadBusyError
-from plait.history import KEEP_STEPS, HistoryError, StepInfo, check_keep_steps, undo_record
+from plait.history import (
+    KEEP_STEPS,
+    HistoryError,
+    StepInfo,
+    check_keep_steps,
+    keep_steps_option,
+    undo_record,
+)
 from plait.messages import AnyMessage
 from plait.options import integer
 from plait.persistence.steps import Query, StepSQL, history_ddl
@@ -390,10 +397,20 @@ class PostgresCheckpointer:
 
     @classmethod
     def from_url(cls, url: str) -> PostgresCheckpointer:
-        """The checkpointer for ``postgresql://user:password@host:port/db[?schema=name]``
-        (the ``plait.checkpointers`` entry point)."""
+        """The checkpointer for ``postgresql://user:password@host:port/db[?schema=name]``,
+        optionally with ``keep_steps=N`` (or ``all``) (the ``plait.checkpointers`` entry
+        point)."""
+        keep: int | None = KEEP_STEPS
+        parts = urlsplit(url)
+        if "keep_steps=" in parts.query:
+            pairs = parse_qsl(parts.query, keep_blank_values=True)
+            for name, value in pairs:
+                if name == "keep_steps":
+                    keep = keep_steps_option(value, redact_url(url))
+            rest = urlencode([(k, v) for k, v in pairs if k != "keep_steps"], quote_via=quote)
+            url = _unsplit(parts.scheme, parts.netloc, parts.path, rest, parts.fragment)
         conninfo, schema = parse_postgres_url(url)
-        return cls(conninfo, schema=schema)
+        return cls(conninfo, schema=schema, keep_steps=keep)
 
     @property
     def url(self) -> str:

@@ -166,3 +166,24 @@ def test_keep_steps_spares_what_an_unwritten_fork_reads(checkpointer_backend: An
     for step in range(7, 12):
         cp.save("t", StepDelta(step, upserts=(_h(str(step), f"x{step}"),)))
     assert cp.load("f") == seen[4]
+
+
+def test_keep_steps_in_the_url(checkpointer_backend: Any) -> None:
+    from plait.errors import MalformedURLError
+
+    url = checkpointer_backend.url
+    if url is None:
+        pytest.skip("this checkpointer is not opened by URL")
+    cls = type(checkpointer_backend.make())
+    sep = "&" if "?" in url else "?"
+    opened = cls.from_url(f"{url}{sep}keep_steps=2")
+    assert opened.keep_steps == 2
+    opened.close()
+    opened = cls.from_url(f"{url}{sep}keep_steps=all")
+    assert opened.keep_steps is None
+    opened.close()
+    assert cls.from_url(url).keep_steps == 1000
+    with pytest.raises(
+        MalformedURLError, match=r"keep_steps=0: expected a whole number of at least 1 or 'all'$"
+    ):
+        cls.from_url(f"{url}{sep}keep_steps=0")
