@@ -397,8 +397,13 @@ PAGES: dict[str, Page] = {
             "Sorry, I could not find that order. Error: tool 'lookup_order' raised ValueError: "
             "there is no order 9998. Call it again only if something you can change caused "
             "it, or take another approach.\n"
+            "waits for approval: issue_refund\n"
+            "Refunded 25.00 EUR for order 1042.\n"
+            "idle success\n"
+            "TASK_STATE_INPUT_REQUIRED\n"
+            "Refunded 25.00 EUR for order 1042.\n"
         ),
-        needs=("plait_serve", "openai"),
+        needs=("plait_serve", "openai", "langgraph_sdk", "a2a"),
     ),
     "tools.md": Page(
         turns=(call("count_notes"), say("You have no notes yet.")),
