@@ -562,8 +562,10 @@ class PostgresCheckpointer:
 
     def fork(self, thread_id: str, step: int, new_thread_id: str) -> None:
         with self._db.transaction() as conn:
-            # the parent's row lock: its save cannot forget the step while we point at it
-            conn.execute("SELECT 1 FROM plait_threads WHERE id = %s FOR UPDATE", (thread_id,))
+            # The row lock of the thread whose records hold the step: its saves (which
+            # take that lock first) cannot forget the step while the fork points at it.
+            owner = _STEPS.owner(_query(conn), thread_id, step)
+            conn.execute("SELECT 1 FROM plait_threads WHERE id = %s FOR UPDATE", (owner,))
             try:
                 _STEPS.fork(_query(conn), thread_id, step, new_thread_id, time.time())
             except psycopg.errors.UniqueViolation:  # made by another client meanwhile
