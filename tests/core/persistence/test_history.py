@@ -187,3 +187,40 @@ def test_keep_steps_in_the_url(checkpointer_backend: Any) -> None:
         MalformedURLError, match=r"keep_steps=0: expected a whole number of at least 1 or 'all'$"
     ):
         cls.from_url(f"{url}{sep}keep_steps=0")
+
+
+def _message_rows(backend: Any, thread: str) -> int:
+    """Rows the database holds for ``thread``'s messages, read with the driver itself."""
+    if backend.kind == "sqlite":
+        import sqlite3
+
+        from plait.persistence.sqlite import parse_sqlite_url
+
+        with sqlite3.connect(parse_sqlite_url(backend.url)[0]) as conn:
+            query = "SELECT count(*) FROM plait_messages WHERE thread = ?"
+            return int(conn.execute(query, (thread,)).fetchone()[0])
+    import psycopg
+
+    from plait_postgres._postgres import parse_postgres_url
+
+    conninfo, schema = parse_postgres_url(backend.url)
+    with psycopg.connect(conninfo) as conn:
+        conn.execute(f'SET search_path TO "{schema}"')
+        query = "SELECT count(*) FROM plait_messages WHERE thread = %s"
+        row = conn.execute(query, (thread,)).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def test_a_fork_copies_nothing_until_it_is_written_to(checkpointer_backend: Any) -> None:
+    if not checkpointer_backend.durable:
+        pytest.skip("a database checkpointer: memory shares its strings anyway")
+    cp = checkpointer_backend.make()
+    seen = _save_all(cp)
+    assert _message_rows(checkpointer_backend, "t") == 2
+    cp.fork("t", 4, "f")
+    assert _message_rows(checkpointer_backend, "f") == 0  # a parent pointer, no copy
+    assert cp.load("f") == seen[3]
+    cp.save("f", StepDelta(5, upserts=(_h("mine", "mine"),)))
+    assert _message_rows(checkpointer_backend, "f") == 3  # written on its first save
+    assert [m.content for m in cp.load("f").messages] == ["hi (edited)", "again", "mine"]
