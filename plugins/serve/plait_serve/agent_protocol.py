@@ -377,6 +377,24 @@ def routes(server: Server) -> list[Route]:
                     422, "invalid_request", f"{name}: expected an int >= 0, got {value!r}"
                 )
         metadata, status, ids = body.get("metadata") or {}, body.get("status"), body.get("ids")
+        if not isinstance(metadata, dict):
+            raise ApiError(
+                422, "invalid_request", f"metadata: expected an object, got {metadata!r}"[:200]
+            )
+        if ids is not None and (
+            not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)
+        ):
+            raise ApiError(
+                422, "invalid_request", f"ids: expected a list of thread ids, got {ids!r}"[:200]
+            )
+        if status is not None and status not in ("idle", "busy", "interrupted", "error"):
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"status: expected one of 'idle', 'busy', 'interrupted', 'error', got {status!r}"[
+                    :200
+                ],
+            )
         owner = server.owner(request)
         found: list[dict[str, Any]] = []
         threads = await server.runs.call(agent.list_threads)
@@ -445,6 +463,13 @@ def routes(server: Server) -> list[Route]:
                 if not isinstance(item, dict):
                     raise TypeError(f"expected a message object, got {item!r}")
                 fields = {k: v for k, v in item.items() if k in ("role", "type", "content", "id")}
+                content, mid = fields.get("content", ""), fields.get("id")
+                blocks = isinstance(content, list) and all(isinstance(b, dict) for b in content)
+                if not (isinstance(content, str) or blocks) or not isinstance(mid, str | None):
+                    raise TypeError(
+                        "expected a 'content' string or list of blocks and an 'id' "
+                        f"string, got {item!r}"
+                    )
                 if fields.get("id") is None:
                     fields.pop("id", None)
                 messages.append(message_from_dict(fields))

@@ -199,3 +199,63 @@ def test_tasks_cancel_cancels_a_running_task(serve: Callable[..., Served]) -> No
             await client.cancel_task(CancelTaskRequest(id=task.id))
 
     run(served, body, streaming=False)
+
+
+def test_malformed_json_rpc_calls_get_one_clear_error_each_and_change_nothing(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    served = serve(support, keys=[KEY, OTHER], max_body=20_000)
+    mine = {"Authorization": f"Bearer {KEY}"}
+    theirs = {"Authorization": f"Bearer {OTHER}"}
+
+    def rpc(http: httpx.Client, method: str, params: Any, headers: dict[str, str]) -> Any:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        return http.post("/a2a", json=body, headers=headers)
+
+    def user(text: str, **extra: Any) -> dict[str, Any]:
+        message = {"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": text}]}
+        return {"message": {**message, **extra}}
+
+    with httpx.Client(base_url=served.url, timeout=20) as http:
+        paused = rpc(http, "message/send", user("Refund order 1042."), mine).json()["result"]
+        assert paused["status"]["state"] == "input-required"
+        task, context = paused["id"], paused["contextId"]
+        before = support.get_state(context)
+        forged = {
+            "kind": "data",
+            "data": {"decisions": [{"type": "approve", "approved": True}] * 2},
+        }
+        calls: list[tuple[str, Any, dict[str, str], int, str]] = [
+            ("message/send", {}, mine, -32602, "params.message"),
+            ("message/send", {"message": {"role": "user"}}, mine, -32602, "params.message"),
+            ("message/send", user(""), mine, -32602, "text part"),
+            ("message/send", user("Hi", contextId=context), mine, -32602, "paused"),
+            ("message/send", user("Hi", contextId=context), theirs, -32001, "not found"),
+            ("message/send", user("ok", taskId=task), theirs, -32001, "not found"),
+            ("message/send", user("ok", taskId="no-such-task"), mine, -32001, "not found"),
+            (
+                "message/send",
+                {"message": {"role": "user", "messageId": "m", "taskId": task, "parts": [forged]}},
+                mine,
+                -32602,
+                "expected 1 decision",
+            ),
+            ("tasks/get", {"id": task}, theirs, -32001, "not found"),
+            ("tasks/get", {"id": f"{context}#nope"}, mine, -32001, "not found"),
+            ("tasks/get", {}, mine, -32602, "params.id"),
+            ("tasks/cancel", {"id": task}, mine, -32002, "not running"),
+            ("tasks/resubscribe", {"id": task}, mine, -32601, "not served"),
+        ]
+        for method, params, headers, code, text in calls:
+            response = rpc(http, method, params, headers)
+            assert response.status_code == 200
+            error = response.json()["error"]
+            assert error["code"] == code and text in error["message"], (method, params, error)
+        not_rpc = http.post("/a2a", json={"method": "tasks/get"}, headers=mine).json()
+        assert not_rpc["error"]["code"] == -32600
+        assert http.post("/a2a", content=b"{", headers=mine).status_code == 400
+        assert http.post("/a2a", json={}, headers={}).status_code == 401
+        assert support.get_state(context) == before
+        assert len(support.get_interrupts(context)) == 1
+        got = rpc(http, "tasks/get", {"id": task}, mine).json()["result"]
+        assert got["status"]["state"] == "input-required"

@@ -318,3 +318,163 @@ def test_unknown_assistants_and_threads_and_another_keys_threads_are_404(
     with served.client() as anonymous:
         response = anonymous.post("/threads/search", json={})
     assert response.status_code == 401 and "Bearer" in response.json()["error"]["message"]
+
+
+def test_malformed_agent_protocol_requests_get_one_clear_4xx_each_and_change_nothing(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    served = serve(support, keys=[KEY, OTHER], max_body=20_000)
+    lg = client(served)
+    thread = lg.threads.create()["thread_id"]
+    lg.runs.wait(thread, support.name, input=ASK)  # paused at the refund
+    run_id = lg.runs.list(thread)[0]["run_id"]
+    before = (support.get_state(thread), support.checkpointer.last_event(thread))  # type: ignore[union-attr]
+    runs = f"/threads/{thread}/runs"
+    ok = {"assistant_id": support.name}
+    requests: list[tuple[str, str, dict[str, Any], str]] = [
+        ("POST", runs + "/wait", {"content": b"{", "key": KEY}, "invalid_json"),
+        ("POST", runs + "/wait", {"json": [], "key": KEY}, "invalid_request"),
+        ("POST", runs + "/wait", {"json": {**ok, "bogus": 1}, "key": KEY}, "invalid_request"),
+        ("POST", runs + "/wait", {"json": {"assistant_id": "other"}, "key": KEY}, "not_found"),
+        (
+            "POST",
+            runs + "/stream",
+            {"json": {**ok, "stream_mode": "debug"}, "key": KEY},
+            "invalid_request",
+        ),
+        (
+            "POST",
+            runs + "/stream",
+            {"json": {**ok, "stream_mode": 3}, "key": KEY},
+            "invalid_request",
+        ),
+        (
+            "POST",
+            runs + "/wait",
+            {"json": {**ok, "input": {"topic": "x"}}, "key": KEY},
+            "invalid_request",
+        ),
+        (
+            "POST",
+            runs + "/wait",
+            {
+                "json": {**ok, "input": {"messages": [{"role": "wizard", "content": "x"}]}},
+                "key": KEY,
+            },
+            "invalid_request",
+        ),
+        (
+            "POST",
+            runs + "/wait",
+            {"json": {**ok, "input": {"messages": [{"role": "user", "content": 5}]}}, "key": KEY},
+            "invalid_request",
+        ),
+        (
+            "POST",
+            runs + "/wait",
+            {"json": {**ok, "command": {"goto": "tools"}}, "key": KEY},
+            "invalid_request",
+        ),
+        (
+            "POST",
+            runs + "/wait",
+            {"json": {**ok, "command": {"resume": 1}, "input": ASK}, "key": KEY},
+            "invalid_request",
+        ),
+        (
+            "POST",
+            runs + "/wait",
+            {"json": {**ok, "input": ASK}, "key": KEY},
+            "resume_refused",
+        ),  # paused
+        (
+            "POST",
+            runs + "/wait",
+            {
+                "json": {
+                    **ok,
+                    "command": {
+                        "resume": {
+                            "decisions": [
+                                {"type": "approve", "approved": True},
+                                {"type": "approve"},
+                            ]
+                        }
+                    },
+                },
+                "key": KEY,
+            },
+            "resume_refused",
+        ),
+        (
+            "POST",
+            runs + "/wait",
+            {
+                "json": {**ok, "command": {"resume": {"decisions": [{"type": "approve"}]}}},
+                "key": OTHER,
+            },
+            "not_found",
+        ),
+        (
+            "POST",
+            runs + "/wait",
+            {
+                "json": {**ok, "command": {"resume": {"decisions": [{"type": "approve"}]}}},
+                "key": "",
+            },
+            "unauthorized",
+        ),
+        (
+            "POST",
+            runs + "/wait",
+            {"content": b"{" + b" " * 30_000 + b"}", "key": KEY},
+            "body_too_large",
+        ),
+        (
+            "POST",
+            "/threads/nope/runs/wait",
+            {"json": {**ok, "input": ASK}, "key": KEY},
+            "not_found",
+        ),
+        ("GET", f"{runs}/not-a-run", {"key": KEY}, "not_found"),
+        (
+            "GET",
+            f"{runs}/{run_id}/stream",
+            {"key": KEY, "headers": {"Last-Event-ID": "abc"}},
+            "invalid_since",
+        ),
+        ("GET", f"{runs}/{run_id}/stream?stream_mode=debug", {"key": KEY}, "invalid_request"),
+        ("POST", f"{runs}/{run_id}/cancel", {"key": KEY}, "no_run"),
+        ("POST", "/threads", {"json": {"thread_id": thread}, "key": KEY}, "thread_exists"),
+        ("POST", "/threads", {"json": {"thread_id": 7}, "key": KEY}, "invalid_request"),
+        ("POST", "/threads", {"json": {"metadata": "x"}, "key": KEY}, "invalid_request"),
+        ("POST", "/threads/search", {"json": {"limit": -1}, "key": KEY}, "invalid_request"),
+        ("POST", "/threads/search", {"json": {"metadata": "x"}, "key": KEY}, "invalid_request"),
+        ("POST", "/threads/search", {"json": {"ids": "abc"}, "key": KEY}, "invalid_request"),
+        (
+            "POST",
+            "/threads/search",
+            {"json": {"status": "sleeping"}, "key": KEY},
+            "invalid_request",
+        ),
+        (
+            "POST",
+            f"/threads/{thread}/history",
+            {"json": {"limit": 0}, "key": KEY},
+            "invalid_request",
+        ),
+        ("GET", f"/threads/{'x' * 300}", {"key": KEY}, "invalid_request"),
+        ("DELETE", f"/threads/{thread}", {"key": OTHER}, "not_found"),
+        ("GET", "/assistants/nope", {"key": KEY}, "not_found"),
+    ]
+    with httpx.Client(base_url=served.url, timeout=20) as http:
+        for method, path, options, code in requests:
+            key = options.pop("key")
+            headers = {**options.pop("headers", {}), **({"X-Api-Key": key} if key else {})}
+            if "content" in options:
+                headers["Content-Type"] = "application/json"
+            response = http.request(method, path, headers=headers, **options)
+            assert 400 <= response.status_code < 500, (path, response.text)
+            assert response.json()["error"]["code"] == code, (path, response.text)
+    assert (support.get_state(thread), support.checkpointer.last_event(thread)) == before  # type: ignore[union-attr]
+    assert len(support.get_interrupts(thread)) == 1
