@@ -18,7 +18,7 @@ from plait import effects
 from plait.agent import AgentResult
 from plait.errors import ConfigError, PlaitError
 from plait.middleware import Middleware
-from plait.options import expected, number, positive_or_none
+from plait.options import FieldError, expected, number, positive_or_none
 from plait.types import RunRequest
 from plait_dbos._steps import StepPerformer, in_workflow
 
@@ -30,13 +30,13 @@ _QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
 def _database_url(_: object, attribute: attrs.Attribute[str], value: str) -> None:
     if not value.startswith(("postgresql://", "postgres://", "postgresql+", "sqlite://")):
         wanted = "a postgresql://... or sqlite:///FILE URL"
-        raise ConfigError(f"plugin 'dbos': option {attribute.name!r}: {expected(wanted, value)}")
+        raise FieldError(attribute.name, expected(wanted, value))
 
 
 def _queue_name(_: object, attribute: attrs.Attribute[str], value: str) -> None:
     if not _QUEUE_NAME.match(value):
         wanted = "1-100 letters, digits or '_.:-'"
-        raise ConfigError(f"plugin 'dbos': option {attribute.name!r}: {expected(wanted, value)}")
+        raise FieldError(attribute.name, expected(wanted, value))
 
 
 @attrs.frozen(kw_only=True)

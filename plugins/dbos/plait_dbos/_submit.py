@@ -13,8 +13,9 @@ import attrs
 from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandle
 
 from plait.agent import Agent
-from plait.errors import PlaitError
+from plait.errors import PlaitError, StoreError
 from plait_dbos._config import WORKFLOW_NAME, find_options
+from plait_dbos._database import check_database, shown_url
 from plait_dbos._middleware import DBOSMiddleware
 
 __all__ = ["Piece", "Submitted", "submit"]
@@ -36,13 +37,21 @@ def _order_key() -> str:
 
 
 def _client(database_url: str) -> DBOSClient:
-    """This process's client of the system database (created, migrated, the first time:
-    a submitter may come before any worker)."""
+    """This process's client of the system database (migrated the first time: a submitter
+    may come before any worker), refused if the database cannot be reached or — for
+    PostgreSQL — does not exist (no worker serves it)."""
     with _lock:
         client = _clients.get(database_url)
         if client is None:
-            DBOS.migrate(database_url)
-            client = _clients[database_url] = DBOSClient(system_database_url=database_url)
+            check_database(database_url, may_create=False)
+            try:
+                DBOS.migrate(database_url)
+                client = _clients[database_url] = DBOSClient(system_database_url=database_url)
+            except Exception as exc:  # SQLAlchemy's two lines, with the URL: say it in one
+                raise StoreError(
+                    f"plugin 'dbos': cannot use the system database {shown_url(database_url)}: "
+                    f"{type(exc).__name__}: {' '.join(str(exc).split('(Background on')[0].split())}"
+                ) from None
         return client
 
 

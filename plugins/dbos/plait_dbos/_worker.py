@@ -19,6 +19,7 @@ from plait.agent import Agent
 from plait.errors import ConfigError, PlaitError
 from plait.types import Command
 from plait_dbos._config import WORKFLOW_NAME, dbos_config, find_options, summary
+from plait_dbos._database import check_database, install_one_line_failures
 from plait_dbos._middleware import DBOSMiddleware
 from plait_dbos._steps import RecordedCheckpointer, publishing, workflow_ids
 from plait_dbos._takeover import Beater, Heartbeats
@@ -118,6 +119,8 @@ class Worker:
                 agent.checkpointer = RecordedCheckpointer(agent.checkpointer)
             _agents[agent.name] = agent
         # The system database's tables first: the heartbeat table lives beside them.
+        check_database(self.options.database_url, may_create=True)
+        install_one_line_failures()
         DBOS.migrate(self.options.database_url)
         self._beater.first_beat()
         DBOS(config=dbos_config(self.options, executor_id=self.executor_id))

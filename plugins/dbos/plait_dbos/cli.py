@@ -67,6 +67,7 @@ def workers_command(sub: Any) -> None:
 
 
 def cmd_workers(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from plait_dbos._database import check_database
     from plait_dbos._middleware import DBOSMiddleware
     from plait_dbos._takeover import Heartbeats
 
@@ -74,6 +75,7 @@ def cmd_workers(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from plait.options import structure_options
 
     options = structure_options(DBOSMiddleware, table, plugin="dbos")
+    check_database(options.database_url, may_create=False)
     try:
         rows = Heartbeats(options.database_url).rows()
     except Exception as exc:

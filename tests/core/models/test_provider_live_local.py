@@ -169,6 +169,16 @@ def test_forced_tool_call_comes_back_structured(llm: OpenAIChatModel) -> None:
     assert answer.usage is not None and answer.usage.input_tokens > 0
 
 
+def test_required_tool_choice_is_answered_not_refused(llm: OpenAIChatModel) -> None:
+    # The preset sends "auto" for it: llama-cpp-python's server answers "required" with a 500.
+    answer = llm.invoke(
+        [HumanMessage("What is the weather in Paris?")],
+        tools=[get_weather],
+        tool_choice="required",
+    )
+    assert answer.response_metadata["finish_reason"] in ("stop", "length", "tool_calls")
+
+
 def test_text_stream_assembles(llm: OpenAIChatModel) -> None:
     chunks = list(llm.stream([HumanMessage("Say hello.")]))
     message = assemble_chunks(chunks)

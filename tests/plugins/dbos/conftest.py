@@ -1,4 +1,5 @@
-"""A PostgreSQL database of its own for each DBOS test that needs one."""
+"""A PostgreSQL database of its own for each DBOS test that needs one; ``closed_port``
+(a loopback port nothing listens on) for an unreachable one."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 from postgres_server import postgres_url_or_skip
+from provider_fixtures import closed_port
 from psycopg import sql
+
+__all__ = ["closed_port", "database_url"]
 
 
 @pytest.fixture
