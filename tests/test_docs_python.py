@@ -273,6 +273,15 @@ PAGES: dict[str, Page] = {
     ),
     "middleware/otel.md": Page(setup=SEARCH, needs=("plait_otel", "opentelemetry.exporter")),
     "middleware/pii.md": Page(files=ACME_PII, needs=("plait_pii",)),
+    "middleware/skills.md": Page(
+        setup=tool("fill_form", "form: str", "Fill a PDF form.", "f'filled {form}'"),
+        files={
+            "skills/pdf-forms/SKILL.md": (
+                "---\nname: pdf-forms\ndescription: Fill in PDF forms.\n---\nRead the fields.\n"
+            )
+        },
+        needs=("plait_skills",),
+    ),
     "middleware/subagents.md": Page(
         setup=RESEARCH_TOOLS,
         files={"research_tools.py": RESEARCH_TOOLS},

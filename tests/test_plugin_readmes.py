@@ -173,6 +173,30 @@ READMES: dict[str, Page] = {
         },
         needs=("plait_postgres", "psycopg"),
     ),
+    "skills": Page(
+        files={
+            "skills/release-notes/SKILL.md": (
+                "---\nname: release-notes\ndescription: Write release notes.\n---\n"
+                "Group the changes under Added and Fixed.\n"
+            ),
+            "skills/release-notes/template.md": "## Added\n\n## Fixed\n",
+        },
+        turns=(
+            Turn("", (("load_skill", {"name": "release-notes"}),)),
+            say("Added: dark mode. Fixed: the login."),
+        ),
+        after={
+            0: textwrap.dedent(
+                """
+                [loaded] = [m.text for m in result.messages if m.type == "tool"]
+                assert loaded.startswith("Group the changes under Added and Fixed."), loaded
+                assert "- template.md" in loaded, loaded
+                """
+            )
+        },
+        stdout="Added: dark mode. Fixed: the login.\n",
+        needs=("plait_skills",),
+    ),
     "subagents": Page(
         setup=tool("web_search", "query: str", "Search the web.", "'results'") + SEND_EMAIL,
         turns=(

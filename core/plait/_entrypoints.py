@@ -47,6 +47,7 @@ BUILTIN: dict[str, dict[str, str]] = {
                 "model_retry",
                 "otel",
                 "pii",
+                "skills",
                 "subagents",
                 "summarization",
                 "todo_list",
