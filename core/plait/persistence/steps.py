@@ -194,6 +194,8 @@ class StepSQL:
             "VALUES (?, ?, ?, ?, ?, ?)",
             (thread_id, delta.step, delta.run_id, delta.node, when, undo),
         )
+        if keep_steps is None or delta.step <= keep_steps:
+            return  # nothing to forget yet
         pins = self.run(
             q, "SELECT step FROM plait_forks WHERE parent = ? AND copied = 0", (thread_id,)
         )
