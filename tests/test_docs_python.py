@@ -182,6 +182,10 @@ PAGES: dict[str, Page] = {
         setup="import plait\nagent = plait.create_agent(plait.ScriptedChatModel(['hi']))\n",
         after={0: "import sys; sys.stdout.flush()"},
     ),
+    "middleware/agents_md.md": Page(
+        files={"project/AGENTS.md": "Use uv.\n", "project/packages/api/AGENTS.md": "Async.\n"},
+        needs=("plait_agents_md",),
+    ),
     "middleware/anthropic_bash.md": Page(
         # a root agent's sandboxed shell runs as the workspace's owner, and root's is refused
         setup=(

@@ -34,6 +34,23 @@ SEND_EMAIL = tool("send_email", "to: str, body: str", "Send an e-mail.", "f'sent
 GET_WEATHER = tool("get_weather", "city: str", "Get the weather.", "f'{city}: sunny'")
 
 READMES: dict[str, Page] = {
+    "agents_md": Page(
+        files={
+            "AGENTS.md": "Use uv.\n",
+            "packages/api/AGENTS.md": "Run the API tests with `pytest -q api`.\n",
+        },
+        turns=(say("Run `pytest -q api`."),),
+        after={
+            0: textwrap.dedent(
+                """
+                [tool] = agent.tools
+                assert tool.name == "update_agents_md", tool
+                """
+            )
+        },
+        stdout="Run `pytest -q api`.\n",
+        needs=("plait_agents_md",),
+    ),
     "anthropic": Page(
         setup="import os\nos.mkdir('docs')\n",
         after={0: "assert 'str_replace_based_edit_tool' in [t.name for t in agent.tools]"},

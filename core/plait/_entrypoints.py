@@ -35,6 +35,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         **{
             name: name
             for name in (
+                "agents_md",
                 "context_editing",
                 "dbos",
                 "filesystem",
