@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from plait.errors import ConfigError, ThreadBusyError
 from plait.messages import AnyMessage, message_from_dict, unstructure_message
 from plait_serve._app import Server
 from plait_serve._events import END_TYPES, jsonable
@@ -244,15 +245,26 @@ def routes(server: Server) -> list[Route]:
             "multitask_strategy": "reject",
         }
 
-    async def values(thread: str) -> dict[str, Any]:
-        """The thread's state as LangGraph shows it; ``__interrupt__`` while paused."""
-        state = await server.runs.call(agent.get_state, thread)
+    async def values(thread: str, step: int | None = None) -> dict[str, Any]:
+        """The thread's state as LangGraph shows it (after ``step``, else the latest);
+        ``__interrupt__`` while the latest is paused."""
+        state = await server.runs.call(agent.get_state, thread, step)
         out: dict[str, Any] = jsonable({k: v for k, v in state.items() if k != "messages"})
         out["messages"] = [_message(m) for m in state["messages"]]
-        pending = await server.runs.call(pending_interrupts, agent, thread)
-        if pending:
-            out["__interrupt__"] = _interrupts(pending)
+        if step is None:
+            pending = await server.runs.call(pending_interrupts, agent, thread)
+            if pending:
+                out["__interrupt__"] = _interrupts(pending)
         return out
+
+    async def steps_of(thread: str) -> list[Any] | None:
+        """The thread's kept steps, newest first (``None``: its checkpointer keeps no
+        history, only the latest state)."""
+        try:
+            steps: list[Any] = await server.runs.call(agent.get_state_history, thread)
+        except ConfigError:
+            return None
+        return steps
 
     async def thread_json(thread: str, record: dict[str, Any]) -> dict[str, Any]:
         state = await values(thread)
@@ -279,21 +291,30 @@ def routes(server: Server) -> list[Route]:
             "interrupts": {"tools": interrupts} if interrupts else {},
         }
 
-    async def state_json(thread: str) -> dict[str, Any]:
-        state = await values(thread)
+    def checkpoint(thread: str, number: int) -> dict[str, Any]:
+        return {
+            "thread_id": thread,
+            "checkpoint_ns": "",
+            "checkpoint_id": str(number),
+            "checkpoint_map": None,
+        }
+
+    async def state_json(
+        thread: str, step: Any = None, parent: Any = None, *, latest: bool = True
+    ) -> dict[str, Any]:
+        """A ``ThreadState``: the latest (``step`` None or ``latest``) or that of the
+        history entry ``step`` (a ``StepInfo``), whose parent entry is ``parent``."""
+        if step is None:
+            checkpointer = agent.checkpointer
+            assert checkpointer is not None
+            number = await server.runs.call(checkpointer.step, thread)
+            steps = await steps_of(thread) or []
+            step = steps[0] if steps and steps[0].step == number else None
+            parent = steps[1] if step is not None and len(steps) > 1 else None
+        else:
+            number = step.step
+        state = await values(thread, None if latest else number)
         interrupts = state.get("__interrupt__") or []
-        checkpointer = agent.checkpointer
-        assert checkpointer is not None
-        step = await server.runs.call(checkpointer.step, thread)
-
-        def checkpoint(number: int) -> dict[str, Any]:
-            return {
-                "thread_id": thread,
-                "checkpoint_ns": "",
-                "checkpoint_id": str(number),
-                "checkpoint_map": None,
-            }
-
         tasks = (
             [
                 {
@@ -309,14 +330,23 @@ def routes(server: Server) -> list[Route]:
             if interrupts
             else []
         )
+        metadata: dict[str, Any] = {"step": number}
+        if step is not None:
+            metadata["node"] = step.node  # the loop node (or as_node) that wrote it
+        if parent is not None:
+            parent_checkpoint: dict[str, Any] | None = checkpoint(thread, parent.step)
+        elif step is None and number > 1:
+            parent_checkpoint = checkpoint(thread, number - 1)
+        else:
+            parent_checkpoint = None
         return {
             "values": state,
             "next": ["tools"] if interrupts else [],
             "tasks": tasks,
-            "checkpoint": checkpoint(step),
-            "parent_checkpoint": checkpoint(step - 1) if step > 1 else None,
-            "metadata": {"step": step},
-            "created_at": None,
+            "checkpoint": checkpoint(thread, number),
+            "parent_checkpoint": parent_checkpoint,
+            "metadata": metadata,
+            "created_at": _iso(step.time) if step is not None else None,
             "interrupts": interrupts,
         }
 
@@ -417,14 +447,81 @@ def routes(server: Server) -> list[Route]:
         thread, _ = await owned(request, request.path_params["thread_id"])
         return JSONResponse(await state_json(thread))
 
+    def step_number(value: Any) -> int:
+        if isinstance(value, dict):
+            value = value.get("checkpoint_id")
+        if not isinstance(value, str) or not value.isdigit() or len(value) > 18:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"checkpoint_id: expected a step number, got {value!r}"[:200],
+            )
+        return int(value)
+
     async def history(request: Request) -> Response:
+        """Every kept step of the thread, newest first (``limit``, ``before``)."""
         thread, _ = await owned(request, request.path_params["thread_id"])
         body = await read_json(request, server.max_body)
         limit = body.get("limit", 10)
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ApiError(422, "invalid_request", f"limit: expected an int >= 1, got {limit!r}")
-        # The checkpointer keeps a thread's latest state: its history is that one entry.
-        return JSONResponse([await state_json(thread)][:limit])
+        before = step_number(body["before"]) if body.get("before") is not None else None
+        steps = await steps_of(thread)
+        if steps is None:  # a checkpointer without history: the latest state only
+            return JSONResponse([await state_json(thread)][:limit])
+        latest = steps[0].step if steps else None
+        out: list[dict[str, Any]] = []
+        for index, step in enumerate(steps):
+            if before is not None and step.step >= before:
+                continue
+            if len(out) == limit:
+                break
+            parent = steps[index + 1] if index + 1 < len(steps) else None
+            out.append(await state_json(thread, step, parent, latest=step.step == latest))
+        return JSONResponse(out)
+
+    async def state_at(request: Request, thread: str, number: int) -> Response:
+        steps = await steps_of(thread) or []
+        for index, step in enumerate(steps):
+            if step.step == number:
+                parent = steps[index + 1] if index + 1 < len(steps) else None
+                return JSONResponse(await state_json(thread, step, parent, latest=index == 0))
+        raise ApiError(404, "not_found", f"checkpoint {number} not found in thread {thread!r}")
+
+    async def get_state_at(request: Request) -> Response:
+        thread, _ = await owned(request, request.path_params["thread_id"])
+        return await state_at(request, thread, step_number(request.path_params["checkpoint_id"]))
+
+    async def post_state_at(request: Request) -> Response:
+        thread, _ = await owned(request, request.path_params["thread_id"])
+        body = await read_json(request, server.max_body)
+        return await state_at(request, thread, step_number(body.get("checkpoint")))
+
+    async def update_state(request: Request) -> Response:
+        """``values`` written to the thread as one step (``as_node`` names it)."""
+        thread, _ = await owned(request, request.path_params["thread_id"])
+        body = await read_json(request, server.max_body)
+        update = body.get("values")
+        as_node = body.get("as_node") or "update_state"
+        if not isinstance(update, dict) or not isinstance(as_node, str):
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"expected 'values' (an object) and an optional 'as_node' string, got {update!r}"[
+                    :200
+                ],
+            )
+        if "messages" in update:
+            update = {**update, "messages": input_messages({"messages": update["messages"]})}
+        if server.runs.running(thread):
+            raise Busy(thread)
+        try:
+            step = await server.runs.call(agent.update_state, thread, update, as_node=as_node)
+        except ThreadBusyError:
+            raise Busy(thread) from None
+        except (TypeError, ValueError) as exc:
+            raise ApiError(422, "invalid_request", str(exc)[:300]) from None
+        return JSONResponse({"checkpoint": checkpoint(thread, step)})
 
     # -- runs ----------------------------------------------------------------------------------
 
@@ -652,6 +749,9 @@ def routes(server: Server) -> list[Route]:
         Route(t, get_thread, methods=["GET"]),
         Route(t, delete_thread, methods=["DELETE"]),
         Route(t + "/state", get_state, methods=["GET"]),
+        Route(t + "/state", update_state, methods=["POST"]),
+        Route(t + "/state/checkpoint", post_state_at, methods=["POST"]),
+        Route(t + "/state/{checkpoint_id}", get_state_at, methods=["GET"]),
         Route(t + "/history", history, methods=["POST"]),
         Route(t + "/runs", create_run, methods=["POST"]),
         Route(t + "/runs", list_runs, methods=["GET"]),

@@ -95,9 +95,35 @@ def test_a_streamed_run_pauses_at_the_refund_and_a_wait_resumes_it(
     runs = lg.runs.list(thread)
     assert [r["status"] for r in runs] == ["success", "interrupted"]
     assert lg.threads.get(thread)["status"] == "idle"
-    (history,) = lg.threads.get_history(thread)
-    assert history["values"]["messages"][-1]["content"] == REFUND
-    assert history["checkpoint"]["checkpoint_id"] == state_step(support, thread)
+    history = lg.threads.get_history(thread, limit=100)
+    steps = [int(h["checkpoint"]["checkpoint_id"]) for h in history]
+    assert steps == sorted(steps, reverse=True) and str(steps[0]) == state_step(support, thread)
+    assert [h["metadata"]["step"] for h in history] == steps
+    assert [h["parent_checkpoint"]["checkpoint_id"] for h in history[:-1]] == [
+        str(s) for s in steps[1:]
+    ]
+    assert history[0]["values"]["messages"][-1]["content"] == REFUND
+    counts = [len(h["values"]["messages"]) for h in history]
+    assert counts == sorted(counts, reverse=True) and counts[-1] < counts[0]
+    # the step where the run paused: the refund's call waits, nothing answers it yet
+    at_pause = next(
+        h
+        for h in history
+        if [c["name"] for c in h["values"]["messages"][-1].get("tool_calls", [])]
+        == ["issue_refund"]
+    )
+    older = lg.threads.get_state(thread, checkpoint_id=at_pause["checkpoint"]["checkpoint_id"])
+    assert older["values"] == at_pause["values"]
+    assert older["values"]["messages"][-1]["tool_calls"][0]["name"] == "issue_refund"
+    assert lg.threads.get_history(thread, limit=2, before=history[0]["checkpoint"]) == history[1:3]
+
+    update = lg.threads.update_state(
+        thread, {"messages": [{"role": "user", "content": "Thanks!"}]}, as_node="support_desk"
+    )
+    assert int(update["checkpoint"]["checkpoint_id"]) == steps[0] + 1
+    latest = lg.threads.get_state(thread)
+    assert latest["values"]["messages"][-1]["content"] == "Thanks!"
+    assert latest["metadata"]["node"] == "support_desk"
 
 
 def state_step(agent: plait.Agent, thread: str) -> str:
@@ -297,6 +323,8 @@ def test_unknown_assistants_and_threads_and_another_keys_threads_are_404(
         lambda: theirs.threads.get(thread),
         lambda: theirs.threads.get_state(thread),
         lambda: theirs.threads.get_history(thread),
+        lambda: theirs.threads.get_state(thread, checkpoint_id="1"),
+        lambda: theirs.threads.update_state(thread, {"messages": []}),
         lambda: theirs.threads.delete(thread),
         lambda: theirs.runs.get(thread, run_id),
         lambda: theirs.runs.list(thread),
@@ -466,6 +494,32 @@ def test_malformed_agent_protocol_requests_get_one_clear_4xx_each_and_change_not
         ("GET", f"/threads/{'x' * 300}", {"key": KEY}, "invalid_request"),
         ("DELETE", f"/threads/{thread}", {"key": OTHER}, "not_found"),
         ("GET", "/assistants/nope", {"key": KEY}, "not_found"),
+        ("GET", f"/threads/{thread}/state/abc", {"key": KEY}, "invalid_request"),
+        ("GET", f"/threads/{thread}/state/9999", {"key": KEY}, "not_found"),
+        (
+            "POST",
+            f"/threads/{thread}/state/checkpoint",
+            {"json": {}, "key": KEY},
+            "invalid_request",
+        ),
+        (
+            "POST",
+            f"/threads/{thread}/state",
+            {"json": {"values": []}, "key": KEY},
+            "invalid_request",
+        ),
+        (
+            "POST",
+            f"/threads/{thread}/state",
+            {"json": {"values": {"__plait_run__": 1}}, "key": KEY},
+            "invalid_request",
+        ),
+        (
+            "POST",
+            f"/threads/{thread}/history",
+            {"json": {"before": "x"}, "key": KEY},
+            "invalid_request",
+        ),
     ]
     with httpx.Client(base_url=served.url, timeout=20) as http:
         for method, path, options, code in requests:
