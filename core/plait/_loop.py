@@ -383,6 +383,11 @@ class Run:
             info.model_calls -= 1
             yield from self.pause([signal.interrupt])
             return None
+        except StopRun as stop:
+            if stop.update:  # what a wrap hook recorded of the stop (a guardrail's trip)
+                self.apply_update(stop.update, "model")
+                yield from self.save()
+            raise
         self.apply_update({"messages": list(response.messages)}, "model")
         message = response.message
         structured = self.agent.structured

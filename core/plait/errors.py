@@ -46,9 +46,9 @@ class StopRun(PlaitError):
     """Base of the errors meant to end the run.
 
     The kernel never turns these into an error ``ToolMessage``: they propagate to the caller
-    of ``invoke``. ``update``, when a node hook sets it, is state the kernel applies and
-    checkpoints before the error propagates (a limiter's counts); without it nothing of the
-    failing step is saved.
+    of ``invoke``. ``update``, when a node hook or a ``wrap_model_call`` hook sets it, is
+    state the kernel applies and checkpoints before the error propagates (a limiter's
+    counts, a guardrail's trip); without it nothing of the failing step is saved.
     """
 
     update: dict[str, Any] | None = None

@@ -47,3 +47,31 @@ def test_the_default_end_message_says_the_model_was_not_called_again() -> None:
     assert command.update["messages"][0].text.startswith(
         "Limit reached. The agent stopped without calling the model again;"
     )
+
+
+def test_a_stop_raised_in_wrap_model_call_saves_its_update() -> None:
+    """A ``StopRun`` a ``wrap_model_call`` hook raises with an ``update`` (a guardrail's
+    trip) is checkpointed before it propagates; without one nothing of the step is."""
+    import plait
+    from plait.testing import scripted
+
+    class Stopped(StopRun):
+        pass
+
+    @plait.wrap_model_call
+    def stop(request, handler):  # type: ignore[no-untyped-def]
+        handler(request)
+        error = Stopped("stopped")
+        if request.messages[-1].text == "record":
+            error.update = {"messages": [AIMessage("stopped here", metadata={"why": "test"})]}
+        raise error
+
+    agent = plait.create_agent(scripted("a", "b"), middleware=[stop], checkpointer="memory")
+    with pytest.raises(Stopped):
+        agent.invoke("record", thread_id="t")
+    saved = agent.get_state("t")["messages"]
+    assert [(m.type, m.text) for m in saved] == [("human", "record"), ("ai", "stopped here")]
+    assert saved[-1].metadata == {"why": "test"}
+    with pytest.raises(Stopped):
+        agent.invoke("plain", thread_id="u")
+    assert agent.get_state("u")["messages"] == []
