@@ -532,3 +532,42 @@ def test_malformed_agent_protocol_requests_get_one_clear_4xx_each_and_change_not
             assert response.json()["error"]["code"] == code, (path, response.text)
     assert (support.get_state(thread), support.checkpointer.last_event(thread)) == before  # type: ignore[union-attr]
     assert len(support.get_interrupts(thread)) == 1
+
+
+def test_a_restarted_server_on_the_same_sqlite_log_reports_and_replays_the_run(
+    serve: Callable[..., Served], tmp_path: Any
+) -> None:
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+
+    def agent() -> plait.Agent:
+        return plait.create_agent(
+            plait.ScriptedChatModel(
+                [ai("Let me see.", call("echo", text="hi")), ai("It said hi.")]
+            ),
+            tools=[echo],
+            checkpointer=url,
+            name="echoer",
+        )
+
+    first = serve(agent(), keys=[KEY])
+    lg = client(first)
+    thread = lg.threads.create(metadata={"kind": "echo"})["thread_id"]
+    modes = ["updates", "messages-tuple", "values"]
+    ask = {"messages": [{"role": "user", "content": "echo hi"}]}
+    live = list(lg.runs.stream(thread, "echoer", input=ask, stream_mode=modes))
+    run_id = live[0].data["run_id"]
+    first.stop()
+
+    second = client(serve(agent(), keys=[KEY]))
+    assert second.runs.get(thread, run_id)["status"] == "success"
+    assert second.threads.get(thread)["metadata"] == {"kind": "echo"}
+    replayed = list(second.runs.join_stream(thread, run_id, stream_mode=modes, last_event_id="0"))
+    assert [(p.event, p.data) for p in replayed] == [(p.event, p.data) for p in live]
+    assert replayed[-1].data["messages"][-1]["content"] == "It said hi."
+    with pytest.raises(NotFoundError):
+        client(serve(agent(), keys=[OTHER]), OTHER).threads.get(thread)
+
+
+def echo(text: str) -> str:
+    """Says the text back."""
+    return text
