@@ -74,6 +74,11 @@ BUILTIN: dict[str, dict[str, str]] = {
         "serve": "serve",
     },
     "plait.answerers": {"human_in_the_loop": "human_in_the_loop"},
+    "plait.text_marks": {
+        "cache_control": "anthropic",
+        "citations": "anthropic",
+        "thought_signature": "google",
+    },
     "plait.tool_adapters": {"langchain": "langchain"},
 }
 """Entry points of plait's built-in plugins, by group: name → folder under ``plugins/``

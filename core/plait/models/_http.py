@@ -111,6 +111,21 @@ def redact(text: str, secrets: Sequence[str] = ()) -> str:
 
 # -- what every provider reads the same way ---------------------------------------------------
 
+TEXT_MARKS = "plait.text_marks"
+"""The entry-point group where a provider plugin names the keys it puts on a text block
+(Anthropic's ``cache_control`` and ``citations``, Gemini's ``thought_signature``): each
+entry point's name is a key, its object the provider. Read from metadata only."""
+
+
+def foreign_text_keys(own: Sequence[str] = ()) -> frozenset[str]:
+    """The keys installed providers put on text blocks, less ``own``: what a provider whose
+    API rejects them drops from a thread another provider wrote. Read from distribution
+    metadata (no plugin is imported), so it holds in a process that never loaded them."""
+    from plait import _entrypoints
+
+    return frozenset(_entrypoints._group(TEXT_MARKS)) - frozenset(own)
+
+
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 

@@ -39,6 +39,7 @@ from plait.models._http import (
     PreparedCall,
     SSEEvent,
     StreamParser,
+    foreign_text_keys,
     loads_event,
     resolve_tool_choice,
     safe_tool_name,
@@ -615,11 +616,6 @@ def _message_metadata(message: _Message, logprobs: _Logprobs | None) -> dict[str
     return metadata
 
 
-FOREIGN_TEXT_KEYS = ("cache_control", "citations", "thought_signature")
-"""Other providers' marks on a text block (Anthropic's cache mark and citations, Gemini's
-thought signature), which OpenAI rejects: a thread moved here keeps only the text."""
-
-
 def _content(content: str | list[dict[str, Any]]) -> Any:
     """Message content for the wire: a string, or parts as given — a text part keeps the
     provider keys it carries (``prompt_cache_breakpoint``), another provider's image
@@ -631,8 +627,9 @@ def _content(content: str | list[dict[str, Any]]) -> Any:
     for block in content:
         part = dict(block)
         if part.get("type") == "text":
-            # A provider key (a cache breakpoint) is sent; another provider's are not.
-            for key in FOREIGN_TEXT_KEYS:
+            # A provider key (a cache breakpoint) is sent; the marks other providers
+            # declare (plait.text_marks), which OpenAI rejects, are not.
+            for key in foreign_text_keys():
                 part.pop(key, None)
             part["text"] = str(part.get("text", ""))
         elif part.get("type") in IMAGE_TYPES and part.get("type") != "image_url":

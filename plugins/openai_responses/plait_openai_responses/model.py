@@ -46,6 +46,7 @@ from plait.models.http import (
     SSEEvent,
     StreamParser,
     body_error,
+    foreign_text_keys,
     loads_event,
     merge_text_blocks,
     read_image,
@@ -55,7 +56,6 @@ from plait.models.http import (
 )
 from plait.models.openai import (
     DEFAULT_BASE_URL,
-    FOREIGN_TEXT_KEYS,
     KEY_SHAPE,
     OPENAI_PROFILES,
     is_context_overflow,
@@ -481,7 +481,7 @@ def _input_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, 
         part = dict(block)
         kind = part.get("type")
         if kind == "text":
-            for key in FOREIGN_TEXT_KEYS:
+            for key in foreign_text_keys():
                 part.pop(key, None)
             part["type"] = "input_text"
             part["text"] = str(part.get("text", ""))

@@ -677,3 +677,28 @@ def test_profile_override() -> None:
     assert OpenAIChatModel("mine", api_key=KEY, profile=whole).profile is whole
     with pytest.raises(ConfigError, match="unknown profile field"):
         OpenAIChatModel("gpt-4o", api_key=KEY, profile={"max_input": 1})
+
+
+def test_other_providers_text_marks_are_dropped_and_its_own_keys_kept(server: Any) -> None:
+    # The marks are what installed provider plugins declare (plait.text_marks: Anthropic's
+    # cache_control and citations, Gemini's thought_signature), read from their metadata.
+    pytest.importorskip("plait_anthropic")
+    pytest.importorskip("plait_google")
+    server.json(completion("ok"))
+    block = {
+        "type": "text",
+        "text": "Summarize this.",
+        "cache_control": {"type": "ephemeral"},
+        "citations": [{"url": "https://example.org"}],
+        "thought_signature": "c2ln",
+        "prompt_cache_breakpoint": True,
+    }
+    model(server).invoke([HumanMessage([block])])
+    assert server.last.body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Summarize this.", "prompt_cache_breakpoint": True}
+            ],
+        }
+    ]
