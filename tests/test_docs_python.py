@@ -224,6 +224,16 @@ PAGES: dict[str, Page] = {
     "middleware/filesystem.md": Page(
         setup="import os\nos.mkdir('workspace')\n", needs=("plait_filesystem",)
     ),
+    "middleware/guardrails.md": Page(
+        setup=tool("send_email", "to: str, body: str", "Send an e-mail.", "f'sent to {to}'")
+        + tool("lookup_customer", "name: str", "Find a customer.", "'Ann'"),
+        files={
+            "myapp/__init__.py": "",
+            "myapp/checks.py": "def no_homework(data):\n    return 'homework' not in data.text\n",
+        },
+        agent_tools=("send_email", "lookup_customer"),
+        needs=("plait_guardrails",),
+    ),
     "middleware/human_in_the_loop.md": Page(
         before={
             1: tool("send_email", "to: str, body: str", "Send an e-mail.", "f'sent to {to}'")

@@ -70,6 +70,12 @@ READMES: dict[str, Page] = {
         stdout="Sunny, 22C in Paris.\n",
         needs=("plait_google",),
     ),
+    "guardrails": Page(
+        setup=SEND_EMAIL,
+        stdout="no_homework asks for homework\n",
+        agent_tools=("send_email",),
+        needs=("plait_guardrails",),
+    ),
     "human_in_the_loop": Page(
         setup=SEARCH
         + SEND_EMAIL
