@@ -234,6 +234,7 @@ PAGES: dict[str, Page] = {
         agent_tools=("send_email", "lookup_customer"),
         needs=("plait_guardrails",),
     ),
+    "middleware/handoff.md": Page(needs=("plait_handoff",)),
     "middleware/human_in_the_loop.md": Page(
         before={
             1: tool("send_email", "to: str, body: str", "Send an e-mail.", "f'sent to {to}'")

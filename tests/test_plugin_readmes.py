@@ -76,6 +76,21 @@ READMES: dict[str, Page] = {
         agent_tools=("send_email",),
         needs=("plait_guardrails",),
     ),
+    "handoff": Page(
+        setup=tool("refund", "order: str", "Refund an order.", "f'refunded {order}'"),
+        turns=(call("transfer_to_billing"), say("Order A7 is refunded.")),
+        after={
+            0: textwrap.dedent(
+                """
+                assert result.state["handoff"]["agent"] == "billing", result.state
+                assert [m.metadata.get("agent") for m in result.messages if m.type == "ai"] == [
+                    None, "billing"]
+                """
+            )
+        },
+        stdout="billing Order A7 is refunded.\n",
+        needs=("plait_handoff",),
+    ),
     "human_in_the_loop": Page(
         setup=SEARCH
         + SEND_EMAIL
