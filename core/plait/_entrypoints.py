@@ -39,6 +39,7 @@ BUILTIN: dict[str, dict[str, str]] = {
                 "context_editing",
                 "dbos",
                 "filesystem",
+                "guardrails",
                 "handoff",
                 "human_in_the_loop",
                 "llm_tool_emulator",
