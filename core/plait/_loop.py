@@ -1,8 +1,12 @@
-"""The agent loop, written once as a generator of effects and driven sync or async.
+"""The agent loop, written once as a generator of steps and driven sync or async.
 
 ``Run.steps`` decides what happens next (nodes, routing, jumps, checkpoints,
-interrupts); it never calls a hook, a model or a tool itself but yields an effect, which
-the sync driver (``drive``) or the async driver (``adrive``) performs and sends back.
+interrupts); it never calls a hook, a model or a tool itself but yields a ``Step``
+(``AwaitHook``, ``AskModel``, ``RunTools``, ``SaveStep``), which the sync driver
+(``drive``) or the async driver (``adrive``) performs and sends back. Steps are the
+loop's own vocabulary; ``plait.effects`` (``ModelCall``, ``ToolRun``) is another, one
+level down: what a performer (tracing, durable execution, recording) sees of each call
+to a provider or a tool, whoever makes it.
 """
 
 from __future__ import annotations
@@ -126,11 +130,11 @@ _live_lock = threading.Lock()
 _drives = itertools.count(1)
 
 
-# -- effects: what the loop asks a driver to do ---------------------------------------------
+# -- steps: what the loop asks its driver to do -------------------------------------------
 
 
 @attrs.frozen
-class CallHook:
+class AwaitHook:
     """An ``async def`` node hook to await (sync ones the loop calls inline)."""
 
     call: Callable[..., Any]
@@ -138,16 +142,16 @@ class CallHook:
 
 
 @attrs.frozen
-class CallModel:
+class AskModel:
     request: ModelRequest
 
 
 @attrs.frozen
-class CallTools:
+class RunTools:
     requests: tuple[ToolCallRequest, ...]
     scopes: tuple[Scope, ...]
-    finished: Callable[[ToolCallRequest, Any], Save | None] = lambda _request, _outcome: None
-    """Called by the driver with each call's outcome as it comes; a ``Save`` it returns
+    finished: Callable[[ToolCallRequest, Any], SaveStep | None] = lambda _request, _outcome: None
+    """Called by the driver with each call's outcome as it comes; a ``SaveStep`` it returns
     is performed at once."""
     path: tuple[str, ...] = ()
     """The run's path (``RunUsage.path``): a run started inside a call nests below it."""
@@ -159,13 +163,13 @@ class CallTools:
 
 
 @attrs.frozen
-class Save:
+class SaveStep:
     thread_id: str
     state: ThreadState
 
 
-Effect = CallHook | CallModel | CallTools | Save
-Steps = Generator[Effect, Any, Any]
+Step = AwaitHook | AskModel | RunTools | SaveStep
+Steps = Generator[Step, Any, Any]
 
 
 class Run:
@@ -245,7 +249,7 @@ class Run:
     def save(self) -> Steps:
         if self.agent.keeps(self.runtime.thread_id):
             self.record()
-            yield Save(self.runtime.thread_id, self.thread)
+            yield SaveStep(self.runtime.thread_id, self.thread)
 
     def record(self) -> None:
         """Put the run's record in the state, to be saved with the step."""
@@ -294,7 +298,7 @@ class Run:
             self.enter(f"{hook}:{impl.middleware}")
             try:
                 if impl.is_async:
-                    result = yield CallHook(impl.call, args)
+                    result = yield AwaitHook(impl.call, args)
                 else:
                     result = impl.call(*args)
             except InterruptSignal as signal:
@@ -378,7 +382,7 @@ class Run:
         request = self.agent.model_request(self.thread, self.runtime)
         try:
             self.enter("model")
-            response = yield CallModel(request)
+            response = yield AskModel(request)
         except InterruptSignal as signal:
             info.model_calls -= 1
             yield from self.pause([signal.interrupt])
@@ -451,7 +455,7 @@ class Run:
                 scopes.append(self.tool_scope(call.id))
         if requests:
             durable = self.agent.keeps(self.runtime.thread_id)
-            effect = CallTools(tuple(requests), tuple(scopes), path=self.usage.path, sink=self.sink)
+            effect = RunTools(tuple(requests), tuple(scopes), path=self.usage.path, sink=self.sink)
             if durable and len(requests) > 1:
                 effect = attrs.evolve(effect, finished=self.tool_finished)
             outcomes = yield effect
@@ -485,7 +489,7 @@ class Run:
             return "after_agent", True
         return "before_model", True
 
-    def tool_finished(self, request: ToolCallRequest, outcome: Any) -> Save | None:
+    def tool_finished(self, request: ToolCallRequest, outcome: Any) -> SaveStep | None:
         """Record one finished call of a tools step, to be saved before the others end."""
         assert self.runtime.thread_id is not None
         dumped = _dump_outcome(request.tool_call, outcome)
@@ -493,7 +497,7 @@ class Run:
             return None
         self.info.finished[request.tool_call.id] = dumped
         self.record()
-        return Save(self.runtime.thread_id, self.thread)
+        return SaveStep(self.runtime.thread_id, self.thread)
 
     def apply_tool_outcome(self, call: ToolCall, outcome: Any) -> str | None:
         source = call.name
@@ -608,12 +612,12 @@ def drive(run: Run) -> Any:
         run.end()
 
 
-def _perform(effect: Effect, agent: CompiledAgent) -> Any:
-    if isinstance(effect, CallHook):
+def _perform(effect: Step, agent: CompiledAgent) -> Any:
+    if isinstance(effect, AwaitHook):
         return agent.loops.run(effect.call(*effect.args))
-    if isinstance(effect, CallModel):
+    if isinstance(effect, AskModel):
         return agent.model_handler(effect.request)
-    if isinstance(effect, CallTools):
+    if isinstance(effect, RunTools):
         outcomes: list[Any] = []
         for request, scope in zip(effect.requests, effect.scopes, strict=True):
             token = current_scope.set(scope)
@@ -666,7 +670,7 @@ def _not_run(requests: Sequence[ToolCallRequest]) -> list[ToolMessage]:
     ]
 
 
-def _save(effect: Save, agent: CompiledAgent) -> None:
+def _save(effect: SaveStep, agent: CompiledAgent) -> None:
     assert agent.checkpointer is not None
     delta = effect.state.take_delta()
     agent.checkpointer.save(effect.thread_id, delta)
@@ -703,12 +707,12 @@ async def adrive(run: Run) -> Any:
         run.end()
 
 
-async def _aperform(effect: Effect, agent: CompiledAgent) -> Any:
-    if isinstance(effect, CallHook):
+async def _aperform(effect: Step, agent: CompiledAgent) -> Any:
+    if isinstance(effect, AwaitHook):
         return await effect.call(*effect.args)
-    if isinstance(effect, CallModel):
+    if isinstance(effect, AskModel):
         return await agent.amodel_handler(effect.request)
-    if isinstance(effect, CallTools):
+    if isinstance(effect, RunTools):
         lock = asyncio.Lock()
         if len(effect.requests) == 1:  # no task to start: a third of the loop's turns
             outer, outer_call = current_scope.get(), in_tool_call.get()
@@ -728,7 +732,7 @@ async def _aperform(effect: Effect, agent: CompiledAgent) -> Any:
     return None
 
 
-async def _asave(effect: Save, agent: CompiledAgent) -> None:
+async def _asave(effect: SaveStep, agent: CompiledAgent) -> None:
     assert agent.checkpointer is not None
     delta = effect.state.take_delta()  # on the loop's thread, where the state changes
     await asyncio.to_thread(agent.checkpointer.save, effect.thread_id, delta)
@@ -737,7 +741,7 @@ async def _asave(effect: Save, agent: CompiledAgent) -> None:
 
 async def _acall_tool(
     agent: CompiledAgent,
-    effect: CallTools,
+    effect: RunTools,
     request: ToolCallRequest,
     scope: Scope,
     lock: asyncio.Lock,

@@ -63,6 +63,12 @@ class ChatModel(abc.ABC):
     schema the answer must match; ``provider_options`` carries provider-native extras,
     and a provider ignores keys meant for others. ``ainvoke``, ``stream`` and
     ``astream`` take the same options as ``invoke``.
+
+    A subclass's own ``invoke``/``ainvoke``/``stream``/``astream`` are wrapped when the
+    class is defined (``__init_subclass__``): inside a run, each call is checked against
+    and recorded in the run's usage ledger, and with a performer installed it is handed
+    over as a ``plait.effects.ModelCall``. Outside both it goes straight to the provider.
+    docs/internals.md draws the whole path of one model call.
     """
 
     provider: ClassVar[str] = "base"
