@@ -280,6 +280,11 @@ READMES: dict[str, Page] = {
         agent_tools=("search", "fetch_page"),
         needs=("plait_tool_call_limit",),
     ),
+    "tool_errors": Page(
+        setup=SEARCH + FETCH_PAGE,
+        agent_tools=("search", "fetch_page"),
+        needs=("plait_tool_errors",),
+    ),
     "tool_retry": Page(
         setup=SEARCH + FETCH_PAGE,
         agent_tools=("search", "fetch_page"),

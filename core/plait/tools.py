@@ -33,7 +33,15 @@ if TYPE_CHECKING:
     from plait.models.base import ChatModel
     from plait.store import Store
 
-__all__ = ["Runtime", "Tool", "ToolArgumentError", "ToolRuntime", "tool", "tool_error_message"]
+__all__ = [
+    "Runtime",
+    "Tool",
+    "ToolArgumentError",
+    "ToolRuntime",
+    "raised_by_tool",
+    "tool",
+    "tool_error_message",
+]
 
 _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -451,6 +459,16 @@ def tool_error_message(call: ToolCall, error: Exception) -> ToolMessage:
     )
     text = f"Error: tool {call.name!r} raised {type(error).__name__}: {_describe(error)}. "
     return ToolMessage.error(call, text + advice)
+
+
+def raised_by_tool(error: BaseException) -> bool:
+    """Whether a ``wrap_tool_call`` hook's ``handler`` raised ``error`` from the tool call
+    itself (the function, its timeout, its durable step) rather than from a middleware
+    inside the hook: only a tool's own error is the model's to hear of, a middleware's is a
+    bug the caller must see."""
+    from plait._calls import raised_by_tool as marked
+
+    return marked(error)
 
 
 def _describe(error: BaseException) -> str:
