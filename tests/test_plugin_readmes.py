@@ -280,6 +280,7 @@ READMES: dict[str, Page] = {
         agent_tools=("search", "fetch_page"),
         needs=("plait_tool_call_limit",),
     ),
+    "model_refusal": Page(setup=SEARCH, needs=("plait_model_refusal",)),
     "tool_errors": Page(
         setup=SEARCH + FETCH_PAGE,
         agent_tools=("search", "fetch_page"),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from plait import _performers, _tool_threads
 from plait._compose import Layers, transform_async, transform_sync
 from plait._stream import stream_sink
 from plait.messages import ToolMessage, assemble_chunks
+from plait.tools import mark_raised_by_tool
 from plait.types import (
     Command,
     ModelRequest,
@@ -82,7 +82,7 @@ class Innermost:
                 return _performers.perform(ToolRun(request), lambda: self._run_tool(request))
             return self._run_tool(request)
         except Exception as exc:
-            _mark_by_tool(exc)
+            mark_raised_by_tool(exc)
             raise
 
     async def acall_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
@@ -93,7 +93,7 @@ class Innermost:
                 )
             return await self._arun_tool(request)
         except Exception as exc:
-            _mark_by_tool(exc)
+            mark_raised_by_tool(exc)
             raise
 
     def _run_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
@@ -167,21 +167,6 @@ class Innermost:
                 "Call it again with corrected arguments.",
             )
         return found, func, kwargs
-
-
-_BY_TOOL = "_plait_raised_by_tool"
-
-
-def _mark_by_tool(error: Exception) -> None:
-    """Mark ``error`` as raised by the tool call itself (the function, its timeout, its
-    durable step): the model is told of it. An exception without the mark was raised by
-    a ``wrap_tool_call`` middleware around the call — a bug the caller must see."""
-    with contextlib.suppress(AttributeError, TypeError):
-        setattr(error, _BY_TOOL, True)
-
-
-def raised_by_tool(error: BaseException) -> bool:
-    return getattr(error, _BY_TOOL, False) is True
 
 
 def _model_kwargs(request: ModelRequest) -> dict[str, Any]:

@@ -47,6 +47,7 @@ BUILTIN: dict[str, dict[str, str]] = {
                 "mcp",
                 "model_call_limit",
                 "model_fallback",
+                "model_refusal",
                 "model_retry",
                 "otel",
                 "pii",
@@ -55,6 +56,7 @@ BUILTIN: dict[str, dict[str, str]] = {
                 "summarization",
                 "todo_list",
                 "tool_call_limit",
+                "tool_errors",
                 "tool_retry",
                 "usage_limit",
             )

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from plait._calls import raised_by_tool
 from plait._state import RUN_KEY, ThreadState
 from plait._stream import ToolCallScope, in_tool_call
 from plait.errors import (
@@ -45,7 +44,7 @@ from plait.messages import (
     unstructure_message,
 )
 from plait.messages import converter as _converter
-from plait.tools import tool_error_message
+from plait.tools import raised_by_tool, tool_error_message
 from plait.types import (
     Command,
     Interrupt,

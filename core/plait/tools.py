@@ -13,6 +13,7 @@ converter as middleware options, so a bad argument becomes a precise, model-read
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import inspect
@@ -461,14 +462,21 @@ def tool_error_message(call: ToolCall, error: Exception) -> ToolMessage:
     return ToolMessage.error(call, text + advice)
 
 
+_BY_TOOL = "_plait_raised_by_tool"
+
+
+def mark_raised_by_tool(error: Exception) -> None:
+    """Mark ``error`` as raised by the tool call itself (the function, its timeout, its
+    durable step): the kernel calls it where the call ends, inside every hook."""
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(error, _BY_TOOL, True)
+
+
 def raised_by_tool(error: BaseException) -> bool:
     """Whether a ``wrap_tool_call`` hook's ``handler`` raised ``error`` from the tool call
-    itself (the function, its timeout, its durable step) rather than from a middleware
-    inside the hook: only a tool's own error is the model's to hear of, a middleware's is a
-    bug the caller must see."""
-    from plait._calls import raised_by_tool as marked
-
-    return marked(error)
+    itself rather than from a middleware inside the hook: only a tool's own error is the
+    model's to hear of, a middleware's is a bug the caller must see."""
+    return getattr(error, _BY_TOOL, False) is True
 
 
 def _describe(error: BaseException) -> str:

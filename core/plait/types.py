@@ -153,6 +153,35 @@ class ModelRequest:
                 changes[key] = tuple(changes[key])
         return attrs.evolve(self, **changes)
 
+    def for_model(self, model: ChatModel) -> ModelRequest:
+        """A copy aimed at ``model`` (a fallback, a routed or a retried call) without the
+        provider-native options of other providers.
+
+        Those options (``provider_options`` and each tool's) are keyed by provider name,
+        e.g. ``{"anthropic": {...}}``: keys naming another installed provider than
+        ``model``'s are dropped, so an Anthropic cache-control mark never reaches an
+        OpenAI-compatible server. Other keys are kept.
+        """
+        if model.provider == self.model.provider:
+            return self.override(model=model)
+        from importlib.metadata import entry_points
+
+        providers = {ep.name for ep in entry_points(group="plait.models")}
+        providers.add(self.model.provider)
+
+        def strip(options: Mapping[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in options.items() if k == model.provider or k not in providers}
+
+        tools = [
+            attrs.evolve(tool, provider_options=strip(tool.provider_options))
+            if tool.provider_options
+            else tool
+            for tool in self.tools
+        ]
+        return self.override(
+            model=model, provider_options=strip(self.provider_options), tools=tools
+        )
+
     def with_prompt_section(
         self, section: str | None, *, when_tools: Collection[str] | None = None
     ) -> ModelRequest:

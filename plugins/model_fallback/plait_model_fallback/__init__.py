@@ -5,16 +5,13 @@ another until one answers, and if all fail the last error is raised (each earlie
 is recorded in a note on it). Errors meant to end the run (``plait.errors.StopRun``) and
 interrupts are never treated as failures.
 
-Provider-native options (``request.provider_options`` and each tool's
-``provider_options``) are keyed by provider name, e.g. ``{"anthropic": {...}}``; when a
-fallback's provider differs from the request's, the keys named after another provider are
-dropped, so an Anthropic cache-control mark never reaches an OpenAI-compatible server.
+Each fallback gets the request through ``ModelRequest.for_model``, which drops the
+provider-native options of other providers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from importlib.metadata import entry_points
 from typing import Any
 
 import attrs
@@ -141,36 +138,7 @@ class ModelFallbackMiddleware(Middleware):
         """The request as is, then one per fallback model."""
         yield request
         for model in self._fallbacks():
-            yield _for_model(request, model)
-
-
-def _provider_names() -> frozenset[str]:
-    """Every installed provider's name: the keys provider-native options may carry."""
-    return frozenset(ep.name for ep in entry_points(group="plait.models"))
-
-
-def _strip(options: Mapping[str, Any], keep: str, providers: frozenset[str]) -> dict[str, Any]:
-    return {key: value for key, value in options.items() if key == keep or key not in providers}
-
-
-def _for_model(request: ModelRequest, model: ChatModel) -> ModelRequest:
-    """``request`` aimed at ``model``, without other providers' native options."""
-    if model.provider == request.model.provider:
-        return request.override(model=model)
-    providers = _provider_names() | {request.model.provider}
-    tools = [
-        attrs.evolve(
-            tool, provider_options=_strip(tool.provider_options, model.provider, providers)
-        )
-        if tool.provider_options
-        else tool
-        for tool in request.tools
-    ]
-    return request.override(
-        model=model,
-        provider_options=_strip(request.provider_options, model.provider, providers),
-        tools=tools,
-    )
+            yield request.for_model(model)
 
 
 def _last_error(failures: Sequence[tuple[ChatModel, Exception]]) -> Exception:
