@@ -446,7 +446,9 @@ class GuardrailsMiddleware(Middleware):
         if self.exit_behavior == "error":
             raise trip  # the kernel answers the call "Not run: the run was stopped (...)"
         record = {"guardrail": trip.guardrail, "kind": trip.kind, "reason": trip.reason}
-        answer = ToolMessage.error(request.tool_call, f"Not run: {trip}.", metadata={META: record})
+        # the call ran when its result tripped: its answer says the result was withheld
+        done = "Result withheld" if trip.kind == "tool_output" else "Not run"
+        answer = ToolMessage.error(request.tool_call, f"{done}: {trip}.", metadata={META: record})
         end = AIMessage(self.message, metadata={META: record})
         return Command(update={"messages": [answer, end]}, jump_to="end")
 
@@ -467,18 +469,18 @@ class GuardrailsMiddleware(Middleware):
         return None
 
     def _after(
-        self, request: ToolCallRequest, result: ToolMessage | Command, verdicts: Sequence[Any]
+        self, request: ToolCallRequest, result: ToolMessage, guard: Guardrail, verdict: Any
     ) -> ToolMessage | Command:
-        for guard, verdict in verdicts:
-            if verdict.action == "trip":
-                trip = GuardrailTripped(
-                    guard.name, verdict.reason, kind="tool_output", info=verdict.info
-                )
-                return self._tool_trip(trip, request)
-            if verdict.action == "replace" and isinstance(result, ToolMessage):
-                record = {"guardrail": guard.name, "kind": "tool_output", "reason": verdict.reason}
-                metadata = {**result.metadata, META: record}
-                result = attrs.evolve(result, content=verdict.message or "", metadata=metadata)
+        """``result`` as ``guard``'s verdict leaves it (a ``Command`` ends the run)."""
+        if verdict.action == "trip":
+            trip = GuardrailTripped(
+                guard.name, verdict.reason, kind="tool_output", info=verdict.info
+            )
+            return self._tool_trip(trip, request)
+        if verdict.action == "replace":
+            record = {"guardrail": guard.name, "kind": "tool_output", "reason": verdict.reason}
+            metadata = {**result.metadata, META: record}
+            return attrs.evolve(result, content=verdict.message or "", metadata=metadata)
         return result
 
     def wrap_tool_call(
@@ -499,14 +501,14 @@ class GuardrailsMiddleware(Middleware):
         result = handler(request)
         if not guards.after or not isinstance(result, ToolMessage):
             return result
-        data = self._result_data(request, result)
-        after = []
-        for guard in guards.after:
-            verdict = guard.run(data)
-            after.append((guard, verdict))
-            if verdict.action == "trip":
-                break
-        return self._after(request, result, after)
+        for guard in guards.after:  # each sees the result the previous ones left
+            checked = self._after(
+                request, result, guard, guard.run(self._result_data(request, result))
+            )
+            if not isinstance(checked, ToolMessage):
+                return checked
+            result = checked
+        return result
 
     async def awrap_tool_call(
         self,
@@ -528,11 +530,10 @@ class GuardrailsMiddleware(Middleware):
         result = await handler(request)
         if not guards.after or not isinstance(result, ToolMessage):
             return result
-        data = self._result_data(request, result)
-        after = []
         for guard in guards.after:
-            verdict = await guard.arun(data)
-            after.append((guard, verdict))
-            if verdict.action == "trip":
-                break
-        return self._after(request, result, after)
+            verdict = await guard.arun(self._result_data(request, result))
+            checked = self._after(request, result, guard, verdict)
+            if not isinstance(checked, ToolMessage):
+                return checked
+            result = checked
+        return result

@@ -330,7 +330,7 @@ def test_tool_trip_with_end_exit_answers_the_call_and_ends(make_agent: Any) -> N
     assert transcript(result.messages)[-2:] == [
         (
             "tool",
-            "Not run: guardrail 'no_cards' tripped on the tool result: a card number in a "
+            "Result withheld: guardrail 'no_cards' tripped on the tool result: a card number in a "
             "tool result.",
         ),
         ("ai", "Stopped."),
@@ -345,3 +345,24 @@ def test_tool_guardrails_on_the_async_path(make_agent: Any) -> None:
     )
     result = asyncio.run(agent.ainvoke("mail"))
     assert tool_answers(result.messages)["c1"].content.startswith("Error: emails may only go")
+
+
+def test_after_guardrails_see_the_result_the_previous_one_left(make_agent: Any) -> None:
+    seen: list[str] = []
+
+    @tool_guardrail(when="after", tools=["lookup"])
+    def mask(data: GuardrailData) -> GuardrailResult:
+        return GuardrailResult.replace(data.text.replace("4111 1111 1111 1111", "[card]"))
+
+    @tool_guardrail(when="after", tools=["lookup"])
+    def watch(data: GuardrailData) -> None:
+        seen.append(data.text)
+
+    agent = make_agent(
+        [ai("", call("lookup", id="c1", name="Ann")), "ok"],
+        tools=[lookup],
+        middleware=[GuardrailsMiddleware(tools=[mask, watch])],
+    )
+    result = asyncio.run(agent.ainvoke("find Ann"))
+    assert seen == ["Ann: card [card], phone 555-0100"]
+    assert tool_answers(result.messages)["c1"].content == "Ann: card [card], phone 555-0100"
