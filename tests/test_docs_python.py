@@ -329,6 +329,7 @@ PAGES: dict[str, Page] = {
     "middleware/todo_list.md": Page(needs=("plait_todo_list",)),
     "middleware/tool_call_limit.md": Page(needs=("plait_tool_call_limit",)),
     "middleware/model_refusal.md": Page(needs=("plait_model_refusal",)),
+    "middleware/model_router.md": Page(needs=("plait_model_router",)),
     "middleware/tool_errors.md": Page(needs=("plait_tool_errors",)),
     "middleware/tool_retry.md": Page(
         before={1: "class MyFlakyServiceError(Exception):\n    pass\n"},

@@ -281,6 +281,7 @@ READMES: dict[str, Page] = {
         needs=("plait_tool_call_limit",),
     ),
     "model_refusal": Page(setup=SEARCH, needs=("plait_model_refusal",)),
+    "model_router": Page(setup=SEARCH, needs=("plait_model_router",)),
     "tool_errors": Page(
         setup=SEARCH + FETCH_PAGE,
         agent_tools=("search", "fetch_page"),

@@ -49,6 +49,7 @@ BUILTIN: dict[str, dict[str, str]] = {
                 "model_fallback",
                 "model_refusal",
                 "model_retry",
+                "model_router",
                 "otel",
                 "pii",
                 "skills",
