@@ -36,19 +36,61 @@ def _resolve(module: str, qualname: str) -> Any:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for a table cell: one line, its pipes escaped except inside code spans, where
+    Python-Markdown's tables do not split (and an escape would show)."""
+    parts = re.split(r"(`[^`]*`)", text.replace("\n", " "))
+    return "".join(p if p.startswith("`") else p.replace("|", "\\|") for p in parts)
+
+
+def _code(text: str) -> str:
+    """``text`` as one code span in a cell, fenced past any backtick it holds."""
+    text = text.replace("\n", " ")
+    fence = "``" if "`" in text else "`"
+    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
+
+
+# A default longer than this (a built-in prompt) is shown whole below the table, not in a cell.
+_CELL_DEFAULT_MAX = 60
+
+
+def _literals(text: str) -> str:
+    """reST literals (double backquotes) as markdown code."""
+    return re.sub(r"``([^`]+)``", r"`\1`", text)
+
+
+def _long_default(cls: Any, name: str) -> str | None:
+    """The text of a string default too long (or too many lines) for a table cell."""
+    import attrs
+
+    default = getattr(attrs.fields(cls), name).default
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        return None
+    if isinstance(default, str) and ("\n" in default or len(default) > _CELL_DEFAULT_MAX):
+        return default
+    return None
 
 
 def options_table(cls: Any) -> str:
+    """The table of ``cls``'s options (name, type, default, meaning from the field's doc),
+    then each long text default whole, in a collapsed block named after its option."""
     from plait.options import describe_options
 
     rows = ["| option | type | default | meaning |", "|---|---|---|---|"]
+    blocks: list[str] = []
     for option in describe_options(cls):
-        default = "required" if option.required else f"`{_cell(str(option.default))}`"
-        rows.append(
-            f"| `{option.name}` | `{_cell(option.type)}` | {default} | {_cell(option.help or '')} |"
-        )
-    return "\n".join(rows)
+        long = None if option.required else _long_default(cls, option.name)
+        if option.required:
+            default = "required"
+        elif long is not None:
+            default = "built-in text, below"
+            body = "\n".join(f"    {line}" if line else "" for line in long.splitlines())
+            blocks += ["", f'??? note "Default `{option.name}`"', "", "    ```text", body]
+            blocks += ["    ```"]
+        else:
+            default = _code(str(option.default))
+        meaning = _cell(_literals(option.help or ""))
+        rows.append(f"| `{option.name}` | {_code(option.type)} | {default} | {meaning} |")
+    return "\n".join(rows + blocks)
 
 
 def _docstring(obj: Any) -> str:

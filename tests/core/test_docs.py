@@ -4,6 +4,8 @@ docstrings (datasette's ``test_docs.py`` idea)."""
 
 from __future__ import annotations
 
+import enum
+import importlib
 import importlib.util
 import inspect
 import re
@@ -111,18 +113,128 @@ def _built_in_middleware() -> list[tuple[str, object]]:
     return [(ep.name, ep) for ep in entry_points(group="plait.middleware") if ep.name in ours]
 
 
-@pytest.mark.parametrize(("name", "ep"), _built_in_middleware())
-def test_every_built_in_middleware_has_a_page_naming_its_options(name: str, ep: object) -> None:
-    from plait.options import describe_options
+_OPTIONS_MARKER = re.compile(r"^<!--\s*plait-options:\s*([\w.]+):([\w.]+)\s*-->[ \t]*$", re.M)
+# The header of a table of options or keys written by hand instead of generated.
+_HAND_TABLE = re.compile(r"^\|\s*(option|key)s?\s*\|", re.M)
 
+
+def _resolve(module: str, qualname: str) -> object:
+    obj: object = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@pytest.mark.parametrize(("name", "ep"), _built_in_middleware())
+def test_every_built_in_middleware_page_renders_its_options_from_the_class(
+    name: str, ep: object
+) -> None:
     page = DOCS / "middleware" / f"{name}.md"
     assert page.exists(), f"docs/middleware/{name}.md is missing"
     text = page.read_text(encoding="utf-8")
-    generated = "<!-- plait-options:" in text
-    for option in describe_options(ep.load()):  # type: ignore[attr-defined]
-        assert generated or f"`{option.name}`" in text, (
-            f"docs/middleware/{name}.md does not mention option `{option.name}`"
-        )
+    named = [_resolve(*m.groups()) for m in _OPTIONS_MARKER.finditer(text)]
+    assert ep.load() in named, (  # type: ignore[attr-defined]
+        f"docs/middleware/{name}.md has no '<!-- plait-options: {ep.value} -->' line"  # type: ignore[attr-defined]
+    )
+
+
+@pytest.mark.parametrize("page", sorted((DOCS / "middleware").glob("*.md")), ids=lambda p: p.stem)
+def test_no_middleware_page_writes_an_options_table_by_hand(page: Path) -> None:
+    hand = _HAND_TABLE.search(page.read_text(encoding="utf-8"))
+    assert hand is None, (
+        f"docs/middleware/{page.name} writes an options table by hand ({hand and hand.group(0)!r}):"
+        " use a '<!-- plait-options: module:Class -->' line"
+    )
+
+
+def _marked_pages() -> list[tuple[str, str, str]]:
+    return [
+        (str(page.relative_to(DOCS)), *match.groups())
+        for page in sorted(DOCS.rglob("*.md"))
+        for match in _OPTIONS_MARKER.finditer(page.read_text(encoding="utf-8"))
+    ]
+
+
+def _cells(row: str) -> list[str]:
+    """A table row's cells as Python-Markdown splits them: at pipes that are neither escaped
+    nor inside a code span."""
+    cells, current = [], ""
+    for part in re.split(r"(``.*?``|`[^`]*`)", row.strip().strip("|")):
+        if part.startswith("`"):
+            current += part
+            continue
+        pieces = re.split(r"(?<!\\)\|", part)
+        current += pieces[0]
+        for piece in pieces[1:]:
+            cells.append(current.strip())
+            current = piece
+    return [*cells, current.strip()]
+
+
+def _table_default(cell: str) -> str:
+    assert cell.startswith("`") and cell.endswith("`"), cell
+    return cell.strip("`").strip(" ") if cell.startswith("``") else cell[1:-1]
+
+
+def _default_block(rendered: str, option: str) -> str:
+    head = f'??? note "Default `{option}`"\n\n    ```text\n'
+    assert head in rendered, f"no block for the default of {option}"
+    body = rendered.split(head, 1)[1].split("\n    ```", 1)[0]
+    return "\n".join(line.removeprefix("    ") for line in body.split("\n"))
+
+
+def _assert_shown_default(shown: str, rendered: str, option: str, default: object) -> None:
+    """``shown`` (a table cell) stands for the class's actual ``default`` value."""
+    import ast
+
+    if shown == "built-in text, below":
+        assert isinstance(default, str)
+        assert _default_block(rendered, option) == "\n".join(default.splitlines())
+        return
+    text = _table_default(shown)
+    if isinstance(default, enum.Enum):
+        default = default.value
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        if callable(default) and ":" in text:
+            assert _resolve(*text.split(":", 1)) is default, (option, text)
+        else:
+            assert text == repr(default), (option, text)
+        return
+    assert value == default and type(value) is type(default), (option, text, default)
+
+
+@pytest.mark.parametrize(("page", "module", "qualname"), _marked_pages())
+def test_an_options_marker_names_a_class_and_shows_its_defaults(
+    page: str, module: str, qualname: str
+) -> None:
+    import attrs
+
+    try:
+        cls = _resolve(module, qualname)
+    except (ImportError, AttributeError) as exc:
+        pytest.fail(f"docs/{page}: the options marker names {module}:{qualname}: {exc}")
+    assert isinstance(cls, type) and attrs.has(cls), f"docs/{page}: {qualname} is no attrs class"
+    rendered = _render(f"<!-- plait-options: {module}:{qualname} -->\n")
+    rows = {
+        cells[0].strip("`"): cells
+        for cells in (_cells(row) for row in rendered.splitlines() if row.startswith("| `"))
+    }
+    for field in attrs.fields(cls):
+        if not field.init:
+            continue
+        assert field.name in rows, f"docs/{page}: {qualname}.{field.name} is not in its table"
+        shown = rows[field.name][2]
+        if field.default is attrs.NOTHING:
+            assert shown == "required", (field.name, shown)
+            continue
+        default = field.default
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            if default.takes_self:
+                continue
+            default = default.factory()
+        _assert_shown_default(shown, rendered, field.name, default)
 
 
 # -- the mkdocs hook that generates options tables -------------------------------------------
@@ -159,7 +271,7 @@ def test_options_marker_becomes_a_table_from_the_attrs_class(
         "| option | type | default | meaning |",
         "|---|---|---|---|",
         "| `limit` | `int` | required |  |",
-        "| `mode` | `str` | `'a\\|b'` | How to stop. |",
+        "| `mode` | `str` | `'a|b'` | How to stop. |",
     ]
 
 

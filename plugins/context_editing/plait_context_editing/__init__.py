@@ -48,12 +48,20 @@ class ClearToolUsesEdit:
     """
 
     trigger_tokens: int = attrs.field(default=100_000, validator=v.ge(0))
+    """Clear only when the conversation has more tokens than this (>= 0); ``trigger=``
+    (LangChain's name) means the same."""
     clear_at_least: int = attrs.field(default=0, validator=v.ge(0))
+    """Stop once this many tokens are reclaimed; ``0`` clears every candidate (>= 0)."""
     keep: int = attrs.field(default=3, validator=v.ge(0))
+    """The newest results that are never cleared (>= 0)."""
     clear_tool_inputs: bool = False
+    """Also empty the arguments (``{}``) of the tool call a cleared result answers."""
     exclude_tools: Sequence[str] = attrs.field(default=(), converter=tuple)
+    """Tools whose results are never cleared."""
     include_tools: Sequence[str] | None = attrs.field(default=None, converter=_names)
+    """When given, only these tools' results may be cleared."""
     placeholder: str = "[cleared]"
+    """The text a cleared result is replaced by."""
 
     def __init__(
         self,
@@ -173,7 +181,11 @@ class ContextEditingMiddleware(RequestMiddleware):
     edits: Sequence[ClearToolUsesEdit] = attrs.field(
         factory=lambda: (ClearToolUsesEdit(),), converter=_edits
     )
+    """The edits to apply, in order, before every model call."""
     persist: bool = False
+    """``False``: only the request sent to the model is edited, the thread keeps every result.
+    ``True``: the edits are written to state in ``before_model``, so the checkpoint shrinks
+    too."""
     token_count_method: Literal["model", "approximate"] = attrs.field(
         default="model", validator=_count_method
     )

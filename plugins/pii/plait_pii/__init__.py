@@ -78,22 +78,25 @@ class _Counter:
 
 @attrs.frozen
 class PIIMiddleware(Middleware):
-    """Detect ``pii_type`` and apply ``strategy`` to it.
-
-    ``apply_to_input``: new user messages, before the model sees them and before the first
-    checkpoint. ``apply_to_output``: the model's answers, text and tool-call arguments,
-    streamed tokens included. ``apply_to_tool_results``: what tools return.
-    """
+    """Detect ``pii_type`` and apply ``strategy`` to it, in the parts ``apply_to_*`` name."""
 
     pii_type: str = attrs.field(validator=_type_name)
+    """``email``, ``credit_card``, ``ip``, ``mac_address``, ``url``, the name of an installed
+    detector, or any name (letters, digits, ``_``) with a ``detector``."""
     strategy: Strategy = attrs.field(
         default="redact",
         validator=attrs.validators.in_(("block", "redact", "mask", "hash", "pseudonymize")),
     )
+    """What is done to a match: ``block``, ``redact``, ``mask``, ``hash`` or ``pseudonymize``."""
     detector: DetectorSpec | None = attrs.field(default=None, eq=False)
+    """A regex string, a compiled ``re.Pattern``, or a function ``str -> list[PIIMatch]``;
+    ``None``: the built-in or installed detector of ``pii_type``."""
     apply_to_input: bool = True
+    """New user messages, before the model sees them and before the first checkpoint."""
     apply_to_output: bool = False
+    """The model's answers: text, tool-call arguments, streamed chunks."""
     apply_to_tool_results: bool = False
+    """What tools return (a ``ToolMessage``, or the tool messages of a ``Command``)."""
 
     find: Callable[[str], list[PIIMatch]] = attrs.field(init=False, repr=False, eq=False)
 

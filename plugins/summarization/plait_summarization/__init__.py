@@ -245,16 +245,32 @@ class SummarizationMiddleware(Middleware):
     """
 
     model: str | ChatModel
+    """Writes the summary: an id such as ``"openai:gpt-4.1-mini"`` (resolved with
+    ``plait.models.init_chat_model`` when the middleware is built) or a ``ChatModel``."""
     trigger: TriggerCondition | Sequence[TriggerCondition] | None = attrs.field(
         default=None, converter=_as_trigger
     )
+    """When to summarize: one ``TriggerCondition`` or a list of them (any one holding
+    triggers); a mapping such as ``{"tokens": 100000}`` or LangChain's pair
+    ``("tokens", 100000)`` works too. ``None``: never."""
     keep: Keep = attrs.field(factory=lambda: Keep(messages=20), converter=_as_keep)
+    """How much recent history stays verbatim: a ``Keep``, ``{"messages": 20}`` or
+    ``("messages", 20)``."""
     token_counter: TokenCounter | None = attrs.field(default=None, eq=False)
+    """``token_counter(messages) -> int``; ``None``: the agent model's ``count_tokens`` (plait's
+    approximate counter unless the provider has an exact one)."""
     summary_prompt: str = attrs.field(default=DEFAULT_SUMMARY_PROMPT, validator=_has_placeholder)
+    """The prompt sent to the summary model; must contain ``{messages}`` (other braces are left
+    alone)."""
     trim_tokens_to_summarize: int | None = attrs.field(default=4000, validator=positive_or_none)
+    """The summarizer gets at most this many tokens of history, the most recent part; ``None``:
+    no limit (>= 1)."""
     summary_prefix: str = DEFAULT_SUMMARY_PREFIX
+    """The text the summary message starts with."""
     max_tokens_before_summary: int | None = attrs.field(default=None, validator=positive_or_none)
+    """Deprecated alias of ``trigger={"tokens": N}`` (a ``DeprecationWarning``)."""
     messages_to_keep: int | None = attrs.field(default=None, validator=_COUNT)
+    """Deprecated alias of ``keep={"messages": N}`` (a ``DeprecationWarning``)."""
 
     summarizer: ChatModel = attrs.field(init=False, repr=False, eq=False)
     conditions: tuple[TriggerCondition, ...] = attrs.field(init=False, repr=False)
