@@ -201,6 +201,7 @@ def app(
     cors_origins: Iterable[str] = (),
     max_body: int = MAX_BODY,
     max_runs: int = MAX_RUNS,
+    ui: bool = False,
 ) -> Starlette:
     """The ASGI app serving ``agent``: AG-UI at ``/ag-ui``, an OpenAI-compatible API at
     ``/v1`` (chat completions, responses), the run log at ``/plait/threads/{id}/events``.
@@ -213,6 +214,8 @@ def app(
         requests are refused).
     :param max_body: the largest request body in bytes (larger: 413).
     :param max_runs: how many runs may go on at once (one more: 429).
+    :param ui: also serve the development page at ``/`` (``plait dev``): a client of
+        the same AG-UI and Agent Protocol routes, shipped in the wheel.
     """
     for option, value in (("max_body", max_body), ("max_runs", max_runs)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -233,7 +236,8 @@ def app(
         finally:
             await server.runs.aclose()
 
-    middleware = [Middleware(AuthMiddleware, keys=server.keys, public=PUBLIC_PATHS)]
+    public = PUBLIC_PATHS | {"/", "/ui/app.js", "/ui/app.css"} if ui else PUBLIC_PATHS
+    middleware = [Middleware(AuthMiddleware, keys=server.keys, public=public)]
     if origins:
         middleware.insert(
             0,
@@ -251,14 +255,11 @@ def app(
                 expose_headers=["X-Plait-Thread", "Location", "Content-Location"],
             ),
         )
+    modules = [*PROTOCOLS, "plait_serve._ui"] if ui else list(PROTOCOLS)
     application = Starlette(
         routes=[
             *_routes(server),
-            *(
-                route
-                for name in PROTOCOLS
-                for route in importlib.import_module(name).routes(server)
-            ),
+            *(route for name in modules for route in importlib.import_module(name).routes(server)),
         ],
         middleware=middleware,
         exception_handlers={

@@ -22,6 +22,28 @@ def serve_command(sub: Any) -> None:
             "'Authorization: Bearer <key>'."
         ),
     )
+    _arguments(parser)
+    parser.add_argument(
+        "--ui", action="store_true", help="also serve the development page at / (plait dev)"
+    )
+    parser.set_defaults(func=_run, verb="serve")
+
+
+def dev_command(sub: Any) -> None:
+    parser = sub.add_parser(
+        "dev",
+        help="serve an agent file with the development page at / (chat, approvals, timeline)",
+        description=(
+            "Serve an agent file on loopback with a web page at /: threads, a chat that "
+            "streams, approvals, the state after each step, the run timeline and time "
+            "travel. The same server as 'plait serve --ui'."
+        ),
+    )
+    _arguments(parser)
+    parser.set_defaults(func=_run, ui=True, verb="dev")
+
+
+def _arguments(parser: Any) -> None:
     parser.add_argument("agent", metavar="AGENT.toml", help="the agent file")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
@@ -37,7 +59,6 @@ def serve_command(sub: Any) -> None:
     parser.add_argument(
         "--reload", action="store_true", help="restart when the agent file or its tools change"
     )
-    parser.set_defaults(func=_run)
 
 
 def _port(text: str) -> int:
@@ -52,6 +73,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "model": args.model,
         "keys_file": args.keys_file,
         "cors_origins": list(args.cors_origin),
+        "ui": bool(args.ui),
     }
 
 
@@ -62,7 +84,12 @@ def build(options: dict[str, Any]) -> Any:
 
     overrides = {"model": options["model"]} if options.get("model") else {}
     agent = load_agent(options["agent"], **overrides)
-    return app(agent, keys_file=options.get("keys_file"), cors_origins=options["cors_origins"])
+    return app(
+        agent,
+        keys_file=options.get("keys_file"),
+        cors_origins=options["cors_origins"],
+        ui=bool(options.get("ui")),
+    )
 
 
 def reload_factory() -> Any:
@@ -85,7 +112,7 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         keys = load_keys(keys_file=args.keys_file)
         if not keys and not is_loopback(args.host):
             err.write(
-                f"plait serve: error: refusing to serve on {args.host} without API keys: set "
+                f"plait {args.verb}: error: refusing to serve on {args.host} without API keys: set "
                 "PLAIT_SERVE_KEYS or pass --keys-file (each key owns the threads it makes)\n"
             )
             return 2
@@ -93,12 +120,13 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         # reports a broken agent file as one line, not a child's traceback.
         application = build(options)
     except PlaitError as exc:
-        err.write(f"plait serve: error: {' '.join(str(exc).split())}\n")
+        err.write(f"plait {args.verb}: error: {' '.join(str(exc).split())}\n")
         return 1
     guard = "API keys required" if keys else "no keys: loopback only"
+    page = f"; page: http://{args.host}:{args.port}/" if options["ui"] else ""
     err.write(
-        f"plait serve: {args.agent} on http://{args.host}:{args.port} "
-        f"(AG-UI: POST /ag-ui; OpenAI-compatible: /v1; {guard})\n"
+        f"plait {args.verb}: {args.agent} on http://{args.host}:{args.port} "
+        f"(AG-UI: POST /ag-ui; OpenAI-compatible: /v1; {guard}{page})\n"
     )
     err.flush()
     if args.reload:
