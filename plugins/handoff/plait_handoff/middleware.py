@@ -82,9 +82,10 @@ class HandoffAgent:
     agent: Agent | str = attrs.field(validator=_check_agent)
     """A ``plait.Agent``, or the path of an agent file, loaded at ``create_agent``."""
     name: str | None = None
-    """The name in ``transfer_to_<name>``; ``None``: the agent's own name."""
+    """The name in ``transfer_to_<name>`` (1-48 letters, digits, ``_`` or ``-``, unique);
+    ``None``: the agent's own name."""
     description: str | None = attrs.field(default=None, validator=non_empty_string(optional=True))
-    """When to hand over to it, shown in the tool's description."""
+    """When to hand over to it, shown in the tool's description; ``None``: "the <name> agent"."""
     input_filter: InputFilter | None = attrs.field(default=None)
     """What of the conversation it sees; ``None``: the middleware's ``input_filter``."""
 
