@@ -21,6 +21,7 @@ is built.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import hashlib
 import json
@@ -141,6 +142,23 @@ def _dump_result(result: Any) -> dict[str, Any]:
     raise ReplayError(f"record: a {type(result).__name__} result cannot be recorded")
 
 
+def _dump_error(exc: Exception) -> dict[str, str]:
+    return {"type": type(exc).__name__, "message": str(exc)}
+
+
+def _load_error(data: Mapping[str, str]) -> Exception:
+    """The exception a recorded tool raised, as the model was told of it (``tool 'x'
+    raised ValueError: ...``): the built-in class of that name, or one named like it."""
+    name = data["type"]
+    builtin = getattr(builtins, name, None)
+    kind: type[Exception] = (
+        builtin
+        if isinstance(builtin, type) and issubclass(builtin, Exception)
+        else type(name, (Exception,), {"__module__": "plait.recording"})
+    )
+    return kind(data["message"])
+
+
 def _load_result(data: Mapping[str, Any]) -> Any:
     if "message" in data:
         return structure_message(data["message"])
@@ -183,6 +201,9 @@ class Recorder:
             except InterruptSignal:
                 self._write(self._entry("tool", request, interrupted=True))
                 raise
+            except Exception as exc:
+                self._write(self._entry("tool", request, raised=_dump_error(exc)))
+                raise
             self._write(self._entry("tool", request, result=_dump_result(result)))
             return result
         if not isinstance(effect, effects.ModelCall):
@@ -208,6 +229,9 @@ class Recorder:
                 result = await proceed()
             except InterruptSignal:
                 self._write(self._entry("tool", request, interrupted=True))
+                raise
+            except Exception as exc:
+                self._write(self._entry("tool", request, raised=_dump_error(exc)))
                 raise
             self._write(self._entry("tool", request, result=_dump_result(result)))
             return result
@@ -318,6 +342,8 @@ class Replayer:
             entry = self._take("tool", tool_request(effect))
             if entry.get("interrupted"):
                 return proceed()  # the tool asks its question again
+            if "raised" in entry:
+                raise _load_error(entry["raised"])
             return _load_result(entry["result"])  # type: ignore[no-any-return]
         if not isinstance(effect, effects.ModelCall):
             return proceed()
@@ -329,6 +355,8 @@ class Replayer:
             entry = self._take("tool", tool_request(effect))
             if entry.get("interrupted"):
                 return await proceed()
+            if "raised" in entry:
+                raise _load_error(entry["raised"])
             return _load_result(entry["result"])  # type: ignore[no-any-return]
         if not isinstance(effect, effects.ModelCall):
             return await proceed()

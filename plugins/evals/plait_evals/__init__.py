@@ -8,9 +8,7 @@ or judge its output with any plait model.
 from plait_evals.dataset import CaseInput, EvalDataset, EvalError, load_dataset
 from plait_evals.evaluators import (
     MaxCost,
-    MaxModelCalls,
     MaxTokens,
-    MaxToolCalls,
     OutputMatchesSchema,
     PlaitJudge,
     ToolTrajectory,
@@ -24,9 +22,7 @@ __all__ = [
     "EvalError",
     "Evaluation",
     "MaxCost",
-    "MaxModelCalls",
     "MaxTokens",
-    "MaxToolCalls",
     "OutputMatchesSchema",
     "PlaitJudge",
     "Summary",

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from pydantic_evals import Dataset
 
 from plait.errors import ConfigError
-from plait_evals.evaluators import EVALUATORS, PlaitJudge, ToolTrajectory
+from plait_evals.evaluators import EVALUATORS, MODES, PlaitJudge, ToolTrajectory
 
 __all__ = ["CaseInput", "EvalDataset", "EvalError", "load_dataset"]
 
@@ -140,6 +140,9 @@ def load_dataset(path: str | Path, *, judge_model: str | None = None) -> EvalDat
         )
     except ValidationError as exc:
         raise _fail(file, _first_error(exc)) from None
+    except ExceptionGroup as group:
+        first = group.exceptions[0]
+        raise _fail(file, " ".join(str(first).split())) from None
     except ValueError as exc:
         raise _fail(file, " ".join(str(exc).split())) from None
     names = [case.name for case in dataset.cases]
@@ -169,27 +172,40 @@ def _default_judges(path: Path, dataset: Dataset[Any, Any, Any], model: str | No
                 evaluators[index] = dataclasses.replace(evaluator, model=model)
 
 
+def _tools_named(evaluator: Any) -> list[str]:
+    """The tool names an evaluator expects the agent to call."""
+    from pydantic_evals.evaluators import ArgumentCorrectness, ToolCorrectness, TrajectoryMatch
+
+    if isinstance(evaluator, ToolTrajectory):
+        return list(evaluator.tools)
+    if isinstance(evaluator, TrajectoryMatch):
+        return list(evaluator.expected_trajectory)
+    if isinstance(evaluator, ToolCorrectness):
+        return list(evaluator.expected_tools)
+    if isinstance(evaluator, ArgumentCorrectness):
+        return [evaluator.tool_name]
+    return []
+
+
 def check_tools(data: EvalDataset, tools: Mapping[str, Any]) -> None:
-    """Refuse a ``ToolTrajectory`` naming a tool the agent does not have."""
+    """Refuse an evaluator naming a tool the agent does not have, or a trajectory mode
+    that does not exist."""
     owners = [("dataset", data.dataset.evaluators)] + [
         (f"case {case.name!r}", case.evaluators) for case in data.dataset.cases
     ]
     for where, evaluators in owners:
         for evaluator in evaluators:
-            if not isinstance(evaluator, ToolTrajectory):
-                continue
-            from plait_evals.evaluators import MODES
-
-            if evaluator.mode not in MODES:
+            if isinstance(evaluator, ToolTrajectory) and evaluator.mode not in MODES:
                 raise _fail(
                     data.path,
                     f"{where}: ToolTrajectory mode: expected one of {', '.join(MODES)}, "
                     f"got {evaluator.mode!r}",
                 )
-            for name in evaluator.tools:
+            for name in _tools_named(evaluator):
                 if name not in tools:
+                    kind = type(evaluator).__name__
                     raise _fail(
                         data.path,
-                        f"{where}: ToolTrajectory names tool {name!r}, which the agent does "
-                        f"not have (it has {', '.join(sorted(tools)) or 'none'})",
+                        f"{where}: {kind} names tool {name!r}, which the agent does not have "
+                        f"(it has {', '.join(sorted(tools)) or 'none'})",
                     )

@@ -1,6 +1,11 @@
-"""The evaluators plait-evals adds to pydantic-evals' own (``EqualsExpected``,
-``Contains``, ``IsInstance``, ``MaxDuration``, ``HasMatchingSpan`` …), named in a dataset
-file the same way: ``- ToolTrajectory: {tools: [lookup_order], mode: ordered}``.
+"""The evaluators plait-evals adds to pydantic-evals' own, named in a dataset file the
+same way: ``- ToolTrajectory: {tools: [lookup_order], mode: ordered}``.
+
+pydantic-evals' span evaluators (``MaxToolCalls``, ``MaxModelRequests``,
+``TrajectoryMatch``, ``ToolCorrectness``, ``ArgumentCorrectness``, ``HasMatchingSpan``)
+read the GenAI spans plait-otel emits as they are; these add what they lack: a pass/fail
+trajectory with ``subset``, token and cost budgets, a JSON-schema check of the output and
+a judge on a plait model.
 
 They are pydantic-evals ``Evaluator`` dataclasses (that is how its datasets build and
 serialize them). Each returns an ``EvaluationReason``: a pass/fail with the reason it
@@ -22,9 +27,7 @@ from plait_evals._facts import facts
 __all__ = [
     "EVALUATORS",
     "MaxCost",
-    "MaxModelCalls",
     "MaxTokens",
-    "MaxToolCalls",
     "OutputMatchesSchema",
     "PlaitJudge",
     "ToolTrajectory",
@@ -110,34 +113,15 @@ class _Limit(Evaluator[object, object, object]):
 
 
 @dataclass(repr=False)
-class MaxModelCalls(_Limit):
-    """At most ``limit`` model calls (every attempt, as spans count them)."""
-
-    what: ClassVar[str] = "model calls"
-
-    def measure(self, ctx: EvaluatorContext[object, object, object]) -> float:
-        return facts(ctx).model_calls
-
-
-@dataclass(repr=False)
-class MaxToolCalls(_Limit):
-    """At most ``limit`` tool calls."""
-
-    what: ClassVar[str] = "tool calls"
-
-    def measure(self, ctx: EvaluatorContext[object, object, object]) -> float:
-        return len(facts(ctx).tools)
-
-
-@dataclass(repr=False)
 class MaxTokens(_Limit):
-    """At most ``limit`` tokens, input and output together, over every model call."""
+    """At most ``limit`` tokens, input and output together, over the case's runs: the
+    runs' ``Usage``, which counts sub-agents and estimates what a model did not report
+    (the spans carry only what models reported)."""
 
     what: ClassVar[str] = "tokens"
 
     def measure(self, ctx: EvaluatorContext[object, object, object]) -> float:
-        run = facts(ctx)
-        return run.input_tokens + run.output_tokens
+        return ctx.metrics.get("input_tokens", 0) + ctx.metrics.get("output_tokens", 0)
 
 
 @dataclass(repr=False)
@@ -198,7 +182,10 @@ class PlaitJudge(Evaluator[object, object, object]):
     async def evaluate(self, ctx: EvaluatorContext[object, object, object]) -> EvaluationReason:
         parts = []
         if self.include_input:
-            parts.append(f"<input>\n{_text(ctx.inputs)}\n</input>")
+            given = ctx.inputs
+            if isinstance(given, dict) and "prompt" in given:  # not the resumes and replay
+                given = given["prompt"]
+            parts.append(f"<input>\n{_text(given)}\n</input>")
         parts.append(f"<output>\n{_text(ctx.output)}\n</output>")
         if self.include_expected_output and ctx.expected_output is not None:
             parts.append(f"<expected_output>\n{_text(ctx.expected_output)}\n</expected_output>")
@@ -215,8 +202,6 @@ def _text(value: Any) -> str:
 EVALUATORS: tuple[type[Evaluator[Any, Any, Any]], ...] = (
     OutputMatchesSchema,
     ToolTrajectory,
-    MaxModelCalls,
-    MaxToolCalls,
     MaxTokens,
     MaxCost,
     PlaitJudge,

@@ -170,3 +170,47 @@ def test_async_runs_record_and_replay(tmp_path: Path) -> None:
     assert replayed.text == recorded.text == "Hello."
     streamed = "".join(chunk.content for chunk, _ in offline.stream("Hi", stream_mode="messages"))
     assert streamed == "Hello."
+
+
+class StationDown(Exception):
+    pass
+
+
+@plait.tool
+def forecast(city: str) -> str:
+    """Tomorrow's weather in a city."""
+    calls.append(city)
+    if city == "Oslo":
+        raise StationDown("the Oslo station is down")
+    raise ValueError(f"no station in {city}")
+
+
+def test_a_tool_that_raised_replays_its_error(tmp_path: Path) -> None:
+    path = tmp_path / "runs.jsonl"
+    server = ReplayServer()
+    try:
+        server.json(
+            openai_completion(
+                None, ("c1", "forecast", {"city": "Oslo"}), ("c2", "forecast", {"city": "Atlantis"})
+            )
+        )
+        server.json(openai_completion("No forecast today."))
+        agent = plait.create_agent(_model(server.url), [forecast], record=path)
+        recorded = agent.invoke("Forecast for Oslo and Atlantis?")
+    finally:
+        server.close()
+    errors = [m.text for m in recorded.messages if m.type == "tool"]
+    assert errors[0].startswith("Error: tool 'forecast' raised StationDown: the Oslo station")
+    assert errors[1].startswith("Error: tool 'forecast' raised ValueError: no station in Atlantis")
+    calls.clear()
+    agent = plait.create_agent(_model("http://127.0.0.1:9"), [forecast], replay=path)
+    replayed = agent.invoke("Forecast for Oslo and Atlantis?")
+
+    # the model was asked with the same error messages, so the strict replay matched (an
+    # error message's id is the kernel's own, made after the tool raised)
+    def texts(messages: list[Any]) -> list[tuple[str, str]]:
+        return [(m.type, m.text) for m in messages]
+
+    assert texts(replayed.messages) == texts(recorded.messages)
+    assert replayed.text == "No forecast today."
+    assert calls == []
