@@ -26,7 +26,16 @@ from plait.errors import ConfigError
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage, HumanMessage, ToolMessage
 from plait.middleware import Middleware, can_jump_to
 from plait.options import check_tool_names, non_empty_string
-from plait.types import AgentConfig, Command, ModelRequest, ModelResponse, Runtime, ToolCallRequest
+from plait.types import (
+    AgentConfig,
+    AgentResult,
+    Command,
+    ModelRequest,
+    ModelResponse,
+    RunRequest,
+    Runtime,
+    ToolCallRequest,
+)
 from plait_guardrails import _stream, _trace
 from plait_guardrails._guardrail import Guardrail, GuardrailData, GuardrailTripped
 from plait_guardrails._rules import Judge
@@ -224,9 +233,30 @@ class GuardrailsMiddleware(Middleware):
         return None
 
     def after_agent(self, runtime: Runtime) -> None:
+        self._forget(runtime.run_id)
+
+    def _forget(self, run_id: str) -> None:
         with self._lock:
-            self._pending.pop(runtime.run_id, None)
-            self._streamed.pop(runtime.run_id, None)
+            self._pending.pop(run_id, None)
+            self._streamed.pop(run_id, None)
+
+    def wrap_run(
+        self, request: RunRequest, handler: Callable[[RunRequest], AgentResult]
+    ) -> AgentResult:
+        try:
+            return handler(request)
+        except BaseException:  # a run that fails never reaches after_agent
+            self._forget(request.runtime.run_id)
+            raise
+
+    async def awrap_run(
+        self, request: RunRequest, handler: Callable[[RunRequest], Awaitable[AgentResult]]
+    ) -> AgentResult:
+        try:
+            return await handler(request)
+        except BaseException:
+            self._forget(request.runtime.run_id)
+            raise
 
     def _take_pending(
         self, runtime: Runtime | None

@@ -366,3 +366,25 @@ def test_after_guardrails_see_the_result_the_previous_one_left(make_agent: Any) 
     result = asyncio.run(agent.ainvoke("find Ann"))
     assert seen == ["Ann: card [card], phone 555-0100"]
     assert tool_answers(result.messages)["c1"].content == "Ann: card [card], phone 555-0100"
+
+
+def test_a_failed_run_leaves_no_pending_parallel_check(make_agent: Any) -> None:
+    """A run that fails before its first model call must not leave its parallel check
+    for a later run of the same middleware."""
+    checked: list[str] = []
+
+    def record(data: GuardrailData) -> None:
+        checked.append(data.text)
+
+    @plait.before_agent
+    def fail_first(state: Any) -> None:
+        if state["messages"][-1].text == "boom":
+            raise RuntimeError("boom")
+
+    guards = GuardrailsMiddleware(input=[record], parallel=True)
+    agent = make_agent(["fine"], middleware=[guards, fail_first])
+    with pytest.raises(RuntimeError, match="boom"):
+        agent.invoke("boom")
+    assert agent.invoke("hello").text == "fine"
+    assert checked == ["hello"]
+    assert guards._pending == {}
