@@ -301,7 +301,7 @@ PAGES: dict[str, Page] = {
         setup=RESEARCH_TOOLS,
         files={"research_tools.py": RESEARCH_TOOLS},
         before={
-            1: tool("send_email", "to: str, body: str", "Send an e-mail.", "f'sent to {to}'")
+            2: tool("send_email", "to: str, body: str", "Send an e-mail.", "f'sent to {to}'")
             + textwrap.dedent(
                 """
                 from plait.testing import ai, call
@@ -316,12 +316,13 @@ PAGES: dict[str, Page] = {
             )
         },
         after={
-            1: textwrap.dedent(
+            1: "assert 'start_task' in [t.name for t in agent.tools]\nagent.close()\n",
+            2: textwrap.dedent(
                 """
                 assert result.text == "Ann has the report.", result.messages
                 assert any(m.text == "sent to ann@example.com" for m in model.requests[2].messages)
                 """
-            )
+            ),
         },
         needs=("plait_subagents", "plait_tool_call_limit", "plait_human_in_the_loop"),
     ),

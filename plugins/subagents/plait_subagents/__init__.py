@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import importlib.metadata
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -47,18 +48,32 @@ from plait.options import (
     structure_options,
 )
 from plait.tools import Tool
-from plait.types import AgentConfig, Command, Interrupt, ModelRequest, ToolRuntime
+from plait.types import (
+    AgentConfig,
+    Command,
+    Interrupt,
+    ModelRequest,
+    Runtime,
+    StateField,
+    ToolRuntime,
+)
+from plait_subagents.background import BACKGROUND_KEY, BackgroundTasks, TaskRecord, merge_records
 
 __all__ = [
+    "BACKGROUND_KEY",
+    "BACKGROUND_TOOLS",
     "GENERAL_PURPOSE",
     "TOOL_NAME",
+    "BackgroundSubAgentMiddleware",
     "SubAgent",
     "SubAgentInterruptError",
     "SubAgentMiddleware",
 ]
 
 PLUGIN = "subagents"
+log = logging.getLogger("plait_subagents")
 TOOL_NAME = "task"
+BACKGROUND_TOOLS = ("start_task", "check_task", "update_task", "cancel_task", "list_tasks")
 GENERAL_PURPOSE = "general-purpose"
 INHERITED = ("usage_limit", "model_call_limit", "pii", "otel")
 """Middleware of the main agent that apply to its sub-agents unless one opts out: the
@@ -105,6 +120,32 @@ Use it for independent tasks that need many steps, or whose details would crowd 
 conversation. To run several tasks at once, call `task` several times in one message.
 Do not use it for something you can do in a step or two, or when you need to watch the
 work as it happens."""
+
+
+BACKGROUND_SYSTEM_PROMPT = """## Background tasks
+
+`start_task` starts a sub-agent in the background and returns at once with a task id,
+so you can go on working or answer the user while it runs. Its result is added to this
+conversation when it finishes (you will see it at your next turn); `check_task` gives its
+status or result now, `update_task` sends it more instructions, `cancel_task` stops it
+and `list_tasks` shows every task of this conversation. Tell the user what you started;
+do not wait for a task by calling `check_task` over and over."""
+
+BACKGROUND_DESCRIPTIONS = {
+    "start_task": (
+        "Start a sub-agent on a task in the background and return at once with its task "
+        "id. Like `task`, the sub-agent sees only your `description`, so make it a complete "
+        "brief. Its result is added to the conversation when it finishes.\n\nAvailable "
+        "sub-agents (give the name as `subagent_type`):\n{available_agents}"
+    ),
+    "check_task": "The status of a background task, and its result once it has finished.",
+    "update_task": (
+        "Send more instructions to a background task: the sub-agent reads them once its "
+        "current work is done, and goes on with them."
+    ),
+    "cancel_task": "Stop a background task that is still running.",
+    "list_tasks": "List the background tasks of this conversation with their status.",
+}
 
 
 class SubAgentInterruptError(StopRun):
@@ -290,12 +331,42 @@ class SubAgentMiddleware(RequestMiddleware):
     )
     """The ``task`` description the model reads; ``None``: the built-in one. Its
     ``{available_agents}`` is replaced with the list of sub-agents."""
+    background: bool = False
+    """Also give ``start_task``, ``check_task``, ``update_task``, ``cancel_task`` and
+    ``list_tasks``: sub-agents that run while the main agent goes on (needs a
+    checkpointer)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> SubAgentMiddleware:
+        if cls is SubAgentMiddleware and kwargs.get("background") is True:
+            cls = BackgroundSubAgentMiddleware
+        return super().__new__(cls)
+
+    _tasks: BackgroundTasks = attrs.field(init=False, factory=BackgroundTasks, eq=False, repr=False)
+
+    def state_fields(self) -> dict[str, StateField]:
+        if not self.background:
+            return {}
+        return {BACKGROUND_KEY: StateField(default={}, reducer=merge_records, scope="thread")}
 
     # -- build time -------------------------------------------------------------------------
 
     def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
+        if self.background and agent_config.checkpointer is None:
+            raise ConfigError(
+                f"plugin {PLUGIN!r}: option 'background': background tasks deliver their "
+                "results to the thread at its next run, so the agent needs a checkpointer "
+                "(create_agent(..., checkpointer=...))"
+            )
         entries = self._build(agent_config)
-        return [self._task_tool(entries, agent_config.checkpointer is not None)]
+        tools = [self._task_tool(entries, agent_config.checkpointer is not None)]
+        if self.background:
+            tools += _background_tools(self._tasks, entries)
+        return tools
+
+    def wait_for_tasks(self, thread_id: str, timeout: float | None = None) -> bool:
+        """Block until no background task of ``thread_id`` is running (``False`` if
+        ``timeout`` seconds passed first): for a script that must not exit before them."""
+        return self._tasks.wait(thread_id, timeout)
 
     def _build(self, config: AgentConfig) -> dict[str, _Entry]:
         seen: dict[str, int] = {}
@@ -430,7 +501,51 @@ class SubAgentMiddleware(RequestMiddleware):
     # -- the prompt ---------------------------------------------------------------------------
 
     def rewrite_request(self, request: ModelRequest) -> ModelRequest:
-        return request.with_prompt_section(self.system_prompt, when_tools={TOOL_NAME})
+        request = request.with_prompt_section(self.system_prompt, when_tools={TOOL_NAME})
+        if not self.background:
+            return request
+        return request.with_prompt_section(BACKGROUND_SYSTEM_PROMPT, when_tools={"start_task"})
+
+
+@attrs.frozen(kw_only=True)
+class BackgroundSubAgentMiddleware(SubAgentMiddleware):
+    """``SubAgentMiddleware(background=True)`` is one of these: the hooks delivering
+    background results exist only here, so an agent without background tasks runs no
+    extra hook (and its stream shows no extra node)."""
+
+    # -- background results ------------------------------------------------------------------
+
+    def before_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
+        if runtime.thread_id is None:
+            return None
+        done = self._tasks.undelivered(runtime.thread_id)
+        if not done:
+            return None
+        return {
+            "messages": [record.message() for record in done],
+            BACKGROUND_KEY: {record.id: record.state() for record in done},
+        }
+
+    def after_agent(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
+        if runtime.thread_id is None:
+            return None
+        running = [r for r in self._tasks.of_thread(runtime.thread_id) if r.status == "running"]
+        if not running:
+            return None
+        ids = [record.id for record in running]
+        log.warning(
+            "the run of thread %r ended with %d background task(s) still running: %s",
+            runtime.thread_id,
+            len(ids),
+            ", ".join(ids),
+        )
+        update: dict[str, Any] = {BACKGROUND_KEY: {r.id: r.state() for r in running}}
+        messages = state.get("messages") or []
+        if messages and isinstance(messages[-1], AIMessage):
+            last = messages[-1]
+            metadata = {**last.metadata, "background_tasks_running": ids}
+            update["messages"] = [attrs.evolve(last, metadata=metadata)]
+        return update
 
 
 # -- what sub-agents inherit -----------------------------------------------------------------
@@ -627,3 +742,162 @@ def _answer(
     return ToolMessage(
         content, tool_call_id=runtime.tool_call_id, name=TOOL_NAME, metadata={"subagents": report}
     )
+
+
+# -- background tasks ------------------------------------------------------------------------
+
+
+def _background_tools(tasks: BackgroundTasks, entries: Mapping[str, _Entry]) -> list[Tool]:
+    """The five tools over ``tasks``; every one works within the main thread's tasks."""
+
+    def refuse(runtime: ToolRuntime, text: str) -> ToolMessage:
+        return ToolMessage.error(runtime.tool_call, f"Error: {text}")
+
+    def thread_of(runtime: ToolRuntime) -> str | None:
+        return runtime.runtime.thread_id
+
+    no_thread = (
+        "background tasks belong to a conversation thread, and this run has none (invoke "
+        "the agent with thread_id=...)"
+    )
+
+    def find(task_id: str, runtime: ToolRuntime) -> TaskRecord | ToolMessage:
+        thread = thread_of(runtime)
+        if thread is None:
+            return refuse(runtime, no_thread)
+        record = tasks.get(task_id, thread)
+        if record is not None:
+            return record
+        known = (runtime.state.get(BACKGROUND_KEY) or {}).get(task_id)
+        if known is not None and known.get("status") == "running":
+            return refuse(
+                runtime,
+                f"task {task_id} was lost: the process that ran it ended before it finished. "
+                "Start it again if it is still needed.",
+            )
+        ids = ", ".join(r.id for r in tasks.of_thread(thread)) or "none"
+        return refuse(runtime, f"there is no background task {task_id!r}; the tasks are: {ids}")
+
+    def answer(runtime: ToolRuntime, text: str, *records: TaskRecord) -> Command:
+        message = ToolMessage(text, tool_call_id=runtime.tool_call_id)
+        update = {r.id: r.state() for r in records}
+        return Command(update={"messages": [message], BACKGROUND_KEY: update})
+
+    async def start_task(
+        description: str, subagent_type: str, runtime: ToolRuntime
+    ) -> ToolMessage | Command:
+        """Start a sub-agent on a task in the background.
+
+        Args:
+            description: The complete brief for the sub-agent (it does not see this
+                conversation) and what its final answer must contain.
+            subagent_type: The name of the sub-agent to run.
+        """
+        thread = thread_of(runtime)
+        if thread is None:
+            return refuse(runtime, no_thread)
+        entry = entries.get(subagent_type)
+        if entry is None:
+            names = ", ".join(entries)
+            return refuse(
+                runtime,
+                f"there is no sub-agent named {subagent_type!r}; the sub-agents are: {names}",
+            )
+        persistent = entry.agent.checkpointer is not None
+        record = tasks.start(entry.agent, entry.name, description, thread, persistent)
+        text = (
+            f"Started background task {record.id} ({entry.name}). Its result will be added "
+            "to this conversation when it finishes."
+        )
+        return answer(runtime, text, record)
+
+    def check_task(task_id: str, runtime: ToolRuntime) -> ToolMessage | Command:
+        """The status of a background task, with its result if it has finished.
+
+        Args:
+            task_id: the id start_task gave.
+        """
+        record = find(task_id, runtime)
+        if isinstance(record, ToolMessage):
+            return record
+        if record.status == "running":
+            return answer(runtime, f"Task {record.id} ({record.subagent_type}) is still running.")
+        record.delivered = True
+        text = f"Task {record.id} ({record.subagent_type}) {record.status}."
+        if record.result is not None:
+            text += f" Result:\n{record.result}"
+        return answer(runtime, text, record)
+
+    def update_task(task_id: str, message: str, runtime: ToolRuntime) -> ToolMessage | Command:
+        """Send more instructions to a running background task.
+
+        Args:
+            task_id: the id start_task gave.
+            message: what the sub-agent should do next, or what changed.
+        """
+        record = find(task_id, runtime)
+        if isinstance(record, ToolMessage):
+            return record
+        if record.status != "running":
+            return refuse(
+                runtime,
+                f"task {record.id} has {record.status}; start a new task with start_task instead",
+            )
+        if entries[record.subagent_type].agent.checkpointer is None:
+            return refuse(
+                runtime,
+                f"sub-agent {record.subagent_type!r} keeps no thread (it has no checkpointer), "
+                "so it cannot take more instructions; cancel the task and start another",
+            )
+        tasks.follow_up(record, message)
+        return answer(
+            runtime, f"Task {record.id} will read your instructions once its current work is done."
+        )
+
+    def cancel_task(task_id: str, runtime: ToolRuntime) -> ToolMessage | Command:
+        """Stop a running background task.
+
+        Args:
+            task_id: the id start_task gave.
+        """
+        record = find(task_id, runtime)
+        if isinstance(record, ToolMessage):
+            return record
+        if record.status != "running":
+            return refuse(runtime, f"task {record.id} has already {record.status}")
+        tasks.cancel(record)
+        return answer(runtime, f"Cancelled task {record.id}.", record)
+
+    def list_tasks(runtime: ToolRuntime) -> ToolMessage | Command:
+        """List the background tasks of this conversation."""
+        thread = thread_of(runtime)
+        if thread is None:
+            return refuse(runtime, no_thread)
+        records = tasks.of_thread(thread)
+        if not records:
+            return answer(runtime, "No background tasks.")
+        lines = [f"- {r.id} ({r.subagent_type}): {r.status}: {r.description}" for r in records]
+        return answer(runtime, "\n".join(lines), *records)
+
+    listing = "\n".join(f"- {e.name}: {e.description}" for e in entries.values())
+    functions: list[Callable[..., Any]] = [
+        start_task,
+        check_task,
+        update_task,
+        cancel_task,
+        list_tasks,
+    ]
+    tools = []
+    for function in functions:
+        description = BACKGROUND_DESCRIPTIONS[function.__name__]
+        tool = Tool.from_function(
+            function,
+            name=function.__name__,
+            description=description.replace("{available_agents}", listing),
+        )
+        if function is start_task:
+            parameters = copy.deepcopy(tool.parameters)
+            parameters["properties"]["subagent_type"]["enum"] = list(entries)
+            tool = attrs.evolve(tool, parameters=parameters)
+        tools.append(tool)
+    return tools

@@ -1,0 +1,214 @@
+"""Background sub-agents: ``start_task`` returns at once while the sub-agent works.
+
+Each task is an asyncio task on the event loop the tool runs on: on the sync path the
+agent's own loop thread, which outlives the run, so a task goes on after ``invoke``
+returns; on the async path the caller's loop (a task ends with it). The task runs in a
+fresh context, not the run's: it outlives the run, so it is neither nested in its usage
+ledger and limits nor in its stream; its usage is reported with its result instead.
+
+Tasks are kept in memory by the middleware (``BackgroundTasks``), per main thread, and
+mirrored in the thread's ``background_tasks`` state key. A finished task's result is
+added to the main thread as a human message at the next model call of that thread (the
+next run, or the current one if it is still going), unless ``check_task`` already gave
+it. A task the state says is running but this process does not know (it ran in a process
+that ended) is reported as lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import datetime
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from plait.agent import Agent
+from plait.messages import HumanMessage
+
+__all__ = ["BACKGROUND_KEY", "BackgroundTasks", "TaskRecord", "merge_records"]
+
+log = logging.getLogger("plait_subagents")
+
+BACKGROUND_KEY = "background_tasks"
+"""Thread-scoped state: task id → ``{subagent_type, description, status, result}``."""
+
+
+def merge_records(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Reducer of ``background_tasks``: records by task id, a newer one replacing."""
+    return {**(old or {}), **(new or {})}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat()
+
+
+@attrs.define
+class TaskRecord:
+    """One background task, as this process knows it."""
+
+    id: str
+    thread_id: str
+    subagent_type: str
+    description: str
+    status: str = "running"
+    """running, completed, failed or cancelled."""
+    result: str | None = None
+    usage: dict[str, Any] | None = None
+    started_at: str = attrs.field(factory=_now)
+    finished_at: str | None = None
+    delivered: bool = False
+    """Whether the main agent has seen the outcome (a message, or ``check_task``)."""
+    followups: list[str] = attrs.field(factory=list)
+    handle: asyncio.Task[None] | None = attrs.field(default=None, repr=False)
+    loop: asyncio.AbstractEventLoop | None = attrs.field(default=None, repr=False)
+
+    def state(self) -> dict[str, Any]:
+        """What the thread's state keeps of it."""
+        return {
+            "subagent_type": self.subagent_type,
+            "description": self.description,
+            "status": self.status,
+            "result": self.result,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+        }
+
+    def message(self) -> HumanMessage:
+        """The outcome, as the message added to the main thread."""
+        head = f"[Background task {self.id} ({self.subagent_type}) {self.status}]"
+        body = f"Task: {self.description}"
+        if self.result is not None:
+            body += f"\nResult:\n{self.result}"
+        report: dict[str, Any] = {
+            "task_id": self.id,
+            "subagent_type": self.subagent_type,
+            "status": self.status,
+        }
+        if self.usage is not None:
+            report["usage"] = self.usage
+        return HumanMessage(f"{head}\n{body}", metadata={"subagents": report})
+
+
+class BackgroundTasks:
+    """The background tasks of one middleware instance, across threads. Thread-safe: tools
+    and hooks reach it from worker threads and the loop thread."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, TaskRecord] = {}
+        self._changed = threading.Condition()
+
+    def start(
+        self, agent: Agent, name: str, description: str, thread_id: str, persistent: bool
+    ) -> TaskRecord:
+        """Start ``agent`` on ``description`` on the running loop; return at once."""
+        record = TaskRecord(
+            id="task_" + uuid.uuid4().hex[:12],
+            thread_id=thread_id,
+            subagent_type=name,
+            description=description,
+        )
+        loop = asyncio.get_running_loop()
+        sub_thread = f"{thread_id}/background/{record.id}" if persistent else None
+        # A fresh context: the task outlives this run, so it must not record into the
+        # run's usage ledger or write into its stream once they are finished.
+        record.handle = loop.create_task(
+            self._run(record, agent, sub_thread), context=contextvars.Context()
+        )
+        record.loop = loop
+        with self._changed:
+            self._tasks[record.id] = record
+        return record
+
+    async def _run(self, record: TaskRecord, agent: Agent, thread: str | None) -> None:
+        given: Any = record.description
+        while True:
+            try:
+                result = await agent.ainvoke(given, thread_id=thread)
+            except asyncio.CancelledError:
+                self._finish(record, "cancelled", None)
+                raise
+            except Exception as exc:
+                self._finish(record, "failed", f"{type(exc).__name__}: {exc}")
+                return
+            usage = attrs.asdict(result.usage)
+            if result.interrupts:
+                text = (
+                    "the sub-agent paused at an interrupt, which a background task cannot "
+                    "answer; run it with the task tool instead"
+                )
+                self._finish(record, "failed", text, usage)
+                return
+            with self._changed:
+                followups, record.followups = record.followups, []
+            if followups and thread is not None:
+                given = "\n\n".join(followups)
+                continue
+            self._finish(record, "completed", result.text, usage)
+            return
+
+    def _finish(
+        self,
+        record: TaskRecord,
+        status: str,
+        result: str | None,
+        usage: dict[str, Any] | None = None,
+    ) -> None:
+        with self._changed:
+            if record.status == "cancelled" and status != "cancelled":
+                return
+            record.status, record.result, record.usage = status, result, usage
+            record.finished_at = _now()
+            self._changed.notify_all()
+        log.info("background task %s (%s) %s", record.id, record.subagent_type, status)
+
+    def get(self, task_id: str, thread_id: str) -> TaskRecord | None:
+        with self._changed:
+            record = self._tasks.get(task_id)
+        return record if record is not None and record.thread_id == thread_id else None
+
+    def of_thread(self, thread_id: str) -> list[TaskRecord]:
+        with self._changed:
+            return [r for r in self._tasks.values() if r.thread_id == thread_id]
+
+    def follow_up(self, record: TaskRecord, message: str) -> None:
+        with self._changed:
+            record.followups.append(message)
+
+    def cancel(self, record: TaskRecord) -> None:
+        with self._changed:
+            record.status, record.finished_at, record.delivered = "cancelled", _now(), True
+            self._changed.notify_all()
+        if record.handle is not None and record.loop is not None and not record.loop.is_closed():
+            record.loop.call_soon_threadsafe(record.handle.cancel)
+
+    def undelivered(self, thread_id: str) -> list[TaskRecord]:
+        """The finished tasks of the thread the main agent has not seen; now marked seen."""
+        with self._changed:
+            found = [
+                r
+                for r in self._tasks.values()
+                if r.thread_id == thread_id and r.status != "running" and not r.delivered
+            ]
+            for record in found:
+                record.delivered = True
+        return found
+
+    def wait(self, thread_id: str, timeout: float | None = None) -> bool:
+        """Block until no task of the thread is running; ``False`` if ``timeout`` (seconds)
+        passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while any(
+                r.thread_id == thread_id and r.status == "running" for r in self._tasks.values()
+            ):
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._changed.wait(left)
+        return True
