@@ -331,6 +331,7 @@ PAGES: dict[str, Page] = {
     "middleware/tool_call_limit.md": Page(needs=("plait_tool_call_limit",)),
     "middleware/model_refusal.md": Page(needs=("plait_model_refusal",)),
     "middleware/model_router.md": Page(needs=("plait_model_router",)),
+    "middleware/response_cache.md": Page(needs=("plait_response_cache",)),
     "middleware/tool_errors.md": Page(needs=("plait_tool_errors",)),
     "middleware/tool_retry.md": Page(
         before={1: "class MyFlakyServiceError(Exception):\n    pass\n"},

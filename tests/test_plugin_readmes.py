@@ -282,6 +282,7 @@ READMES: dict[str, Page] = {
     ),
     "model_refusal": Page(setup=SEARCH, needs=("plait_model_refusal",)),
     "model_router": Page(setup=SEARCH, needs=("plait_model_router",)),
+    "response_cache": Page(setup=SEARCH, needs=("plait_response_cache",)),
     "tool_errors": Page(
         setup=SEARCH + FETCH_PAGE,
         agent_tools=("search", "fetch_page"),

@@ -52,6 +52,7 @@ BUILTIN: dict[str, dict[str, str]] = {
                 "model_router",
                 "otel",
                 "pii",
+                "response_cache",
                 "skills",
                 "subagents",
                 "summarization",

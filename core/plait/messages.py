@@ -71,6 +71,7 @@ class Usage:
     ``server_tool_requests`` counts the provider's own tools run for the call, by name
     (``{"web_search": 2}``). ``estimated`` is true when some of the counts are plait's
     estimate (``plait.tokens``) because a provider reported none for a call.
+    ``cache_hits`` counts the calls a response cache answered, which spent no tokens.
     """
 
     input_tokens: int = 0
@@ -83,6 +84,7 @@ class Usage:
     cache_write_1h_tokens: int = 0
     server_tool_requests: dict[str, int] = attrs.field(factory=dict, converter=_counts, hash=False)
     estimated: bool = False
+    cache_hits: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -107,6 +109,7 @@ class Usage:
             self.cache_write_1h_tokens + other.cache_write_1h_tokens,
             requests,
             self.estimated or other.estimated,
+            self.cache_hits + other.cache_hits,
         )
 
     __radd__ = __add__

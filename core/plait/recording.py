@@ -50,7 +50,15 @@ from plait.messages import converter as _converter
 from plait.middleware import Middleware
 from plait.types import AgentConfig, AgentResult, Command, RunRequest
 
-__all__ = ["FORMAT", "MODES", "Recorder", "ReplayError", "Replayer", "fingerprint"]
+__all__ = [
+    "FORMAT",
+    "MODES",
+    "Recorder",
+    "ReplayError",
+    "Replayer",
+    "fingerprint",
+    "request_key",
+]
 
 T = TypeVar("T")
 
@@ -99,6 +107,13 @@ def model_request(effect: effects.ModelCall) -> dict[str, Any]:
         "messages": [_message(unstructure_message(m)) for m in effect.messages],
         "options": _plain(dict(effect.options)),
     }
+
+
+def request_key(effect: effects.ModelCall) -> str:
+    """The canonical hash of a model call: the same for the same model, messages (their
+    random ids aside), tools and settings in any run — how a recording matches a call,
+    and how ``response_cache`` keys an answer."""
+    return _key(model_request(effect))
 
 
 def tool_request(effect: effects.ToolRun) -> dict[str, Any]:
