@@ -339,6 +339,7 @@ PAGES: dict[str, Page] = {
         needs=("plait_tool_retry",),
     ),
     "middleware/usage_limit.md": Page(needs=("plait_usage_limit",)),
+    "evals.md": Page(stdout="100% of 10 cases passed\n", needs=("plait_evals",)),
     "history.md": Page(
         setup=textwrap.dedent(
             '''
