@@ -37,9 +37,9 @@ def bare() -> float:
     for given in data.inputs.values():
         agent = load_agent(AGENT)
         thread = uuid.uuid4().hex
-        result = agent.invoke(given.prompt, thread_id=thread)
+        agent.invoke(given.prompt, thread_id=thread)
         for value in given.resume:
-            result = agent.invoke(plait.Command(resume=value), thread_id=thread)
+            agent.invoke(plait.Command(resume=value), thread_id=thread)
         agent.close()
     return time.perf_counter() - start
 
@@ -82,7 +82,10 @@ def main() -> None:
         f"eval in process ({passed}/10 cases pass):    {evald * 1000:8.1f} ms"
         f"  ({evald / base:.2f}x baseline)"
     )
-    print(f"plait eval command, whole process:      {cli * 1000:8.1f} ms  ({cli / base:.2f}x baseline)")
+    print(
+        f"plait eval command, whole process:      {cli * 1000:8.1f} ms"
+        f"  ({cli / base:.2f}x baseline)"
+    )
 
 
 if __name__ == "__main__":
