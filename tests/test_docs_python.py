@@ -182,6 +182,28 @@ PAGES: dict[str, Page] = {
         setup="import plait\nagent = plait.create_agent(plait.ScriptedChatModel(['hi']))\n",
         after={0: "import sys; sys.stdout.flush()"},
     ),
+    "deep-agents.md": Page(
+        stdout=(
+            "The researcher is on it in the background. Ask me again in a moment and I will "
+            "write the report.\n"
+            "# Solar batteries\n"
+            "support - Support here. A double charge is a pending authorisation; it drops off "
+            "within 3 working days.\n"
+        ),
+        after={
+            0: textwrap.dedent(
+                """
+                notes = open("examples/deep/project/AGENTS.md").read()
+                assert notes.endswith("The user follows home energy storage.\\n"), notes
+                [task] = second.state["background_tasks"].values()
+                assert task["status"] == "completed", task
+                assert "## Sources" in second.text, second.text
+                assert third.state["handoff"]["agent"] == "support"
+                """
+            )
+        },
+        needs=("plait_skills", "plait_agents_md", "plait_subagents", "plait_handoff"),
+    ),
     "middleware/agents_md.md": Page(
         files={"project/AGENTS.md": "Use uv.\n", "project/packages/api/AGENTS.md": "Async.\n"},
         needs=("plait_agents_md",),

@@ -198,7 +198,11 @@ class HandoffMiddleware(Middleware):
             return Command(
                 update={
                     STATE_KEY: record,
-                    "messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)],
+                    "messages": [
+                        ToolMessage(
+                            text, tool_call_id=runtime.tool_call_id, name=runtime.tool_call.name
+                        )
+                    ],
                 }
             )
 

@@ -779,7 +779,7 @@ def _background_tools(tasks: BackgroundTasks, entries: Mapping[str, _Entry]) -> 
         return refuse(runtime, f"there is no background task {task_id!r}; the tasks are: {ids}")
 
     def answer(runtime: ToolRuntime, text: str, *records: TaskRecord) -> Command:
-        message = ToolMessage(text, tool_call_id=runtime.tool_call_id)
+        message = ToolMessage(text, tool_call_id=runtime.tool_call_id, name=runtime.tool_call.name)
         update = {r.id: r.state() for r in records}
         return Command(update={"messages": [message], BACKGROUND_KEY: update})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 import tomllib
 from importlib.metadata import entry_points
@@ -149,6 +150,26 @@ def test_mcp_time_chat_answers_a_second_turn(plait_cli) -> None:
     ]
 
 
+def test_deep_delegates_in_the_background_and_hands_billing_over(plait_cli, tmp_path: Path) -> None:
+    """Run from a copy: the example's paths are relative to the working directory, and
+    it appends its note to examples/deep/project/AGENTS.md."""
+    _needs_plugins("deep.toml")
+    shutil.copytree(EXAMPLES, tmp_path / "examples")
+    stdin = "Research solar batteries and write me a report.\n"
+    done = plait_cli("chat", "examples/deep.toml", input=stdin, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "The researcher is on it in the background." in done.stdout
+    notes = (tmp_path / "examples/deep/project/AGENTS.md").read_text(encoding="utf-8")
+    assert notes.endswith("The user follows home energy storage.\n")
+    done = plait_cli("run", "examples/deep.toml", "Why was I billed twice?", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Support here. A double charge is a pending authorisation" in done.stdout
+    done = plait_cli("run", "examples/deep_support.toml", "Hello?", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Support here.")
+
+
 def test_every_example_has_a_test() -> None:
-    tested = {"hello.toml", "support.toml", "reader.toml", "mcp_time.toml"}
+    tested = {"hello.toml", "support.toml", "reader.toml", "mcp_time.toml", "deep.toml"}
+    tested |= {"deep_support.toml"}
     assert {p.name for p in EXAMPLES.glob("*.toml")} == tested
