@@ -355,6 +355,7 @@ PAGES: dict[str, Page] = {
     "middleware/model_router.md": Page(needs=("plait_model_router",)),
     "middleware/response_cache.md": Page(needs=("plait_response_cache",)),
     "middleware/tool_errors.md": Page(needs=("plait_tool_errors",)),
+    "middleware/tool_search.md": Page(needs=("plait_tool_search",)),
     "middleware/tool_retry.md": Page(
         before={1: "class MyFlakyServiceError(Exception):\n    pass\n"},
         after={1: "assert retry_on(MyFlakyServiceError()) and not retry_on(ValueError())"},

@@ -288,6 +288,11 @@ READMES: dict[str, Page] = {
         agent_tools=("search", "fetch_page"),
         needs=("plait_tool_errors",),
     ),
+    "tool_search": Page(
+        setup=SEARCH + FETCH_PAGE,
+        agent_tools=("search", "fetch_page"),
+        needs=("plait_tool_search",),
+    ),
     "tool_retry": Page(
         setup=SEARCH + FETCH_PAGE,
         agent_tools=("search", "fetch_page"),

@@ -60,6 +60,7 @@ BUILTIN: dict[str, dict[str, str]] = {
                 "tool_call_limit",
                 "tool_errors",
                 "tool_retry",
+                "tool_search",
                 "usage_limit",
             )
         },
