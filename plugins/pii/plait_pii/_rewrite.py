@@ -1,0 +1,60 @@
+"""Rewriting a message's text and tool-call arguments, and counting what was found."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from plait.messages import AIMessage, AnyMessage, Content
+from plait_pii._pseudonyms import Restorer
+from plait_pii._walk import map_strings
+
+
+class _Counter:
+    """Matches seen by one hook call, for the ``block`` strategy's error."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def _map_content(content: Content, rewrite: Callable[[str], str]) -> Content:
+    if isinstance(content, str):
+        return rewrite(content)
+    return [
+        {**block, "text": rewrite(block["text"])}
+        if block.get("type") == "text" and isinstance(block.get("text"), str)
+        else block
+        for block in content
+    ]
+
+
+def _restored(message: AnyMessage, restorer: Restorer) -> AnyMessage:
+    return _rewritten(message, restorer.text)
+
+
+def _rewritten(message: AnyMessage, rewrite: Callable[[str], str]) -> AnyMessage:
+    """``message`` with ``rewrite`` applied to its text and its tool calls' string
+    arguments (the same object when nothing changed; arguments are never compared whole,
+    as deep ones could not be)."""
+    changed = False
+
+    def tracked(text: str) -> str:
+        nonlocal changed
+        new = rewrite(text)
+        changed = changed or new != text
+        return new
+
+    changes: dict[str, Any] = {}
+    content = _map_content(message.content, tracked)
+    if changed:
+        changes["content"] = content
+    if isinstance(message, AIMessage) and message.tool_calls:
+        before = changed
+        changed = False
+        calls = [attrs.evolve(c, args=map_strings(c.args, tracked)) for c in message.tool_calls]
+        if changed:
+            changes["tool_calls"] = calls
+        changed = changed or before
+    return attrs.evolve(message, **changes) if changes else message
