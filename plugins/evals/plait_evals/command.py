@@ -113,6 +113,10 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             except (OSError, ValueError) as exc:
                 text = exc.strerror if isinstance(exc, OSError) else str(exc)
                 raise EvalError(f"plait eval: --baseline: {text}") from None
+        if args.record is not None and args.repeat > 1:
+            raise EvalError(
+                f"plait eval: --record: expected one run per case, got --repeat {args.repeat}"
+            )
         data = load_dataset(args.dataset, judge_model=args.judge_model)
         evaluation = Evaluation(data, args.agent, model=args.model, record=args.record)
     except PlaitError as exc:

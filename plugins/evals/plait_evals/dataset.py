@@ -92,9 +92,9 @@ def _case_input(path: Path, name: str, raw: Any) -> CaseInput:
             path,
             f"case {name!r}: inputs: expected a prompt or {{prompt, resume, replay}}, got {got}",
         )
-    resume = raw.get("resume") or ()
+    resume = raw.get("resume", [])
     if not isinstance(resume, list):
-        resume = [resume]
+        resume = [resume]  # one pause
     replay = raw.get("replay")
     if replay is not None and not isinstance(replay, str):
         raise _fail(path, f"case {name!r}: inputs.replay: expected a file path, got {replay!r}")

@@ -81,6 +81,12 @@ class Evaluation:
     def _build(self, case: str) -> Any:
         """A fresh agent for one run of ``case`` (a scripted model's answers, a
         recording's entries are used up by a run)."""
+        try:
+            return self._spec().build(**self._overrides(case))
+        except ConfigError as exc:
+            raise EvalError(f"plait eval: case {case!r}: {' '.join(str(exc).split())}") from None
+
+    def _overrides(self, case: str) -> dict[str, Any]:
         first: list[Any] = [OtelMiddleware()]
         if self.record is not None:
             first.append(RecordReplay(record=self.record / f"{case}.jsonl"))
@@ -90,13 +96,9 @@ class Evaluation:
                 # after otel, so the replayed calls still have their spans
                 first.append(RecordReplay(replay=replay, mode=self.data.settings.replay_mode))
         overrides: dict[str, Any] = {"first": first}
-        spec = self._spec()
-        if self.data.inputs[case].resume and spec.checkpointer is None:
+        if self.data.inputs[case].resume and self._spec().checkpointer is None:
             overrides["checkpointer"] = "memory"  # a paused run resumes from its thread
-        try:
-            return spec.build(**overrides)
-        except ConfigError as exc:
-            raise EvalError(f"plait eval: case {case!r}: {' '.join(str(exc).split())}") from None
+        return overrides
 
     async def task(self, inputs: Any) -> Any:
         """One run of the current case: the prompt, then each ``resume`` while it pauses."""
@@ -123,6 +125,11 @@ class Evaluation:
     async def run(
         self, *, repeat: int = 1, concurrency: int | None = None, progress: bool = False
     ) -> EvaluationReport[Any, Any, Any]:
+        if self.record is not None and repeat > 1:
+            # the runs of a case would write one file at once
+            raise EvalError(
+                f"plait eval: --record: expected one run per case, got --repeat {repeat}"
+            )
         _tracing()
         return await self.data.dataset.evaluate(
             self.task,

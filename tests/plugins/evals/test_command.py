@@ -180,3 +180,45 @@ def test_bad_input_is_one_line_and_runs_nothing(work: Path) -> None:
     assert done.stderr.startswith("plait eval: case 'refund_approved': ")
     assert "was recorded by another agent" in done.stderr and done.stderr.count("\n") == 1
     assert not (work / "r.json").exists()
+
+
+def test_a_case_replays_its_own_recording(work: Path) -> None:
+    recorded = work / "refund.jsonl"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "plait", "run", "support.toml"),
+            *("Please refund order 1042.", "--record", str(recorded), "--json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        timeout=120,
+    )
+    assert done.returncode in (0, 3), done.stderr  # paused at the approval
+    (work / "one.yaml").write_text(
+        "cases:\n"
+        "  - name: paused\n"
+        "    inputs: {prompt: Please refund order 1042., replay: refund.jsonl}\n"
+        "    evaluators:\n"
+        "      - ToolTrajectory: {tools: [lookup_order]}\n"
+        "  - name: missing\n"
+        "    inputs: {prompt: Hi, replay: nowhere.jsonl}\n"
+    )
+    done = plait_eval("one.yaml", "support.toml", cwd=work)
+    assert done.returncode == 2
+    assert done.stderr.startswith("plait eval: case 'missing': ")
+    assert "nowhere.jsonl" in done.stderr and done.stderr.count("\n") == 1
+    text = (work / "one.yaml").read_text()
+    (work / "one.yaml").write_text(text[: text.index("  - name: missing")])
+    done = plait_eval("one.yaml", "support.toml", "--fail-under", "1", cwd=work)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_record_with_repeat_is_refused(work: Path) -> None:
+    (work / "rec").mkdir()
+    done = plait_eval(
+        "support_eval.yaml", "support.toml", "--record", "rec", "--repeat", "2", cwd=work
+    )
+    assert done.returncode == 2
+    assert done.stderr == "plait eval: --record: expected one run per case, got --repeat 2\n"
+    assert list((work / "rec").iterdir()) == []

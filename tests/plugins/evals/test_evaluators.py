@@ -15,7 +15,14 @@ import pytest
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
 from plait.replay import ReplayServer
-from plait_evals import Evaluation, OutputMatchesSchema, load_dataset, pass_at_k
+from plait_evals import (
+    Evaluation,
+    MaxCost,
+    MaxTokens,
+    OutputMatchesSchema,
+    load_dataset,
+    pass_at_k,
+)
 from plait_evals._facts import facts
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -154,3 +161,19 @@ def test_pass_at_k() -> None:
     assert pass_at_k(4, 1, 1) == 0.25
     assert pass_at_k(4, 1, 2) == pytest.approx(0.5)  # 1 - C(3,2)/C(4,2)
     assert pass_at_k(4, 3, 2) == 1.0
+
+
+def test_cost_and_token_budgets_read_the_runs_usage() -> None:
+    def ctx(metrics: dict[str, float]) -> Any:
+        return EvaluatorContext(
+            name="c", inputs="", metadata=None, expected_output=None, output="",
+            duration=0.0, _span_tree=None, attributes={}, metrics=metrics,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    assert MaxCost(0.01).evaluate(ctx({"cost": 0.004})).value is True
+    assert MaxCost(0.01).evaluate(ctx({"cost": 0.02})) == EvaluationReason(
+        False, "0.02 dollars, more than 0.01"
+    )
+    # no price known: the gate does not pass by not knowing
+    assert MaxCost(0.01).evaluate(ctx({})) == EvaluationReason(False, "the run reported no dollars")
+    assert MaxTokens(100).evaluate(ctx({"input_tokens": 80, "output_tokens": 30})).value is False
