@@ -32,6 +32,9 @@ if os.environ.get("PLAIT_DEV_UI") != "1":
 
 from playwright.sync_api import Page, expect, sync_playwright
 
+# A loaded CI machine (two cores, a browser, a server) can take more than the default 5 s.
+expect.set_options(timeout=20_000)
+
 REPO = Path(__file__).resolve().parents[2]
 SUPPORT = REPO / "examples" / "support.toml"
 ARGS = [
@@ -198,6 +201,40 @@ def test_chat_and_approvals_on_the_support_example(browser: Any, shots: Path) ->
         page.screenshot(path=str(shots / "dev-ui-chat.png"))
         first_thread = page.evaluate("window.plaitPage.thread")
 
+        # The timeline: two runs (paused, then approved), each model call and tool run in
+        # order, and the request as the model got it — after pii redacted the address.
+        page.locator("#tab-timeline").click()
+        rows = page.locator("table.timeline tbody tr")
+        expect(rows).to_have_count(9)
+        kinds = [rows.nth(i).get_attribute("data-kind") for i in range(9)]
+        assert kinds == [
+            "run",
+            "model_call",
+            "tool_run",
+            "model_call",
+            "end",
+            "run",
+            "tool_run",
+            "model_call",
+            "end",
+        ], kinds
+        expect(rows.nth(4)).to_contain_text("paused for approval")
+        expect(rows.nth(1)).to_contain_text("model scripted:support")
+        expect(rows.nth(1).locator("td").nth(2)).to_contain_text(" ms")
+        expect(rows.nth(1).locator("td").nth(3)).to_contain_text("→")
+        expect(rows.nth(2)).to_contain_text("tool lookup_order · success")
+        expect(rows.nth(6)).to_contain_text("tool issue_refund · success")
+        rows.nth(1).locator("details.request summary").click()
+        request = rows.nth(1).locator(".request-text")
+        expect(request).to_contain_text(
+            "human: Hi, I'm [REDACTED_EMAIL]. Please refund order 1042."
+        )
+        expect(request).to_contain_text("system: You are Acme's support agent.")
+        expect(request).not_to_contain_text("jane@example.com")
+        expect(rows.nth(1).locator(".answer-text")).to_contain_text("-> lookup_order")
+        page.screenshot(path=str(shots / "dev-ui-timeline.png"))
+        page.locator("#tab-state").click()
+
         # 2. Edit the arguments in the form made from issue_refund's JSON schema.
         page.locator("#new-thread").click()
         _send(page, "Please refund order 2077.")
@@ -246,6 +283,33 @@ def test_chat_and_approvals_on_the_support_example(browser: Any, shots: Path) ->
         assert background == "rgb(18, 20, 23)", background
         night.screenshot(path=str(shots / "dev-ui-dark.png"))
         dark.close()
+
+        # Time travel: a second turn, then back to the step before it — the message
+        # edited and run again on a fork that keeps the first turn.
+        _send(page, "Please refund order 2077.")
+        expect(page.locator("#approvals button[data-decision='approve']")).to_be_focused()
+        page.locator("#tab-history").click()
+        step = page.locator("#panel-history li", has_text="+ human: Please refund order 2077.")
+        expect(step).to_have_count(1)
+        step.locator("button.edit-rerun").click()
+        composer = page.locator("#input")
+        expect(composer).to_have_value("Please refund order 2077.")
+        expect(composer).to_be_focused()
+        forked = page.evaluate("window.plaitPage.thread")
+        assert forked != first_thread
+        expect(page.locator("#approvals")).to_be_empty()
+        expect(page.locator(".msg.assistant").last).to_contain_text("Refunded 25.00 EUR")
+        composer.fill("Please refund order 9999.")
+        composer.press("Enter")
+        expect(page.locator(".msg.assistant").last).to_contain_text(
+            "Sorry, I could not find that order."
+        )
+        expect(page.locator(".msg.assistant").last).to_contain_text("there is no order 9999")
+        expect(page.locator(".msg.user")).to_have_count(2)
+        page.screenshot(path=str(shots / "dev-ui-history.png"))
+        # The original thread still waits for its approval of order 2077.
+        page.locator(f"#threads li[data-thread='{first_thread}'] button.open").click()
+        expect(page.locator("#approvals pre.args")).to_contain_text('"2077"')
 
         assert not refused, refused
         assert not errors, errors

@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import logging
 import os
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -32,7 +33,15 @@ from plait import Agent, Command
 from plait.errors import ConfigError
 from plait.messages import AnyMessage
 from plait_serve._auth import LOCAL_OWNER, AuthMiddleware, load_keys
-from plait_serve._http import ApiError, check_id, error_response, since, sse, sse_event
+from plait_serve._http import (
+    ApiError,
+    check_id,
+    error_response,
+    read_json,
+    since,
+    sse,
+    sse_event,
+)
 from plait_serve._interrupts import ResumeRefused, check_resume, pending_interrupts
 from plait_serve._runlog import Busy, Full, NotFound, RunLog
 
@@ -150,10 +159,36 @@ def _routes(server: Server) -> list[Route]:
             raise ApiError(409, "no_run", f"thread {thread!r} has no run going on to cancel")
         return JSONResponse({"thread_id": thread, "run_id": run_id, "status": "cancelling"})
 
+    async def fork(request: Request) -> Response:
+        """A new thread of the caller's that is this one as it was after the step
+        ``checkpoint_id`` (``agent.fork``): time travel, from the step on."""
+        thread = await server.require(request, request.path_params["thread_id"])
+        body = await read_json(request, server.max_body)
+        raw = body.get("checkpoint_id")
+        if isinstance(raw, bool) or not (
+            isinstance(raw, int) or (isinstance(raw, str) and raw.isdigit() and len(raw) < 18)
+        ):
+            raise ApiError(
+                422, "invalid_request", f"checkpoint_id: expected a step number, got {raw!r}"[:200]
+            )
+        new = check_id("thread_id", body.get("thread_id") or uuid.uuid4().hex)
+        if await server.runs.owner(new) is not None:
+            raise ApiError(409, "thread_exists", f"thread {new!r} already exists")
+        try:
+            await server.runs.call(server.agent.fork, thread, int(raw), new)
+        except ConfigError as exc:
+            raise ApiError(409, "no_history", " ".join(str(exc).split())) from None
+        except (ValueError, KeyError) as exc:
+            raise ApiError(404, "not_found", " ".join(str(exc).split())[:300]) from None
+        metadata = {"forked_from": thread, "checkpoint_id": str(raw)}
+        await server.runs.claim(new, server.owner(request), adopt=True, metadata=metadata)
+        return JSONResponse({"thread_id": new, **metadata})
+
     return [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/plait/threads/{thread_id}/events", events, methods=["GET"]),
         Route("/plait/threads/{thread_id}/cancel", cancel, methods=["POST"]),
+        Route("/plait/threads/{thread_id}/fork", fork, methods=["POST"]),
     ]
 
 
@@ -215,7 +250,8 @@ def app(
     :param max_body: the largest request body in bytes (larger: 413).
     :param max_runs: how many runs may go on at once (one more: 429).
     :param ui: also serve the development page at ``/`` (``plait dev``): a client of
-        the same AG-UI and Agent Protocol routes, shipped in the wheel.
+        the same AG-UI and Agent Protocol routes, shipped in the wheel; the run log then
+        also records each model call and tool run for its timeline.
     """
     for option, value in (("max_body", max_body), ("max_runs", max_runs)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -227,7 +263,8 @@ def app(
             "'https://app.example.com', got '*'"
         )
     keyring = load_keys(keys, keys_file=keys_file)
-    server = Server(agent, RunLog(agent, max_runs=max_runs), keyring, max_body)
+    runs = RunLog(agent, max_runs=max_runs, timeline=ui)
+    server = Server(agent, runs, keyring, max_body)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

@@ -18,6 +18,7 @@ import collections
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -26,11 +27,13 @@ import attrs
 
 from plait import Agent
 from plait.checkpoint import RUN_LEASE, EventLog, MemoryCheckpointer
+from plait.effects import performing
 from plait.errors import ConfigError, PlaitError, ThreadBusyError
 from plait.models import openai as _openai  # noqa: F401  (declares OpenAI's key shapes)
 from plait.models.http import redact
 from plait_serve._events import END_TYPES, Recorder, jsonable
 from plait_serve._interrupts import pending_interrupts
+from plait_serve._timeline import Timeline
 
 __all__ = ["Busy", "Full", "NotFound", "RunLog", "safe_error"]
 
@@ -111,9 +114,11 @@ class RunLog:
     :param agent: the served agent; its checkpointer must be an ``EventLog`` (every
         built-in one is).
     :param max_runs: how many runs may go on at once (more: ``Full``).
+    :param timeline: also record each model call (the request as the provider got it)
+        and tool run, with its duration and usage (``plait_serve._timeline``).
     """
 
-    def __init__(self, agent: Agent, *, max_runs: int = 256) -> None:
+    def __init__(self, agent: Agent, *, max_runs: int = 256, timeline: bool = False) -> None:
         checkpointer = agent.checkpointer
         if checkpointer is None or not isinstance(checkpointer, EventLog):
             got = "no checkpointer" if checkpointer is None else type(checkpointer).__name__
@@ -127,6 +132,7 @@ class RunLog:
         self._inline = isinstance(checkpointer, MemoryCheckpointer)
         self._live: dict[str, _Live] = {}
         self.max_runs = max_runs
+        self.timeline = timeline
         self._reserved = 0  # runs being started (counted against max_runs)
         # One start at a time per thread; the lock goes when nobody waits for it.
         self._starting: dict[str, asyncio.Lock] = {}
@@ -274,10 +280,11 @@ class RunLog:
             state = await self.call(self.agent.get_state, thread_id)
             values = {k: v for k, v in state.items() if k != "messages"}
             self._emit(thread_id, live, {"type": "state_snapshot", "values": jsonable(values)})
-            stream = self.agent.astream(input, mode=_MODES, thread_id=thread_id)
-            async for event in stream:
-                for record in recorder.translate(event):
-                    self._emit(thread_id, live, record)
+            with self._recording(thread_id, live):
+                stream = self.agent.astream(input, mode=_MODES, thread_id=thread_id)
+                async for event in stream:
+                    for record in recorder.translate(event):
+                        self._emit(thread_id, live, record)
             for record in recorder.finish():
                 self._emit(thread_id, live, record)
             result = stream.result
@@ -313,6 +320,22 @@ class RunLog:
             live.notify()
             if self._live.get(thread_id) is live:
                 del self._live[thread_id]
+
+    def _recording(self, thread_id: str, live: _Live) -> contextlib.AbstractContextManager[None]:
+        """The timeline's performer installed for the run (if ``timeline``)."""
+        if not self.timeline:
+            return contextlib.nullcontext()
+        loop = asyncio.get_running_loop()
+        home = threading.get_ident()
+
+        def emit(event: dict[str, Any]) -> None:
+            # Tools and sync providers run in worker threads: the log is the loop's.
+            if threading.get_ident() == home:
+                self._emit(thread_id, live, event)
+            else:
+                loop.call_soon_threadsafe(self._emit, thread_id, live, event)
+
+        return performing(Timeline(emit))
 
     def _emit(self, thread_id: str, live: _Live, event: dict[str, Any]) -> None:
         live.last += 1

@@ -566,8 +566,8 @@ function showState(values) {
 
 function refreshInspector() {
   const selected = document.querySelector(".tabs [aria-selected='true']");
-  if (selected && selected.id === "tab-timeline" && window.plaitTimeline) window.plaitTimeline(page);
-  if (selected && selected.id === "tab-history" && window.plaitHistory) window.plaitHistory(page);
+  const shown = selected && selected.id === "tab-timeline" ? showTimeline() : selected && selected.id === "tab-history" ? showHistory() : null;
+  if (shown) shown.catch((error) => status(error.message));
 }
 
 function selectTab(tab) {
@@ -577,6 +577,152 @@ function selectTab(tab) {
     $(other.getAttribute("aria-controls")).hidden = !on;
   }
   refreshInspector();
+}
+
+// -- the run timeline: model calls and tool runs, from the raw run log -------------------------
+
+async function logEvents(thread) {
+  // The whole log (follow=all ends once nothing newer is written and no run goes on).
+  const response = await fetch(`/plait/threads/${encodeURIComponent(thread)}/events?follow=all`);
+  if (!response.ok) throw new Error(response.statusText);
+  const events = [];
+  await readEvents(response, (seq, event) => events.push(event));
+  return events;
+}
+
+const ms = (seconds) => (seconds == null ? "" : `${(seconds * 1000).toFixed(seconds < 0.01 ? 2 : 0)} ms`);
+const money = (cost) => (cost == null ? "" : `$${cost.toFixed(cost < 0.01 ? 5 : 3)}`);
+
+function requestView(event) {
+  const lines = [];
+  if (event.system_prompt) lines.push(`system: ${event.system_prompt}`);
+  for (const message of event.messages || []) {
+    const calls = (message.tool_calls || []).map((c) => `  -> ${c.name}(${JSON.stringify(c.args)})`);
+    lines.push(`${message.type}: ${text(message.content)}`, ...calls);
+  }
+  return el(
+    "details",
+    { class: "request" },
+    el("summary", { text: `request: ${(event.messages || []).length} messages, ${(event.tools || []).length} tools` }),
+    el("pre", { class: "request-text", text: lines.join("\n") }),
+    event.answer ? el("pre", { class: "answer-text", text: `answer: ${text(event.answer.content)}${(event.answer.tool_calls || []).map((c) => `\n  -> ${c.name}(${JSON.stringify(c.args)})`).join("")}` }) : null,
+  );
+}
+
+async function showTimeline() {
+  const panel = $("panel-timeline");
+  if (!page.thread) return panel.replaceChildren(el("p", { class: "muted", text: "No thread open." }));
+  if (page.running) return panel.replaceChildren(el("p", { class: "muted", text: "The timeline is drawn when the run ends." }));
+  const thread = page.thread;
+  const events = await logEvents(thread);
+  if (page.thread !== thread) return;
+  const body = el("tbody");
+  let runs = 0;
+  let recorded = 0;
+  for (const event of events) {
+    if (event.type === "run_started") {
+      runs += 1;
+      body.append(el("tr", { class: "run", "data-kind": "run" }, el("th", { colspan: 5, text: `Run ${runs}` })));
+    } else if (event.type === "model_call") {
+      recorded += 1;
+      const usage = event.usage || {};
+      const tokens = event.usage ? `${usage.input_tokens} → ${usage.output_tokens}${usage.estimated ? " (est.)" : ""}` : "";
+      body.append(
+        el(
+          "tr",
+          { "data-kind": "model_call" },
+          el("td", { class: "num", text: String(event.call) }),
+          el("td", {}, el("div", { text: `model ${event.model}` }), event.error ? el("div", { class: "msg error", text: event.error }) : null, requestView(event)),
+          el("td", { class: "num", text: ms(event.duration) }),
+          el("td", { class: "num", text: tokens }),
+          el("td", { class: "num", text: money(usage.cost) }),
+        ),
+      );
+    } else if (event.type === "tool_run") {
+      recorded += 1;
+      body.append(
+        el(
+          "tr",
+          { "data-kind": "tool_run" },
+          el("td", { class: "num", text: String(event.call) }),
+          el(
+            "td",
+            {},
+            el("div", { text: `tool ${event.name} · ${event.status || "error"}` }),
+            el("details", {}, el("summary", { text: "arguments and result" }), el("pre", { text: JSON.stringify(event.args, null, 2) }), el("pre", { text: event.content || event.error || "" })),
+          ),
+          el("td", { class: "num", text: ms(event.duration) }),
+          el("td", {}),
+          el("td", {}),
+        ),
+      );
+    } else if (event.type === "run_finished" || event.type === "run_error") {
+      const usage = event.usage || {};
+      const how = event.type === "run_error" ? `failed: ${event.message}` : event.status === "interrupted" ? "paused for approval" : event.status;
+      body.append(
+        el(
+          "tr",
+          { class: "end", "data-kind": "end" },
+          el("td", {}),
+          el("td", { class: "muted", text: how }),
+          el("td", {}),
+          el("td", { class: "num muted", text: event.usage ? `${usage.input_tokens} → ${usage.output_tokens}` : "" }),
+          el("td", {}),
+        ),
+      );
+    }
+  }
+  const head = el("thead", {}, el("tr", {}, ...["#", "call", "time", "tokens in → out", "cost"].map((h) => el("th", { text: h }))));
+  panel.replaceChildren(
+    recorded ? el("table", { class: "timeline" }, head, body) : el("p", { class: "muted", text: "No calls recorded yet." }),
+  );
+}
+
+// -- time travel: the thread's steps, a fork from any of them --------------------------------
+
+async function showHistory() {
+  const panel = $("panel-history");
+  if (!page.thread) return panel.replaceChildren(el("p", { class: "muted", text: "No thread open." }));
+  const thread = page.thread;
+  const steps = await api("POST", `/threads/${encodeURIComponent(thread)}/history`, { limit: 100 });
+  if (page.thread !== thread) return;
+  const list = el("ol", { class: "history", reversed: true });
+  steps.forEach((step, index) => {
+    const older = steps[index + 1];
+    const known = new Set(((older && older.values.messages) || []).map((m) => m.id));
+    const added = (step.values.messages || []).filter((m) => !known.has(m.id));
+    const id = step.checkpoint.checkpoint_id;
+    const human = added.find((m) => m.type === "human");
+    const item = el(
+      "li",
+      { "data-step": id },
+      el("div", {}, el("strong", { text: `step ${id}` }), " ", el("span", { class: "muted", text: step.metadata.node || "" })),
+      ...added.map((m) => el("div", { class: "muted", text: `+ ${m.type}: ${(text(m.content) || (m.tool_calls || []).map((c) => c.name).join(", ")).slice(0, 80)}` })),
+      el("button", { type: "button", class: "fork", onclick: () => forkAt(thread, id) }, "Fork from here"),
+      human ? el("button", { type: "button", class: "edit-rerun", onclick: () => editAndRerun(thread, step, human) }, "Edit this message and run again") : null,
+    );
+    list.append(item);
+  });
+  panel.replaceChildren(steps.length ? list : el("p", { class: "muted", text: "No steps kept yet." }));
+}
+
+async function forkAt(thread, checkpoint) {
+  const forked = await api("POST", `/plait/threads/${encodeURIComponent(thread)}/fork`, { checkpoint_id: checkpoint });
+  await openThread(forked.thread_id);
+  return forked.thread_id;
+}
+
+// Go back to the step before the message was added (a new thread if it was the first),
+// and put the message in the composer to edit; Enter runs it there.
+async function editAndRerun(thread, step, message) {
+  const parent = step.parent_checkpoint && step.parent_checkpoint.checkpoint_id;
+  if (parent) await forkAt(thread, parent);
+  else await newThread();
+  const input = $("input");
+  input.value = text(message.content);
+  input.focus();
+  input.select();
+  status("edit the message, then press Enter to run it on the forked thread");
 }
 
 // -- start -------------------------------------------------------------------------------------
