@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -46,6 +47,8 @@ _off: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "plait_response_cache_off", default=False
 )
 _chunks = cattrs.Converter()
+_trace = logging.getLogger("plait.trace")
+"""plait's trace log (``PLAIT_TRACE=1`` prints it): each hit and each answer stored."""
 
 
 @contextlib.contextmanager
@@ -70,7 +73,7 @@ class CachePerformer:
 
     # -- the store --------------------------------------------------------------------------
 
-    def _lookup(self, key: str) -> dict[str, Any] | None:
+    def _lookup(self, key: str, effect: effects.ModelCall) -> dict[str, Any] | None:
         item = self.store.get(NAMESPACE, key)
         if item is None:
             return None
@@ -78,12 +81,15 @@ class CachePerformer:
         expires = entry.get("expires")
         if expires is not None and self.clock() >= expires:
             self.store.delete(NAMESPACE, key)
+            _trace.info("response_cache: expired %s (%s)", key, _model(effect))
             return None
+        _trace.info("response_cache: hit %s (%s)", key, _model(effect))
         return entry
 
     def _save(self, key: str, **entry: Any) -> None:
         expires = None if self.ttl is None else self.clock() + self.ttl
         self.store.put(NAMESPACE, key, {"expires": expires, **entry})
+        _trace.info("response_cache: stored %s", key)
 
     def _key(self, effect: effects.Effect) -> str | None:
         if not isinstance(effect, effects.ModelCall) or _off.get():
@@ -99,7 +105,7 @@ class CachePerformer:
         if key is None:
             return proceed()
         assert isinstance(effect, effects.ModelCall)
-        entry = self._lookup(key)
+        entry = self._lookup(key, effect)
         if effect.streaming:
             if entry is not None:
                 return iter(_replayed_chunks(entry))  # type: ignore[return-value]
@@ -116,7 +122,7 @@ class CachePerformer:
         if key is None:
             return await proceed()
         assert isinstance(effect, effects.ModelCall)
-        entry = self._lookup(key)
+        entry = self._lookup(key, effect)
         if effect.streaming:
             if entry is not None:
                 return _aiter(_replayed_chunks(entry))  # type: ignore[return-value]
@@ -143,6 +149,10 @@ class CachePerformer:
             seen.append(chunk)
             yield chunk
         self._save(key, chunks=[_chunks.unstructure(c) for c in seen])
+
+
+def _model(effect: effects.ModelCall) -> str:
+    return f"{effect.model.provider}:{effect.model.model_name}"
 
 
 def _as_sent(message: AnyMessage) -> AnyMessage:

@@ -38,6 +38,19 @@ def test_the_same_request_is_answered_from_the_cache(make_agent: Any) -> None:
     assert model.calls == 2
 
 
+def test_hits_and_stores_show_in_the_trace(
+    make_agent: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = make_agent(scripted("Paris."), middleware=["response_cache"], checkpointer=None)
+    with caplog.at_level("INFO", logger="plait.trace"):
+        agent.invoke("capital of France?")
+        agent.invoke("capital of France?")
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("response_")]
+    assert [line.split()[1] for line in lines] == ["stored", "hit"]
+    assert lines[0].split()[2] == lines[1].split()[2]  # the same request key
+    assert lines[1].endswith("(scripted:scripted)")
+
+
 def test_a_tool_loop_is_replayed_call_by_call(make_agent: Any) -> None:
     ran: list[str] = []
 
