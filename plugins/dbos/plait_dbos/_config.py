@@ -37,6 +37,10 @@ def dbos_config(options: DBOSMiddleware, *, executor_id: str) -> DBOSConfig:
         "executor_id": executor_id,
         "application_version": "plait-1",
         "log_level": "WARNING",
+        # DBOS pings each pooled connection before every system-database transaction —
+        # two of the ~10 round trips a durable step costs. A dropped connection is
+        # retried by DBOS itself (its retry of connection errors), so the ping is spared.
+        "db_engine_kwargs": {"pool_pre_ping": False},
     }
 
 
