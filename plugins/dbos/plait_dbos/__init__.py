@@ -1,6 +1,6 @@
 """plait-dbos: an agent's runs as DBOS workflows on a queue served by worker processes;
-each model call, tool run and thread read or write is a recorded step, so a run whose
-worker dies is finished by a worker, without repeating a finished call.
+each model call, tool run and thread load is a recorded step (each save written once),
+so a run whose worker dies is finished by a worker, without repeating a finished call.
 
 Names load on first use, so the ``plait`` CLI (which reads this plugin's commands on every
 call) does not import DBOS until a command of this plugin runs.

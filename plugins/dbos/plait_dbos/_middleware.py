@@ -42,7 +42,7 @@ def _queue_name(_: object, attribute: attrs.Attribute[str], value: str) -> None:
 @attrs.frozen(kw_only=True)
 class DBOSMiddleware(Middleware):
     """Runs of this agent are DBOS workflows on a queue, served by ``plait worker``
-    processes; each model call, tool run and checkpoint read or write is a step."""
+    processes; each model call, tool run and thread load is a step."""
 
     database_url: str = attrs.field(default="sqlite:///plait_dbos.sqlite", validator=_database_url)
     """The DBOS system database: ``postgresql://...`` for workers on many machines, or

@@ -1,5 +1,5 @@
-"""Inside a DBOS workflow: each model call, tool run and checkpoint read or write is a
-DBOS step, and ids come from the workflow's id, so a replay after a crash returns what
+"""Inside a DBOS workflow: each model call, tool run and thread load is a DBOS step
+(a thread save is written once by its own compare-and-set), and ids come from the workflow's id, so a replay after a crash returns what
 the first execution recorded and repeats its ids.
 
 A step is recorded by its position in the workflow. The worker runs agents on the sync
@@ -176,8 +176,11 @@ class StepPerformer:
 class RecordedCheckpointer:
     """Wraps the agent's checkpointer for workers. Inside a workflow, loading the thread
     is a step — a replay sees the thread as the run first found it, not as the crashed
-    attempt left it — and each save is a step, so a replay does not write again what was
-    written. Outside a workflow it is the wrapped checkpointer."""
+    attempt left it. A save is not a step of its own (a DBOS step costs two
+    system-database transactions): it is written once by its own compare-and-set, and a
+    replay — which recomputes the same save from the recorded steps and ids — finds the
+    step already written by this run and skips it. Outside a workflow it is the wrapped
+    checkpointer."""
 
     inner: Checkpointer
 
@@ -197,16 +200,24 @@ class RecordedCheckpointer:
         if not in_workflow():
             self.inner.save(thread_id, delta)
             return
-        _step("plait.checkpoint:save", lambda: self._save_once(thread_id, delta))
-
-    def _save_once(self, thread_id: str, delta: StepDelta) -> None:
+        # A worker whose lease lapsed may have been taken over: it writes nothing more.
+        check_lease()
         try:
             self.inner.save(thread_id, delta)
         except ThreadBusyError:
-            # A crash after the write committed and before DBOS recorded the step: the
-            # replay computed the same delta, which is already there.
-            if self.inner.step(thread_id) != delta.step:
+            if not self._written_by_run(thread_id, delta):
                 raise
+
+    def _written_by_run(self, thread_id: str, delta: StepDelta) -> bool:
+        """Whether the thread already holds ``delta``'s step as written by this run: a
+        replay after a crash that came after the write."""
+        if isinstance(self.inner, History):
+            written = {info.step: info.run_id for info in self.inner.history(thread_id)}
+            if delta.step in written:
+                return bool(delta.run_id) and written[delta.step] == delta.run_id
+        # No history of that step (pruned, or a checkpointer without history): the
+        # thread having reached it is the best evidence there is.
+        return self.inner.step(thread_id) >= delta.step
 
     def list_threads(self) -> list[str]:
         return self.inner.list_threads()
