@@ -12,7 +12,7 @@ tool, and a second model call.
 2. Per-step cost: the same runs with a model that does not wait, in this process, once
    with ``agent.invoke`` on the PostgreSQL checkpointer and once as DBOS workflows (started
    directly, without the queue); the difference per run divided by the DBOS steps a run
-   records (thread load, two model calls, the tool, three saves).
+   records (thread load, two model calls, the tool; the thread's saves are not steps).
 
 Figures are printed, never asserted.
 

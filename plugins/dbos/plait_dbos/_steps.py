@@ -1,6 +1,7 @@
 """Inside a DBOS workflow: each model call, tool run and thread load is a DBOS step
-(a thread save is written once by its own compare-and-set), and ids come from the workflow's id, so a replay after a crash returns what
-the first execution recorded and repeats its ids.
+(a thread save is written once by its own compare-and-set), and ids come from the
+workflow's id, so a replay after a crash returns what the first execution recorded and
+repeats its ids.
 
 A step is recorded by its position in the workflow. The worker runs agents on the sync
 path, where the loop performs effects one after another — async hooks and tools
