@@ -1,0 +1,138 @@
+"""A thread save inside a durable run is not a DBOS step: it is written once by the
+checkpointer's compare-and-set. A replay after a crash that fell after the saves but
+before the later steps were recorded finds them written by this run and does not write
+them again; a save that another writer got to first still fails.
+
+Real PostgreSQL (a database of its own), a worker in this process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import psycopg
+import pytest
+
+import plait
+from plait.checkpoint import StepDelta
+from plait.errors import ThreadBusyError
+from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
+from plait.models.base import ChatModel
+
+calls: list[str] = []
+
+
+class NoteModel(ChatModel):
+    """Asks for ``note`` with the prompt, then answers with the tool's text (the same
+    answer every time it is asked the same thing, as a replayed call would be)."""
+
+    provider = "notes"
+    model_name = "notes"
+
+    def invoke(self, messages: Sequence[AnyMessage], **_: Any) -> AIMessage:
+        last = messages[-1]
+        calls.append(type(last).__name__)
+        if isinstance(last, ToolMessage):
+            return AIMessage(f"noted: {last.text}")
+        assert isinstance(last, HumanMessage)
+        return AIMessage("", tool_calls=[ToolCall("note", {"text": last.text}, id=plait.new_id())])
+
+
+def note(text: str) -> str:
+    """Note ``text``; the prompt ``intrude`` makes another writer save to the thread first."""
+    if text == "intrude":
+        agent = _agent_of_test
+        assert agent is not None and agent.checkpointer is not None
+        inner = agent.checkpointer.inner  # type: ignore[attr-defined]
+        inner.save("t", StepDelta(step=inner.step("t") + 1, values={"x": 1}, run_id="other"))
+    return f"noted {text}"
+
+
+_agent_of_test: plait.Agent | None = None
+_executor_of_test = ""
+
+
+@pytest.fixture
+def worker(database_url: str) -> Iterator[plait.Agent]:
+    global _agent_of_test, _executor_of_test
+    from plait_dbos import Worker
+
+    options = {"database_url": database_url, "poll_interval": 0.05}
+    agent = plait.create_agent(
+        model=NoteModel(),
+        tools=[note],
+        middleware=[("dbos", options)],
+        checkpointer=database_url,
+        name="saves",
+    )
+    running = Worker(agent, executor_id="saves")
+    running.start()
+    _agent_of_test, _executor_of_test = agent, running.executor_id
+    calls.clear()
+    try:
+        yield agent
+    finally:
+        _agent_of_test = None
+        running.stop()
+
+
+def _run(workflow_id: str, prompt: str) -> dict[str, Any]:
+    from dbos import SetWorkflowID
+
+    from plait_dbos._worker import _run_workflow
+
+    with SetWorkflowID(workflow_id):
+        return _run_workflow("saves", "t", {"prompt": prompt})
+
+
+def test_a_replay_does_not_write_again_what_the_run_saved(
+    worker: plait.Agent, database_url: str
+) -> None:
+    from plait_dbos._submit import _client
+
+    first = _run("run-1", "hello")
+    steps = [s["function_name"] for s in _client(database_url).list_workflow_steps("run-1")]
+    load, model, tool = "plait.checkpoint:load", "plait.model:notes", "plait.tool:note"
+    assert steps == [load, model, tool, model]  # the saves are not steps
+    # The worker "died" after all its saves committed but before anything after the
+    # thread's load was recorded: the run is pending again, with one step recorded.
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "DELETE FROM dbos.operation_outputs WHERE workflow_uuid = 'run-1' AND "
+            "function_id > (SELECT min(function_id) FROM dbos.operation_outputs "
+            "WHERE workflow_uuid = 'run-1')"
+        )
+        conn.execute(
+            "UPDATE dbos.workflow_status SET status = 'PENDING' WHERE workflow_uuid = 'run-1'"
+        )
+    calls.clear()
+    from dbos import DBOS
+
+    # DBOS's recovery of this worker's pending runs, as a worker taking it over does
+    (handle,) = DBOS._recover_pending_workflows([_executor_of_test])
+    again: dict[str, Any] = handle.get_result()
+
+    assert calls == ["HumanMessage", "ToolMessage"]  # made again, as nothing recorded them
+    assert again["text"] == first["text"] == "noted: noted hello"
+    assert again["messages"] == first["messages"]
+    assert worker.checkpointer is not None
+    checkpoint = worker.checkpointer.load("t")
+    assert checkpoint is not None
+    kinds = [type(m).__name__ for m in checkpoint.messages]
+    assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
+    history = worker.checkpointer.history("t")  # type: ignore[attr-defined]
+    assert sorted((i.step, i.run_id) for i in history) == [
+        (n, first["run_id"]) for n in (1, 2, 3, 4)
+    ]
+
+
+def test_a_save_another_writer_got_to_first_fails(worker: plait.Agent) -> None:
+    _run("run-0", "hello")
+    with pytest.raises(ThreadBusyError, match="another run wrote to it"):
+        _run("run-1", "intrude")
+    assert worker.checkpointer is not None
+    history = sorted(worker.checkpointer.history("t"), key=lambda i: i.step)  # type: ignore[attr-defined]
+    # run-1 saved its model's answer (step 5); the tool's writer took step 6 first
+    assert [i.step for i in history][-2:] == [5, 6]
+    assert history[-1].run_id == "other" != history[-2].run_id
