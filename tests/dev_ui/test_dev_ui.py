@@ -204,7 +204,7 @@ def test_chat_and_approvals_on_the_support_example(browser: Any, shots: Path) ->
         # The timeline: two runs (paused, then approved), each model call and tool run in
         # order, and the request as the model got it — after pii redacted the address.
         page.locator("#tab-timeline").click()
-        rows = page.locator("table.timeline tbody tr")
+        rows = page.locator("table.timeline tbody tr:not(.hook)")
         expect(rows).to_have_count(9)
         kinds = [rows.nth(i).get_attribute("data-kind") for i in range(9)]
         assert kinds == [
@@ -224,6 +224,13 @@ def test_chat_and_approvals_on_the_support_example(browser: Any, shots: Path) ->
         expect(rows.nth(1).locator("td").nth(3)).to_contain_text("→")
         expect(rows.nth(2)).to_contain_text("tool lookup_order · success")
         expect(rows.nth(6)).to_contain_text("tool issue_refund · success")
+        # Hook calls in the order the kernel made them: pii rewrites the input before the
+        # first model call; human_in_the_loop pauses the run after the second.
+        hooks = page.locator("table.timeline tr.hook summary")
+        names = hooks.all_inner_texts()
+        assert names.index("hook pii.before_agent") < names.index("hook pii.before_model")
+        assert "hook human_in_the_loop.after_model" in names
+        assert "hook model_retry.awrap_model_call" in names
         rows.nth(1).locator("details.request summary").click()
         request = rows.nth(1).locator(".request-text")
         expect(request).to_contain_text(

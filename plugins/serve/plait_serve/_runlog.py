@@ -27,13 +27,12 @@ import attrs
 
 from plait import Agent
 from plait.checkpoint import RUN_LEASE, EventLog, MemoryCheckpointer
-from plait.effects import performing
 from plait.errors import ConfigError, PlaitError, ThreadBusyError
 from plait.models import openai as _openai  # noqa: F401  (declares OpenAI's key shapes)
 from plait.models.http import redact
 from plait_serve._events import END_TYPES, Recorder, jsonable
 from plait_serve._interrupts import pending_interrupts
-from plait_serve._timeline import Timeline
+from plait_serve._timeline import recording
 
 __all__ = ["Busy", "Full", "NotFound", "RunLog", "safe_error"]
 
@@ -335,7 +334,7 @@ class RunLog:
             else:
                 loop.call_soon_threadsafe(self._emit, thread_id, live, event)
 
-        return performing(Timeline(emit))
+        return recording(emit)
 
     def _emit(self, thread_id: str, live: _Live, event: dict[str, Any]) -> None:
         live.last += 1

@@ -12,17 +12,26 @@ run-log event, appended in the order the calls ended:
 - ``tool_run`` ``{call, tool_call_id, name, args, status, content, started, duration,
   error}``: ``args`` as the tool got them (after any hook edited them).
 
+- ``hook`` ``{middleware, hook, phase, at, detail}``: a middleware hook called
+  (``phase`` ``call``, ``detail`` its arguments) or returning (``return``, ``detail`` its
+  result), from the kernel's own hook trace (the ``plait.trace`` log, on when the agent
+  was built with ``PLAIT_TRACE`` set, as ``plait dev`` does). A wrap hook's return comes
+  after everything it wrapped.
+
 No protocol projects these; ``GET /plait/threads/{id}/events`` serves them with the rest
 of the log, and the development page draws its timeline from them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from plait.effects import Effect, ModelCall, ToolRun
+from plait.effects import Effect, ModelCall, ToolRun, performing
 from plait.messages import (
     AIMessage,
     AIMessageChunk,
@@ -34,11 +43,57 @@ from plait.messages import (
 from plait.usage import estimate
 from plait_serve._events import jsonable
 
-__all__ = ["Timeline"]
+__all__ = ["Timeline", "recording"]
 
 T = TypeVar("T")
 
 _SETTINGS_SKIPPED = frozenset({"system_prompt", "tools", "provider_options"})
+
+Emit = Callable[[dict[str, Any]], None]
+
+# The run whose hooks are being traced in this context (the kernel copies the context
+# into the tasks and threads it starts for a run).
+_sink: ContextVar[Emit | None] = ContextVar("plait_serve_hook_sink", default=None)
+
+
+class _HookTrace(logging.Handler):
+    """The ``plait.trace`` log's hook lines, as ``hook`` events of the run they are in."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sink = _sink.get()
+        args = record.args
+        if sink is None or not isinstance(args, tuple) or len(args) != 3:
+            return
+        middleware, hook, detail = args
+        sink(
+            {
+                "type": "hook",
+                "middleware": str(middleware),
+                "hook": str(hook),
+                "phase": "return" if " -> " in str(record.msg) else "call",
+                "at": time.time(),
+                "detail": str(detail)[:300],
+            }
+        )
+
+
+_HANDLER = _HookTrace()
+
+
+@contextlib.contextmanager
+def recording(emit: Emit) -> Iterator[None]:
+    """Record the model calls, tool runs and hook calls of the run in this context."""
+    logger = logging.getLogger("plait.trace")
+    if _HANDLER not in logger.handlers:
+        logger.addHandler(_HANDLER)
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    token = _sink.set(emit)
+    try:
+        with performing(Timeline(emit)):
+            yield
+    finally:
+        _sink.reset(token)
 
 
 class Timeline:

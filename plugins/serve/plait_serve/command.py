@@ -83,6 +83,10 @@ def build(options: dict[str, Any]) -> Any:
     from plait_serve import app
 
     overrides = {"model": options["model"]} if options.get("model") else {}
+    if options.get("ui"):
+        # The kernel traces hook calls (the plait.trace log) for agents built with it on:
+        # the page's timeline shows each hook call from it.
+        os.environ.setdefault("PLAIT_TRACE", "1")
     agent = load_agent(options["agent"], **overrides)
     return app(
         agent,

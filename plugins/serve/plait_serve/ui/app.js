@@ -619,8 +619,33 @@ async function showTimeline() {
   const body = el("tbody");
   let runs = 0;
   let recorded = 0;
+  const open = []; // hook rows waiting for their return: [key, row, at]
   for (const event of events) {
-    if (event.type === "run_started") {
+    if (event.type === "hook") {
+      const key = `${event.middleware}.${event.hook}`;
+      if (event.phase === "call") {
+        recorded += 1;
+        const time = el("td", { class: "num" });
+        const row = el(
+          "tr",
+          { "data-kind": "hook", class: "hook" },
+          el("td", {}),
+          el("td", {}, el("details", {}, el("summary", { text: `hook ${key}` }), el("pre", { class: "hook-call", text: event.detail }))),
+          time,
+          el("td", {}),
+          el("td", {}),
+        );
+        open.push([key, row, event.at, time]);
+        body.append(row);
+      } else {
+        const index = open.map((o) => o[0]).lastIndexOf(key);
+        if (index >= 0) {
+          const [, row, at, time] = open.splice(index, 1)[0];
+          time.textContent = ms(event.at - at);
+          row.querySelector("details").append(el("pre", { class: "hook-return", text: `-> ${event.detail}` }));
+        }
+      }
+    } else if (event.type === "run_started") {
       runs += 1;
       body.append(el("tr", { class: "run", "data-kind": "run" }, el("th", { colspan: 5, text: `Run ${runs}` })));
     } else if (event.type === "model_call") {
