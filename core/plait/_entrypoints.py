@@ -79,6 +79,8 @@ BUILTIN: dict[str, dict[str, str]] = {
         "workers": "dbos",
         "mcp-serve": "mcp",
         "serve": "serve",
+        "dev": "serve",
+        "eval": "evals",
     },
     "plait.answerers": {"human_in_the_loop": "human_in_the_loop"},
     "plait.text_marks": {
