@@ -343,4 +343,11 @@ def test_a_reloaded_page_picks_the_run_up_again(browser: Any, tmp_path: Path, sh
         expect(page.locator(".msg.assistant")).to_have_count(2)
         expect(page.locator("details.tool")).to_have_count(1)
         expect(page.locator("#cancel")).to_be_disabled()
+
+        # Esc cancels the run going on (the server's cancel route); the page says so.
+        _send(page, "Again, please.")
+        expect(page.locator("details.tool .status").last).to_have_text("running")
+        page.keyboard.press("Escape")
+        expect(page.locator(".msg[data-cancelled]")).to_have_text("Run cancelled.")
+        expect(page.locator("#cancel")).to_be_disabled()
         context.close()

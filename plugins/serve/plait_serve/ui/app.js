@@ -262,6 +262,8 @@ function onAgUi(thread, seq, event) {
       const outcome = event.outcome || {};
       if (outcome.type === "interrupt" || outcome.interrupts) {
         showApprovals((outcome.interrupts || []).map(fromAgUi));
+      } else if (outcome.type === "cancelled") {
+        $("chat").append(el("li", { class: "msg error", role: "status", "data-cancelled": "", text: "Run cancelled." }));
       }
       break;
     }
