@@ -114,8 +114,9 @@ def _built_in_middleware() -> list[tuple[str, object]]:
 
 
 _OPTIONS_MARKER = re.compile(r"^<!--\s*plait-options:\s*([\w.]+):([\w.]+)\s*-->[ \t]*$", re.M)
-# The header of a table of options or keys written by hand instead of generated.
-_HAND_TABLE = re.compile(r"^\|\s*(option|key)s?\s*\|", re.M)
+# The header of a table of options or keys, or of fields with their defaults, written by
+# hand instead of generated.
+_HAND_TABLE = re.compile(r"^\|\s*(?:(?:option|key)s?\s*\||fields?\s*\|\s*default\s*\|)", re.M)
 
 
 def _resolve(module: str, qualname: str) -> object:
