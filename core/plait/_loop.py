@@ -282,7 +282,8 @@ class Run:
         self.info.interrupts = interrupts
         yield from self.save()
         if self.sink is not None:
-            self.sink(StreamEvent("updates", {"__interrupt__": list(interrupts)}, "interrupt"))
+            shown = shown_interrupts(self.agent, interrupts, self.thread.view)
+            self.sink(StreamEvent("updates", {"__interrupt__": shown}, "interrupt"))
 
     # -- nodes -----------------------------------------------------------------------------
 
@@ -547,6 +548,18 @@ class Run:
             )
         self.info.structured_response = structured.dump(value)
         return ToolMessage("Final answer recorded.", tool_call_id=call.id, name=call.name)
+
+
+def shown_interrupts(
+    agent: CompiledAgent, interrupts: Sequence[Interrupt], state: Mapping[str, Any]
+) -> list[Interrupt]:
+    """``interrupts`` as a caller or reviewer reads them: through every ``show_interrupts``
+    hook in middleware order (``pii`` shows real values where the thread holds
+    placeholders). The checkpoint keeps what was raised."""
+    shown = list(interrupts)
+    for impl in agent.registry.impls("show_interrupts"):
+        shown = list(impl.call(shown, state))
+    return shown
 
 
 def _dump_outcome(call: ToolCall, outcome: Any) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from typing import Any
 from plait import _ids, checkpoint
 from plait._compiled import CompiledAgent
 from plait._convert import expected
-from plait._loop import Run, RunInfo
+from plait._loop import Run, RunInfo, shown_interrupts
 from plait._state import RUN_KEY, ThreadState
 from plait._stream import EventSink, in_tool_call, nested_sink
 from plait.errors import PlaitError, ThreadBusyError
@@ -71,7 +71,11 @@ def run_result(agent: CompiledAgent, run: Run) -> AgentResult:
     return AgentResult(
         messages=list(run.thread.messages),
         state=run.thread.public(),
-        interrupts=list(info.interrupts) if info.status == "interrupted" else [],
+        interrupts=(
+            shown_interrupts(agent, info.interrupts, run.thread.view)
+            if info.status == "interrupted"
+            else []
+        ),
         structured_response=agent.structured.load(info.structured_response),
         usage=run.usage.total,
         thread_id=run.runtime.thread_id,

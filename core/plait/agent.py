@@ -20,7 +20,7 @@ from plait import _convert, _ids
 from plait._compiled import CompiledAgent, close_middleware, compile_agent
 from plait._compose import chain_async, chain_sync
 from plait._config import read_config
-from plait._loop import Run, RunInfo, adrive, drive
+from plait._loop import Run, RunInfo, adrive, drive, shown_interrupts
 from plait._resolve import Built
 from plait._schemas import schema_middleware
 from plait._served import ServedCall, ToolSession
@@ -452,14 +452,21 @@ class Agent:
         (``ServedCall.interrupts`` says why)."""
         return ToolSession(self.compiled, context)
 
-    def get_interrupts(self, thread_id: str) -> list[Interrupt]:
-        """The interrupts the thread's run is paused at (``[]`` if it is not paused)."""
+    def get_interrupts(self, thread_id: str, *, shown: bool = True) -> list[Interrupt]:
+        """The interrupts the thread's run is paused at (``[]`` if it is not paused), as a
+        reviewer reads them: through the ``show_interrupts`` hooks (``pii`` shows real
+        values; the checkpoint keeps placeholders). ``shown=False`` gives them as stored,
+        to compare with the thread's own messages."""
         data = self._need_checkpointer().load(thread_id)
         run = None if data is None else data.values.get(RUN_KEY)
-        if not run:
+        if not run or data is None:
             return []
         info = RunInfo.load(run)
-        return list(info.interrupts) if info.status == "interrupted" else []
+        if info.status != "interrupted":
+            return []
+        if not shown:
+            return list(info.interrupts)
+        return shown_interrupts(self.compiled, info.interrupts, data.values)
 
     # -- threads ---------------------------------------------------------------------------
 

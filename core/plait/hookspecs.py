@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         AgentConfig,
         AgentResult,
         Command,
+        Interrupt,
         ModelRequest,
         ModelResponse,
         RunRequest,
@@ -274,12 +275,36 @@ def after_agent(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | 
     raise AssertionError  # pragma: no cover
 
 
+# -------------------------------------------------------------------------------------------
+# Reading a paused run (outside the loop)
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def show_interrupts(interrupts: list[Interrupt], state: Mapping[str, Any]) -> list[Interrupt]:
+    """Rewrite the interrupts of a paused run as a caller or reviewer reads them:
+    ``result.interrupts``, the stream's ``__interrupt__`` event and
+    ``agent.get_interrupts(thread_id)`` (a reviewer in another process, a server). The
+    checkpoint keeps the interrupts as they were raised; only what is read changes — a
+    middleware that puts placeholders in the thread (``pii``'s ``pseudonymize``) shows the
+    real values here, from what it keeps in ``state``.
+
+    :param interrupts: the interrupts as the previous middleware left them.
+    :param state: the thread's state as stored, private keys included. Read it, never
+        change it.
+    :return: the interrupts to show, one per interrupt given, same ids, same order.
+        Chained in middleware order (A, then B, then C); sync only, no I/O.
+    """
+    raise AssertionError  # pragma: no cover
+
+
 @attrs.frozen
 class HookFacts:
     """What the kernel knows of one hook besides its signature (read from pluggy).
 
     :param stage: ``"build"`` (once in ``create_agent``), ``"run"`` (around a whole run),
-        ``"node"`` (a step of the loop) or ``"wrap"``/``"stream"`` (around one call).
+        ``"node"`` (a step of the loop), ``"wrap"``/``"stream"`` (around one call) or
+        ``"read"`` (when a caller reads a paused run).
     :param twin: the async form of a sync wrap hook, or the sync form of an async one.
     :param is_async: implementations must be ``async def``.
     :param unwinds: implementations run in reverse middleware order (C, B, A).
@@ -309,6 +334,7 @@ HOOKS: dict[str, HookFacts] = {
     "wrap_tool_call": HookFacts("wrap", twin="awrap_tool_call"),
     "awrap_tool_call": HookFacts("wrap", twin="wrap_tool_call", is_async=True),
     "after_agent": HookFacts("node", unwinds=True, jumps=True),
+    "show_interrupts": HookFacts("read"),
 }
 """Every hook, in the order it is declared (its place in the loop)."""
 

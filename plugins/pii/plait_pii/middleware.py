@@ -25,6 +25,7 @@ from plait.middleware import Middleware
 from plait.options import FieldError, expected
 from plait.types import (
     Command,
+    Interrupt,
     ModelRequest,
     ModelResponse,
     RunRequest,
@@ -315,9 +316,8 @@ class PIIMiddleware(Middleware):
         return self._update([handled] if handled is not message else [], assigner)
 
     def _restore_result(self, result: Any) -> Any:
-        """What the caller gets: messages, the structured answer and the questions of a
-        paused run (a reviewer approves the real call) with real values; the thread keeps
-        placeholders."""
+        """What the caller gets: messages and the structured answer with real values; the
+        thread keeps placeholders. (Interrupts are shown by ``show_interrupts``.)"""
         restorer = Restorer(self.pii_type, self._table(result.state))
         if not restorer.values:
             return result
@@ -325,8 +325,20 @@ class PIIMiddleware(Middleware):
             result,
             messages=[_restored(m, restorer) for m in result.messages],
             structured_response=map_objects(result.structured_response, restorer.text),
-            interrupts=[map_objects(i, restorer.text) for i in result.interrupts],
         )
+
+    def show_interrupts(
+        self, interrupts: list[Interrupt], state: Mapping[str, Any]
+    ) -> list[Interrupt]:
+        """The questions of a paused run with real values, wherever a reviewer reads them
+        (the result, the stream's interrupt event, ``get_interrupts`` from storage): a
+        reviewer approves the real call. The checkpoint keeps placeholders."""
+        if self.strategy != "pseudonymize":
+            return interrupts
+        restorer = Restorer(self.pii_type, self._table(state))
+        if not restorer.values:
+            return interrupts
+        return [map_objects(i, restorer.text) for i in interrupts]
 
     def wrap_run(self, request: RunRequest, handler: Callable[[RunRequest], Any]) -> Any:
         if self.strategy != "pseudonymize":
@@ -351,8 +363,27 @@ class PIIMiddleware(Middleware):
 
     # -- output ----------------------------------------------------------------------------
 
-    def _response(self, response: ModelResponse) -> ModelResponse:
-        if not self.apply_to_output or self.strategy == "pseudonymize":
+    def _placeholders_again(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
+        """A streamed answer is assembled from the chunks ``transform_model_stream`` restored
+        for the caller: put the known values back into placeholders before the answer
+        enters state, so no hook that runs before pii's ``after_model`` (a reviewer's
+        ``after_model`` listed after pii, whose interrupt is checkpointed) holds a real
+        value. New values are numbered by ``after_model``, as for an unstreamed answer."""
+        changed = False
+        messages: list[Any] = []
+        with self._assigning(request.state, False) as assigner:
+            for message in response.messages:
+                handled = (
+                    self._assigned(assigner, message) if isinstance(message, AIMessage) else message
+                )
+                changed = changed or handled is not message
+                messages.append(handled)
+        return attrs.evolve(response, messages=messages) if changed else response
+
+    def _response(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
+        if self.strategy == "pseudonymize":
+            return self._placeholders_again(response, request)
+        if not self.apply_to_output:
             return response
         seen = _Counter()
         messages = [
@@ -366,14 +397,14 @@ class PIIMiddleware(Middleware):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        return self._response(handler(request))
+        return self._response(handler(request), request)
 
     async def awrap_model_call(
         self,
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
-        return self._response(await handler(request))
+        return self._response(await handler(request), request)
 
     def transform_model_stream(
         self, chunks: Iterator[AIMessageChunk], request: ModelRequest

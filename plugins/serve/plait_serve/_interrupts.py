@@ -62,24 +62,32 @@ class Pending:
 def pending_interrupts(agent: Agent, thread_id: str) -> list[Pending]:
     """The interrupts ``thread_id`` is paused at, each with the tool calls it reviews
     (``[]`` if the thread is not paused). Blocking: call it from a worker thread."""
-    interrupts = agent.get_interrupts(thread_id)
-    if not interrupts:
+    stored = agent.get_interrupts(thread_id, shown=False)
+    if not stored:
         return []
+    # Matched as stored, against the thread's own messages (both hold pii's placeholders);
+    # shown to the client as a reviewer reads them (real values).
+    shown = agent.get_interrupts(thread_id)
     waiting = pending_tool_calls(agent.get_state(thread_id)["messages"])
-    return [Pending(i.id, i.value, _reviewed(i.value, waiting)) for i in interrupts]
+    return [
+        Pending(seen.id, seen.value, _reviewed(raw.value, waiting, seen.value))
+        for raw, seen in zip(stored, shown, strict=True)
+    ]
 
 
-def _reviewed(value: Any, waiting: Sequence[ToolCall]) -> tuple[ReviewedCall, ...]:
+def _reviewed(value: Any, waiting: Sequence[ToolCall], shown: Any) -> tuple[ReviewedCall, ...]:
     """The calls an approval request (``{"action_requests": [...], "review_configs":
-    [...]}``, human_in_the_loop's) reviews, matched in order to the calls waiting to run."""
+    [...]}``, human_in_the_loop's) reviews, matched in order to the calls waiting to run;
+    each call's arguments as ``shown`` (the same request as a reviewer reads it) has them."""
     if not isinstance(value, Mapping):
         return ()
     requests, configs = value.get("action_requests"), value.get("review_configs")
     if not isinstance(requests, list) or not isinstance(configs, list):
         return ()
+    shown_requests = shown.get("action_requests") if isinstance(shown, Mapping) else None
     calls: list[ReviewedCall] = []
     remaining = list(waiting)
-    for request, config in zip(requests, configs, strict=False):
+    for index, (request, config) in enumerate(zip(requests, configs, strict=False)):
         if not isinstance(request, Mapping) or not isinstance(config, Mapping):
             return ()
         match = next(
@@ -94,7 +102,12 @@ def _reviewed(value: Any, waiting: Sequence[ToolCall]) -> tuple[ReviewedCall, ..
             return ()
         remaining.remove(match)
         allowed = tuple(str(d) for d in config.get("allowed_decisions") or ())
-        calls.append(ReviewedCall(match.id, match.name, match.args, allowed))
+        args = match.args
+        if isinstance(shown_requests, list) and index < len(shown_requests):
+            seen = shown_requests[index]
+            if isinstance(seen, Mapping) and isinstance(seen.get("args"), Mapping):
+                args = seen["args"]
+        calls.append(ReviewedCall(match.id, match.name, args, allowed))
     return tuple(calls)
 
 

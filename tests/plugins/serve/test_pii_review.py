@@ -1,0 +1,100 @@
+"""A server's reviewer sees real values when the agent pseudonymizes them (pii): the AG-UI
+stream's interrupt and the stored interrupt a resume is checked against show the real
+address; a resume is still matched to the call under review (ids and decisions, as
+stored), an edit written with real values is accepted and runs, and the model only ever
+sees placeholders."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from serve_helpers import Served, approve, post_sse, run_input
+
+import plait
+from plait.testing import ai, call
+
+JANE = "jane@corp.example.com"
+BOB = "bob@corp.example.com"
+sent: list[str] = []
+
+
+@plait.tool
+def send_mail(to: str) -> str:
+    """Send a mail.
+
+    Args:
+        to: the address.
+    """
+    sent.append(to)
+    return "sent"
+
+
+def test_an_ag_ui_reviewer_sees_and_edits_the_real_address(serve: Callable[..., Served]) -> None:
+    sent.clear()
+    model = plait.ScriptedChatModel([ai("", call("send_mail", id="c1", to="<EMAIL_1>")), "done"])
+    agent = plait.create_agent(
+        model,
+        tools=[send_mail],
+        middleware=[
+            (
+                "pii",
+                {"pii_type": "email", "strategy": "pseudonymize", "apply_to_tool_results": True},
+            ),
+            ("human_in_the_loop", {"interrupt_on": {"send_mail": True}}),
+        ],
+        checkpointer="memory",
+    )
+    with serve(agent).client() as client:
+        first = post_sse(client, "/ag-ui", run_input("t", "r1", f"write to {JANE}"))
+        (interrupt,) = first[-1][1]["outcome"]["interrupts"]
+        review = interrupt["metadata"]["plait"]["tool_calls"][0]
+        assert review["id"] == "c1" == interrupt["toolCallId"]
+        assert review["args"] == {"to": JANE}
+        assert "<EMAIL_1>" not in json.dumps(interrupt)
+        edit = {
+            "type": "edit",
+            "tool_call_id": "c1",
+            "edited_action": {"name": "send_mail", "args": {"to": BOB}},
+        }
+        second = post_sse(
+            client, "/ag-ui", run_input("t", "r2", resume=approve(interrupt["id"], edit))
+        )
+    assert second[-1][1]["type"] == "RUN_FINISHED", second[-1]
+    assert second[-1][1]["result"] == "done"
+    assert sent == [BOB]
+    seen = json.dumps(
+        [
+            [m.content, [c.args for c in getattr(m, "tool_calls", ())]]
+            for r in model.requests
+            for m in r.messages
+        ],
+        ensure_ascii=False,
+    )
+    # the reviewer's edit (a new value, in human_in_the_loop's note) is numbered too
+    assert JANE not in seen and BOB not in seen
+    assert '{"to": "<EMAIL_1>"}' in seen and "<EMAIL_2>" in seen
+    assert agent.get_interrupts("t") == []
+    agent.close()
+
+
+def test_a_resume_naming_another_call_is_still_refused(serve: Callable[..., Served]) -> None:
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([ai("", call("send_mail", id="c1", to="<EMAIL_1>"))]),
+        tools=[send_mail],
+        middleware=[
+            ("pii", {"pii_type": "email", "strategy": "pseudonymize"}),
+            ("human_in_the_loop", {"interrupt_on": {"send_mail": True}}),
+        ],
+        checkpointer="memory",
+    )
+    with serve(agent).client() as client:
+        first = post_sse(client, "/ag-ui", run_input("t", "r1", f"write to {JANE}"))
+        (interrupt,) = first[-1][1]["outcome"]["interrupts"]
+        wrong = {"type": "approve", "tool_call_id": "other"}
+        refused = client.post(
+            "/ag-ui", json=run_input("t", "r2", resume=approve(interrupt["id"], wrong))
+        )
+    assert refused.status_code == 409, refused.text
+    assert "names tool call 'other'" in refused.text
+    agent.close()
