@@ -1,14 +1,15 @@
 """A server's reviewer sees real values when the agent pseudonymizes them (pii): the AG-UI
-stream's interrupt and the stored interrupt a resume is checked against show the real
-address; a resume is still matched to the call under review (ids and decisions, as
-stored), an edit written with real values is accepted and runs, and the model only ever
-sees placeholders."""
+and Agent Protocol streams' interrupts and the stored interrupt a resume is checked
+against show the real address; a resume is still matched to the call under review (ids
+and decisions, as stored), an edit written with real values is accepted and runs, and
+the model only ever sees placeholders."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 
+from langgraph_sdk import get_sync_client
 from serve_helpers import Served, approve, post_sse, run_input
 
 import plait
@@ -97,4 +98,37 @@ def test_a_resume_naming_another_call_is_still_refused(serve: Callable[..., Serv
         )
     assert refused.status_code == 409, refused.text
     assert "names tool call 'other'" in refused.text
+    agent.close()
+
+
+def test_an_agent_protocol_reviewer_sees_the_real_address(serve: Callable[..., Served]) -> None:
+    """LangGraph's SDK: the streamed ``__interrupt__`` and the thread's state (read from
+    the checkpoint) show the real address; the approved call runs with it."""
+    sent.clear()
+    model = plait.ScriptedChatModel([ai("", call("send_mail", id="c1", to="<EMAIL_1>")), "done"])
+    agent = plait.create_agent(
+        model,
+        tools=[send_mail],
+        middleware=[
+            ("pii", {"pii_type": "email", "strategy": "pseudonymize"}),
+            ("human_in_the_loop", {"interrupt_on": {"send_mail": True}}),
+        ],
+        checkpointer="memory",
+    )
+    key = "pii-review-key-0123456789abcdef"
+    lg = get_sync_client(url=serve(agent, keys=[key]).url, api_key=key)
+    thread = lg.threads.create()["thread_id"]
+    ask = {"messages": [{"role": "user", "content": f"write to {JANE}"}]}
+    parts = list(lg.runs.stream(thread, agent.name, input=ask, stream_mode=["updates"]))
+    updates = [p.data for p in parts if p.event == "updates"]
+    (interrupt,) = updates[-1]["__interrupt__"]
+    assert interrupt["value"]["action_requests"][0]["args"] == {"to": JANE}
+    assert lg.threads.get_state(thread)["interrupts"] == [interrupt]
+    result = lg.runs.wait(
+        thread, agent.name, command={"resume": {"decisions": [{"type": "approve"}]}}
+    )
+    assert result["messages"][-1]["content"] == "done"
+    assert sent == [JANE]
+    seen = json.dumps([m.content for r in model.requests for m in r.messages])
+    assert JANE not in seen
     agent.close()
