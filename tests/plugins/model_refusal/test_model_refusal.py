@@ -200,3 +200,21 @@ def test_the_recorded_refusal_is_what_openai_sent() -> None:
     body = json.loads(OPENAI["oai_refusal"]["response"]["body"])
     assert body["choices"][0]["message"]["content"] is None
     assert body["choices"][0]["message"]["refusal"] == OPENAI_REFUSAL
+
+
+@recorded.needs(recorded.RESPONSES)
+def test_an_openai_responses_refusal_part_is_a_refusal(replay_server: ReplayServer) -> None:
+    from plait_openai_responses import OpenAIResponsesModel
+
+    # the recorded answer, its output text replaced by the refusal part the API documents
+    item = recorded.interactions(recorded.RESPONSES)["resp_text_plain"]
+    body = json.loads(item["response"]["body"])
+    body["output"][0]["content"] = [{"type": "refusal", "refusal": "I can't help with that."}]
+    replay_server.json(body)
+    model = OpenAIResponsesModel("gpt-4o", api_key="k", base_url=replay_server.url + "/v1")
+    agent = plait.create_agent(model, middleware=[ModelRefusalMiddleware(on_refusal="error")])
+    with pytest.raises(ModelRefusedError) as raised:
+        agent.invoke("hi")
+    assert str(raised.value) == (
+        "the model refused: openai-responses:gpt-4o (refusal): I can't help with that."
+    )
