@@ -415,7 +415,16 @@ class Agent:
         self, input: Any, thread_id: Any, context: Any, limit: int, sink: EventSink | None
     ) -> AgentResult:
         if self.checkpointer is not None and thread_id is not None:
-            run = await asyncio.to_thread(self._begin, input, thread_id, context, limit, sink)
+            begin = asyncio.ensure_future(
+                asyncio.to_thread(self._begin, input, thread_id, context, limit, sink)
+            )
+            try:
+                run = await asyncio.shield(begin)
+            except asyncio.CancelledError:
+                # ``_begin`` goes on in its thread and holds the thread when it is done:
+                # free it then, or the thread stays busy for this agent's later runs.
+                begin.add_done_callback(self._release_begun)
+                raise
         else:
             run = self._begin(input, thread_id, context, limit, sink)
         layers = self.compiled.run_layers
@@ -434,14 +443,21 @@ class Agent:
         try:
             await adrive(run)
         except BaseException as exc:
-            if _failed(exc):
-                await asyncio.to_thread(record_failure, self.compiled, run)
-            self._release(run.runtime.thread_id, None)
+            try:
+                if _failed(exc):
+                    await asyncio.to_thread(record_failure, self.compiled, run)
+            finally:  # a second cancel while recording still frees the thread
+                self._release(run.runtime.thread_id, None)
             raise
         finally:
             stream_sink.reset(token)
         self._release(run.runtime.thread_id, run.thread)
         return run_result(self.compiled, run)
+
+    def _release_begun(self, begin: asyncio.Future[Run]) -> None:
+        """Free the thread a run took whose caller was cancelled while it began."""
+        if not begin.cancelled() and begin.exception() is None:
+            self._release(begin.result().runtime.thread_id, None)
 
     def tool_session(self, *, context: Any = None) -> ToolSession:
         """Calls of the agent's tools made by someone other than the model (an MCP client
