@@ -14,6 +14,7 @@ failed, which the report shows.
 
 from __future__ import annotations
 
+import abc
 import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -100,8 +101,9 @@ class _Limit(Evaluator[object, object, object]):
     limit: float
     what: ClassVar[str]
 
+    @abc.abstractmethod
     def measure(self, ctx: EvaluatorContext[object, object, object]) -> float | None:
-        raise NotImplementedError
+        """The amount the run used, or ``None`` when the run reported none."""
 
     def evaluate(self, ctx: EvaluatorContext[object, object, object]) -> EvaluationReason:
         value = self.measure(ctx)
