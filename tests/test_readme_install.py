@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -82,12 +83,21 @@ def test_readme_first_commands_in_a_fresh_venv(tmp_path: Path) -> None:
     assert last.endswith("I will send the confirmation to [REDACTED_EMAIL].")
 
 
+def _needs(name: str) -> list[str]:
+    """The folders of the built-in plugins ``name`` depends on (they are not on PyPI, so its
+    install lines name them too)."""
+    project = tomllib.loads((REPO / "plugins" / name / "pyproject.toml").read_text())["project"]
+    needs = (re.split(r"[<>=!~ \[;]", dep, maxsplit=1)[0] for dep in project["dependencies"])
+    return [d.removeprefix("plait-").replace("-", "_") for d in needs if d.startswith("plait-")]
+
+
 def test_every_plugin_readme_gives_the_two_install_lines() -> None:
     for name in PLUGINS:
         text = (REPO / "plugins" / name / "README.md").read_text(encoding="utf-8")
-        assert [f"pip install . ./plugins/{name}", f"pip install ./plugins/{name}"] in (
-            _bash_blocks(text)
-        ), f"plugins/{name}/README.md"
+        folders = " ".join(f"./plugins/{folder}" for folder in [*_needs(name), name])
+        assert [f"pip install . {folders}", f"pip install {folders}"] in _bash_blocks(text), (
+            f"plugins/{name}/README.md"
+        )
 
 
 def test_plugin_readme_install_lines_in_a_fresh_venv(tmp_path: Path) -> None:

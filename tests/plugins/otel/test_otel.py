@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +14,6 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 import plait
-from plait import effects
 from plait.errors import ConfigError, ProviderError
 from plait.messages import AIMessage, Usage
 from plait.testing import ai, call, scripted
@@ -390,18 +391,32 @@ def test_a_sub_agent_that_opts_out_still_traces_its_calls_under_the_task(
 # -- without an SDK, and options -------------------------------------------------------------
 
 
-def test_without_an_sdk_nothing_is_installed(make_agent: Any) -> None:
-    seen: list[bool] = []
+_WITHOUT_AN_SDK = """
+import plait
+from plait import effects
+from plait.testing import ai, call
 
-    @plait.tool
-    def probe() -> str:
-        """Look around."""
-        seen.append(effects.active())
-        return "ok"
+seen = []
 
-    agent = make_agent([ai("", call("probe")), "done"], tools=[probe], middleware=["otel"])
-    assert agent.invoke("go").text == "done"
-    assert seen == [False]  # the global provider is the API's no-op one: no performer
+@plait.tool
+def probe() -> str:
+    \"\"\"Look around.\"\"\"
+    seen.append(effects.active())
+    return "ok"
+
+model = plait.ScriptedChatModel([ai("", call("probe")), "done"])
+agent = plait.create_agent(model, tools=[probe], middleware=["otel"])
+assert agent.invoke("go").text == "done"
+print(seen)
+"""
+
+
+def test_without_an_sdk_nothing_is_installed() -> None:
+    # A fresh interpreter: a global SDK provider, once set by any test, cannot be unset.
+    out = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_AN_SDK], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[False]"  # the global provider is the API's no-op one: no performer
 
 
 def test_options_by_name(make_agent: Any) -> None:

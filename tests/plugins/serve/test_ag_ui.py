@@ -253,8 +253,13 @@ def test_a_client_that_disconnects_cancels_nothing_and_gets_exactly_what_it_miss
             buffer = ""
             for text in response.iter_text():
                 buffer += text
-                if "TOOL_CALL_END" in buffer:
-                    break  # the client goes away while the tool runs
+                # The client goes away while the tool runs, once the group of events
+                # holding TOOL_CALL_END has arrived whole (the id on its last event ends
+                # it; one read may end in the middle of a group).
+                events = parse_sse(buffer.rsplit("\n\n", 1)[0] + "\n\n")
+                ends = [i for i, (_, data) in enumerate(events) if data["type"] == "TOOL_CALL_END"]
+                if ends and any(seq is not None for seq, _ in events[ends[0] :]):
+                    break
         seen = parse_sse(buffer.rsplit("\n\n", 1)[0] + "\n\n")
         last_id = [seq for seq, _ in seen if seq is not None][-1]
         gate.set()  # the run goes on without any client
