@@ -17,14 +17,15 @@ its stop alike, and a third-party limiter can too::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
 from plait.errors import StopRun
-from plait.messages import AIMessage, AnyMessage
-from plait.types import Command
+from plait.messages import AIMessage, AnyMessage, ToolMessage
+from plait.middleware import Middleware
+from plait.types import Command, ToolCallRequest
 
-__all__ = ["limit_reached"]
+__all__ = ["LedgerLimit", "limit_reached"]
 
 
 def limit_reached(
@@ -60,3 +61,39 @@ def limit_reached(
         metadata=dict(metadata or {}),
     )
     return Command(update={**(update or {}), "messages": [*messages, message]}, jump_to="end")
+
+
+class LedgerLimit(Middleware):
+    """Base for a limit that checks the run's usage ledger (``plait.usage``): a model call
+    made inside a tool call (an emulated tool's, a tool's own, a sub-agent's) that the
+    ledger refuses with ``exceeded`` answers that tool call instead of failing the run.
+
+    With ``exit_behavior="end"`` the call gets ``Not run: <the limit's text>`` and the run
+    ends at its next model call, as it would have without the tool; ``"error"`` raises.
+    """
+
+    exceeded: ClassVar[type[Exception]] = Exception
+    exit_behavior: Any
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command]
+    ) -> ToolMessage | Command:
+        try:
+            return handler(request)
+        except self.exceeded as exc:
+            return self._not_run(request, exc)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
+    ) -> ToolMessage | Command:
+        try:
+            return await handler(request)
+        except self.exceeded as exc:
+            return self._not_run(request, exc)
+
+    def _not_run(self, request: ToolCallRequest, exc: Exception) -> ToolMessage:
+        if self.exit_behavior == "error":
+            raise exc
+        return ToolMessage.error(request.tool_call, f"Not run: {exc}")

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
 from plait import usage
 from plait.errors import ConfigError, ModelCallLimitExceededError
-from plait.limits import limit_reached
-from plait.messages import ToolMessage
-from plait.middleware import Middleware, can_jump_to
+from plait.limits import LedgerLimit, limit_reached
+from plait.middleware import can_jump_to
 from plait.options import integer
 from plait.types import (
     AgentResult,
@@ -32,7 +31,6 @@ from plait.types import (
     RunRequest,
     Runtime,
     StateField,
-    ToolCallRequest,
 )
 from plait.usage import RunUsage
 
@@ -49,7 +47,7 @@ _LIMIT = integer(minimum=0, optional=True)
 
 
 @attrs.frozen(kw_only=True)
-class ModelCallLimitMiddleware(Middleware):
+class ModelCallLimitMiddleware(LedgerLimit):
     """Stops the agent once it has made ``thread_limit`` model calls in the thread or
     ``run_limit`` in the current run (checked before each call: a count at or over its
     limit stops; counted after each call).
@@ -58,6 +56,8 @@ class ModelCallLimitMiddleware(Middleware):
     counts (e.g. "thread limit (2/2)"); ``"error"`` raises ``ModelCallLimitExceededError``
     with the same text. The thread count needs a checkpointer to span runs.
     """
+
+    exceeded: ClassVar[type[Exception]] = ModelCallLimitExceededError
 
     thread_limit: int | None = attrs.field(default=None, validator=_LIMIT)
     """Most model calls in a thread, across runs (needs a checkpointer)."""
@@ -168,33 +168,6 @@ class ModelCallLimitMiddleware(Middleware):
         command = limit_reached(str(exc), exit_behavior=self.exit_behavior, error=type(exc))
         assert command.update is not None
         return ModelResponse(list(command.update["messages"]))
-
-    def wrap_tool_call(
-        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command]
-    ) -> ToolMessage | Command:
-        try:
-            return handler(request)
-        except ModelCallLimitExceededError as exc:
-            return self._not_run(request, exc)
-
-    async def awrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
-    ) -> ToolMessage | Command:
-        try:
-            return await handler(request)
-        except ModelCallLimitExceededError as exc:
-            return self._not_run(request, exc)
-
-    def _not_run(self, request: ToolCallRequest, exc: ModelCallLimitExceededError) -> ToolMessage:
-        """A model call made for a tool call (an emulated tool's, a tool's own) was refused
-        by the ledger: with ``"end"`` the call gets an error answer and the run ends at
-        its next model call, as it would have without the tool; ``"error"`` raises."""
-        if self.exit_behavior == "error":
-            raise exc
-        call = request.tool_call
-        return ToolMessage.error(call, f"Not run: {exc}")
 
     def after_model(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         return self._sync(state) or None

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
 from plait import usage
 from plait.errors import ConfigError, UsageLimitExceededError
-from plait.limits import limit_reached
-from plait.messages import AIMessage, ToolMessage, Usage
-from plait.middleware import Middleware, can_jump_to
+from plait.limits import LedgerLimit, limit_reached
+from plait.messages import AIMessage, Usage
+from plait.middleware import can_jump_to
 from plait.options import integer, number
 from plait.types import (
     AgentConfig,
@@ -35,7 +35,6 @@ from plait.types import (
     RunRequest,
     Runtime,
     StateField,
-    ToolCallRequest,
 )
 from plait.usage import RunUsage
 from plait_usage_limit._prices import Prices, cost_of, known
@@ -100,7 +99,7 @@ def _prices(value: Prices | Mapping[str, Any] | None) -> Prices | None:
 
 
 @attrs.frozen(kw_only=True)
-class UsageLimitMiddleware(Middleware):
+class UsageLimitMiddleware(LedgerLimit):
     """Stops the agent once the thread (across runs) or the run has spent ``thread_limit``
     or ``run_limit`` — tokens or dollars — checked before each model call.
 
@@ -109,6 +108,8 @@ class UsageLimitMiddleware(Middleware):
     ``UsageLimitExceededError`` with the same text. The thread counts need a checkpointer
     to span runs.
     """
+
+    exceeded: ClassVar[type[Exception]] = UsageLimitExceededError
 
     run_limit: Limits | None = attrs.field(default=None, converter=_limits)
     """Most one run may spend: any of ``input_tokens``, ``output_tokens``, ``total_tokens``,
@@ -231,33 +232,6 @@ class UsageLimitMiddleware(Middleware):
             metadata={PLUGIN: metadata},
             update=update,
         )
-
-    def wrap_tool_call(
-        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command]
-    ) -> ToolMessage | Command:
-        try:
-            return handler(request)
-        except UsageLimitExceededError as exc:
-            return self._not_run(request, exc)
-
-    async def awrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
-    ) -> ToolMessage | Command:
-        try:
-            return await handler(request)
-        except UsageLimitExceededError as exc:
-            return self._not_run(request, exc)
-
-    def _not_run(self, request: ToolCallRequest, exc: UsageLimitExceededError) -> ToolMessage:
-        """A model call made for a tool call (an emulated tool's, a tool's own) was refused
-        by the ledger: with ``"end"`` the call gets an error answer and the run ends at
-        its next model call, as it would have without the tool; ``"error"`` raises."""
-        if self.exit_behavior == "error":
-            raise exc
-        call = request.tool_call
-        return ToolMessage.error(call, f"Not run: {exc}")
 
     def after_model(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         return self._sync(state) or None
