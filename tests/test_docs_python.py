@@ -311,13 +311,16 @@ PAGES: dict[str, Page] = {
     "middleware/otel.md": Page(setup=SEARCH, needs=("plait_otel", "opentelemetry.exporter")),
     "middleware/pii.md": Page(files=ACME_PII, needs=("plait_pii",)),
     "middleware/skills.md": Page(
-        setup=tool("fill_form", "form: str", "Fill a PDF form.", "f'filled {form}'"),
+        # the sandboxed shell's workspace: as for anthropic_bash.md, not root's
+        setup=tool("fill_form", "form: str", "Fill a PDF form.", "f'filled {form}'")
+        + "import os\nos.mkdir('work')\n"
+        + "if os.geteuid() == 0:\n    os.chown('work', 1000, 1000)\n",
         files={
             "skills/pdf-forms/SKILL.md": (
                 "---\nname: pdf-forms\ndescription: Fill in PDF forms.\n---\nRead the fields.\n"
             )
         },
-        needs=("plait_skills",),
+        needs=("plait_skills", "plait_anthropic"),
     ),
     "middleware/subagents.md": Page(
         setup=RESEARCH_TOOLS,

@@ -127,6 +127,14 @@ class Bubblewrap:
         )
         return Launch(argv, self.user)
 
+    def shows(self, path: str, workspace: str | None) -> bool:
+        """Whether the sandbox shows the host's ``path`` (absolute) at that same path: in a
+        system directory, a ``read_only`` one or ``workspace``. Mounts are made at the
+        paths as given, so a path is compared as written, not resolved."""
+        tops = ["/" + name for name in SYSTEM_DIRECTORIES if os.path.lexists("/" + name)]
+        shown = [*tops, *self.read_only, *([workspace] if workspace else [])]
+        return _within(os.path.normpath(path), [os.path.normpath(p) for p in shown])
+
     def run(self, workspace: str, command: str) -> subprocess.CompletedProcess[bytes]:
         """Run ``command`` with bash in the sandbox once, in ``workspace``."""
         launch = self.launch(workspace)

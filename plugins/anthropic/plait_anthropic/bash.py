@@ -327,6 +327,15 @@ class AnthropicBashMiddleware(Middleware):
                 self._shut_down(old)
         return session
 
+    def shell_sees(self, path: str) -> bool:
+        """Whether a command in this shell finds the host's ``path`` (absolute) at that
+        same path: always without the sandbox; in it, when ``path`` is in a system
+        directory, ``sandbox_read_only`` or ``workspace_root``. Another middleware asks
+        before it tells the model to run a file there (``skills``, for a skill's scripts)."""
+        if self._bubblewrap is None:
+            return True
+        return self._bubblewrap.shows(path, self.workspace_root)
+
     def sessions(self) -> dict[str, ShellSession]:
         """The live sessions by thread id (``""`` for runs without one), for inspection."""
         with self._sessions.lock:

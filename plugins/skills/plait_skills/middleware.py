@@ -10,12 +10,21 @@ store) are read at each model call, since the agent may write them while it runs
 A skill can bring tools (``skill_tools``): they are offered to the model only once it has
 loaded that skill in the thread (the ``skills_loaded`` state key), so a long catalogue of
 skills does not flood every call with tool schemas.
+
+A skill's scripts run through the agent's own shell tool (``shell_tool``, e.g.
+``anthropic_bash``'s ``bash``), never a shell of this plugin's: ``load_skill`` gives the
+skill's folder on disk and says to run the scripts there with that tool, so the shell's
+sandbox, command lists and every guard on that tool (``human_in_the_loop``,
+``tool_call_limit``) apply to them as to any command. ``create_agent`` checks that the tool
+exists and that its shell sees the skills' folders (a middleware owning a shell answers
+``shell_sees(path)``; ``anthropic_bash`` does).
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -101,6 +110,11 @@ def _check_skill_tools(_: Any, attribute: attrs.Attribute[Any], value: Any) -> N
         raise FieldError(attribute.name, expected(wanted, value))
 
 
+def _optional_name(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise FieldError(attribute.name, expected("a tool name or None", value))
+
+
 def _runtime(request: ModelRequest) -> ToolRuntime | None:
     """A backend binds to a tool call's runtime; a model call has the same state and
     runtime, and no call of its own."""
@@ -139,6 +153,10 @@ class SkillsMiddleware(RequestMiddleware):
     """The ``load_skill`` description the model reads."""
     max_file_chars: int = attrs.field(default=50_000, validator=integer(minimum=1))
     """A skill file longer than this is cut, with a note saying so."""
+    shell_tool: str | None = attrs.field(default=None, validator=_optional_name)
+    """The agent's shell tool that runs a skill's scripts (``anthropic_bash``'s "bash");
+    ``load_skill`` then tells the model to run them with it, from the skill's folder.
+    None: scripts are files the model can read, and nothing runs them."""
 
     _static: dict[str, Skill] = attrs.field(init=False, factory=dict, eq=False, repr=False)
     _hidden: dict[str, frozenset[str]] = attrs.field(init=False, factory=dict, eq=False, repr=False)
@@ -188,19 +206,49 @@ class SkillsMiddleware(RequestMiddleware):
             ),
         ]
 
+    def validate_agent(self, agent_config: AgentConfig) -> None:
+        if self.shell_tool is None:
+            return
+        tools = sorted(tool.name for tool in agent_config.tools)
+        if self.shell_tool not in tools:
+            wanted = "the name of the agent's shell tool (anthropic_bash's 'bash')"
+            raise ConfigError(
+                f"plugin {PLUGIN!r}: option 'shell_tool': {expected(wanted, self.shell_tool)}; "
+                f"the agent's tools are: {', '.join(tools)}"
+            )
+        # Skill folders are shown to the model by their real path (a disk backend's root
+        # is resolved), so that is the path the shell must find.
+        roots = [os.path.realpath(path) for path in self.paths]
+        if isinstance(self.backend, DiskBackend):
+            roots.append(str(self.backend.root))
+        for other in agent_config.middleware:
+            sees = getattr(other, "shell_sees", None)
+            if not callable(sees):
+                continue
+            for root in roots:
+                if not sees(root):
+                    raise ConfigError(
+                        f"plugin {PLUGIN!r}: option 'shell_tool': "
+                        f"{expected('skills the shell can see', root)} (the "
+                        f"{self.shell_tool!r} tool's sandbox does not show it: add it to "
+                        "its read-only directories, anthropic_bash's sandbox_read_only)"
+                    )
+
     # -- the catalogue ----------------------------------------------------------------------
 
     def _catalogue(self, runtime: ToolRuntime | None) -> dict[str, Skill]:
         skills = dict(self._static)
         if self.backend is not None and runtime is not None:
             files = self.backend.bind(runtime)
+            root = str(self.backend.root) if isinstance(self.backend, DiskBackend) else None
             for source in self.sources:
-                skills.update(discover(files, self.backend, source, strict=False))
+                skills.update(discover(files, self.backend, source, disk_root=root, strict=False))
         return skills
 
     def _load_tool(self) -> Callable[..., Any]:
         catalogue = self._catalogue
         limit = self.max_file_chars
+        shell = self.shell_tool
 
         def load_skill(
             name: str, runtime: ToolRuntime, file: str | None = None
@@ -237,7 +285,9 @@ class SkillsMiddleware(RequestMiddleware):
             if listing:
                 text += "\n\nFiles of this skill (load one with load_skill(name, file)):\n"
                 text += "\n".join(f"- {path}" for path in listing)
-            if listing and skill.disk_folder is not None:
+            if listing and shell is not None:
+                text += _how_to_run(skill, listing, shell)
+            elif listing and skill.disk_folder is not None:
                 text += f"\n\nThe skill's folder on disk (to run its scripts): {skill.disk_folder}"
             message = ToolMessage(text, tool_call_id=runtime.tool_call_id, name=TOOL_NAME)
             loaded = list(runtime.state.get(STATE_KEY) or [])
@@ -285,6 +335,32 @@ def _files(files: Any, folder: str) -> list[str]:
         for info in found
         if not info.is_dir and info.path != prefix + SKILL_FILE
     )
+
+
+INTERPRETERS = {".py": "python3 ", ".sh": "bash ", ".js": "node ", ".rb": "ruby "}
+"""How the example command in ``load_skill``'s answer starts a script, by its suffix (a
+skill's files are rarely executable: the Agent Skills format does not keep file modes)."""
+
+
+def _how_to_run(skill: Skill, listing: list[str], shell: str) -> str:
+    """What ``load_skill`` says about running the skill's scripts with ``shell``."""
+    if skill.disk_folder is None:
+        return (
+            f"\n\nThis skill is not in a folder on disk, so the `{shell}` tool cannot run "
+            "its scripts; read them with load_skill(name, file)."
+        )
+    text = (
+        f"\n\nThe skill's folder on disk is {skill.disk_folder}; the paths in its "
+        "instructions are relative to it."
+    )
+    script = next((f for f in listing if f.startswith("scripts/")), None) or next(
+        (f for f in listing if posixpath.splitext(f)[1] in INTERPRETERS), None
+    )
+    if script is None:
+        return text
+    path = shlex.quote(posixpath.join(skill.disk_folder, script))
+    command = INTERPRETERS.get(posixpath.splitext(script)[1], "") + path
+    return f"{text} Run its scripts with the `{shell}` tool by their full path, e.g. `{command}`."
 
 
 def _cut(text: str, limit: int) -> str:

@@ -14,7 +14,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -22,53 +21,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_support import PATH, reachable, requires_sandbox
+from sandbox_support import workspace as _workspace
 
 import plait
 from plait.errors import ConfigError
 from plait.testing import ScriptedChatModel, ai, call, tool_answers
-from plait_anthropic._sandbox import NOBODY, Bubblewrap, SandboxUnavailable, sandbox_user
+from plait_anthropic._sandbox import NOBODY, Bubblewrap, sandbox_user
 from plait_anthropic._shell import ShellSession
 from plait_anthropic.bash import AnthropicBashMiddleware
 
-PATH = os.environ.get("PATH", os.defpath)
-
-
-def _unavailable() -> str | None:
-    try:
-        Bubblewrap.build(path=PATH)
-    except SandboxUnavailable as problem:
-        return str(problem)
-    return None
-
-
-WHY = _unavailable()
-if WHY is not None and os.environ.get("PLAIT_REQUIRE_SANDBOX") == "1":
-    pytest.fail(f"PLAIT_REQUIRE_SANDBOX=1 but bubblewrap cannot run here: {WHY}")
-pytestmark = pytest.mark.skipif(WHY is not None, reason=f"no bubblewrap sandbox: {WHY}")
+pytestmark = requires_sandbox()
 
 
 @pytest.fixture
 def tmp_path(tmp_path: Path) -> Iterator[Path]:
-    """pytest's own, except as root: then a directory every user can reach, since a root
-    agent's sandbox runs as an unprivileged user, who must reach the directories it shows
-    (pytest's are under a 0700 ``/tmp/pytest-of-root``)."""
-    if os.geteuid() != 0:
-        yield tmp_path
-        return
-    reachable = Path(tempfile.mkdtemp(prefix="plait-sandbox-test-"))
-    reachable.chmod(0o755)
-    yield reachable
-    shutil.rmtree(reachable, ignore_errors=True)
-
-
-def _workspace(tmp_path: Path) -> Path:
-    """``tmp_path / "ws"``, given to nobody when the tests run as root: a root agent's
-    sandbox runs as the workspace's owner, and refuses a workspace only root can write."""
-    workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
-    if os.geteuid() == 0:
-        os.chown(workspace, NOBODY, NOBODY)
-    return workspace
+    yield from reachable(tmp_path)
 
 
 @pytest.fixture
@@ -496,3 +464,18 @@ def test_without_user_namespaces_the_error_says_so(tmp_path: Path) -> None:
         "the sandbox here (it needs user namespaces"
     ), done.stdout + done.stderr
     assert "namespace" in done.stdout.split("):", 1)[1]
+
+
+def test_shell_sees_what_the_sandbox_shows_at_its_own_path(bash: Any, tmp_path: Path) -> None:
+    shown = tmp_path / "shown"
+    shown.mkdir()
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    middleware = bash(sandbox_read_only=[str(shown)])
+    workspace = middleware.workspace_root
+    assert middleware.shell_sees(f"{workspace}/skills/pdf")
+    assert middleware.shell_sees(str(shown / "pdf-forms"))
+    assert middleware.shell_sees("/usr/bin/python3")
+    assert not middleware.shell_sees(str(hidden))
+    assert not middleware.shell_sees(f"{shown}-other")  # a sibling named alike is not inside
+    assert bash(sandbox="none").shell_sees(str(hidden))  # no sandbox: the host's files
