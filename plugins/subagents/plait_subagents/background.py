@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 import attrs
@@ -57,7 +57,7 @@ class TaskRecord:
     subagent_type: str
     description: str
     status: str = "running"
-    """running, completed, failed or cancelled."""
+    """running, completed, failed, cancelled, or interrupted (a remote run paused)."""
     result: str | None = None
     usage: dict[str, Any] | None = None
     started_at: str = attrs.field(factory=_now)
@@ -107,23 +107,31 @@ class BackgroundTasks:
         self, agent: Agent, name: str, description: str, thread_id: str, persistent: bool
     ) -> TaskRecord:
         """Start ``agent`` on ``description`` on the running loop; return at once."""
+        record = self.new(name, description, thread_id)
+        sub_thread = f"{thread_id}/background/{record.id}" if persistent else None
+        self.launch(record, self._run(record, agent, sub_thread))
+        return record
+
+    def new(self, name: str, description: str, thread_id: str) -> TaskRecord:
+        """A new task's record, known from now on (``launch`` runs it)."""
         record = TaskRecord(
             id="task_" + uuid.uuid4().hex[:12],
             thread_id=thread_id,
             subagent_type=name,
             description=description,
         )
-        loop = asyncio.get_running_loop()
-        sub_thread = f"{thread_id}/background/{record.id}" if persistent else None
-        # A fresh context: the task outlives this run, so it must not record into the
-        # run's usage ledger or write into its stream once they are finished.
-        record.handle = loop.create_task(
-            self._run(record, agent, sub_thread), context=contextvars.Context()
-        )
-        record.loop = loop
         with self._changed:
             self._tasks[record.id] = record
         return record
+
+    def launch(self, record: TaskRecord, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` for ``record`` (again: running, its outcome not yet seen) on the
+        running loop. A fresh context: the task outlives this run, so it must not record
+        into the run's usage ledger or write into its stream once they are finished."""
+        loop = asyncio.get_running_loop()
+        with self._changed:
+            record.status, record.delivered, record.loop = "running", False, loop
+            record.handle = loop.create_task(work, context=contextvars.Context())
 
     async def _run(self, record: TaskRecord, agent: Agent, thread: str | None) -> None:
         given: Any = record.description
@@ -131,10 +139,10 @@ class BackgroundTasks:
             try:
                 result = await agent.ainvoke(given, thread_id=thread)
             except asyncio.CancelledError:
-                self._finish(record, "cancelled", None)
+                self.finish(record, "cancelled", None)
                 raise
             except Exception as exc:
-                self._finish(record, "failed", f"{type(exc).__name__}: {exc}")
+                self.finish(record, "failed", f"{type(exc).__name__}: {exc}")
                 return
             usage = attrs.asdict(result.usage)
             if result.interrupts:
@@ -142,17 +150,16 @@ class BackgroundTasks:
                     "the sub-agent paused at an interrupt, which a background task cannot "
                     "answer; run it with the task tool instead"
                 )
-                self._finish(record, "failed", text, usage)
+                self.finish(record, "failed", text, usage)
                 return
-            with self._changed:
-                followups, record.followups = record.followups, []
+            followups = self.take_followups(record)
             if followups and thread is not None:
                 given = "\n\n".join(followups)
                 continue
-            self._finish(record, "completed", result.text, usage)
+            self.finish(record, "completed", result.text, usage)
             return
 
-    def _finish(
+    def finish(
         self,
         record: TaskRecord,
         status: str,
@@ -179,6 +186,12 @@ class BackgroundTasks:
     def follow_up(self, record: TaskRecord, message: str) -> None:
         with self._changed:
             record.followups.append(message)
+
+    def take_followups(self, record: TaskRecord) -> list[str]:
+        """The instructions queued by ``update_task`` since the last take."""
+        with self._changed:
+            followups, record.followups = record.followups, []
+        return followups
 
     def cancel(self, record: TaskRecord) -> None:
         with self._changed:

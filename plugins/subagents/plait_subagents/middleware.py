@@ -45,6 +45,7 @@ from plait.options import (
     check_tool_names,
     expected,
     non_empty_string,
+    number,
     structure_options,
 )
 from plait.tools import Tool
@@ -58,6 +59,13 @@ from plait.types import (
     ToolRuntime,
 )
 from plait_subagents.background import BACKGROUND_KEY, BackgroundTasks, TaskRecord, merge_records
+from plait_subagents.remote import (
+    RemoteError,
+    RemoteSubAgent,
+    check_env_name,
+    check_headers,
+    check_url,
+)
 
 __all__ = [
     "BACKGROUND_KEY",
@@ -210,6 +218,9 @@ class SubAgent:
     tools=["search"], model="openai:gpt-4.1-mini", middleware=["model_retry"])``.
     Prebuilt: ``SubAgent(name="coder", description="...", agent=plait.create_agent(...))``,
     used as it is (its own model, tools, middleware, checkpointer and store).
+    Remote: ``SubAgent(name="billing", description="...", url="http://127.0.0.1:8000",
+    assistant_id="billing", api_key_env="BILLING_KEY")``, an assistant of an Agent Protocol
+    server (``plait serve``, a LangGraph server; see ``plait_subagents.remote``).
     """
 
     name: str = attrs.field(validator=non_empty_string())
@@ -238,9 +249,34 @@ class SubAgent:
     """Which of the main agent's ``usage_limit``, ``model_call_limit``, ``pii``, ``otel``
     apply to this sub-agent; ``None``: the middleware's ``inherit``; ``[]`` opts out of all.
     A prebuilt agent inherits only the limits (its middleware is its own)."""
+    url: str | None = attrs.field(default=None)
+    """The base URL of an Agent Protocol server running this sub-agent (``plait serve``, a
+    LangGraph server) instead of a local agent; needs ``assistant_id``."""
+    assistant_id: str | None = attrs.field(default=None, validator=non_empty_string(optional=True))
+    """The remote's assistant id or graph name (``plait serve``: the agent's name)."""
+    api_key_env: str | None = None
+    """The environment variable holding the remote's API key (sent as ``Authorization:
+    Bearer`` and ``X-Api-Key``); ``None``: send no key."""
+    headers: dict[str, str] = attrs.field(factory=dict)
+    """More headers for every request to the remote."""
+    timeout: float = attrs.field(default=300.0, validator=number(above=0))
+    """Seconds one request to the remote may take, a ``task`` waiting for its run
+    included."""
 
     def __attrs_post_init__(self) -> None:
-        if self.agent is not None:
+        if self.url is not None:
+            self._check_remote()
+        elif self.assistant_id is not None or self.api_key_env is not None or self.headers:
+            raise FieldError(
+                "url",
+                expected(
+                    "the URL of an Agent Protocol server",
+                    None,
+                    f"sub-agent {self.name!r} gives assistant_id, api_key_env or headers, "
+                    "which only a remote sub-agent takes",
+                ),
+            )
+        elif self.agent is not None:
             given = [
                 name
                 for name, value in (
@@ -261,6 +297,33 @@ class SubAgent:
             detail = f"sub-agent {self.name!r} needs instructions, unless it is a prebuilt agent"
             raise FieldError(
                 "system_prompt", expected("a non-empty string", self.system_prompt, detail)
+            )
+
+    def _check_remote(self) -> None:
+        check_url(self.url)
+        check_env_name(self.api_key_env)
+        check_headers(self.headers)
+        if self.assistant_id is None:
+            detail = f"sub-agent {self.name!r} is remote: name the assistant or graph to run"
+            raise FieldError("assistant_id", expected("a non-empty string", None, detail))
+        given = [
+            name
+            for name, value in (
+                ("system_prompt", self.system_prompt),
+                ("tools", self.tools),
+                ("model", self.model),
+                ("agent", self.agent),
+                ("inherit", self.inherit),
+            )
+            if value is not None
+        ]
+        if self.middleware:
+            given.append("middleware")
+        if given:
+            raise ValueError(
+                f"sub-agent {self.name!r} is remote: its server brings its own "
+                f"{', '.join(given)} (and the main agent's limits, pii and otel do not reach "
+                f"it); give either url or {', '.join(given)}, not both"
             )
 
 
@@ -290,6 +353,15 @@ class _Entry:
     agent: Agent
     exempt: tuple[str, ...] = ()
     """The main agent's limits this sub-agent's calls skip (``inherit`` leaves them out)."""
+
+
+@attrs.frozen(kw_only=True)
+class _RemoteEntry:
+    """A remote sub-agent ready to run (``plait_subagents.remote``)."""
+
+    name: str
+    description: str
+    remote: RemoteSubAgent
 
 
 # -- the middleware --------------------------------------------------------------------------
@@ -368,7 +440,7 @@ class SubAgentMiddleware(RequestMiddleware):
         ``timeout`` seconds passed first): for a script that must not exit before them."""
         return self._tasks.wait(thread_id, timeout)
 
-    def _build(self, config: AgentConfig) -> dict[str, _Entry]:
+    def _build(self, config: AgentConfig) -> dict[str, _Entry | _RemoteEntry]:
         seen: dict[str, int] = {}
         for index, spec in enumerate(self.subagents):
             if spec.name in seen:
@@ -383,7 +455,7 @@ class SubAgentMiddleware(RequestMiddleware):
             default_tools: tuple[Tool, ...] = config.tools
         else:
             default_tools = _resolve_tools(self.default_tools, config, "default_tools")
-        entries: dict[str, _Entry] = {}
+        entries: dict[str, _Entry | _RemoteEntry] = {}
         if GENERAL_PURPOSE not in seen:
             middleware = self.default_middleware
             agent = self._agent(
@@ -404,6 +476,9 @@ class SubAgentMiddleware(RequestMiddleware):
         for index, spec in enumerate(self.subagents):
             where = f"subagents[{index}]"
             inherit = self.inherit if spec.inherit is None else spec.inherit
+            if spec.url is not None:
+                entries[spec.name] = _remote_entry(spec, where)
+                continue
             if spec.agent is not None:
                 agent = spec.agent
             else:
@@ -466,7 +541,7 @@ class SubAgentMiddleware(RequestMiddleware):
             # Keep the class (CheckpointerRequiredError stays one) and say which sub-agent.
             raise type(exc)(f"plugin {PLUGIN!r}: {where} cannot be built: {exc}") from exc
 
-    def _task_tool(self, entries: Mapping[str, _Entry], persistent: bool) -> Tool:
+    def _task_tool(self, entries: Mapping[str, _Entry | _RemoteEntry], persistent: bool) -> Tool:
         listing = "\n".join(f"- {e.name}: {e.description}" for e in entries.values())
         template = self.task_description or DEFAULT_TASK_DESCRIPTION
         description = template.replace("{available_agents}", listing)
@@ -490,6 +565,10 @@ class SubAgentMiddleware(RequestMiddleware):
                     f"sub-agents are: {names}. Call task again with one of them as "
                     "subagent_type.",
                 )
+            if isinstance(entry, _RemoteEntry):
+                parent = runtime.runtime.thread_id
+                key = _thread_id(parent, runtime) if parent is not None and persistent else None
+                return await entry.remote.task(description, runtime, key)
             return await _delegate(entry, description, runtime, persistent)
 
         tool = Tool.from_function(task, name=TOOL_NAME, description=description)
@@ -612,6 +691,20 @@ def _resolve_tools(items: Sequence[ToolLike], config: AgentConfig, option: str) 
             except TypeError as exc:
                 raise ConfigError(f"plugin {PLUGIN!r}: option {option!r}: {exc}") from exc
     return tuple(resolved)
+
+
+def _remote_entry(spec: SubAgent, where: str) -> _RemoteEntry:
+    assert spec.url is not None and spec.assistant_id is not None  # checked by SubAgent
+    remote = RemoteSubAgent(
+        name=spec.name,
+        where=where,
+        url=spec.url,
+        assistant_id=spec.assistant_id,
+        api_key_env=spec.api_key_env,
+        headers=spec.headers,
+        timeout=spec.timeout,
+    )
+    return _RemoteEntry(name=spec.name, description=spec.description, remote=remote)
 
 
 async def _delegate(
@@ -747,7 +840,9 @@ def _answer(
 # -- background tasks ------------------------------------------------------------------------
 
 
-def _background_tools(tasks: BackgroundTasks, entries: Mapping[str, _Entry]) -> list[Tool]:
+def _background_tools(
+    tasks: BackgroundTasks, entries: Mapping[str, _Entry | _RemoteEntry]
+) -> list[Tool]:
     """The five tools over ``tasks``; every one works within the main thread's tasks."""
 
     def refuse(runtime: ToolRuntime, text: str) -> ToolMessage:
@@ -803,8 +898,14 @@ def _background_tools(tasks: BackgroundTasks, entries: Mapping[str, _Entry]) -> 
                 runtime,
                 f"there is no sub-agent named {subagent_type!r}; the sub-agents are: {names}",
             )
-        persistent = entry.agent.checkpointer is not None
-        record = tasks.start(entry.agent, entry.name, description, thread, persistent)
+        if isinstance(entry, _RemoteEntry):
+            try:
+                record = await entry.remote.start(tasks, description, thread)
+            except RemoteError as exc:
+                return refuse(runtime, f"remote sub-agent {entry.name!r} was not started: {exc}")
+        else:
+            persistent = entry.agent.checkpointer is not None
+            record = tasks.start(entry.agent, entry.name, description, thread, persistent)
         text = (
             f"Started background task {record.id} ({entry.name}). Its result will be added "
             "to this conversation when it finishes."
@@ -828,7 +929,9 @@ def _background_tools(tasks: BackgroundTasks, entries: Mapping[str, _Entry]) -> 
             text += f" Result:\n{record.result}"
         return answer(runtime, text, record)
 
-    def update_task(task_id: str, message: str, runtime: ToolRuntime) -> ToolMessage | Command:
+    async def update_task(
+        task_id: str, message: str, runtime: ToolRuntime
+    ) -> ToolMessage | Command:
         """Send more instructions to a running background task.
 
         Args:
@@ -838,12 +941,19 @@ def _background_tools(tasks: BackgroundTasks, entries: Mapping[str, _Entry]) -> 
         record = find(task_id, runtime)
         if isinstance(record, ToolMessage):
             return record
+        entry = entries[record.subagent_type]
+        if isinstance(entry, _RemoteEntry) and record.status == "interrupted":
+            try:
+                await entry.remote.resume(tasks, record, message)
+            except RemoteError as exc:
+                return refuse(runtime, f"task {record.id} was not resumed: {exc}")
+            return answer(runtime, f"Task {record.id} goes on with your answer.", record)
         if record.status != "running":
             return refuse(
                 runtime,
                 f"task {record.id} has {record.status}; start a new task with start_task instead",
             )
-        if entries[record.subagent_type].agent.checkpointer is None:
+        if isinstance(entry, _Entry) and entry.agent.checkpointer is None:
             return refuse(
                 runtime,
                 f"sub-agent {record.subagent_type!r} keeps no thread (it has no checkpointer), "

@@ -1,0 +1,428 @@
+"""Remote sub-agents: a sub-agent that is an assistant of an Agent Protocol server (a
+``plait serve``, a LangGraph server), reached by URL with LangGraph's own client,
+``langgraph-sdk`` (the extra ``plait-subagents[remote]``).
+
+``task`` runs the remote on a thread of the server whose id is derived from the call
+(the parent thread, the AI message and the tool call id), so every pass of one call finds
+the same remote thread: a run that pauses at an interrupt pauses the main run with the
+remote's interrupt value, and the main agent's caller answers it as if it were local (the
+answer goes back as ``command={"resume": ...}``; the remote's number of runs on the thread
+tells how many answers it has had, so none is delivered twice).
+
+A background task is a thread and run of the server: ``start_task`` creates both and
+answers at once; a watcher on the agent's loop joins the run and records its outcome
+(its last AI message, an error, or an interrupt: status ``interrupted`` with the
+interrupt's value, which ``update_task`` answers); ``update_task`` on a running task
+queues the message, sent as a new run on the same remote thread when the current run
+ends; ``cancel_task`` cancels the remote run.
+
+The remote runs on its own server: the main agent's limits, ``pii`` and ``otel`` do not
+reach it, and its usage is not known here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from plait import interrupt
+from plait.errors import ConfigError
+from plait.messages import ToolMessage
+from plait.options import FieldError, expected
+from plait.types import ToolRuntime
+from plait_subagents.background import BackgroundTasks, TaskRecord
+
+if TYPE_CHECKING:
+    from langgraph_sdk.client import LangGraphClient
+
+__all__ = ["RemoteError", "RemoteSubAgent", "check_url"]
+
+PLUGIN = "subagents"
+EXTRA = "pip install 'plait-subagents[remote]'"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class RemoteError(Exception):
+    """A remote sub-agent's server could not do what was asked; the text says why."""
+
+
+def check_url(value: Any) -> None:
+    """An http(s) URL with a host, else ``FieldError('url', ...)``."""
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise FieldError(
+            "url",
+            expected(
+                "an http(s) URL of an Agent Protocol server, such as 'http://127.0.0.1:8000'",
+                value,
+            ),
+        )
+
+
+def check_env_name(value: Any) -> None:
+    if value is not None and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
+        raise FieldError(
+            "api_key_env",
+            expected("the name of an environment variable holding the API key", value),
+        )
+
+
+def check_headers(value: Any) -> None:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise FieldError("headers", expected("a mapping of header names to strings", value))
+
+
+@attrs.frozen(kw_only=True)
+class RemoteSubAgent:
+    """A sub-agent spec's remote half, checked and ready: where the server is and how to
+    authenticate. Built by the middleware at ``create_agent``."""
+
+    name: str
+    where: str
+    """The spec's option path, ``subagents[0]``: error texts name it."""
+    url: str
+    assistant_id: str
+    api_key_env: str | None
+    headers: Mapping[str, str]
+    timeout: float
+    _runs: dict[str, tuple[str, str]] = attrs.field(init=False, factory=dict, eq=False)
+    """Background task id -> (remote thread id, current run id)."""
+
+    def __attrs_post_init__(self) -> None:
+        try:
+            import langgraph_sdk  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                f"plugin {PLUGIN!r}: option '{self.where}.url': a remote sub-agent is reached "
+                f"with LangGraph's client, langgraph-sdk, which is not installed ({EXTRA})"
+            ) from None
+        if self.api_key_env is not None and not os.environ.get(self.api_key_env):
+            raise ConfigError(
+                f"plugin {PLUGIN!r}: option '{self.where}.api_key_env': expected the name of "
+                f"a set environment variable holding the API key of {self.url}, got "
+                f"{self.api_key_env!r} (it is not set)"
+            )
+
+    # -- the client ----------------------------------------------------------------------------
+
+    def client(self) -> LangGraphClient:
+        """A client of the server (close it after use: ``async with``). The key is read
+        from the environment at each use, so a rotated key is picked up; it is sent as
+        ``Authorization: Bearer`` and ``X-Api-Key``, the headers these servers read. No key
+        configured means none is sent (the SDK's own LANGSMITH_API_KEY lookup is off)."""
+        from langgraph_sdk import get_client
+
+        headers = dict(self.headers)
+        key = None
+        if self.api_key_env is not None:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise RemoteError(
+                    f"the environment variable {self.api_key_env} (option "
+                    f"'{self.where}.api_key_env') holding its API key is not set"
+                )
+            headers.setdefault("Authorization", f"Bearer {key}")
+        # (connect, read, write, pool): a wait reads for as long as the run takes.
+        timeout = (min(self.timeout, 10.0), self.timeout, self.timeout, self.timeout)
+        return get_client(url=self.url, api_key=key, headers=headers, timeout=timeout)
+
+    def failure(self, exc: BaseException) -> str:
+        """One sentence on what went wrong with the server, naming the option to check."""
+        import httpx
+        from langgraph_sdk import errors
+
+        at = f"the server at {self.url} (option '{self.where}.url')"
+        if isinstance(exc, RemoteError):
+            return str(exc)
+        if isinstance(exc, httpx.HTTPStatusError):  # the SDK's typed errors are ones too
+            status, said = exc.response.status_code, _said(exc.response)
+            if status in (401, 403):
+                fix = (
+                    f"check the key in {self.api_key_env} (option '{self.where}.api_key_env')"
+                    if self.api_key_env
+                    else f"it needs an API key: set option '{self.where}.api_key_env'"
+                )
+                return f"{at} refused the request (HTTP {status}: {said}); {fix}"
+            if status == 404:
+                return (
+                    f"{at} answered 404 ({said}); check option '{self.where}.assistant_id' "
+                    f"({self.assistant_id!r}) and the URL"
+                )
+            return f"{at} answered HTTP {status}: {said}"
+        if isinstance(exc, httpx.TimeoutException | errors.APITimeoutError):
+            return f"{at} did not answer within {self.timeout:g} s (option '{self.where}.timeout')"
+        if isinstance(exc, httpx.TransportError | errors.APIConnectionError):
+            return f"{at} could not be reached ({type(exc).__name__}: {exc})"
+        return f"{at}: {type(exc).__name__}: {exc}"
+
+    def _error(self, runtime: ToolRuntime, exc: BaseException) -> ToolMessage:
+        return ToolMessage.error(
+            runtime.tool_call,
+            f"Error: remote sub-agent {self.name!r} failed: {self.failure(exc)}. The task was "
+            "not completed; retry it later, or do it another way.",
+            name=runtime.tool_call.name,
+        )
+
+    def _input(self, text: str) -> dict[str, Any]:
+        return {"messages": [{"role": "user", "content": text}]}
+
+    # -- task: run and wait ----------------------------------------------------------------------
+
+    async def task(self, description: str, runtime: ToolRuntime, key: str | None) -> ToolMessage:
+        """Run the remote on ``description`` and answer with its last AI message. ``key``
+        names this call (``None``: the main run keeps no thread, so an interrupt of the
+        remote cannot pause it and is an error)."""
+        from langgraph_sdk import errors
+
+        thread = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.url}#{self.assistant_id}#{key}"))
+        if key is None:
+            thread = str(uuid.uuid4())
+        run_id: str | None = None
+        try:
+            async with self.client() as client:
+                found = await client.threads.create(
+                    thread_id=thread,
+                    if_exists="do_nothing",
+                    metadata={"subagent_name": self.name, "parent": key or ""},
+                )
+                values: dict[str, Any] | None = None
+                pending = _thread_interrupts(found)
+                resumes = 0
+                if pending:
+                    # Paused on an earlier pass: the runs after the first were its answers.
+                    resumes = len(await client.runs.list(thread, limit=1000)) - 1
+                elif found.get("status") == "busy":  # an earlier pass's run still going
+                    (latest,) = await client.runs.list(thread, limit=1)
+                    run_id = latest["run_id"]
+                    values = await client.runs.join(thread, run_id)
+                else:
+                    done = _last_ai_text(found.get("values"))
+                    if done is not None:  # finished on an earlier pass
+                        return self._answer(runtime, done, thread, None)
+                    values = await self._wait(client, thread, input=self._input(description))
+                # The k-th interrupt() of this call stands for the remote's k-th pause.
+                for _ in range(resumes):
+                    interrupt(None)
+                while True:
+                    if values is not None:
+                        if "__error__" in values:
+                            raise RemoteError(_run_error(self, values["__error__"]))
+                        pending = list(values.get("__interrupt__") or [])
+                        if not pending:
+                            return self._answer(
+                                runtime, _last_ai_text(values) or "", thread, run_id
+                            )
+                    if key is None:
+                        raise RemoteError(
+                            "it paused at an interrupt, which this run cannot wait for: "
+                            "invoke the main agent with a thread_id and a checkpointer"
+                        )
+                    answer = interrupt(_interrupt_value(pending))
+                    values = await self._wait(client, thread, command={"resume": answer})
+        except (errors.LangGraphError, RemoteError, OSError) as exc:
+            return self._error(runtime, exc)
+        except Exception as exc:
+            import httpx
+
+            if isinstance(exc, httpx.HTTPError):
+                return self._error(runtime, exc)
+            raise
+
+    async def _wait(self, client: LangGraphClient, thread: str, **given: Any) -> dict[str, Any]:
+        result = await client.runs.wait(thread, self.assistant_id, raise_error=False, **given)
+        if not isinstance(result, dict):
+            raise RemoteError(f"the server at {self.url} answered a run with {result!r:.200}")
+        return result
+
+    def _answer(
+        self, runtime: ToolRuntime, text: str, thread: str, run_id: str | None
+    ) -> ToolMessage:
+        content = text or f"(remote sub-agent {self.name!r} finished without a text answer)"
+        report = {"subagent_type": self.name, "url": self.url, "remote_thread_id": thread}
+        return ToolMessage(
+            content,
+            tool_call_id=runtime.tool_call_id,
+            name=runtime.tool_call.name,
+            metadata={"subagents": report},
+        )
+
+    # -- background tasks -----------------------------------------------------------------------
+
+    async def start(self, tasks: BackgroundTasks, description: str, parent: str) -> TaskRecord:
+        """Create a remote thread and run; a watcher records its outcome. Raises
+        ``RemoteError`` (with the reason) if the server refuses or cannot be reached."""
+        try:
+            async with self.client() as client:
+                created = await client.threads.create(
+                    metadata={"subagent_name": self.name, "parent": parent}
+                )
+                thread = created["thread_id"]
+                run = await client.runs.create(
+                    thread, self.assistant_id, input=self._input(description)
+                )
+        except Exception as exc:
+            raise RemoteError(self.failure(exc)) from exc
+        record = tasks.new(self.name, description, parent)
+        self._runs[record.id] = (thread, run["run_id"])
+        tasks.launch(record, self._watch(tasks, record))
+        return record
+
+    async def resume(self, tasks: BackgroundTasks, record: TaskRecord, message: str) -> None:
+        """Answer an interrupted task's interrupt with ``message`` (as JSON if it parses,
+        else the text) in a new run on its thread, watched like the first."""
+        thread, _ = self._runs[record.id]
+        try:
+            answer: Any = json.loads(message)
+        except ValueError:
+            answer = message
+        try:
+            async with self.client() as client:
+                run = await client.runs.create(
+                    thread, self.assistant_id, command={"resume": answer}
+                )
+        except Exception as exc:
+            raise RemoteError(self.failure(exc)) from exc
+        self._runs[record.id] = (thread, run["run_id"])
+        tasks.launch(record, self._watch(tasks, record))
+
+    def remote_ids(self, task_id: str) -> tuple[str, str] | None:
+        """``(remote thread id, current run id)`` of a background task."""
+        return self._runs.get(task_id)
+
+    async def _watch(self, tasks: BackgroundTasks, record: TaskRecord) -> None:
+        """Join the task's remote run until it ends; send queued follow-ups as new runs on
+        the same thread; record the outcome. Cancelled: cancel the remote run too."""
+        try:
+            async with self.client() as client:
+                while True:
+                    thread, run_id = self._runs[record.id]
+                    values = await self._join(client, thread, run_id)
+                    if "__error__" in values:
+                        tasks.finish(record, "failed", _run_error(self, values["__error__"]))
+                        return
+                    pending = values.get("__interrupt__") or []
+                    if pending:
+                        text = (
+                            "The sub-agent paused at an interrupt and waits for an answer: "
+                            f"{json.dumps(_interrupt_value(pending))}. Answer it with "
+                            "update_task (your message is sent as the resume value, as JSON "
+                            "if it is JSON) or stop it with cancel_task."
+                        )
+                        tasks.finish(record, "interrupted", text)
+                        return
+                    followups = tasks.take_followups(record)
+                    if followups:
+                        run = await client.runs.create(
+                            thread, self.assistant_id, input=self._input("\n\n".join(followups))
+                        )
+                        self._runs[record.id] = (thread, run["run_id"])
+                        continue
+                    tasks.finish(record, "completed", _last_ai_text(values) or "")
+                    return
+        except asyncio.CancelledError:
+            await self._cancel_remote(record.id)
+            raise
+        except Exception as exc:
+            tasks.finish(record, "failed", self.failure(exc))
+
+    async def _join(self, client: LangGraphClient, thread: str, run_id: str) -> dict[str, Any]:
+        """The run's final values; a join that outlasts ``timeout`` is made again while the
+        server says the run is still going."""
+        import httpx
+
+        while True:
+            try:
+                values = await client.runs.join(thread, run_id)
+            except httpx.ReadTimeout:
+                run = await client.runs.get(thread, run_id)
+                if run["status"] in ("pending", "running"):
+                    continue
+                raise
+            if not isinstance(values, dict):
+                raise RemoteError(f"the server at {self.url} answered a join with {values!r:.200}")
+            return values
+
+    async def _cancel_remote(self, task_id: str) -> None:
+        thread, run_id = self._runs[task_id]
+        try:
+            async with self.client() as client:
+                await client.runs.cancel(thread, run_id)
+        except Exception:  # finished meanwhile (409), or gone: nothing left to stop
+            return
+
+
+def _thread_interrupts(thread: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A thread's pending interrupts (``interrupts`` maps a task to its list)."""
+    found: list[dict[str, Any]] = []
+    for items in (thread.get("interrupts") or {}).values():
+        found.extend(items)
+    return found
+
+
+def _interrupt_value(pending: Sequence[Mapping[str, Any]]) -> Any:
+    """As a local sub-agent's: the value of one interrupt, ``[{"id", "value"}]`` for
+    several (answered with ``{id: answer}``)."""
+    if len(pending) == 1:
+        return pending[0].get("value")
+    return [{"id": item.get("id"), "value": item.get("value")} for item in pending]
+
+
+def _last_ai_text(values: Any) -> str | None:
+    """The text of the last message of ``values`` if it is an AI message without tool
+    calls (the remote's answer), else ``None``."""
+    messages = values.get("messages") if isinstance(values, Mapping) else None
+    if not messages:
+        return None
+    last = messages[-1]
+    if not isinstance(last, Mapping) or last.get("type") not in ("ai", "AIMessageChunk"):
+        return None
+    if last.get("tool_calls"):
+        return None
+    content = last.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, Mapping) and block.get("type") == "text"
+        )
+    return ""
+
+
+def _said(response: Any) -> str:
+    """What an error response says: its JSON message (plait serve's ``{"error":
+    {"message"}}``, LangGraph's ``{"detail"}``), else its text, shortened."""
+    try:
+        body = response.json()
+    except Exception:
+        body = None
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        for found in (
+            error.get("message") if isinstance(error, Mapping) else error,
+            body.get("message"),
+            body.get("detail"),
+        ):
+            if isinstance(found, str) and found:
+                return found[:300]
+    try:
+        return str(response.text)[:300] or str(response.reason_phrase)
+    except Exception:
+        return str(response.reason_phrase)
+
+
+def _run_error(remote: RemoteSubAgent, error: Any) -> str:
+    if isinstance(error, Mapping):
+        error = f"{error.get('error')}: {error.get('message')}"
+    return f"its run on the server at {remote.url} failed ({error})"

@@ -1,0 +1,434 @@
+"""Remote sub-agents: a sub-agent given by URL is an assistant of an Agent Protocol server,
+here a real ``plait serve`` (uvicorn on loopback, API keys on). ``task`` runs it and
+answers with its last AI message; an interrupt of the remote pauses the main run and the
+caller's answer resumes it; background tasks are remote threads and runs (start, check,
+update as a new run, cancel, list, an interrupted task answered with update_task); a
+wrong key, an unknown assistant and an unreachable server are clear tool errors, a bad
+spec a clear create_agent error."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import plait
+from plait.errors import ConfigError
+from plait.messages import AnyMessage
+from plait.testing import ai, call, tool_answers, transcript
+from plait_subagents import BACKGROUND_KEY, SubAgentMiddleware
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "serve"))
+plait_serve = pytest.importorskip("plait_serve")
+pytest.importorskip("langgraph_sdk")
+from serve_helpers import SUPPORT, Served  # noqa: E402
+
+from plait.agentfile import load_agent  # noqa: E402
+
+KEY = "billing-remote-key-0123456789"
+REFUND = "Refunded 25.00 EUR for order 1042."
+APPROVE = '{"decisions": [{"type": "approve"}]}'
+
+gate = threading.Event()
+
+
+@pytest.fixture(autouse=True)
+def _gate() -> Iterator[None]:
+    gate.clear()
+    yield
+    gate.set()
+
+
+@plait.tool
+def ledger(customer: str) -> str:
+    """Read a customer's ledger.
+
+    Args:
+        customer: who.
+    """
+    assert gate.wait(20), "the test never opened the gate"
+    return f"{customer} owes 12 EUR"
+
+
+def billing_brain(messages: list[AnyMessage], tools: list[object]) -> plait.AIMessage | str:
+    """The remote billing agent: reads the ledger when asked to ("ledger: NAME"), then
+    answers what it was asked last."""
+    last = messages[-1]
+    if last.type == "human" and last.text.startswith("ledger: "):
+        return ai("", call("ledger", customer=last.text.removeprefix("ledger: ")))
+    if last.type == "tool":
+        return f"Billing: {last.text}."
+    return f"Billing answers: {last.text}"
+
+
+@pytest.fixture
+def billing() -> Iterator[tuple[plait.Agent, Served]]:
+    """A plait agent named ``billing`` served with an API key."""
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([billing_brain] * 40),
+        [ledger],
+        name="billing",
+        checkpointer="memory",
+    )
+    served = Served(plait_serve.app(agent, keys=[KEY]))
+    yield agent, served
+    served.stop()
+
+
+@pytest.fixture
+def support() -> Iterator[tuple[plait.Agent, Served]]:
+    """examples/support.toml served: it pauses for approval before a refund."""
+    agent = load_agent(SUPPORT)
+    served = Served(plait_serve.app(agent, keys=[KEY]))
+    yield agent, served
+    served.stop()
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BILLING_KEY", KEY)
+    monkeypatch.setenv("WRONG_KEY", "not-a-key-of-this-server")
+
+
+def remote(url: str, assistant: str = "billing", **more: Any) -> dict[str, Any]:
+    return {
+        "name": "billing",
+        "description": "answers billing questions",
+        "url": url,
+        "assistant_id": assistant,
+        "api_key_env": "BILLING_KEY",
+        **more,
+    }
+
+
+def task(call_id: str, description: str) -> Any:
+    return call("task", call_id, description=description, subagent_type="billing")
+
+
+def start(call_id: str, description: str) -> Any:
+    return call("start_task", call_id, description=description, subagent_type="billing")
+
+
+def remote_threads(agent: plait.Agent) -> list[str]:
+    return [t for t in agent.list_threads()]
+
+
+# -- task ------------------------------------------------------------------------------------
+
+
+def test_task_runs_the_remote_and_answers_with_its_last_ai_message(
+    make_agent: Any, billing: tuple[plait.Agent, Served]
+) -> None:
+    agent_b, served = billing
+    main = make_agent(
+        [ai("", task("t1", "What does Ann owe?")), "Ann owes what billing says."],
+        middleware=[SubAgentMiddleware(subagents=[remote(served.url)])],
+    )
+    result = main.invoke("ask billing", thread_id="m")
+    answer = tool_answers(result.messages)["t1"]
+    assert answer.text == "Billing answers: What does Ann owe?"
+    assert answer.status == "success"
+    report = answer.metadata["subagents"]
+    assert report["subagent_type"] == "billing" and report["url"] == served.url
+    # the remote thread holds the brief and the answer, nothing of the main conversation
+    [thread] = remote_threads(agent_b)
+    assert thread == report["remote_thread_id"]
+    assert transcript(agent_b.get_state(thread)["messages"]) == [
+        ("human", "What does Ann owe?"),
+        ("ai", "Billing answers: What does Ann owe?"),
+    ]
+    assert result.text == "Ann owes what billing says."
+
+
+def test_task_of_a_remote_that_uses_tools(
+    make_agent: Any, billing: tuple[plait.Agent, Served]
+) -> None:
+    gate.set()
+    _, served = billing
+    main = make_agent(
+        [ai("", task("t1", "ledger: ann")), "ok"],
+        middleware=[SubAgentMiddleware(subagents=[remote(served.url)])],
+    )
+    result = main.invoke("ask billing", thread_id="m")
+    assert tool_answers(result.messages)["t1"].text == "Billing: ann owes 12 EUR."
+
+
+def test_an_interrupt_of_the_remote_pauses_the_main_run_and_its_answer_resumes_it(
+    make_agent: Any, support: tuple[plait.Agent, Served]
+) -> None:
+    agent_s, served = support
+    main = make_agent(
+        [ai("", task("t1", "Refund order 1042, please.")), "The refund went through."],
+        middleware=[SubAgentMiddleware(subagents=[remote(served.url, agent_s.name)])],
+    )
+    paused = main.invoke("refund 1042", thread_id="m")
+    [pending] = paused.interrupts
+    request = pending.value["action_requests"][0]
+    assert request["name"] == "issue_refund"
+    assert request["args"] == {"order_id": "1042", "amount": 25.0}
+    [thread] = remote_threads(agent_s)
+    assert [i.value for i in agent_s.get_interrupts(thread)] == [pending.value]
+
+    done = main.invoke(plait.Command(resume={"decisions": [{"type": "approve"}]}), thread_id="m")
+    assert tool_answers(done.messages)["t1"].text.startswith(REFUND)
+    assert done.text == "The refund went through."
+    assert agent_s.get_interrupts(thread) == []
+    assert remote_threads(agent_s) == [thread]  # the same remote thread, resumed
+
+
+def test_a_wrong_key_an_unknown_assistant_and_a_dead_server_are_tool_errors(
+    make_agent: Any, billing: tuple[plait.Agent, Served]
+) -> None:
+    _, served = billing
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    specs = [
+        remote(served.url, api_key_env="WRONG_KEY") | {"name": "wrong_key"},
+        remote(served.url, "accounting") | {"name": "unknown"},
+        remote(dead, timeout=5) | {"name": "dead"},
+    ]
+    calls = [call("task", s["name"], description="hi", subagent_type=s["name"]) for s in specs]
+    main = make_agent(
+        [ai("", *calls), "Billing is out of reach."],
+        middleware=[SubAgentMiddleware(subagents=specs)],
+    )
+    result = main.invoke("ask", thread_id="m")
+    answers = tool_answers(result.messages)
+    assert all(answers[s["name"]].status == "error" for s in specs)
+    wrong = answers["wrong_key"].text
+    assert wrong.startswith(
+        f"Error: remote sub-agent 'wrong_key' failed: the server at {served.url} (option "
+        "'subagents[0].url') refused the request (HTTP 401"
+    )
+    assert "check the key in WRONG_KEY (option 'subagents[0].api_key_env')" in wrong
+    assert "not-a-key" not in wrong
+    unknown = answers["unknown"].text
+    assert "answered 404" in unknown and "assistant 'accounting' not found" in unknown
+    assert "check option 'subagents[1].assistant_id' ('accounting')" in unknown
+    assert answers["dead"].text.startswith(
+        f"Error: remote sub-agent 'dead' failed: the server at {dead} (option "
+        "'subagents[2].url') could not be reached (ConnectError"
+    )
+    assert result.text == "Billing is out of reach."
+
+
+def test_a_key_unset_after_create_agent_is_a_tool_error(
+    make_agent: Any, billing: tuple[plait.Agent, Served], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, served = billing
+    main = make_agent(
+        [ai("", task("t1", "hi")), "ok"],
+        middleware=[SubAgentMiddleware(subagents=[remote(served.url)])],
+    )
+    monkeypatch.delenv("BILLING_KEY")
+    answer = tool_answers(main.invoke("ask", thread_id="m").messages)["t1"]
+    assert answer.status == "error"
+    assert "the environment variable BILLING_KEY (option 'subagents[0].api_key_env') " in (
+        answer.text
+    )
+
+
+# -- background tasks ------------------------------------------------------------------------
+
+
+def wait_for(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 20
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_a_background_task_is_a_remote_run_checked_updated_and_delivered(
+    make_agent: Any, billing: tuple[plait.Agent, Served]
+) -> None:
+    agent_b, served = billing
+    middleware = SubAgentMiddleware(subagents=[remote(served.url)], background=True)
+    main = make_agent([ai("", start("s1", "ledger: ann")), "Started."], middleware=[middleware])
+    first = main.invoke("ledger of ann", thread_id="m")
+    [task_id] = first.state[BACKGROUND_KEY]
+    assert tool_answers(first.messages)["s1"].text.startswith(f"Started background task {task_id}")
+    [thread] = remote_threads(agent_b)
+    wait_for(lambda: agent_b.get_state(thread)["messages"][-1].type == "ai", "the ledger call")
+
+    main.model.responses += [  # type: ignore[attr-defined]
+        ai(
+            "",
+            call("check_task", "c1", task_id=task_id),
+            call("update_task", "u1", task_id=task_id, message="And what does Bob owe?"),
+        ),
+        "Still going.",
+    ]
+    running = main.invoke("done yet?", thread_id="m")
+    answers = tool_answers(running.messages)
+    assert answers["c1"].text == f"Task {task_id} (billing) is still running."
+    assert answers["u1"].text == (
+        f"Task {task_id} will read your instructions once its current work is done."
+    )
+
+    gate.set()
+    assert middleware.wait_for_tasks("m", timeout=20)
+    # the update was a second run on the same remote thread
+    assert transcript(agent_b.get_state(thread)["messages"])[-2:] == [
+        ("human", "And what does Bob owe?"),
+        ("ai", "Billing answers: And what does Bob owe?"),
+    ]
+    assert remote_threads(agent_b) == [thread]
+    main.model.responses += ["Billing says Bob's question is answered."]  # type: ignore[attr-defined]
+    later = main.invoke("news?", thread_id="m")
+    assert transcript(main.model.requests[-1].messages)[-1] == (  # type: ignore[attr-defined]
+        "human",
+        f"[Background task {task_id} (billing) completed]\nTask: ledger: ann\n"
+        "Result:\nBilling answers: And what does Bob owe?",
+    )
+    assert later.state[BACKGROUND_KEY][task_id]["status"] == "completed"
+
+
+def test_cancel_task_cancels_the_remote_run_and_list_tasks_lists_it(
+    make_agent: Any, billing: tuple[plait.Agent, Served]
+) -> None:
+    agent_b, served = billing
+    middleware = SubAgentMiddleware(subagents=[remote(served.url)], background=True)
+    main = make_agent([ai("", start("s1", "ledger: ann")), "Started."], middleware=[middleware])
+    first = main.invoke("ledger of ann", thread_id="m")
+    [task_id] = first.state[BACKGROUND_KEY]
+    [thread] = remote_threads(agent_b)
+    wait_for(lambda: agent_b.get_state(thread)["messages"][-1].type == "ai", "the ledger call")
+    main.model.responses += [  # type: ignore[attr-defined]
+        ai("", call("cancel_task", "x1", task_id=task_id)),
+        ai("", call("list_tasks", "l1")),
+        "Cancelled.",
+    ]
+    result = main.invoke("stop it", thread_id="m")
+    answers = tool_answers(result.messages)
+    assert answers["x1"].text == f"Cancelled task {task_id}."
+    assert answers["l1"].text == f"- {task_id} (billing): cancelled: ledger: ann"
+
+    import langgraph_sdk
+
+    client = langgraph_sdk.get_sync_client(url=served.url, api_key=KEY)
+    wait_for(lambda: client.runs.list(thread)[0]["status"] == "interrupted", "the remote cancel")
+    gate.set()
+
+
+def test_an_interrupted_remote_task_is_answered_with_update_task(
+    make_agent: Any, support: tuple[plait.Agent, Served]
+) -> None:
+    agent_s, served = support
+    middleware = SubAgentMiddleware(subagents=[remote(served.url, agent_s.name)], background=True)
+    main = make_agent(
+        [ai("", start("s1", "Refund order 1042, please.")), "Started."], middleware=[middleware]
+    )
+    first = main.invoke("refund 1042", thread_id="m")
+    [task_id] = first.state[BACKGROUND_KEY]
+    assert middleware.wait_for_tasks("m", timeout=20)
+    main.model.responses += [  # type: ignore[attr-defined]
+        ai("", call("check_task", "c1", task_id=task_id)),
+        ai("", call("update_task", "u1", task_id=task_id, message=APPROVE)),
+        "Approved.",
+    ]
+    second = main.invoke("how is it going?", thread_id="m")
+    answers = tool_answers(second.messages)
+    checked = answers["c1"].text
+    assert checked.startswith(
+        f"Task {task_id} (billing) interrupted. Result:\nThe sub-agent paused at an "
+        'interrupt and waits for an answer: {"action_requests": [{"name": "issue_refund", '
+        '"args": {"order_id": "1042", "amount": 25.0}'
+    )
+    assert checked.endswith(
+        "Answer it with update_task (your message is sent as the resume value, as JSON if it "
+        "is JSON) or stop it with cancel_task."
+    )
+    assert answers["u1"].text == f"Task {task_id} goes on with your answer."
+    assert middleware.wait_for_tasks("m", timeout=20)
+    main.model.responses += [ai("", call("check_task", "c2", task_id=task_id)), "Done."]  # type: ignore[attr-defined]
+    third = main.invoke("and now?", thread_id="m")
+    assert tool_answers(third.messages)["c2"].text.startswith(
+        f"Task {task_id} (billing) completed. Result:\n{REFUND}"
+    )
+    assert third.state[BACKGROUND_KEY][task_id]["status"] == "completed"
+
+
+def test_start_task_on_a_server_refusing_the_key_is_a_tool_error(
+    make_agent: Any, billing: tuple[plait.Agent, Served]
+) -> None:
+    agent_b, served = billing
+    middleware = SubAgentMiddleware(
+        subagents=[remote(served.url, api_key_env="WRONG_KEY")], background=True
+    )
+    main = make_agent([ai("", start("s1", "hi")), "Could not start."], middleware=[middleware])
+    result = main.invoke("go", thread_id="m")
+    answer = tool_answers(result.messages)["s1"]
+    assert answer.status == "error"
+    assert answer.text.startswith(
+        "Error: remote sub-agent 'billing' was not started: the server at "
+        f"{served.url} (option 'subagents[0].url') refused the request (HTTP 401"
+    )
+    assert result.state.get(BACKGROUND_KEY) in (None, {})
+    assert remote_threads(agent_b) == []
+
+
+# -- create_agent errors ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"url": "localhost:8000"},
+            "plugin 'subagents': option 'subagents[0].url': expected an http(s) URL of an "
+            "Agent Protocol server, such as 'http://127.0.0.1:8000', got 'localhost:8000'",
+        ),
+        (
+            {"url": "ftp://example.com"},
+            "option 'subagents[0].url': expected an http(s) URL",
+        ),
+        (
+            {"assistant_id": None},
+            "option 'subagents[0].assistant_id': expected a non-empty string, got None "
+            "(sub-agent 'billing' is remote: name the assistant or graph to run)",
+        ),
+        (
+            {"system_prompt": "Be billing."},
+            "sub-agent 'billing' is remote: its server brings its own system_prompt",
+        ),
+        (
+            {"api_key_env": "NO_SUCH_KEY_VAR"},
+            "plugin 'subagents': option 'subagents[0].api_key_env': expected the name of a "
+            "set environment variable holding the API key of http://127.0.0.1:9, got "
+            "'NO_SUCH_KEY_VAR' (it is not set)",
+        ),
+        (
+            {"api_key_env": "not a name"},
+            "option 'subagents[0].api_key_env': expected the name of an environment "
+            "variable holding the API key, got 'not a name'",
+        ),
+        (
+            {"headers": {"X-Team": 7}},
+            """option "subagents[0].headers['X-Team']": expected a string, got 7""",
+        ),
+        (
+            {"timeout": 0},
+            "option 'subagents[0].timeout': expected a number > 0, got 0",
+        ),
+        (
+            {"url": None, "system_prompt": "p"},
+            "option 'subagents[0].url': expected the URL of an Agent Protocol server, got "
+            "None (sub-agent 'billing' gives assistant_id, api_key_env or headers, which only "
+            "a remote sub-agent takes)",
+        ),
+    ],
+)
+def test_a_bad_remote_spec_fails_at_create_agent(
+    make_agent: Any, spec: dict[str, Any], message: str
+) -> None:
+    options = {"subagents": [remote("http://127.0.0.1:9") | spec]}
+    with pytest.raises(ConfigError) as raised:
+        make_agent([], middleware=[("subagents", options)])
+    assert message in str(raised.value)
