@@ -202,7 +202,14 @@ PAGES: dict[str, Page] = {
                 """
             )
         },
-        needs=("plait_skills", "plait_agents_md", "plait_subagents", "plait_handoff"),
+        env={"BILLING_KEY": "billing-key-0123456789"},  # the remote sub-agent's key
+        needs=(
+            "plait_skills",
+            "plait_agents_md",
+            "plait_subagents",
+            "plait_handoff",
+            "langgraph_sdk",
+        ),
     ),
     "middleware/agents_md.md": Page(
         files={"project/AGENTS.md": "Use uv.\n", "project/packages/api/AGENTS.md": "Async.\n"},
@@ -348,8 +355,35 @@ PAGES: dict[str, Page] = {
                 assert any(m.text == "sent to ann@example.com" for m in model.requests[2].messages)
                 """
             ),
+            4: textwrap.dedent(
+                """
+                [answer] = [m for m in result.messages if m.type == "tool"]
+                assert answer.text == "Ann owes 12 EUR, due on 1 March.", answer
+                assert answer.metadata["subagents"]["url"] == billing.url
+                assert result.text == "Ann owes 12 EUR; it is due on 1 March.", result.text
+                agent.close()
+                """
+            ),
         },
-        needs=("plait_subagents", "plait_tool_call_limit", "plait_human_in_the_loop"),
+        # the remote sub-agents' section: a plait serve in one process, the main agent in
+        # another (the client mark first: what replaces it names the port that replaces 8000)
+        replace={
+            "# in the client process": "client_waits_for_server",
+            "8000": "serve_port",
+        },
+        split=("# in the server process", "# in the client process"),
+        env={"PLAIT_SERVE_KEYS": SERVE_KEY, "BILLING_KEY": SERVE_KEY},
+        turns=(
+            call("task", description="What does Ann owe?", subagent_type="billing"),
+            say("Ann owes 12 EUR; it is due on 1 March."),
+        ),
+        needs=(
+            "plait_subagents",
+            "plait_tool_call_limit",
+            "plait_human_in_the_loop",
+            "plait_serve",
+            "langgraph_sdk",
+        ),
     ),
     "middleware/summarization.md": Page(needs=("plait_summarization",)),
     "middleware/todo_list.md": Page(needs=("plait_todo_list",)),
