@@ -38,7 +38,7 @@ def collect_plugins(*, options: bool = True) -> list[PluginInfo]:
     blocked = _entrypoints.disabled()
     found: list[PluginInfo] = []
     for group, full in _entrypoints.GROUPS.items():
-        for name, ep in sorted(_entrypoints._group(full).items()):
+        for name, ep in sorted(_entrypoints.installed(full).items()):
             dist = ep.dist
             info = PluginInfo(
                 group,

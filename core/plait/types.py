@@ -164,9 +164,9 @@ class ModelRequest:
         """
         if model.provider == self.model.provider:
             return self.override(model=model)
-        from importlib.metadata import entry_points
+        from plait import _entrypoints
 
-        providers = {ep.name for ep in entry_points(group="plait.models")}
+        providers = set(_entrypoints.installed("plait.models"))
         providers.add(self.model.provider)
 
         def strip(options: Mapping[str, Any]) -> dict[str, Any]:

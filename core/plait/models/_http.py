@@ -123,7 +123,7 @@ def foreign_text_keys(own: Sequence[str] = ()) -> frozenset[str]:
     metadata (no plugin is imported), so it holds in a process that never loaded them."""
     from plait import _entrypoints
 
-    return frozenset(_entrypoints._group(TEXT_MARKS)) - frozenset(own)
+    return frozenset(_entrypoints.installed(TEXT_MARKS)) - frozenset(own)
 
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
