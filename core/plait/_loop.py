@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from plait._state import RUN_KEY, ThreadState
-from plait._stream import ToolCallScope, in_tool_call
+from plait._stream import ToolCallScope, in_tool_call, run_sink
 from plait.errors import (
     CheckpointerRequiredError,
     ConfigError,
@@ -158,7 +158,7 @@ class RunTools:
 
     def nest(self, request: ToolCallRequest) -> ToolCallScope:
         call_id = request.tool_call.id
-        return ToolCallScope(call_id, (*self.path, call_id), self.sink)
+        return ToolCallScope((call_id,), (*self.path, call_id), self.sink)
 
 
 @attrs.frozen
@@ -603,6 +603,7 @@ def drive(run: Run) -> Any:
     token = current_scope.set(run.scope)
     usage = current_usage.set(run.usage)
     calling = in_tool_call.set(None)  # the tool call this run may be nested in is done with
+    sink = run_sink.set(run.sink)
     value: Any = None
     error: BaseException | None = None
     try:
@@ -618,6 +619,7 @@ def drive(run: Run) -> Any:
                 value, error = None, exc
     finally:
         run.info.usage, run.info.calls = run.usage.total, run.usage.calls
+        run_sink.reset(sink)
         in_tool_call.reset(calling)
         current_usage.reset(usage)
         current_scope.reset(token)
@@ -698,6 +700,7 @@ async def adrive(run: Run) -> Any:
     token = current_scope.set(run.scope)
     usage = current_usage.set(run.usage)
     calling = in_tool_call.set(None)  # the tool call this run may be nested in is done with
+    sink = run_sink.set(run.sink)
     value: Any = None
     error: BaseException | None = None
     try:
@@ -713,6 +716,7 @@ async def adrive(run: Run) -> Any:
                 value, error = None, exc
     finally:
         run.info.usage, run.info.calls = run.usage.total, run.usage.calls
+        run_sink.reset(sink)
         in_tool_call.reset(calling)
         current_usage.reset(usage)
         current_scope.reset(token)

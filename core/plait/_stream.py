@@ -44,6 +44,9 @@ class EventSink:
         """Set by the run once it began: records it as failed when the reader of a sync
         stream is interrupted (Ctrl-C) while the run goes on in its worker thread, which
         nothing can stop and which dies with the process."""
+        self.closed = False
+        """Set once the streamed run has ended: a run nested in it that goes on (a
+        background task) no longer writes to it."""
 
     def __call__(self, event: StreamEvent) -> None:
         if event.mode in self.modes:
@@ -66,30 +69,38 @@ def _nothing() -> None:
 
 
 class NestedSink(EventSink):
-    """The sink of a run started inside a tool call of a streamed run (a sub-agent): its
-    events go to its own sink, if it is streamed itself, and to the outer run's, their
-    ``path`` prefixed with the tool call's id."""
+    """The sink of a run nested in a streamed run (a sub-agent started in a tool call, a
+    handoff's receiver): its events go to its own sink, if it is streamed itself, and to
+    the outer run's, their ``path`` prefixed with ``below`` (the tool call's id), while
+    the outer stream is open."""
 
-    def __init__(self, own: EventSink | None, outer: EventSink, call_id: str) -> None:
+    def __init__(self, own: EventSink | None, outer: EventSink, below: tuple[str, ...]) -> None:
         def put(event: StreamEvent) -> None:
             if own is not None:
                 own(event)
-            outer(attrs.evolve(event, path=(call_id, *event.path)))
+            if not outer.closed:
+                outer(attrs.evolve(event, path=(*below, *event.path)))
 
         super().__init__((own.modes if own is not None else frozenset()) | outer.modes, put)
 
 
 @attrs.frozen
 class ToolCallScope:
-    """The tool call in progress in this context: what a run started inside it nests in."""
+    """Where a run starting in this context nests: below a tool call in progress (or a
+    name given to ``plait.nesting.nest``) of a run."""
 
-    call_id: str
+    below: tuple[str, ...]
+    """The path below the run whose ``sink`` this is: ``(tool call id,)``."""
     path: tuple[str, ...]
-    """The calling run's path (``RunUsage.path``) plus ``call_id``."""
+    """The path from the outermost run (``RunUsage.path``): the run's own plus ``below``."""
     sink: EventSink | None
 
 
 in_tool_call: ContextVar[ToolCallScope | None] = ContextVar("plait_in_tool_call", default=None)
+
+run_sink: ContextVar[EventSink | None] = ContextVar("plait_run_sink", default=None)
+"""The sink of the run in progress (``None``: not streamed): what ``nest`` nests in outside
+a tool call."""
 
 
 def nested_sink(own: EventSink | None) -> EventSink | None:
@@ -98,7 +109,7 @@ def nested_sink(own: EventSink | None) -> EventSink | None:
     call = in_tool_call.get()
     if call is None or call.sink is None:
         return own
-    return NestedSink(own, call.sink, call.call_id)
+    return NestedSink(own, call.sink, call.below)
 
 
 stream_sink: ContextVar[EventSink | None] = ContextVar("plait_stream_sink", default=None)
@@ -140,9 +151,13 @@ class RunStream(Iterator[StreamEvent]):
 
     def _work(self) -> None:
         try:
-            self._events.put(_Finished(self._run(self._sink)))
+            result = self._run(self._sink)
         except BaseException as exc:
+            self._sink.closed = True
             self._events.put(_Failure(exc))
+        else:
+            self._sink.closed = True
+            self._events.put(_Finished(result))
 
     def __iter__(self) -> RunStream:
         return self
@@ -195,10 +210,15 @@ class AsyncRunStream(AsyncIterator[StreamEvent]):
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
         async def work() -> None:
+            sink = EventSink(self._modes, put)
             try:
-                put(_Finished(await self._run(EventSink(self._modes, put))))
+                result = await self._run(sink)
             except BaseException as exc:
+                sink.closed = True
                 put(_Failure(exc))
+            else:
+                sink.closed = True
+                put(_Finished(result))
 
         self._task = asyncio.ensure_future(work())
         return events

@@ -99,8 +99,10 @@ class StreamEvent:
     ``data`` and the ``source`` (the node, middleware or tool that produced it).
 
     ``path`` says which run produced it: ``()`` for the streamed run itself; for a run
-    started inside one of its tool calls (a sub-agent), the ids of the tool calls it was
-    started in, outermost first (``("call_1",)``, ``("call_1", "call_7")``).
+    nested in it, the ids of the tool calls it was started in, outermost first
+    (``("call_1",)``, ``("call_1", "call_7")``): a ``task`` sub-agent's or a background
+    task's is its ``task``/``start_task`` call, a handoff's receiving agent's the
+    ``transfer_to_<name>`` call (``plait.nesting.nest`` names any other).
     """
 
     mode: str

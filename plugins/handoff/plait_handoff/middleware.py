@@ -16,9 +16,11 @@ passed through the input filter:
 The receiving agent runs with its own model, tools, instructions and middleware, on no
 thread of its own (the main thread is the conversation). Its answer is added to the main
 thread as an AI message whose ``metadata["agent"]`` names it, with the run's usage in
-``metadata["handoff"]``; its model calls count in the main run's usage ledger, so the main
-agent's limits apply to them. ``agent.update_state(thread, {"handoff": None})`` gives the
-thread back to the main agent.
+``metadata["handoff"]``. Its run is nested in the main run (``plait.nesting.nest``) under
+the id of the ``transfer_to_<name>`` call: its model calls count in the main run's usage
+ledger and against the main agent's limits (unless ``inherit`` leaves them out), and its
+events reach the main run's stream with ``StreamEvent.path == (transfer call id,)``.
+``agent.update_state(thread, {"handoff": None})`` gives the thread back to the main agent.
 
 A separate plugin rather than part of ``subagents``: a sub-agent works for the main agent
 and reports back through a tool answer, while a handoff gives the conversation away;
@@ -27,6 +29,7 @@ their options, prompts and state are different.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -34,10 +37,12 @@ from typing import Any, Literal
 
 import attrs
 
+from plait import usage
 from plait.agent import Agent, AgentResult
 from plait.errors import ConfigError
 from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from plait.middleware import Middleware
+from plait.nesting import nest
 from plait.options import FieldError, expected, non_empty_string, structure_options
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, ModelRequest, ModelResponse, StateField, ToolRuntime
@@ -50,6 +55,12 @@ TOOL_PREFIX = "transfer_to_"
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,48}")
 
 InputFilter = Literal["all", "summary"] | int
+
+INHERITED = ("usage_limit", "model_call_limit", "pii")
+"""What a receiving agent inherits of the main agent by default: the limits, through the
+run's usage ledger, and ``pii``, which must wrap ``handoff`` (be listed before it) so the
+receiving agent sees the conversation as the main model would, pseudonymized."""
+LIMITS = ("usage_limit", "model_call_limit")
 
 SUMMARY_PROMPT = """Another agent, {name}, is taking over this conversation from you. Write a
 summary of it for {name}: who the user is, what they asked, what was found or done so far,
@@ -65,6 +76,19 @@ def _check_filter(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     ):
         return
     raise FieldError(attribute.name, expected("'all', 'summary' or an int >= 1", value))
+
+
+def _tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _check_inherit(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, tuple) or not all(item in INHERITED for item in value):
+        raise FieldError(
+            attribute.name, expected(f"a list of names among {', '.join(INHERITED)}", value)
+        )
 
 
 def _check_agent(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -88,6 +112,11 @@ class HandoffAgent:
     """When to hand over to it, shown in the tool's description; ``None``: "the <name> agent"."""
     input_filter: InputFilter | None = attrs.field(default=None)
     """What of the conversation it sees; ``None``: the middleware's ``input_filter``."""
+    inherit: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_tuple, validator=_check_inherit
+    )
+    """Which of the main agent's ``usage_limit``, ``model_call_limit``, ``pii`` apply to
+    it; ``None``: the middleware's ``inherit``; ``[]`` opts out of all."""
 
     @input_filter.validator
     def _filter(self, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -130,6 +159,7 @@ class _Target:
     description: str
     agent: Agent
     input_filter: InputFilter
+    inherit: tuple[str, ...]
 
 
 @attrs.frozen(kw_only=True)
@@ -144,6 +174,13 @@ class HandoffMiddleware(Middleware):
     or ``{agent, name, description, input_filter}`` tables."""
     input_filter: InputFilter = attrs.field(default="all", validator=_check_filter)
     """What a receiving agent sees: ``"all"``, the last N messages, or ``"summary"``."""
+    inherit: tuple[str, ...] = attrs.field(
+        default=INHERITED, converter=_tuple, validator=_check_inherit
+    )
+    """Which of the main agent's ``usage_limit``, ``model_call_limit`` and ``pii`` apply to
+    receiving agents that do not say (``HandoffAgent.inherit``); ``[]``: none. ``pii``
+    applies by wrapping ``handoff``: with it inherited, a ``pii`` listed after ``handoff``
+    is refused at ``create_agent``."""
 
     _targets: dict[str, _Target] = attrs.field(init=False, factory=dict, eq=False, repr=False)
     _model: list[Any] = attrs.field(init=False, factory=list, eq=False, repr=False)
@@ -176,8 +213,25 @@ class HandoffMiddleware(Middleware):
                 description=spec.description or f"the {name} agent",
                 agent=agent,
                 input_filter=spec.input_filter or self.input_filter,
+                inherit=self.inherit if spec.inherit is None else spec.inherit,
             )
         return [self._transfer_tool(target) for target in self._targets.values()]
+
+    def validate_agent(self, agent_config: AgentConfig) -> None:
+        """A ``pii`` inside ``handoff`` would pseudonymize only what the main model sees:
+        the receiving agents, answering in its place, would get the real values."""
+        inheriting = [t.name for t in self._targets.values() if "pii" in t.inherit]
+        pii = _middleware_class("pii")
+        if not inheriting or pii is None:
+            return
+        middleware = agent_config.middleware
+        mine = [index for index, item in enumerate(middleware) if item is self]
+        if mine and any(isinstance(item, pii) for item in middleware[mine[0] + 1 :]):
+            raise ConfigError(
+                f"plugin {PLUGIN!r}: option 'inherit': pii is listed after handoff, so "
+                f"{', '.join(inheriting)} would see the real values pii hides from the main "
+                "model; list pii before handoff, or leave 'pii' out of inherit"
+            )
 
     def _transfer_tool(self, target: _Target) -> Tool:
         summarize = self._summary
@@ -191,7 +245,11 @@ class HandoffMiddleware(Middleware):
                     "Error: hand the conversation to one agent at a time; call only one "
                     "transfer tool.",
                 )
-            record: dict[str, Any] = {"agent": target.name, "after": _transfer_id(runtime)}
+            record: dict[str, Any] = {
+                "agent": target.name,
+                "after": _transfer_id(runtime),
+                "call": runtime.tool_call_id,
+            }
             if target.input_filter == "summary":
                 record["summary"] = summarize(target.name, runtime.state.get("messages") or ())
             text = f"Transferred to {target.name}, who answers from now on."
@@ -222,11 +280,14 @@ class HandoffMiddleware(Middleware):
 
     # -- answering as the receiving agent ---------------------------------------------------
 
-    def _active(self, request: ModelRequest) -> tuple[_Target, list[AnyMessage]] | None:
+    def _active(self, request: ModelRequest) -> tuple[_Target, list[AnyMessage], str] | None:
+        """The receiving agent answering this model call, what it sees, and the name its
+        run nests under (the transfer call's id)."""
         record = request.state.get(STATE_KEY)
         if not isinstance(record, Mapping) or record.get("agent") not in self._targets:
             return None
         target = self._targets[record["agent"]]
+        where = str(record.get("call") or TOOL_PREFIX + target.name)
         messages = list(request.messages)
         chosen = _conversation(messages)
         if target.input_filter == "summary":
@@ -237,7 +298,7 @@ class HandoffMiddleware(Middleware):
             chosen = [summary, *_conversation(after)]
         elif isinstance(target.input_filter, int):
             chosen = chosen[-target.input_filter :]
-        return target, chosen
+        return target, chosen, where
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
@@ -245,9 +306,11 @@ class HandoffMiddleware(Middleware):
         active = self._active(request)
         if active is None:
             return handler(request)
-        target, messages = active
+        target, messages, where = active
         context = request.runtime.context if request.runtime is not None else None
-        return _response(target, target.agent.invoke(messages, context=context))
+        with nest(where), usage.exempt(*_exempt(target.inherit)):
+            result = target.agent.invoke(messages, context=context)
+        return _response(target, result)
 
     async def awrap_model_call(
         self,
@@ -257,9 +320,22 @@ class HandoffMiddleware(Middleware):
         active = self._active(request)
         if active is None:
             return await handler(request)
-        target, messages = active
+        target, messages, where = active
         context = request.runtime.context if request.runtime is not None else None
-        return _response(target, await target.agent.ainvoke(messages, context=context))
+        with nest(where), usage.exempt(*_exempt(target.inherit)):
+            result = await target.agent.ainvoke(messages, context=context)
+        return _response(target, result)
+
+
+def _exempt(inherit: Sequence[str]) -> tuple[str, ...]:
+    return tuple(name for name in LIMITS if name not in inherit)
+
+
+def _middleware_class(name: str) -> type | None:
+    for entry_point in importlib.metadata.entry_points(group="plait.middleware", name=name):
+        loaded = entry_point.load()
+        return loaded if isinstance(loaded, type) else None
+    return None
 
 
 def _load(value: Agent | str, where: str) -> Agent:
@@ -313,8 +389,8 @@ def _after(messages: Sequence[AnyMessage], message_id: str | None) -> list[AnyMe
 
 def _response(target: _Target, result: AgentResult) -> ModelResponse:
     text = result.text or f"({target.name} finished without a text answer)"
-    # Its usage is counted in the main run's ledger already (the run is nested in this
-    # model call); reported here, not as the message's usage, which would count it twice.
+    # Its usage is counted in the main run's ledger already (the run is nested in the
+    # main run); reported here, not as the message's usage, which would count it twice.
     report: dict[str, Any] = {"usage": attrs.asdict(result.usage)}
     if result.interrupts:
         report["interrupts"] = [attrs.asdict(item) for item in result.interrupts]

@@ -18,6 +18,7 @@ from plait.errors import ConfigError, ProviderError
 from plait.messages import AIMessage, Usage
 from plait.testing import ai, call, scripted
 from plait.types import ModelRequest, ModelResponse
+from plait_handoff import HandoffMiddleware
 from plait_model_fallback import ModelFallbackMiddleware
 from plait_otel import OtelMiddleware
 from plait_subagents import SubAgent, SubAgentMiddleware
@@ -386,6 +387,40 @@ def test_a_sub_agent_that_opts_out_still_traces_its_calls_under_the_task(
     (sub_chat,) = otel.named("chat sub")
     assert sub_chat.parent.span_id == task.context.span_id
     assert otel.named("invoke_agent researcher") == []
+
+
+def test_a_handoffs_receiver_is_traced_under_the_main_run(otel: Telemetry, make_agent: Any) -> None:
+    receiver = plait.create_agent(
+        scripted(ai("", call("ping", host="a")), "up", name="billing-model"),
+        tools=[ping],
+        name="billing",
+    )
+    agent = make_agent(
+        scripted(ai("", call("transfer_to_billing", "t1"))),
+        middleware=[otel.middleware(), HandoffMiddleware(agents=[receiver])],
+    )
+    assert asyncio.run(agent.ainvoke("go")).text == "up"
+    (run,) = otel.named("invoke_agent agent")
+    chats = otel.named("chat billing-model")
+    (tool,) = otel.named("execute_tool ping")
+    assert len(chats) == 2
+    assert {span.parent.span_id for span in [*chats, tool]} == {run.context.span_id}
+
+
+def test_a_receiver_with_its_own_otel_nests_its_run_span(otel: Telemetry, make_agent: Any) -> None:
+    receiver = plait.create_agent(
+        scripted("up", name="billing-model"), name="billing", middleware=[otel.middleware()]
+    )
+    agent = make_agent(
+        scripted(ai("", call("transfer_to_billing", "t1"))),
+        middleware=[otel.middleware(), HandoffMiddleware(agents=[receiver])],
+    )
+    assert agent.invoke("go").text == "up"
+    (run,) = otel.named("invoke_agent agent")
+    (inner,) = otel.named("invoke_agent billing")
+    (chat,) = otel.named("chat billing-model")
+    assert inner.parent is not None and inner.parent.span_id == run.context.span_id
+    assert chat.parent.span_id == inner.context.span_id
 
 
 # -- without an SDK, and options -------------------------------------------------------------

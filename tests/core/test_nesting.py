@@ -1,0 +1,78 @@
+"""``plait.nesting.nest``: a run started in a model call hook, or under a name inside a tool
+call, is nested in the run in progress: usage, per-path usage and stream events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import plait
+from plait import usage
+from plait.messages import Usage
+from plait.middleware import Middleware
+from plait.nesting import nest
+from plait.testing import ai, call, scripted
+from plait.types import ModelRequest, ModelResponse
+
+seen: dict[str, Any] = {}
+
+
+class AnswerWithAnother(Middleware):
+    """Answers each model call by running ``other`` nested under ``name``."""
+
+    def __init__(self, other: plait.Agent, name: str) -> None:
+        self.other, self.name = other, name
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        with nest(self.name) as path:
+            seen["path"] = path
+            result = self.other.invoke(list(request.messages))
+        ledger = usage.current()
+        assert ledger is not None
+        seen["nested"] = ledger.nested
+        return ModelResponse([plait.AIMessage(result.text)])
+
+
+def test_a_run_started_in_a_model_call_hook_nests_under_the_name(make_agent: Any) -> None:
+    answer = ai("inner", usage=Usage(30, 3))
+    other = plait.create_agent(scripted(answer, answer), name="other")
+    agent = make_agent(["unused"], middleware=[AnswerWithAnother(other, "helper")])
+    events = list(agent.stream("go", mode=["updates", "messages"]))
+    assert seen["path"] == ("helper",)
+    assert seen["nested"] == {("helper",): Usage(30, 3)}
+    nested = [e for e in events if e.path]
+    assert {e.path for e in nested} == {("helper",)}
+    chunks = [e.data.content for e in nested if e.mode == "messages"]
+    assert "".join(chunks) == "inner"
+    assert events[-1].path == () and events[-1].data["model"]["messages"][0].text == "inner"
+    assert agent.invoke("again").usage == Usage(30, 3)
+
+
+def test_inside_a_tool_call_the_name_goes_below_the_call(make_agent: Any) -> None:
+    other = plait.create_agent(scripted("one", "two"), name="other")
+
+    async def both(runtime: plait.ToolRuntime) -> str:
+        """Ask two helpers."""
+        answers = []
+        for name in ("first", "second"):
+            with nest(name):
+                answers.append((await other.ainvoke("q")).text)
+        return " ".join(answers)
+
+    agent = make_agent([ai("", call("both", "c1")), "done"], tools=[both])
+
+    async def scenario() -> list[plait.StreamEvent]:
+        return [e async for e in agent.astream("go", mode="updates")]
+
+    paths = {e.path for e in asyncio.run(scenario())}
+    assert paths == {(), ("c1", "first"), ("c1", "second")}
+
+
+def test_outside_a_run_nest_changes_nothing() -> None:
+    other = plait.create_agent(scripted("x"), name="other")
+    with nest("anything") as path:
+        assert path == ()
+        assert other.invoke("q").text == "x"
