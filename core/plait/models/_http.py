@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import attrs
 import cattrs
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from plait.models.base import ToolDefinition
 
 __all__ = [
+    "ChatRequest",
     "HTTPChatModel",
     "SSEDecoder",
     "SSEEvent",
@@ -409,6 +410,16 @@ def _first_given(*values: float | None) -> float | None:
     return next((value for value in values if value is not None), None)
 
 
+def _replace(headers: dict[str, str], more: Mapping[str, str]) -> None:
+    """Put ``more`` in ``headers``, each replacing a header of the same name however either
+    is capitalised: the model's ``headers`` over the vendor's ``api_headers``, a request's
+    over both."""
+    for name, value in more.items():
+        for same in [k for k in headers if k.lower() == name.lower()]:
+            del headers[same]
+        headers[name] = value
+
+
 def _is_json(response: httpx.Response) -> bool:
     """A server that ignored ``"stream": true`` answers with one JSON body."""
     content_type = response.headers.get("content-type", "")
@@ -456,6 +467,26 @@ class PreparedCall:
     """Headers this request adds to the model's own (e.g. Anthropic's ``anthropic-beta``)."""
 
 
+@attrs.frozen
+class ChatRequest:
+    """One model call as a provider's ``_prepare`` reads it: the messages, the named options
+    of ``ChatModel.invoke``, the settings (the model's own, overridden by the call's) and
+    whether the answer is streamed."""
+
+    messages: Sequence[AnyMessage]
+    system_prompt: str | None = None
+    tools: Sequence[ToolDefinition] = ()
+    tool_choice: str | None = None
+    response_format: Mapping[str, Any] | None = None
+    provider_options: Mapping[str, Any] | None = None
+    settings: Mapping[str, Any] = attrs.Factory(dict)
+    stream: bool = False
+
+    def options_for(self, provider: str) -> dict[str, Any]:
+        """A copy of ``provider``'s own ``provider_options`` (``{}`` when none are given)."""
+        return dict((self.provider_options or {}).get(provider, {}))
+
+
 _NAMED_OPTIONS = frozenset(
     ("system_prompt", "tools", "tool_choice", "response_format", "provider_options")
 )
@@ -475,6 +506,18 @@ class HTTPChatModel(ChatModel):
     known_profiles: ClassVar[Mapping[str, ModelProfile]] = {}
     """This vendor's documented limits by model family (``lookup_profile`` matches a name
     to its family), the default ``profile`` of an instance."""
+    auth_header: ClassVar[str] = "authorization"
+    """The header that carries the API key."""
+    auth_scheme: ClassVar[str] = "Bearer"
+    """What precedes the key in ``auth_header`` ("Bearer KEY"); "" sends the bare key."""
+    api_headers: ClassVar[Mapping[str, str]] = {}
+    """Headers every request sends (an API version), unless the model's ``headers`` give
+    the same header."""
+    overflow_statuses: ClassVar[frozenset[int]] = frozenset((400, 413))
+    """The HTTP statuses with which this vendor says a prompt is over the context window."""
+    overflow_words: ClassVar[Sequence[str]] = ()
+    """Lowercase words in such an error's type or message that say so; an error answered
+    with one of ``overflow_statuses`` and one of these is a ``ContextOverflowError``."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -515,29 +558,18 @@ class HTTPChatModel(ChatModel):
         self._aclients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
 
     @classmethod
-    def from_id(cls, name: str, **settings: Any) -> HTTPChatModel:
+    def from_id(cls, name: str, **settings: Any) -> Self:
         """The ``plait.models`` entry-point factory: ``"provider:NAME"`` → ``cls(NAME, ...)``."""
         return cls(name, **settings)
 
     # -- what each provider supplies -----------------------------------------------------
 
-    @abc.abstractmethod
     def _auth_headers(self, key: str) -> dict[str, str]:
-        """The headers that carry ``key`` (and the API version, where there is one)."""
+        """The headers that carry ``key``: ``auth_header``, ``auth_scheme`` then the key."""
+        return {self.auth_header: f"{self.auth_scheme} {key}" if self.auth_scheme else key}
 
     @abc.abstractmethod
-    def _prepare(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None,
-        tools: Sequence[ToolDefinition],
-        tool_choice: str | None,
-        response_format: Mapping[str, Any] | None,
-        provider_options: Mapping[str, Any] | None,
-        settings: Mapping[str, Any],
-        stream: bool,
-    ) -> PreparedCall:
+    def _prepare(self, request: ChatRequest) -> PreparedCall:
         """The request for one call."""
 
     @abc.abstractmethod
@@ -549,8 +581,12 @@ class HTTPChatModel(ChatModel):
         """A parser for the SSE events of one streamed call."""
 
     def _is_overflow(self, status: int, error_type: str | None, message: str) -> bool:
-        """Whether an error response means the prompt exceeds the context window."""
-        return False
+        """Whether an error response means the prompt exceeds the context window (read
+        from ``overflow_statuses`` and ``overflow_words``)."""
+        if status not in self.overflow_statuses:
+            return False
+        text = f"{error_type or ''} {message}".lower()
+        return any(word in text for word in self.overflow_words)
 
     # -- clients -------------------------------------------------------------------------
 
@@ -605,14 +641,16 @@ class HTTPChatModel(ChatModel):
         for key, value in options.items():
             (named if key in _NAMED_OPTIONS else settings)[key] = value
         return self._prepare(
-            messages,
-            system_prompt=named.get("system_prompt"),
-            tools=named.get("tools") or (),
-            tool_choice=named.get("tool_choice"),
-            response_format=named.get("response_format"),
-            provider_options=named.get("provider_options"),
-            settings=settings,
-            stream=stream,
+            ChatRequest(
+                messages,
+                system_prompt=named.get("system_prompt"),
+                tools=named.get("tools") or (),
+                tool_choice=named.get("tool_choice"),
+                response_format=named.get("response_format"),
+                provider_options=named.get("provider_options"),
+                settings=settings,
+                stream=stream,
+            )
         )
 
     def invoke(
@@ -725,16 +763,14 @@ class HTTPChatModel(ChatModel):
     # -- shared plumbing -----------------------------------------------------------------
 
     def _headers(self, *, stream: bool, call: PreparedCall | None = None) -> dict[str, str]:
-        headers = {"content-type": "application/json", **self.extra_headers}
+        headers = {"content-type": "application/json"}
+        _replace(headers, self.api_headers)
+        _replace(headers, self.extra_headers)
         headers["accept"] = "text/event-stream" if stream else "application/json"
         key = self._api_key.get()
         if key:
             headers.update(self._auth_headers(key))
-        for name, value in (call.headers if call is not None else {}).items():
-            # The request's header replaces the model's, however either is capitalised.
-            for same in [k for k in headers if k.lower() == name.lower()]:
-                del headers[same]
-            headers[name] = value
+        _replace(headers, call.headers if call is not None else {})
         return headers
 
     def _secrets(self) -> tuple[str, ...]:

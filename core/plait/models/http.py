@@ -3,21 +3,27 @@
 A provider plugin (``plait-google`` is one) subclasses ``HTTPChatModel`` and supplies only
 its wire format; the class owns the rest: pooled ``httpx`` clients, the sync, async and
 streamed calls, every failure mapped to a ``ProviderError`` (status, timeout, refused
-connection, malformed body, a stream cut short), retry-after, and one redaction path
-that keeps the API key out of every error. A subclass sets the class variables
-``provider``, ``api_key_env``, ``base_url_env`` and ``default_base_url`` and implements:
+connection, malformed body, a stream cut short), retry-after, one redaction path that
+keeps the API key out of every error, and the ``from_id`` entry-point factory. A subclass
+sets the class variables ``provider``, ``api_key_env``, ``base_url_env`` and
+``default_base_url``, says how its API differs in class data — ``auth_header`` and
+``auth_scheme`` (the key's header: ``authorization: Bearer KEY`` unless set),
+``api_headers`` (sent with every request, such as an API version), ``overflow_statuses``
+and ``overflow_words`` (which errors mean the prompt is over the context window, raised
+as ``ContextOverflowError``) — and implements:
 
-- ``_auth_headers(key)`` — the headers that carry the key;
-- ``_prepare(messages, *, system_prompt, tools, tool_choice, response_format,
-  provider_options, settings, stream)`` — a ``PreparedCall`` (URL, JSON body, headers,
-  and any ``context`` parsing needs);
+- ``_prepare(request)`` — a ``PreparedCall`` (URL, JSON body, headers, and any
+  ``context`` parsing needs) for a ``ChatRequest`` (the messages, ``system_prompt``,
+  ``tools``, ``tool_choice``, ``response_format``, ``provider_options`` — of which
+  ``options_for(provider)`` is the vendor's own — ``settings`` and ``stream``);
 - ``_parse(call, data, metadata)`` — the ``AIMessage`` in a JSON answer (shape errors
   raised as ``ValueError``/``TypeError``/``KeyError`` or cattrs errors become an
   ``invalid_response`` ``ProviderError``);
 - ``_stream_parser(call, metadata, id)`` — a ``StreamParser`` turning each ``SSEEvent``
-  into ``AIMessageChunk``s and setting ``complete`` when the answer is whole;
-- optionally ``_is_overflow(status, error_type, message)`` — which errors mean the prompt
-  is over the context window (raised as ``ContextOverflowError``).
+  into ``AIMessageChunk``s and setting ``complete`` when the answer is whole.
+
+``_auth_headers(key)`` and ``_is_overflow(status, error_type, message)`` read the class data
+above; a vendor whose rule is not a header or a word list overrides them.
 
 What the SDK knows of a vendor is class data the subclass sets: ``key_shapes`` (its API
 keys' regular expressions, so ``redact`` removes a key-shaped token from any error) and
@@ -38,6 +44,7 @@ its entry point names.
 from __future__ import annotations
 
 from plait.models._http import (
+    ChatRequest,
     ErrorDetails,
     HTTPChatModel,
     PreparedCall,
@@ -63,6 +70,7 @@ from plait.models.base import ToolDefinition, merge_text_blocks, message_to_chun
 
 __all__ = [
     "IMAGE_TYPES",
+    "ChatRequest",
     "ErrorDetails",
     "HTTPChatModel",
     "Image",

@@ -35,6 +35,7 @@ from plait.messages import (
     parse_tool_call,
 )
 from plait.models._http import (
+    ChatRequest,
     HTTPChatModel,
     PreparedCall,
     SSEEvent,
@@ -52,7 +53,14 @@ from plait.models.base import ModelProfile
 if TYPE_CHECKING:
     from plait.models.base import ToolDefinition
 
-__all__ = ["COMPAT_PRESETS", "LOCAL_SERVERS", "LocalServer", "OpenAIChatModel", "OpenAICompat"]
+__all__ = [
+    "COMPAT_PRESETS",
+    "LOCAL_SERVERS",
+    "LocalServer",
+    "OpenAIAccount",
+    "OpenAIChatModel",
+    "OpenAICompat",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -301,7 +309,7 @@ OPENAI_PROFILES: dict[str, ModelProfile] = {
 272,000 of its 400,000-token window, since the other 128,000 are reserved for output); the
 Responses API serves the same models with the same windows."""
 
-_OVERFLOW_WORDS = (
+OVERFLOW_WORDS = (
     "context_length_exceeded",
     "maximum context length",
     "context window",
@@ -311,15 +319,20 @@ _OVERFLOW_WORDS = (
 )
 
 
-def is_context_overflow(status: int, error_type: str | None, message: str) -> bool:
-    """Whether an OpenAI (or compatible) error says the prompt exceeds the window."""
-    if status not in (400, 413):
-        return False
-    text = f"{error_type or ''} {message}".lower()
-    return any(word in text for word in _OVERFLOW_WORDS)
+class OpenAIAccount:
+    """OpenAI as a vendor, whichever of its APIs a model speaks (Chat Completions here,
+    the Responses API in ``plait-openai-responses``): where the key and URL come from,
+    its keys' shape, its models' limits and the words of its context-overflow errors."""
+
+    api_key_env: ClassVar[str] = "OPENAI_API_KEY"
+    base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
+    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    key_shapes: ClassVar[Sequence[str]] = (KEY_SHAPE,)
+    known_profiles: ClassVar[Mapping[str, ModelProfile]] = OPENAI_PROFILES
+    overflow_words: ClassVar[Sequence[str]] = OVERFLOW_WORDS
 
 
-class OpenAIChatModel(HTTPChatModel):
+class OpenAIChatModel(OpenAIAccount, HTTPChatModel):
     """A Chat Completions model: ``OpenAIChatModel("gpt-4.1-mini", temperature=0)``.
 
     ``api_key`` defaults to ``OPENAI_API_KEY`` (optional for a custom ``base_url``);
@@ -329,11 +342,6 @@ class OpenAIChatModel(HTTPChatModel):
     """
 
     provider: ClassVar[str] = "openai"
-    api_key_env: ClassVar[str] = "OPENAI_API_KEY"
-    base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
-    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
-    key_shapes: ClassVar[Sequence[str]] = (KEY_SHAPE,)
-    known_profiles: ClassVar[Mapping[str, ModelProfile]] = OPENAI_PROFILES
 
     def __init__(
         self,
@@ -358,53 +366,31 @@ class OpenAIChatModel(HTTPChatModel):
         )
         self.compat = _compat(compat)
 
-    @classmethod
-    def from_id(cls, name: str, **settings: Any) -> OpenAIChatModel:
-        """``init_chat_model("openai:gpt-4.1-mini", base_url=..., temperature=0)``."""
-        return cls(name, **settings)
-
-    def _auth_headers(self, key: str) -> dict[str, str]:
-        return {"authorization": f"Bearer {key}"}
-
-    def _is_overflow(self, status: int, error_type: str | None, message: str) -> bool:
-        return is_context_overflow(status, error_type, message)
-
     # -- request -------------------------------------------------------------------------
 
-    def _prepare(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None,
-        tools: Sequence[ToolDefinition],
-        tool_choice: str | None,
-        response_format: Mapping[str, Any] | None,
-        provider_options: Mapping[str, Any] | None,
-        settings: Mapping[str, Any],
-        stream: bool,
-    ) -> PreparedCall:
+    def _prepare(self, request: ChatRequest) -> PreparedCall:
         wire_messages: list[dict[str, Any]] = []
-        if system_prompt:
-            wire_messages.append({"role": "system", "content": system_prompt})
-        wire_messages.extend(self._message(m) for m in messages)
+        if request.system_prompt:
+            wire_messages.append({"role": "system", "content": request.system_prompt})
+        wire_messages.extend(self._message(m) for m in request.messages)
         body: dict[str, Any] = {"model": self.model_name, "messages": wire_messages}
-        for key, value in settings.items():
+        for key, value in request.settings.items():
             if key == "max_tokens":
                 key = self._max_tokens_field()
             body[key] = value
-        if tools:
-            body["tools"] = [self._tool(t) for t in tools]
-            if tool_choice is not None:
-                body["tool_choice"] = self._tool_choice(tool_choice, tools)
-        if response_format is not None:
+        if request.tools:
+            body["tools"] = [self._tool(t) for t in request.tools]
+            if request.tool_choice is not None:
+                body["tool_choice"] = self._tool_choice(request.tool_choice, request.tools)
+        if request.response_format is not None:
             body["response_format"] = _response_format(
-                response_format, self.compat.structured_output
+                request.response_format, self.compat.structured_output
             )
-        if stream:
+        if request.stream:
             body["stream"] = True
             if self.compat.stream_usage:
                 body["stream_options"] = {"include_usage": True}
-        body.update((provider_options or {}).get("openai", {}))
+        body.update(request.options_for("openai"))
         choices = body.get("n")
         if choices is not None and choices != 1:
             raise ConfigError(

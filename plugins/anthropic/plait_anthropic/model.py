@@ -42,6 +42,7 @@ from plait.messages import (
     Usage,
 )
 from plait.models.http import (
+    ChatRequest,
     HTTPChatModel,
     PreparedCall,
     SSEEvent,
@@ -353,6 +354,14 @@ class AnthropicChatModel(HTTPChatModel):
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
     key_shapes: ClassVar[Sequence[str]] = (r"\bsk-ant-[A-Za-z0-9_*\-]{6,}",)
     known_profiles: ClassVar[Mapping[str, ModelProfile]] = PROFILES
+    auth_header: ClassVar[str] = "x-api-key"
+    auth_scheme: ClassVar[str] = ""
+    api_headers: ClassVar[Mapping[str, str]] = {"anthropic-version": API_VERSION}
+    overflow_words: ClassVar[Sequence[str]] = (
+        "prompt is too long",
+        "context window",
+        "too many tokens",
+    )
 
     def __init__(
         self,
@@ -383,19 +392,6 @@ class AnthropicChatModel(HTTPChatModel):
             raise ConfigError(f"anthropic: max_tokens: {problem}")
         self.max_tokens = max_tokens
 
-    @classmethod
-    def from_id(cls, name: str, **settings: Any) -> AnthropicChatModel:
-        """``init_chat_model("anthropic:claude-sonnet-4-5", max_tokens=4096)``."""
-        return cls(name, **settings)
-
-    def _auth_headers(self, key: str) -> dict[str, str]:
-        return {"x-api-key": key, "anthropic-version": API_VERSION}
-
-    def _headers(self, *, stream: bool, call: PreparedCall | None = None) -> dict[str, str]:
-        headers = super()._headers(stream=stream, call=call)
-        headers.setdefault("anthropic-version", API_VERSION)
-        return headers
-
     def _betas(self, value: Any) -> dict[str, str]:
         """The ``anthropic-beta`` header for the ``betas`` request option: the model's own
         betas (its ``headers``) and the request's, each once."""
@@ -413,31 +409,14 @@ class AnthropicChatModel(HTTPChatModel):
         names.extend(value)
         return {"anthropic-beta": ",".join(dict.fromkeys(names))} if names else {}
 
-    def _is_overflow(self, status: int, error_type: str | None, message: str) -> bool:
-        text = message.lower()
-        return status in (400, 413) and (
-            "prompt is too long" in text or "context window" in text or "too many tokens" in text
-        )
-
     # -- request -------------------------------------------------------------------------
 
-    def _prepare(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None,
-        tools: Sequence[ToolDefinition],
-        tool_choice: str | None,
-        response_format: Mapping[str, Any] | None,
-        provider_options: Mapping[str, Any] | None,
-        settings: Mapping[str, Any],
-        stream: bool,
-    ) -> PreparedCall:
+    def _prepare(self, request: ChatRequest) -> PreparedCall:
         system: list[dict[str, Any]] = []
-        if system_prompt:
-            system.append({"type": "text", "text": system_prompt})
+        if request.system_prompt:
+            system.append({"type": "text", "text": request.system_prompt})
         turns: list[dict[str, Any]] = []
-        for message in messages:
+        for message in request.messages:
             if isinstance(message, SystemMessage):
                 system.extend(_blocks(message.content))
                 continue
@@ -457,38 +436,38 @@ class AnthropicChatModel(HTTPChatModel):
         }
         if system:
             body["system"] = _system(system)
-        for key, value in settings.items():
+        for key, value in request.settings.items():
             if key == "stop":
                 key, value = "stop_sequences", [value] if isinstance(value, str) else value
             body[key] = value
-        wire_tools = [self._tool(t) for t in tools]
+        wire_tools = [self._tool(t) for t in request.tools]
         answer_tool: str | None = None
-        if response_format is not None:
-            answer_tool = safe_tool_name(str(response_format.get("title") or ""))
+        if request.response_format is not None:
+            answer_tool = safe_tool_name(str(request.response_format.get("title") or ""))
             answer_tool = answer_tool or "structured_response"
             wire_tools.append(
                 {
                     "name": answer_tool,
                     "description": "Give your final answer by calling this tool; its input "
                     "is the answer, in the required format.",
-                    "input_schema": dict(response_format),
+                    "input_schema": dict(request.response_format),
                 }
             )
         if wire_tools:
             body["tools"] = wire_tools
-            choice = self._tool_choice(tool_choice, tools, answer_tool)
+            choice = self._tool_choice(request.tool_choice, request.tools, answer_tool)
             if choice is not None:
                 body["tool_choice"] = choice
-        if stream:
+        if request.stream:
             body["stream"] = True
-        options = dict((provider_options or {}).get("anthropic", {}))
+        options = request.options_for("anthropic")
         breakpoints = options.pop(CACHE_BREAKPOINTS, None)
         headers = self._betas(options.pop(BETAS)) if BETAS in options else {}
         body.update(options)
         if breakpoints is not None:
             _place_breakpoints(body, _breakpoints(breakpoints))
         thinking = body.get("thinking")
-        if answer_tool and tool_choice is None and isinstance(thinking, Mapping):
+        if answer_tool and request.tool_choice is None and isinstance(thinking, Mapping):
             if thinking.get("type") == "enabled":
                 # Extended thinking cannot be combined with a forced tool: offer it instead.
                 body["tool_choice"] = {"type": "auto"}

@@ -18,14 +18,14 @@ import cattrs
 
 from plait import ModelProfile
 from plait.errors import ConfigError, ProviderError
-from plait.messages import AIMessage, AIMessageChunk, AnyMessage, assemble_chunks
-from plait.models.http import HTTPChatModel, PreparedCall, SSEEvent, StreamParser
+from plait.messages import AIMessage, AIMessageChunk, assemble_chunks
+from plait.models.http import ChatRequest, HTTPChatModel, PreparedCall, SSEEvent, StreamParser
 from plait.options import expected
 from plait_google import _request
 from plait_google._wire import PROVIDER, PartReader
 
 if TYPE_CHECKING:
-    from plait.models.http import ToolDefinition
+    pass
 
 __all__ = ["GoogleChatModel"]
 
@@ -67,7 +67,7 @@ def lookup_profile(model: str) -> ModelProfile | None:
     return PROFILES[best] if best is not None else None
 
 
-_OVERFLOW_WORDS = ("input token count", "exceeds the maximum number of tokens")
+OVERFLOW_WORDS = ("input token count", "exceeds the maximum number of tokens")
 
 
 class GoogleChatModel(HTTPChatModel):
@@ -88,6 +88,10 @@ class GoogleChatModel(HTTPChatModel):
     base_url_env: ClassVar[str] = "GOOGLE_GEMINI_BASE_URL"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
     key_shapes: ClassVar[Sequence[str]] = (r"\bAIza[A-Za-z0-9_\-]{35}",)
+    auth_header: ClassVar[str] = "x-goog-api-key"
+    auth_scheme: ClassVar[str] = ""
+    overflow_statuses: ClassVar[frozenset[int]] = frozenset((400,))
+    overflow_words: ClassVar[Sequence[str]] = OVERFLOW_WORDS
     """Google API keys: ``AIza`` and 35 more characters."""
 
     def __init__(
@@ -154,11 +158,6 @@ class GoogleChatModel(HTTPChatModel):
             if known is not None:
                 self.profile = attrs.evolve(known, **dict(profile or {}))
 
-    @classmethod
-    def from_id(cls, name: str, **settings: Any) -> GoogleChatModel:
-        """``init_chat_model("google:gemini-2.5-flash", temperature=0)``."""
-        return cls(name, **settings)
-
     def model_url(self, method: str) -> str:
         """The URL of ``method`` (``generateContent``, ``streamGenerateContent``)."""
         if not self.vertex:
@@ -172,36 +171,18 @@ class GoogleChatModel(HTTPChatModel):
             path = f"publishers/google/models/{self.model_name}"
         return f"{self.base_url}/{self.api_version}/{path}:{method}"
 
-    def _auth_headers(self, key: str) -> dict[str, str]:
-        return {"x-goog-api-key": key}
-
-    def _is_overflow(self, status: int, error_type: str | None, message: str) -> bool:
-        text = message.lower()
-        return status == 400 and any(word in text for word in _OVERFLOW_WORDS)
-
-    def _prepare(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None,
-        tools: Sequence[ToolDefinition],
-        tool_choice: str | None,
-        response_format: Mapping[str, Any] | None,
-        provider_options: Mapping[str, Any] | None,
-        settings: Mapping[str, Any],
-        stream: bool,
-    ) -> PreparedCall:
+    def _prepare(self, request: ChatRequest) -> PreparedCall:
         body = _request.body(
-            messages,
+            request.messages,
             model=self.model_name,
-            system_prompt=system_prompt,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            provider_options=provider_options,
-            settings=settings,
+            system_prompt=request.system_prompt,
+            tools=request.tools,
+            tool_choice=request.tool_choice,
+            response_format=request.response_format,
+            provider_options=request.provider_options,
+            settings=request.settings,
         )
-        url = self.model_url("streamGenerateContent") + "?alt=sse" if stream else ""
+        url = self.model_url("streamGenerateContent") + "?alt=sse" if request.stream else ""
         return PreparedCall(url or self.model_url("generateContent"), body)
 
     def _parse(self, call: PreparedCall, data: Any, metadata: dict[str, Any]) -> AIMessage:

@@ -41,6 +41,7 @@ from plait.messages import (
 )
 from plait.models.http import (
     IMAGE_TYPES,
+    ChatRequest,
     HTTPChatModel,
     PreparedCall,
     SSEEvent,
@@ -55,10 +56,7 @@ from plait.models.http import (
     wire,
 )
 from plait.models.openai import (
-    DEFAULT_BASE_URL,
-    KEY_SHAPE,
-    OPENAI_PROFILES,
-    is_context_overflow,
+    OpenAIAccount,
     json_schema_format,
     strict_ok,
 )
@@ -257,7 +255,7 @@ def _call_block(call: _FunctionCall) -> dict[str, Any]:
 # -- the model ------------------------------------------------------------------------------
 
 
-class OpenAIResponsesModel(HTTPChatModel):
+class OpenAIResponsesModel(OpenAIAccount, HTTPChatModel):
     """A Responses API model: ``OpenAIResponsesModel("gpt-5", reasoning={"effort": "low"})``.
 
     ``api_key`` defaults to ``OPENAI_API_KEY``, ``base_url`` to ``OPENAI_BASE_URL``, then
@@ -267,11 +265,6 @@ class OpenAIResponsesModel(HTTPChatModel):
     """
 
     provider: ClassVar[str] = PROVIDER
-    api_key_env: ClassVar[str] = "OPENAI_API_KEY"
-    base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
-    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
-    key_shapes: ClassVar[Sequence[str]] = (KEY_SHAPE,)
-    known_profiles: ClassVar[Mapping[str, ModelProfile]] = OPENAI_PROFILES
 
     def __init__(
         self,
@@ -294,50 +287,28 @@ class OpenAIResponsesModel(HTTPChatModel):
             **settings,
         )
 
-    @classmethod
-    def from_id(cls, name: str, **settings: Any) -> OpenAIResponsesModel:
-        """``init_chat_model("openai-responses:gpt-5", reasoning={"effort": "low"})``."""
-        return cls(name, **settings)
-
-    def _auth_headers(self, key: str) -> dict[str, str]:
-        return {"authorization": f"Bearer {key}"}
-
-    def _is_overflow(self, status: int, error_type: str | None, message: str) -> bool:
-        return is_context_overflow(status, error_type, message)
-
     # -- request -------------------------------------------------------------------------
 
-    def _prepare(
-        self,
-        messages: Sequence[AnyMessage],
-        *,
-        system_prompt: str | None,
-        tools: Sequence[ToolDefinition],
-        tool_choice: str | None,
-        response_format: Mapping[str, Any] | None,
-        provider_options: Mapping[str, Any] | None,
-        settings: Mapping[str, Any],
-        stream: bool,
-    ) -> PreparedCall:
+    def _prepare(self, request: ChatRequest) -> PreparedCall:
         items: list[dict[str, Any]] = []
-        for message in messages:
+        for message in request.messages:
             items.extend(_items(message))
         body: dict[str, Any] = {"model": self.model_name, "input": items}
-        if system_prompt:
-            body["instructions"] = system_prompt
-        for key, value in settings.items():
+        if request.system_prompt:
+            body["instructions"] = request.system_prompt
+        for key, value in request.settings.items():
             body["max_output_tokens" if key == "max_tokens" else key] = value
-        if tools:
-            body["tools"] = [_tool(t) for t in tools]
-            if tool_choice is not None:
-                body["tool_choice"] = _tool_choice(tool_choice, tools)
-        if response_format is not None:
+        if request.tools:
+            body["tools"] = [_tool(t) for t in request.tools]
+            if request.tool_choice is not None:
+                body["tool_choice"] = _tool_choice(request.tool_choice, request.tools)
+        if request.response_format is not None:
             text = dict(body.get("text") or {})
-            text["format"] = _text_format(response_format)
+            text["format"] = _text_format(request.response_format)
             body["text"] = text
-        if stream:
+        if request.stream:
             body["stream"] = True
-        body.update((provider_options or {}).get(PROVIDER, {}))
+        body.update(request.options_for(PROVIDER))
         return PreparedCall(f"{self.base_url}/responses", body)
 
     # -- response ------------------------------------------------------------------------

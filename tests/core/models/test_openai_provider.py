@@ -20,6 +20,7 @@ from plait.messages import (
     assemble_chunks,
 )
 from plait.models import ModelProfile, init_chat_model
+from plait.models.http import ChatRequest
 from plait.models.openai import OpenAIChatModel
 
 KEY = "sk-test-0123456789abcdefSECRET"
@@ -306,16 +307,7 @@ def test_settings_and_provider_options_go_into_the_body(server: Any) -> None:
 
 def test_max_tokens_is_max_completion_tokens_on_the_official_api() -> None:
     llm = OpenAIChatModel("o3", api_key=KEY)
-    call = llm._prepare(
-        [HumanMessage("?")],
-        system_prompt=None,
-        tools=(),
-        tool_choice=None,
-        response_format=None,
-        provider_options=None,
-        settings={"max_tokens": 10},
-        stream=False,
-    )
+    call = llm._prepare(ChatRequest([HumanMessage("?")], settings={"max_tokens": 10}))
     assert call.url == "https://api.openai.com/v1/chat/completions"
     assert call.body["max_completion_tokens"] == 10 and "max_tokens" not in call.body
 
