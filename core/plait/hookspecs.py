@@ -19,6 +19,7 @@ import attrs
 import pluggy
 
 if TYPE_CHECKING:
+    from plait._jobs import RunHandle, RunJob
     from plait.messages import AIMessage, AIMessageChunk, ToolMessage
     from plait.tools import Tool
     from plait.types import (
@@ -298,13 +299,43 @@ def show_interrupts(interrupts: list[Interrupt], state: Mapping[str, Any]) -> li
     raise AssertionError  # pragma: no cover
 
 
+# -------------------------------------------------------------------------------------------
+# Starting a recorded run (outside the loop)
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def submit_run(job: RunJob, agent: Any) -> RunHandle | None:
+    """Take over *running* a run whose events go to the thread's run log, instead of
+    this process running it. Called by ``plait.runlog.start_run`` — what ``plait serve``
+    calls for every run it starts, and ``subagents``' background tasks — before the run
+    begins, once its ``run_started`` event is in the log. The ``dbos`` middleware
+    queues the run here, for a worker process to run and record.
+
+    :param job: the ``plait.runlog.RunJob`` — ``thread_id``, ``input`` (a prompt,
+        messages or ``Command(resume=...)``; ``job.to_json()`` for a queue), ``run_id``
+        (the id its log events carry) and ``start`` (the number of its ``run_started``
+        event: the runner appends its other events after it, with
+        ``plait.runlog.LogWriter``, ending with ``run_finished`` or ``run_error``).
+    :param agent: the ``plait.Agent`` whose middleware this is (its ``name`` says which
+        agent a worker must run).
+    :return: a ``plait.runlog.RunHandle`` (``await handle.wait()`` until the run ended,
+        ``await handle.cancel()`` to stop it) when this middleware runs the run, or
+        ``None`` to leave it to the next middleware; when none takes it, it runs in this
+        process as an asyncio task. The first handle in middleware order wins. May be
+        ``def`` (called in a worker thread: blocking I/O is fine) or ``async def``.
+    """
+    raise AssertionError  # pragma: no cover
+
+
 @attrs.frozen
 class HookFacts:
     """What the kernel knows of one hook besides its signature (read from pluggy).
 
     :param stage: ``"build"`` (once in ``create_agent``), ``"run"`` (around a whole run),
         ``"node"`` (a step of the loop), ``"wrap"``/``"stream"`` (around one call) or
-        ``"read"`` (when a caller reads a paused run).
+        ``"read"`` (when a caller reads a paused run) or ``"submit"`` (when a recorded
+        run is started).
     :param twin: the async form of a sync wrap hook, or the sync form of an async one.
     :param is_async: implementations must be ``async def``.
     :param unwinds: implementations run in reverse middleware order (C, B, A).
@@ -335,6 +366,7 @@ HOOKS: dict[str, HookFacts] = {
     "awrap_tool_call": HookFacts("wrap", twin="wrap_tool_call", is_async=True),
     "after_agent": HookFacts("node", unwinds=True, jumps=True),
     "show_interrupts": HookFacts("read"),
+    "submit_run": HookFacts("submit"),
 }
 """Every hook, in the order it is declared (its place in the loop)."""
 

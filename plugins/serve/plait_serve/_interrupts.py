@@ -12,103 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-
-from plait import Agent
-from plait.messages import ToolCall, pending_tool_calls
+from plait.runlog import Pending, ReviewedCall, pending_interrupts
 
 __all__ = ["Pending", "ResumeRefused", "ReviewedCall", "check_resume", "pending_interrupts"]
 
 
 class ResumeRefused(Exception):
     """A resume the pending interrupt does not allow (HTTP 409); the message says why."""
-
-
-@attrs.frozen
-class ReviewedCall:
-    """A tool call an approval interrupt holds back, and the decisions it allows."""
-
-    id: str
-    name: str
-    args: Mapping[str, Any]
-    allowed_decisions: tuple[str, ...]
-
-
-@attrs.frozen
-class Pending:
-    """One interrupt a paused thread waits for; ``calls`` is empty for a question that
-    reviews no tool call (any answer is passed to the run as it is)."""
-
-    id: str
-    value: Any
-    calls: tuple[ReviewedCall, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "value": self.value,
-            "tool_calls": [
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "args": dict(call.args),
-                    "allowed_decisions": list(call.allowed_decisions),
-                }
-                for call in self.calls
-            ],
-        }
-
-
-def pending_interrupts(agent: Agent, thread_id: str) -> list[Pending]:
-    """The interrupts ``thread_id`` is paused at, each with the tool calls it reviews
-    (``[]`` if the thread is not paused). Blocking: call it from a worker thread."""
-    stored = agent.get_interrupts(thread_id, shown=False)
-    if not stored:
-        return []
-    # Matched as stored, against the thread's own messages (both hold pii's placeholders);
-    # shown to the client as a reviewer reads them (real values).
-    shown = agent.get_interrupts(thread_id)
-    waiting = pending_tool_calls(agent.get_state(thread_id)["messages"])
-    return [
-        Pending(seen.id, seen.value, _reviewed(raw.value, waiting, seen.value))
-        for raw, seen in zip(stored, shown, strict=True)
-    ]
-
-
-def _reviewed(value: Any, waiting: Sequence[ToolCall], shown: Any) -> tuple[ReviewedCall, ...]:
-    """The calls an approval request (``{"action_requests": [...], "review_configs":
-    [...]}``, human_in_the_loop's) reviews, matched in order to the calls waiting to run;
-    each call's arguments as ``shown`` (the same request as a reviewer reads it) has them."""
-    if not isinstance(value, Mapping):
-        return ()
-    requests, configs = value.get("action_requests"), value.get("review_configs")
-    if not isinstance(requests, list) or not isinstance(configs, list):
-        return ()
-    shown_requests = shown.get("action_requests") if isinstance(shown, Mapping) else None
-    calls: list[ReviewedCall] = []
-    remaining = list(waiting)
-    for index, (request, config) in enumerate(zip(requests, configs, strict=False)):
-        if not isinstance(request, Mapping) or not isinstance(config, Mapping):
-            return ()
-        match = next(
-            (
-                c
-                for c in remaining
-                if c.name == request.get("name") and c.args == request.get("args")
-            ),
-            None,
-        )
-        if match is None:
-            return ()
-        remaining.remove(match)
-        allowed = tuple(str(d) for d in config.get("allowed_decisions") or ())
-        args = match.args
-        if isinstance(shown_requests, list) and index < len(shown_requests):
-            seen = shown_requests[index]
-            if isinstance(seen, Mapping) and isinstance(seen.get("args"), Mapping):
-                args = seen["args"]
-        calls.append(ReviewedCall(match.id, match.name, args, allowed))
-    return tuple(calls)
 
 
 def check_resume(

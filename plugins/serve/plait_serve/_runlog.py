@@ -30,8 +30,7 @@ from plait.checkpoint import RUN_LEASE, EventLog, MemoryCheckpointer
 from plait.errors import ConfigError, PlaitError, ThreadBusyError
 from plait.models import openai as _openai  # noqa: F401  (declares OpenAI's key shapes)
 from plait.models.http import redact
-from plait_serve._events import END_TYPES, Recorder, jsonable
-from plait_serve._interrupts import pending_interrupts
+from plait.runlog import END_TYPES, arecord_run
 from plait_serve._timeline import recording
 
 __all__ = ["Busy", "Full", "NotFound", "RunLog", "safe_error"]
@@ -40,7 +39,6 @@ log = logging.getLogger("plait_serve")
 
 T = TypeVar("T")
 
-_MODES = ("messages", "updates", "custom")
 _BATCH = 256  # events per append to a database checkpointer
 _PAGE = 500  # events per read while catching up
 
@@ -273,45 +271,21 @@ class RunLog:
         return True
 
     async def _run(self, thread_id: str, live: _Live, input: Any) -> None:
-        recorder = Recorder()
-        stream = None
+        def emit(event: dict[str, Any]) -> None:
+            self._emit(thread_id, live, event)
+
         try:
-            state = await self.call(self.agent.get_state, thread_id)
-            values = {k: v for k, v in state.items() if k != "messages"}
-            self._emit(thread_id, live, {"type": "state_snapshot", "values": jsonable(values)})
             with self._recording(thread_id, live):
-                stream = self.agent.astream(input, mode=_MODES, thread_id=thread_id)
-                async for event in stream:
-                    for record in recorder.translate(event):
-                        self._emit(thread_id, live, record)
-            for record in recorder.finish():
-                self._emit(thread_id, live, record)
-            result = stream.result
-            assert result is not None
-            usage = {
-                "input_tokens": result.usage.input_tokens,
-                "output_tokens": result.usage.output_tokens,
-            }
-            end: dict[str, Any] = {"type": "run_finished", "run_id": live.run_id, "usage": usage}
-            if result.interrupts:
-                pending = await self.call(pending_interrupts, self.agent, thread_id)
-                end |= {"status": "interrupted", "interrupts": [p.to_json() for p in pending]}
-            else:
-                end |= {"status": "success", "text": result.text}
-            self._emit(thread_id, live, jsonable(end))
+                await arecord_run(
+                    self.agent,
+                    input,
+                    thread_id=thread_id,
+                    run_id=live.run_id,
+                    emit=emit,
+                    describe=self._describe(live, thread_id),
+                )
         except asyncio.CancelledError:
-            if stream is not None:
-                await stream.aclose()
-            for record in recorder.finish():
-                self._emit(thread_id, live, record)
-            end = {"type": "run_finished", "run_id": live.run_id, "status": "cancelled"}
-            self._emit(thread_id, live, end)
-        except Exception as exc:
-            message, code = safe_error(exc)
-            if code == "internal_error":
-                log.exception("run %s on thread %s failed", live.run_id, thread_id)
-            error = {"type": "run_error", "run_id": live.run_id, "message": message, "code": code}
-            self._emit(thread_id, live, error)
+            pass  # recorded as a cancelled run
         finally:
             with contextlib.suppress(Exception):
                 await self._flush(thread_id, live)
@@ -319,6 +293,16 @@ class RunLog:
             live.notify()
             if self._live.get(thread_id) is live:
                 del self._live[thread_id]
+
+    @staticmethod
+    def _describe(live: _Live, thread_id: str) -> Callable[[BaseException], tuple[str, str]]:
+        def describe(exc: BaseException) -> tuple[str, str]:
+            message, code = safe_error(exc)
+            if code == "internal_error":
+                log.error("run %s on thread %s failed", live.run_id, thread_id, exc_info=exc)
+            return message, code
+
+        return describe
 
     def _recording(self, thread_id: str, live: _Live) -> contextlib.AbstractContextManager[None]:
         """The timeline's performer installed for the run (if ``timeline``)."""

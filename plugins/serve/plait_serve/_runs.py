@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from plait.runlog import END_TYPES
 from plait_serve._app import Server
-from plait_serve._events import END_TYPES
 
 __all__ = ["runs_of"]
 

@@ -40,8 +40,8 @@ from plait.messages import (
     message_text,
     unstructure_message,
 )
+from plait.runlog import jsonable
 from plait.usage import estimate
-from plait_serve._events import jsonable
 
 __all__ = ["Timeline", "recording"]
 

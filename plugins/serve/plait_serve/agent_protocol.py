@@ -31,8 +31,8 @@ from starlette.routing import Route
 
 from plait.errors import ConfigError, ThreadBusyError
 from plait.messages import AnyMessage, message_from_dict, unstructure_message
+from plait.runlog import END_TYPES, jsonable
 from plait_serve._app import Server
-from plait_serve._events import END_TYPES, jsonable
 from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
 from plait_serve._interrupts import Pending, pending_interrupts
 from plait_serve._runlog import Busy, NotFound

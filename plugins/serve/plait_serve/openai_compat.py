@@ -26,8 +26,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from plait.messages import AIMessage, AnyMessage, HumanMessage
+from plait.runlog import END_TYPES
 from plait_serve._app import Server
-from plait_serve._events import END_TYPES
 from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
 
 __all__ = ["THREAD_HEADER", "routes"]

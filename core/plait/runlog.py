@@ -1,0 +1,538 @@
+"""The run log: a run's events as JSON, appended to its thread's ``EventLog``, and the
+``submit_run`` hook through which a middleware takes over running a run.
+
+A run asked to record itself (``record_run``/``arecord_run``, or ``start_run``) turns its
+``StreamEvent``s into the events below and hands each to a sink: ``LogWriter`` appends them
+to the checkpointer's ``plait.checkpoint.EventLog``, numbered per thread, where anyone in
+any process can follow them (``plait serve`` streams every protocol from this log).
+``start_run`` asks the agent's ``submit_run`` hooks first — the ``dbos`` middleware
+queues the run for its workers, which record it into the same log — and otherwise runs it
+in this process.
+
+Each event is a JSON object with a ``type``:
+
+- ``thread``: the thread's first event, naming the key that owns it (``plait serve``'s).
+- ``run_started`` ``{run_id}`` (written by whoever starts the run), then
+  ``state_snapshot`` ``{values}`` (the state keys other than ``messages``).
+- ``message_start`` / ``text`` ``{delta}`` / ``message_end``, each with ``message_id``:
+  an AI message's text as it streams.
+- ``tool_call`` ``{message_id, tool_call_id, name, args}``: a call the model made.
+- ``tool_result`` ``{message_id, tool_call_id, name, content, status}``.
+- ``state`` ``{values}``: state keys a step wrote.
+- ``custom`` ``{value}``: what a hook or tool wrote with ``runtime.stream_writer``.
+- ``step_restarted`` ``{void_after, voided, message_id}``: the process running the run
+  died in the middle of a step and another one made that step again. The ``voided``
+  events numbered after ``void_after`` (up to this one) belong to the attempt that died:
+  a model call's text cut off (``message_id`` names its message, if its text was open)
+  or a tool call's partial output. The events after this one are the step made again,
+  from its start. Every event before ``void_after`` stands: a step that was finished is
+  never logged twice.
+- ``run_finished`` ``{run_id, status, text, interrupts, usage}``: ``status`` is
+  ``success``, ``interrupted`` (``interrupts`` lists each pending interrupt with the tool
+  calls it reviews and the decisions each allows) or ``cancelled``; ``usage`` counts the
+  run's ``input_tokens`` and ``output_tokens``.
+- ``run_error`` ``{run_id, message, code}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from plait._jobs import RunHandle, RunJob
+from plait.checkpoint import EventLog
+from plait.errors import ConfigError, PlaitError
+from plait.messages import (
+    AIMessage,
+    AIMessageChunk,
+    ToolCall,
+    ToolMessage,
+    message_text,
+    pending_tool_calls,
+)
+from plait.types import StreamEvent
+
+if TYPE_CHECKING:
+    from plait.agent import Agent, AgentResult
+
+__all__ = [
+    "END_TYPES",
+    "MODES",
+    "LogWriter",
+    "Pending",
+    "Recorder",
+    "ReviewedCall",
+    "RunHandle",
+    "RunJob",
+    "arecord_run",
+    "event_log",
+    "jsonable",
+    "pending_interrupts",
+    "record_run",
+    "start_run",
+    "submitted",
+]
+
+END_TYPES = frozenset({"run_finished", "run_error"})
+"""The types that end a run: a stream following one run stops after either."""
+
+MODES = ("messages", "updates", "custom")
+"""The stream modes a recorded run is streamed with."""
+
+Emit = Callable[[dict[str, Any]], None]
+"""Where a recorded run's events go, one at a time, in order."""
+
+_INTERNAL_KEYS = frozenset({"messages", "__interrupt__"})
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data: what JSON cannot hold becomes its ``str``."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def event_log(agent: Agent) -> EventLog:
+    """The agent's checkpointer as a run log, or a ``ConfigError`` saying it keeps none."""
+    checkpointer = agent.checkpointer
+    inner = getattr(checkpointer, "inner", None)  # a wrapper (dbos's) keeps the real one
+    for candidate in (checkpointer, inner):
+        if candidate is not None and isinstance(candidate, EventLog):
+            return candidate
+    got = "no checkpointer" if checkpointer is None else type(checkpointer).__name__
+    raise ConfigError(
+        f"agent {agent.name!r}: checkpointer: expected a checkpointer that keeps a run log "
+        "('memory', 'sqlite:///agent.db', 'postgresql://...'), got " + got
+    )
+
+
+# -- from stream events to run-log events ---------------------------------------------------
+
+
+class Recorder:
+    """Turns one run's ``StreamEvent``s (modes ``messages``, ``updates``, ``custom``)
+    into run-log events. Text streams from the model chunks; tool calls come from the
+    finished AI message (their arguments whole), tool results from the step's update."""
+
+    def __init__(self) -> None:
+        self._open: str | None = None  # the AI message whose text is streaming
+        self._seen: set[str] = set()  # AI messages and tool calls already recorded
+
+    def translate(self, event: StreamEvent) -> Iterator[dict[str, Any]]:
+        if event.mode == "messages":
+            if isinstance(event.data, AIMessageChunk):
+                yield from self._chunk(event.data)
+        elif event.mode == "updates":
+            for update in event.data.values():
+                if isinstance(update, dict):
+                    yield from self._update(update)
+        elif event.mode == "custom":
+            yield {"type": "custom", "value": jsonable(event.data)}
+
+    def _chunk(self, chunk: AIMessageChunk) -> Iterator[dict[str, Any]]:
+        if not chunk.content:
+            return
+        message_id = chunk.id or self._open or f"msg-{len(self._seen)}"
+        if self._open != message_id:
+            yield from self._close()
+            self._open = message_id
+            yield {"type": "message_start", "message_id": message_id}
+        yield {"type": "text", "message_id": message_id, "delta": chunk.content}
+
+    def _close(self) -> Iterator[dict[str, Any]]:
+        if self._open is not None:
+            self._seen.add(self._open)
+            yield {"type": "message_end", "message_id": self._open}
+            self._open = None
+
+    def _update(self, update: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        for message in update.get("messages") or ():
+            if isinstance(message, AIMessage):
+                yield from self._ai(message)
+            elif isinstance(message, ToolMessage):
+                yield from self._close()
+                yield {
+                    "type": "tool_result",
+                    "message_id": message.id,
+                    "tool_call_id": message.tool_call_id,
+                    "name": message.name,
+                    "content": message_text(message.content),
+                    "status": message.status,
+                }
+        values = {k: v for k, v in update.items() if k not in _INTERNAL_KEYS}
+        if values:
+            yield {"type": "state", "values": jsonable(values)}
+
+    def _ai(self, message: AIMessage) -> Iterator[dict[str, Any]]:
+        message_id = message.id
+        if self._open is not None:
+            message_id = self._open  # the streamed text's id, even if the chunks had none
+            yield from self._close()
+        elif message_id not in self._seen and message.text:
+            # Not streamed (a hook answered, or a provider without streaming): whole.
+            self._seen.add(message_id)
+            yield {"type": "message_start", "message_id": message_id}
+            yield {"type": "text", "message_id": message_id, "delta": message.text}
+            yield {"type": "message_end", "message_id": message_id}
+        self._seen.add(message_id)
+        for call in message.tool_calls:
+            if call.id in self._seen:
+                continue
+            self._seen.add(call.id)
+            yield {
+                "type": "tool_call",
+                "message_id": message_id,
+                "tool_call_id": call.id,
+                "name": call.name,
+                "args": jsonable(call.args),
+            }
+
+    def finish(self) -> Iterator[dict[str, Any]]:
+        """What closes the run's open text message, before its end event."""
+        yield from self._close()
+
+
+# -- what a paused run waits for --------------------------------------------------------------
+
+
+@attrs.frozen
+class ReviewedCall:
+    """A tool call an approval interrupt holds back, and the decisions it allows."""
+
+    id: str
+    name: str
+    args: Mapping[str, Any]
+    allowed_decisions: tuple[str, ...]
+
+
+@attrs.frozen
+class Pending:
+    """One interrupt a paused thread waits for; ``calls`` is empty for a question that
+    reviews no tool call (any answer is passed to the run as it is)."""
+
+    id: str
+    value: Any
+    calls: tuple[ReviewedCall, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "value": self.value,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "args": dict(call.args),
+                    "allowed_decisions": list(call.allowed_decisions),
+                }
+                for call in self.calls
+            ],
+        }
+
+
+def pending_interrupts(agent: Agent, thread_id: str) -> list[Pending]:
+    """The interrupts ``thread_id`` is paused at, each with the tool calls it reviews
+    (``[]`` if the thread is not paused). Blocking: call it from a worker thread."""
+    stored = agent.get_interrupts(thread_id, shown=False)
+    if not stored:
+        return []
+    # Matched as stored, against the thread's own messages (both hold pii's placeholders);
+    # shown to the client as a reviewer reads them (real values).
+    shown = agent.get_interrupts(thread_id)
+    waiting = pending_tool_calls(agent.get_state(thread_id)["messages"])
+    return [
+        Pending(seen.id, seen.value, _reviewed(raw.value, waiting, seen.value))
+        for raw, seen in zip(stored, shown, strict=True)
+    ]
+
+
+def _reviewed(value: Any, waiting: Sequence[ToolCall], shown: Any) -> tuple[ReviewedCall, ...]:
+    """The calls an approval request (``{"action_requests": [...], "review_configs":
+    [...]}``, human_in_the_loop's) reviews, matched in order to the calls waiting to run;
+    each call's arguments as ``shown`` (the same request as a reviewer reads it) has them."""
+    if not isinstance(value, Mapping):
+        return ()
+    requests, configs = value.get("action_requests"), value.get("review_configs")
+    if not isinstance(requests, list) or not isinstance(configs, list):
+        return ()
+    shown_requests = shown.get("action_requests") if isinstance(shown, Mapping) else None
+    calls: list[ReviewedCall] = []
+    remaining = list(waiting)
+    for index, (request, config) in enumerate(zip(requests, configs, strict=False)):
+        if not isinstance(request, Mapping) or not isinstance(config, Mapping):
+            return ()
+        match = next(
+            (
+                c
+                for c in remaining
+                if c.name == request.get("name") and c.args == request.get("args")
+            ),
+            None,
+        )
+        if match is None:
+            return ()
+        remaining.remove(match)
+        allowed = tuple(str(d) for d in config.get("allowed_decisions") or ())
+        args = match.args
+        if isinstance(shown_requests, list) and index < len(shown_requests):
+            seen = shown_requests[index]
+            if isinstance(seen, Mapping) and isinstance(seen.get("args"), Mapping):
+                args = seen["args"]
+        calls.append(ReviewedCall(match.id, match.name, args, allowed))
+    return tuple(calls)
+
+
+# -- recording a run ----------------------------------------------------------------------------
+
+
+def _snapshot(agent: Agent, thread_id: str) -> dict[str, Any]:
+    state = agent.get_state(thread_id)
+    values = {k: v for k, v in state.items() if k != "messages"}
+    return {"type": "state_snapshot", "values": jsonable(values)}
+
+
+def _finished(agent: Agent, thread_id: str, run_id: str, result: AgentResult) -> dict[str, Any]:
+    usage = {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens}
+    end: dict[str, Any] = {"type": "run_finished", "run_id": run_id, "usage": usage}
+    if result.interrupts:
+        pending = pending_interrupts(agent, thread_id)
+        end |= {"status": "interrupted", "interrupts": [p.to_json() for p in pending]}
+    else:
+        end |= {"status": "success", "text": result.text}
+    return dict(jsonable(end))
+
+
+def _failed(run_id: str, exc: BaseException, describe: Describe | None) -> dict[str, Any]:
+    message, code = (describe or _describe)(exc)
+    return {"type": "run_error", "run_id": run_id, "message": message, "code": code}
+
+
+Describe = Callable[[BaseException], "tuple[str, str]"]
+"""``(message, code)`` of a run's failure as its ``run_error`` event shows it."""
+
+
+def _describe(exc: BaseException) -> tuple[str, str]:
+    """A plait error by its own words; any other by its type only (its text may hold
+    internals a client must not see)."""
+    if isinstance(exc, PlaitError):
+        return " ".join(str(exc).split()) or type(exc).__name__, type(exc).__name__
+    return f"the run failed with an internal error ({type(exc).__name__})", "internal_error"
+
+
+def _cancelled(run_id: str) -> dict[str, Any]:
+    return {"type": "run_finished", "run_id": run_id, "status": "cancelled"}
+
+
+def record_run(
+    agent: Agent,
+    input: Any,
+    *,
+    thread_id: str,
+    run_id: str,
+    emit: Emit,
+    cancelled: tuple[type[BaseException], ...] = (),
+    describe: Describe | None = None,
+) -> AgentResult | None:
+    """Run ``agent`` on ``thread_id`` (sync path) and hand its run-log events to ``emit``:
+    ``state_snapshot``, what the run does, and its end (``run_finished`` or
+    ``run_error``), all tagged ``run_id`` — the ``run_started`` event is the caller's, as
+    the one who knows where the run begins. An exception of a type in ``cancelled``
+    ends the log with a ``cancelled`` ``run_finished`` and is raised again; any other
+    failure ends it with ``run_error`` (``describe`` words it) and returns ``None``."""
+    recorder = Recorder()
+    try:
+        emit(_snapshot(agent, thread_id))
+        stream = agent.stream(input, mode=MODES, thread_id=thread_id)
+        for event in stream:
+            for record in recorder.translate(event):
+                emit(record)
+        for record in recorder.finish():
+            emit(record)
+        assert stream.result is not None
+        emit(_finished(agent, thread_id, run_id, stream.result))
+        return stream.result
+    except cancelled:
+        for record in recorder.finish():
+            emit(record)
+        emit(_cancelled(run_id))
+        raise
+    except Exception as exc:
+        emit(_failed(run_id, exc, describe))
+        return None
+
+
+async def arecord_run(
+    agent: Agent,
+    input: Any,
+    *,
+    thread_id: str,
+    run_id: str,
+    emit: Emit,
+    describe: Describe | None = None,
+) -> AgentResult | None:
+    """The async form of ``record_run`` (``agent.astream``); a cancelled task ends the
+    log with a ``cancelled`` ``run_finished`` and stays cancelled."""
+    recorder = Recorder()
+    stream = None
+    try:
+        emit(await asyncio.to_thread(_snapshot, agent, thread_id))
+        stream = agent.astream(input, mode=MODES, thread_id=thread_id)
+        async for event in stream:
+            for record in recorder.translate(event):
+                emit(record)
+        for record in recorder.finish():
+            emit(record)
+        result = stream.result
+        assert result is not None
+        emit(await asyncio.to_thread(_finished, agent, thread_id, run_id, result))
+        return result
+    except asyncio.CancelledError:
+        if stream is not None:
+            await stream.aclose()
+        for record in recorder.finish():
+            emit(record)
+        emit(_cancelled(run_id))
+        raise
+    except Exception as exc:
+        emit(_failed(run_id, exc, describe))
+        return None
+
+
+class LogWriter:
+    """Appends one run's events to ``thread_id``'s run log, after its ``run_started``
+    event numbered ``start``.
+
+    A run made again from its start after its process died (a durable workflow replaying
+    its recorded steps) hands the writer the same events again: those already in the log
+    are skipped, one by one, while they match. At the first that does not — the step the
+    dead process was in the middle of, made again — the writer appends a
+    ``step_restarted`` event voiding the rest of the dead attempt's events, then goes on.
+    The ``state_snapshot`` a run starts with is taken once.
+
+    Events are appended in batches: text deltas wait up to ``linger`` seconds for more
+    (``flush`` at the end writes what is left); every other event is written at once.
+    Appends are compare-and-set, so a writer that finds another writing the thread's log
+    fails with ``ThreadBusyError`` rather than interleave.
+    """
+
+    def __init__(self, log: EventLog, thread_id: str, *, start: int, linger: float = 0.05) -> None:
+        self.log = log
+        self.thread_id = thread_id
+        self.start = start
+        self.linger = linger
+        self._logged = [event for _, event in log.read_events(thread_id, after=start)]
+        self._index = 0  # this run's events handed over so far
+        self._matching = bool(self._logged)
+        self.last = start + len(self._logged)
+        """The number of the last event written."""
+        self._pending: list[dict[str, Any]] = []
+        self._since = time.monotonic()
+        self.skipped = 0
+        """Events handed over again that the log already held."""
+
+    def emit(self, event: dict[str, Any]) -> None:
+        if self._matching:
+            if self._index < len(self._logged) and self._same(self._logged[self._index], event):
+                self._index += 1
+                self.skipped += 1
+                return
+            self._matching = False
+            if self._index < len(self._logged):
+                self._pending.append(self._restart(self._logged[self._index :]))
+        self._index += 1
+        self._pending.append(event)
+        if event.get("type") != "text" or time.monotonic() - self._since >= self.linger:
+            self.flush()
+
+    def _same(self, logged: Any, event: dict[str, Any]) -> bool:
+        if self._index == 0 and event.get("type") == "state_snapshot":
+            return isinstance(logged, dict) and logged.get("type") == "state_snapshot"
+        return bool(logged == event)
+
+    def _restart(self, void: list[Any]) -> dict[str, Any]:
+        # the message whose text the dead attempt left open (its start logged, no end)
+        open_message = None
+        for event in self._logged:
+            kind = event.get("type") if isinstance(event, dict) else None
+            if kind == "message_start":
+                open_message = event.get("message_id")
+            elif kind == "message_end":
+                open_message = None
+        return {
+            "type": "step_restarted",
+            "void_after": self.start + self._index,
+            "voided": len(void),
+            "message_id": open_message,
+        }
+
+    def flush(self) -> None:
+        """Write the events handed over and not written yet."""
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self.last = self.log.append_events(self.thread_id, batch, after=self.last)
+        self._since = time.monotonic()
+
+
+# -- who runs a run -----------------------------------------------------------------------------
+
+
+class LocalRun:
+    """A run in this process, as an asyncio task (the default ``start_run``)."""
+
+    def __init__(self, agent: Agent, job: RunJob, emit: Emit | None = None) -> None:
+        self.job = job
+
+        async def run() -> None:
+            writer = None
+            sink = emit
+            if sink is None:
+                log = event_log(agent)
+                writer = await asyncio.to_thread(LogWriter, log, job.thread_id, start=job.start)
+                sink = writer.emit
+            try:
+                await arecord_run(
+                    agent, job.input, thread_id=job.thread_id, run_id=job.run_id, emit=sink
+                )
+            finally:
+                if writer is not None:
+                    await asyncio.to_thread(writer.flush)
+
+        self.task = asyncio.ensure_future(run())
+
+    async def wait(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(self.task)
+
+    async def cancel(self) -> None:
+        self.task.cancel()
+
+
+async def submitted(agent: Agent, job: RunJob) -> RunHandle | None:
+    """The handle of the first middleware (in list order) whose ``submit_run`` takes
+    ``job``, or ``None`` when none does (the run is the caller's to run here)."""
+    for impl in agent.compiled.registry.impls("submit_run"):
+        if impl.is_async:
+            handle = await impl.call(job, agent)
+        else:
+            handle = await asyncio.to_thread(impl.call, job, agent)
+        if handle is not None:
+            if not isinstance(handle, RunHandle):
+                raise PlaitError(
+                    f"middleware {impl.middleware!r}: submit_run: expected a run handle "
+                    f"(wait() and cancel()) or None, got {type(handle).__name__}"
+                )
+            return handle
+    return None
+
+
+async def start_run(agent: Agent, job: RunJob, *, emit: Emit | None = None) -> RunHandle:
+    """Start ``job``: through the first middleware whose ``submit_run`` takes it, else in
+    this process as an asyncio task whose events go to ``emit`` (default: a ``LogWriter``
+    on the agent's checkpointer). The caller has written the ``run_started`` event
+    numbered ``job.start``."""
+    handle = await submitted(agent, job)
+    return handle if handle is not None else LocalRun(agent, job, emit)

@@ -1,0 +1,284 @@
+"""``plait.runlog``: a run records its events into its thread's run log, a run made again
+after its process died logs each finished step once (and marks the step it restarted),
+and a middleware's ``submit_run`` takes over running a run."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+
+import plait
+from plait import effects
+from plait.checkpoint import MemoryCheckpointer
+from plait.errors import PlaitError, ThreadBusyError
+from plait.messages import AIMessage, HumanMessage, ToolCall
+from plait.runlog import LogWriter, RunHandle, RunJob, record_run, start_run
+from plait.types import Command
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def _script(words: str = "the sum is three") -> list[Any]:
+    call = ToolCall("add", {"a": 1, "b": 2}, id="call-1")
+    return [AIMessage("", tool_calls=[call], id="ai-1"), AIMessage(words, id="ai-2")]
+
+
+def _agent(checkpointer: Any, words: str = "the sum is three", **kwargs: Any) -> plait.Agent:
+    return plait.create_agent(
+        model=plait.ScriptedChatModel(_script(words)),
+        tools=[add],
+        checkpointer=checkpointer,
+        **kwargs,
+    )
+
+
+def _events(words: str) -> list[dict[str, Any]]:
+    """One run's events, its ids as a durable run's are on every replay (from a seed)."""
+    counter = itertools.count()
+    events: list[dict[str, Any]] = []
+    with effects.id_source(lambda: f"id-{next(counter)}"):
+        record_run(
+            _agent(MemoryCheckpointer(), words),
+            "add",
+            thread_id="t",
+            run_id="r1",
+            emit=events.append,
+        )
+    return events
+
+
+def _begin(log: MemoryCheckpointer, thread: str, run_id: str) -> int:
+    return log.append_events(thread, [{"type": "run_started", "run_id": run_id}], after=0)
+
+
+def _kinds(log: MemoryCheckpointer, thread: str) -> list[str]:
+    return [event["type"] for _, event in log.read_events(thread)]
+
+
+def test_start_run_records_the_run_into_the_checkpointers_log() -> None:
+    log = MemoryCheckpointer()
+    agent = _agent(log)
+    start = _begin(log, "t", "r1")
+
+    async def main() -> None:
+        handle = await start_run(agent, RunJob("t", "add 1 and 2", "r1", start))
+        await handle.wait()
+
+    asyncio.run(main())
+    events = [event for _, event in log.read_events("t")]
+    assert [e["type"] for e in events] == [
+        "run_started",
+        "state_snapshot",
+        "tool_call",
+        "tool_result",
+        "message_start",
+        "text",
+        "text",
+        "text",
+        "text",
+        "message_end",
+        "run_finished",
+    ]
+    assert events[2] | {} == {
+        "type": "tool_call",
+        "message_id": "ai-1",
+        "tool_call_id": "call-1",
+        "name": "add",
+        "args": {"a": 1, "b": 2},
+    }
+    assert events[3]["content"] == "3"
+    assert "".join(e["delta"] for e in events if e["type"] == "text") == "the sum is three"
+    assert events[-1]["status"] == "success"
+    assert events[-1]["run_id"] == "r1"
+    assert events[-1]["text"] == "the sum is three"
+
+
+def test_a_replayed_run_logs_each_event_once() -> None:
+    """A process died after logging part of a run; the run made again (the same events,
+    as a workflow replays its recorded steps) adds only what was missing."""
+    log = MemoryCheckpointer()
+    start = _begin(log, "t", "r1")
+    whole = MemoryCheckpointer()
+    record_run(_agent(whole), "add", thread_id="t", run_id="r1", emit=lambda e: None)
+    first = LogWriter(log, "t", start=start)
+    seen: list[dict[str, Any]] = []
+    record_run(_agent(MemoryCheckpointer()), "add", thread_id="t", run_id="r1", emit=seen.append)
+    for event in seen[:6]:  # died after the first text delta
+        first.emit(event)
+    first.flush()
+    assert log.last_event("t") == 7
+
+    again = LogWriter(log, "t", start=start)
+    for event in seen:  # the replay: the same events from the start
+        again.emit(event)
+    again.flush()
+    assert again.skipped == 6
+    logged = [event for _, event in log.read_events("t", after=start)]
+    assert logged == seen  # every event once, in order, no marker
+    assert _kinds(log, "t").count("run_finished") == 1
+
+
+def test_a_step_made_again_differently_is_marked_restarted() -> None:
+    """The model call in flight when the process died is made again and says something
+    else: the dead attempt's text is voided by a ``step_restarted`` event naming it,
+    and the finished steps before it stay logged once."""
+    log = MemoryCheckpointer()
+    start = _begin(log, "t", "r1")
+    dead = _events("an old answer")
+    writer = LogWriter(log, "t", start=start)
+    for event in dead[:6]:  # snapshot, tool call and result, the text begun
+        writer.emit(event)
+    writer.flush()
+    assert [e["type"] for e in dead[:6]][-3:] == ["message_start", "text", "text"]
+
+    replay = _events("a new answer")
+    again = LogWriter(log, "t", start=start)
+    for event in replay:
+        again.emit(event)
+    again.flush()
+    logged = [event for _, event in log.read_events("t", after=start)]
+    # snapshot, tool_call, tool_result, message_start match; the first text differs
+    assert again.skipped == 4
+    marker = logged[6]
+    assert marker == {
+        "type": "step_restarted",
+        "void_after": start + 4,
+        "voided": 2,
+        "message_id": "ai-2",
+    }
+    assert logged[:6] == dead[:6]
+    assert logged[7:] == replay[4:]
+    assert "".join(e["delta"] for e in logged[7:] if e["type"] == "text") == "a new answer"
+    assert sum(e["type"] == "tool_result" for e in logged) == 1
+
+
+def test_a_writer_refuses_to_interleave_with_another() -> None:
+    log = MemoryCheckpointer()
+    start = _begin(log, "t", "r1")
+    writer = LogWriter(log, "t", start=start)
+    log.append_events("t", [{"type": "custom", "value": 1}], after=start)
+    with pytest.raises(ThreadBusyError):
+        writer.emit({"type": "state", "values": {}})
+
+
+def test_a_failed_run_ends_its_log_with_run_error() -> None:
+    log = MemoryCheckpointer()
+    agent = plait.create_agent(
+        model=plait.ScriptedChatModel([PlaitError("the model is down")]), checkpointer=log
+    )
+    events: list[dict[str, Any]] = []
+    assert record_run(agent, "hi", thread_id="t", run_id="r", emit=events.append) is None
+    assert events[-1] == {
+        "type": "run_error",
+        "run_id": "r",
+        "message": "the model is down",
+        "code": "PlaitError",
+    }
+
+
+def test_a_cancelled_local_run_ends_its_log_cancelled() -> None:
+    log = MemoryCheckpointer()
+    gate = asyncio.Event()
+
+    async def slow(messages: Any, tools: Any) -> str:
+        raise AssertionError  # pragma: no cover
+
+    async def main() -> None:
+        async def wait_tool() -> str:
+            """Wait."""
+            await gate.wait()
+            return "never"
+
+        agent = plait.create_agent(
+            model=plait.ScriptedChatModel(
+                [AIMessage("", tool_calls=[ToolCall("wait_tool", {}, id="c")])]
+            ),
+            tools=[wait_tool],
+            checkpointer=log,
+        )
+        handle = await start_run(agent, RunJob("t", "go", "r", _begin(log, "t", "r")))
+        for _ in range(200):
+            if "tool_call" in _kinds(log, "t"):
+                break
+            await asyncio.sleep(0.01)
+        await handle.cancel()
+        await handle.wait()
+
+    asyncio.run(main())
+    _, last = log.read_events("t")[-1]
+    assert last == {"type": "run_finished", "run_id": "r", "status": "cancelled"}
+
+
+class _Queued:
+    def __init__(self, job: RunJob) -> None:
+        self.job = job
+        self.cancelled = False
+
+    async def wait(self) -> None:
+        return None
+
+    async def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Elsewhere(plait.Middleware):
+    """Runs every recorded run elsewhere (here: keeps the job)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[RunJob] = []
+
+    def submit_run(self, job: RunJob, agent: plait.Agent) -> RunHandle | None:
+        self.jobs.append(job)
+        return _Queued(job)
+
+
+class Declines(plait.Middleware):
+    async def submit_run(self, job: RunJob) -> None:
+        return None
+
+
+class Wrong(plait.Middleware):
+    def submit_run(self, job: RunJob) -> object:
+        return "a workflow id"
+
+
+def test_a_middleware_takes_over_running_the_run() -> None:
+    log = MemoryCheckpointer()
+    elsewhere = Elsewhere()
+    agent = _agent(log, middleware=[Declines(), elsewhere])
+    job = RunJob("t", [HumanMessage("add", id="m1")], "r1", _begin(log, "t", "r1"))
+
+    async def main() -> RunHandle:
+        handle = await start_run(agent, job)
+        await handle.cancel()
+        return handle
+
+    handle = asyncio.run(main())
+    assert isinstance(handle, _Queued) and handle.cancelled
+    assert elsewhere.jobs == [job]
+    assert _kinds(log, "t") == ["run_started"]  # nothing ran here
+
+
+def test_a_submit_run_hook_must_return_a_handle() -> None:
+    agent = _agent(MemoryCheckpointer(), middleware=[Wrong()])
+    with pytest.raises(PlaitError) as caught:
+        asyncio.run(start_run(agent, RunJob("t", "hi", "r", 1)))
+    assert str(caught.value) == (
+        "middleware 'Wrong': submit_run: expected a run handle (wait() and cancel()) or "
+        "None, got str"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["hi", None, [HumanMessage("hello", id="m1")], Command(resume={"decisions": []})],
+)
+def test_a_job_travels_as_json(value: Any) -> None:
+    job = RunJob("t", value, "r", 3)
+    assert RunJob.from_json(job.to_json()) == job
