@@ -184,9 +184,10 @@ class RemoteSubAgent:
         remote cannot pause it and is an error)."""
         from langgraph_sdk import errors
 
-        thread = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.url}#{self.assistant_id}#{key}"))
         if key is None:
             thread = str(uuid.uuid4())
+        else:
+            thread = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.url}#{self.assistant_id}#{key}"))
         run_id: str | None = None
         try:
             async with self.client() as client:
@@ -202,9 +203,11 @@ class RemoteSubAgent:
                     # Paused on an earlier pass: the runs after the first were its answers.
                     resumes = len(await client.runs.list(thread, limit=1000)) - 1
                 elif found.get("status") == "busy":  # an earlier pass's run still going
-                    (latest,) = await client.runs.list(thread, limit=1)
-                    run_id = latest["run_id"]
-                    values = await client.runs.join(thread, run_id)
+                    latest = await client.runs.list(thread, limit=1)
+                    if not latest:
+                        raise RemoteError(f"the server at {self.url} lists no run of a busy thread")
+                    run_id = latest[0]["run_id"]
+                    values = await self._join(client, thread, run_id)
                 else:
                     done = _last_ai_text(found.get("values"))
                     if done is not None:  # finished on an earlier pass

@@ -182,6 +182,82 @@ def test_an_interrupt_of_the_remote_pauses_the_main_run_and_its_answer_resumes_i
     assert remote_threads(agent_s) == [thread]  # the same remote thread, resumed
 
 
+@plait.tool
+def transfer(amount: int) -> str:
+    """Move money, asking twice.
+
+    Args:
+        amount: euros.
+    """
+    first = plait.interrupt(f"Move {amount} EUR?")
+    second = plait.interrupt("Really?")
+    return f"moved {amount} EUR ({first}, {second})"
+
+
+def test_a_remote_pausing_twice_gets_each_answer_once(make_agent: Any) -> None:
+    desk = plait.create_agent(
+        plait.ScriptedChatModel(
+            [ai("", call("transfer", amount=5)), lambda messages, tools: messages[-1].text]
+        ),
+        [transfer],
+        name="desk",
+        checkpointer="memory",
+    )
+    served = Served(plait_serve.app(desk, keys=[KEY]))
+    try:
+        main = make_agent(
+            [ai("", task("t1", "Move 5 EUR.")), "Moved."],
+            middleware=[SubAgentMiddleware(subagents=[remote(served.url, "desk")])],
+        )
+        first = main.invoke("move 5", thread_id="m")
+        assert [i.value for i in first.interrupts] == ["Move 5 EUR?"]
+        second = main.invoke(plait.Command(resume="yes"), thread_id="m")
+        assert [i.value for i in second.interrupts] == ["Really?"]
+        done = main.invoke(plait.Command(resume="sure"), thread_id="m")
+        assert tool_answers(done.messages)["t1"].text == "moved 5 EUR (yes, sure)"
+        [thread] = desk.list_threads()
+        assert transcript(desk.get_state(thread)["messages"])[-2:] == [
+            ("tool", "moved 5 EUR (yes, sure)"),
+            ("ai", "moved 5 EUR (yes, sure)"),
+        ]
+    finally:
+        served.stop()
+
+
+def test_a_remote_run_that_fails_is_a_tool_error_and_a_failed_background_task(
+    make_agent: Any,
+) -> None:
+    broken = plait.create_agent(
+        plait.ScriptedChatModel([RuntimeError("overloaded")] * 4),
+        name="broken",
+        checkpointer="memory",
+    )
+    served = Served(plait_serve.app(broken, keys=[KEY]))
+    try:
+        middleware = SubAgentMiddleware(subagents=[remote(served.url, "broken")], background=True)
+        main = make_agent(
+            [ai("", task("t1", "hi"), start("s1", "hi")), "It failed."],
+            middleware=[middleware],
+        )
+        result = main.invoke("go", thread_id="m")
+        answer = tool_answers(result.messages)["t1"]
+        assert answer.status == "error"
+        assert answer.text.startswith(
+            f"Error: remote sub-agent 'billing' failed: its run on the server at {served.url} "
+            "failed ("
+        )
+        assert middleware.wait_for_tasks("m", timeout=20)
+        [task_id] = result.state[BACKGROUND_KEY]
+        main.model.responses += [ai("", call("check_task", "c1", task_id=task_id)), "ok"]  # type: ignore[attr-defined]
+        checked = tool_answers(main.invoke("news?", thread_id="m").messages)["c1"].text
+        assert checked.startswith(
+            f"Task {task_id} (billing) failed. Result:\nits run on the server at {served.url} "
+            "failed ("
+        )
+    finally:
+        served.stop()
+
+
 def test_a_wrong_key_an_unknown_assistant_and_a_dead_server_are_tool_errors(
     make_agent: Any, billing: tuple[plait.Agent, Served]
 ) -> None:
