@@ -1,20 +1,24 @@
-"""plait-dbos: throughput with 1, 2 and 4 worker processes, and the cost of one durable
-step beside the plain PostgreSQL checkpointer.
+"""plait-dbos: the cost of a durable run beside the plain PostgreSQL checkpointer, and
+throughput with 1, 2 and 4 worker processes on I/O-bound runs.
 
 Needs PostgreSQL: ``PLAIT_TEST_POSTGRES_URL`` (a database of its own is created and
-dropped). The model is fake and I/O-bound: each call waits ``MODEL_SECONDS``, as a
-provider's network round trip would; each run is one model call asking for a tool, the
-tool, and a second model call.
+dropped for each part). Each run is one model call asking for a tool, the tool, and a
+second model call; the model is fake.
 
-1. Throughput: 1, 2 or 4 worker processes (``worker_concurrency`` 4 each) are started
-   and warmed up, then ``RUNS`` runs on as many threads are queued; runs per second from
-   the first submission to the last result, and the ratio to one worker.
-2. Per-step cost: the same runs with a model that does not wait, in this process, once
-   with ``agent.invoke`` on the PostgreSQL checkpointer and once as DBOS workflows (started
-   directly, without the queue); the difference per run divided by the DBOS steps a run
-   records (thread load, two model calls, the tool; the thread's saves are not steps).
+1. Durable ÷ plain: runs with a model that answers at once, in this process, once with
+   ``agent.invoke`` on the PostgreSQL checkpointer and once as DBOS workflows (started
+   directly, without the queue); the median per run of each and their ratio, and the
+   difference per DBOS step a run records (thread load, two model calls, the tool; the
+   thread's saves are not steps).
+2. Throughput: the model waits ``MODEL_SECONDS`` a call, as a provider's network round
+   trip would, so a run is I/O-bound. 1, 2 or 4 worker processes (``worker_concurrency``
+   4 each) are started and warmed up, then ``RUNS`` runs on as many threads are queued;
+   runs per second from the first submission to the last result, the ratio to one
+   worker, and the workers' CPU per run (from /proc, where there is one).
 
-Figures are printed, never asserted.
+The load average is printed before and after each part: on a machine others use, the
+throughput ratios are only as good as the cores were free. Figures are printed, never
+asserted. One command, unattended, about a minute on a quiet 2-core machine:
 
     PLAIT_TEST_POSTGRES_URL=postgresql://... python benchmarks/dbos_throughput.py
 """
@@ -35,8 +39,8 @@ import plait
 from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from plait.models.base import ChatModel
 
-RUNS = 48
-MODEL_SECONDS = 0.05
+RUNS = 96
+MODEL_SECONDS = 0.2
 COST_RUNS = 60
 
 
@@ -99,7 +103,23 @@ def fresh_database(base: str) -> Iterator[str]:
             conn.execute(drop.format(sql.Identifier(name)))
 
 
-def throughput(base: str, workers: int) -> float:
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of a process so far (Linux /proc), ``None`` elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
+
+
+def throughput(base: str, workers: int) -> tuple[float, float | None]:
+    """Runs per second, and the workers' CPU seconds per run (``None`` without /proc)."""
     from plait_dbos import submit
 
     with fresh_database(base) as url:
@@ -113,17 +133,25 @@ def throughput(base: str, workers: int) -> float:
             warm = [submit(agent, f"warm {i}", thread_id=f"warm{i}") for i in range(4 * workers)]
             for run in warm:
                 run.result()
+            cpu_before = [_cpu_seconds(p.pid) for p in processes]
             started = time.perf_counter()
             queued = [submit(agent, f"item {i}", thread_id=f"t{i}") for i in range(RUNS)]
             for run in queued:
                 run.result()
             elapsed = time.perf_counter() - started
+            cpu_after = [_cpu_seconds(p.pid) for p in processes]
         finally:
             for process in processes:
                 process.terminate()
             for process in processes:
                 process.wait()
-        return RUNS / elapsed
+        spent = [
+            after - before
+            for before, after in zip(cpu_before, cpu_after, strict=True)
+            if before is not None and after is not None
+        ]
+        cpu = sum(spent) / RUNS if len(spent) == workers else None
+        return RUNS / elapsed, cpu
 
 
 def step_cost(base: str) -> tuple[float, float, int]:
@@ -165,18 +193,22 @@ def main() -> None:
     base = os.environ.get("PLAIT_TEST_POSTGRES_URL")
     if not base:
         sys.exit("set PLAIT_TEST_POSTGRES_URL to a PostgreSQL server")
+    print(_load())
+    plain, durable, steps = step_cost(base)
+    per_step = (durable - plain) / steps
+    print(f"durable vs plain ({COST_RUNS} runs, model answers at once, median per run):")
+    print(f"  plain PostgreSQL checkpointer: {plain * 1000:6.2f} ms per run")
+    print(f"  DBOS workflow:                 {durable * 1000:6.2f} ms per run ({steps} steps)")
+    print(f"  durable / plain: {durable / plain:.2f}x  ({per_step * 1000:.2f} ms per step)")
+    print(_load())
     print(f"throughput: {RUNS} runs, model waits {MODEL_SECONDS * 1000:.0f} ms per call")
     one = 0.0
     for workers in (1, 2, 4):
-        rate = throughput(base, workers)
+        rate, cpu = throughput(base, workers)
         one = one or rate
-        print(f"  {workers} worker(s): {rate:6.1f} runs/s  ({rate / one:.2f}x one worker)")
-    plain, durable, steps = step_cost(base)
-    per_step = (durable - plain) / steps
-    print(f"per-step cost ({COST_RUNS} runs, model answers at once, median per run):")
-    print(f"  plain PostgreSQL checkpointer: {plain * 1000:6.2f} ms per run")
-    print(f"  DBOS workflow:                 {durable * 1000:6.2f} ms per run ({steps} steps)")
-    print(f"  durability: {per_step * 1000:.2f} ms per step, {durable / plain:.2f}x the plain run")
+        used = "" if cpu is None else f", workers' CPU {cpu * 1000:.1f} ms per run"
+        print(f"  {workers} worker(s): {rate:6.1f} runs/s  ({rate / one:.2f}x one worker{used})")
+    print(_load())
 
 
 if __name__ == "__main__":

@@ -15,6 +15,12 @@ if TYPE_CHECKING:
 
 WORKFLOW_NAME = "plait.run"
 APP_NAME = "plait"
+STEP_LAYOUT = "plait-2"
+"""DBOS's application version of plait's workflows: which steps a run records, in which
+order. A worker recovers and dequeues only runs of its own version, so a run started under
+another layout is never replayed against this one (it would end in DBOS's unexpected-step
+error). Bump it whenever the steps a run records change. plait-1: a thread save was a step
+of its own; plait-2: saves are written by their compare-and-set, not recorded."""
 
 
 def find_options(agent: Agent) -> DBOSMiddleware:
@@ -35,7 +41,7 @@ def dbos_config(options: DBOSMiddleware, *, executor_id: str) -> DBOSConfig:
         "name": APP_NAME,
         "system_database_url": options.database_url,
         "executor_id": executor_id,
-        "application_version": "plait-1",
+        "application_version": STEP_LAYOUT,
         "log_level": "WARNING",
         # DBOS pings each pooled connection before every system-database transaction —
         # two of the ~10 round trips a durable step costs. A dropped connection is

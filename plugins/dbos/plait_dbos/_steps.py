@@ -46,9 +46,62 @@ def _ids(seed: str) -> Callable[[], str]:
 
 @contextlib.contextmanager
 def workflow_ids(workflow_id: str) -> Iterator[None]:
-    """Run, thread and message ids derived from the workflow id and their order."""
-    with effects.id_source(_ids(workflow_id)):
-        yield
+    """One execution of a run's workflow: run, thread and message ids derived from the
+    workflow id and their order, and DBOS's look for a recorded result skipped for the
+    steps this execution reaches past the recorded ones."""
+    _skip_fresh_checks()
+    token = _execution.set(_Execution(workflow_id))
+    try:
+        with effects.id_source(_ids(workflow_id)):
+            yield
+    finally:
+        _execution.reset(token)
+
+
+@attrs.define
+class _Execution:
+    """Where this execution of the workflow stopped finding recorded steps (mutable: it
+    is learnt as the execution goes)."""
+
+    workflow_id: str
+    fresh_from: int | None = None
+
+
+_execution: contextvars.ContextVar[_Execution | None] = contextvars.ContextVar(
+    "plait_dbos_execution", default=None
+)
+
+
+def _skip_fresh_checks() -> None:
+    """Before each step DBOS reads the system database for a result recorded by an earlier
+    execution (a transaction of two queries, ~5 ms under load). A workflow's steps run one
+    after another and each is recorded before the next starts, so once a step id is found
+    unrecorded, no later id of this execution can be recorded: the check of those ids
+    answers "none" without a query. A replay still checks each recorded step (and its
+    name) until it passes the last one. Installed once on this process's DBOS system
+    database; checks outside a plait execution (or on another thread, e.g. DBOS's event
+    loop for async steps) go to DBOS unchanged. Cancelling a run with DBOS's own tools
+    still stops it: the next step's record is refused once the run is no longer owned."""
+    from dbos._dbos import _get_dbos_instance
+
+    sys_db: Any = _get_dbos_instance()._sys_db
+    original = getattr(sys_db, "check_operation_execution", None)
+    if original is None or getattr(original, "plait_fresh_checks", False):
+        return
+
+    def check(workflow_id: str, function_id: int, function_name: str, **kwargs: Any) -> Any:
+        execution = _execution.get()
+        if execution is None or execution.workflow_id != workflow_id:
+            return original(workflow_id, function_id, function_name, **kwargs)
+        if execution.fresh_from is not None and function_id >= execution.fresh_from:
+            return None
+        recorded = original(workflow_id, function_id, function_name, **kwargs)
+        if recorded is None:
+            execution.fresh_from = function_id
+        return recorded
+
+    check.plait_fresh_checks = True  # type: ignore[attr-defined]
+    sys_db.check_operation_execution = check
 
 
 def in_workflow() -> bool:
