@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import re
@@ -107,6 +106,8 @@ def _missing_hint(group: str, name: str, known: list[str]) -> str:
             f"`pip install ./plugins/{folder}` from a checkout of plait "
             f"(or `pip install . ./plugins/*` for every built-in plugin)"
         )
+    import difflib
+
     close = difflib.get_close_matches(name, [*known, *BUILTIN.get(group, {})], n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 

@@ -10,17 +10,14 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import logging
 import os
 import shlex
 import sys
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from plait.answerers import Asker
 from plait.errors import CheckpointerRequiredError, PlaitError, ThreadBusyError
 
 if TYPE_CHECKING:
@@ -28,11 +25,13 @@ if TYPE_CHECKING:
 
     from plait.agent import Agent, AgentResult
     from plait.agentfile import AgentSpec
+    from plait.answerers import Asker
     from plait.types import Interrupt
 
 __all__ = ["Asker", "main"]
 
 _MOVED = {
+    "Asker": "plait.answerers",
     "Console": "plait._console",
     "Spinner": "plait._console",
     "ModelDisplay": "plait._console",
@@ -41,8 +40,9 @@ _MOVED = {
     "PluginInfo": "plait._plugin_list",
     "collect_plugins": "plait._plugin_list",
 }
-"""Names of the live display and of ``plait plugins``, in modules of their own so that
-``plait --help`` imports neither attrs nor the middleware machinery."""
+"""Names of the live display, of ``plait plugins`` and of the interrupt dialog, in modules
+of their own so that ``plait --help`` imports neither attrs, the middleware machinery nor
+subprocess."""
 
 
 def __getattr__(name: str) -> Any:
@@ -115,6 +115,13 @@ def result_to_json(result: AgentResult) -> dict[str, Any]:
 # --------------------------------------------------------------------------- run
 
 
+def _new_hex() -> str:
+    """Twelve random hex digits naming a new thread (uuid imported only when one is made)."""
+    import uuid
+
+    return uuid.uuid4().hex[:12]
+
+
 def _load(path: str, model: str | None = None) -> AgentSpec:
     from plait.agentfile import read_agent_file
 
@@ -156,7 +163,7 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
     thread = args.thread
     if thread is None and spec.checkpointer is not None:
-        thread = f"run-{uuid.uuid4().hex[:12]}"
+        thread = f"run-{_new_hex()}"
 
     overrides: dict[str, Any] = {}
     if args.record is not None:
@@ -176,6 +183,8 @@ def cmd_run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         if result.interrupts and not _outlives_process(spec.checkpointer) and not args.json:
             # The thread dies with this process, so a later --resume cannot reach it:
             # ask the human now (on stdin), as `plait chat` does.
+            from plait.answerers import Asker
+
             asker = Asker(sys.stdin, out)
             try:
                 while result.interrupts:
@@ -294,7 +303,9 @@ def cmd_chat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     console = Console(out, Spinner(err), prefix="agent> ")
     first, last = console.middleware()
     agent = spec.build(first=first, last=last, **overrides)
-    thread = args.thread or f"chat-{uuid.uuid4().hex[:12]}"
+    thread = args.thread or f"chat-{_new_hex()}"
+    from plait.answerers import Asker
+
     asker = Asker(sys.stdin, out)
     out.write(
         f"Chatting with {args.agent} on thread {thread}. /help for commands, "
@@ -539,6 +550,8 @@ def _reported(err: IO[str]) -> Iterator[list[int]]:
 
 def _trace_to(stream: IO[str]) -> None:
     """``PLAIT_TRACE=1``: the ``plait.trace`` log (every hook call) goes to ``stream``."""
+    import logging
+
     logger = logging.getLogger("plait.trace")
     handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("trace: %(message)s"))

@@ -7,7 +7,6 @@ import argparse
 import json
 import signal
 import sys
-import tomllib
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -171,6 +170,8 @@ def cmd_submit(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 def _dbos_table(path: Path) -> tuple[str, dict[str, Any]]:
     """The agent's name and its ``dbos`` middleware options, read from the file without
     building the agent (submitting needs no model, tools or API keys)."""
+    import tomllib  # here, not at the top: plait --help loads this module
+
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)

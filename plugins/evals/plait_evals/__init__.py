@@ -3,33 +3,61 @@
 A dataset is pydantic-evals' own file format; the evaluators here read what a plait run
 did from the OpenTelemetry spans plait-otel emits (tool trajectory, model calls, tokens)
 or judge its output with any plait model.
+
+Names load on first use: the ``plait`` CLI imports ``plait_evals.command`` (so this
+package) on every invocation, ``plait --help`` included, and pydantic-evals only when
+``plait eval`` runs.
 """
 
-from plait_evals.dataset import CaseInput, EvalDataset, EvalError, load_dataset
-from plait_evals.evaluators import (
-    MaxCost,
-    MaxTokens,
-    OutputMatchesSchema,
-    PlaitJudge,
-    ToolTrajectory,
-)
-from plait_evals.runner import Evaluation, run_eval
-from plait_evals.summary import Summary, compare, pass_at_k, summarize
+from __future__ import annotations
 
-__all__ = [
-    "CaseInput",
-    "EvalDataset",
-    "EvalError",
-    "Evaluation",
-    "MaxCost",
-    "MaxTokens",
-    "OutputMatchesSchema",
-    "PlaitJudge",
-    "Summary",
-    "ToolTrajectory",
-    "compare",
-    "load_dataset",
-    "pass_at_k",
-    "run_eval",
-    "summarize",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "CaseInput": "plait_evals.dataset",
+    "EvalDataset": "plait_evals.dataset",
+    "EvalError": "plait_evals.dataset",
+    "Evaluation": "plait_evals.runner",
+    "MaxCost": "plait_evals.evaluators",
+    "MaxTokens": "plait_evals.evaluators",
+    "OutputMatchesSchema": "plait_evals.evaluators",
+    "PlaitJudge": "plait_evals.evaluators",
+    "Summary": "plait_evals.summary",
+    "ToolTrajectory": "plait_evals.evaluators",
+    "compare": "plait_evals.summary",
+    "load_dataset": "plait_evals.dataset",
+    "pass_at_k": "plait_evals.summary",
+    "run_eval": "plait_evals.runner",
+    "summarize": "plait_evals.summary",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'plait_evals' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from plait_evals.dataset import CaseInput as CaseInput
+    from plait_evals.dataset import EvalDataset as EvalDataset
+    from plait_evals.dataset import EvalError as EvalError
+    from plait_evals.dataset import load_dataset as load_dataset
+    from plait_evals.evaluators import MaxCost as MaxCost
+    from plait_evals.evaluators import MaxTokens as MaxTokens
+    from plait_evals.evaluators import OutputMatchesSchema as OutputMatchesSchema
+    from plait_evals.evaluators import PlaitJudge as PlaitJudge
+    from plait_evals.evaluators import ToolTrajectory as ToolTrajectory
+    from plait_evals.runner import Evaluation as Evaluation
+    from plait_evals.runner import run_eval as run_eval
+    from plait_evals.summary import Summary as Summary
+    from plait_evals.summary import compare as compare
+    from plait_evals.summary import pass_at_k as pass_at_k
+    from plait_evals.summary import summarize as summarize

@@ -99,3 +99,37 @@ def test_the_plain_listing_reads_metadata_and_imports_no_plugin(tmp_path) -> Non
         for option in describe_options(ep.load()):
             assert f"      {option.name}: {option.type}" not in out
     assert "Each middleware's options: plait plugins --verbose\n" in out
+
+
+def test_help_lists_plugin_commands_and_imports_no_third_party_package(tmp_path) -> None:
+    """``plait --help`` loads each ``plait.commands`` entry point for its line of help, and
+    nothing those commands only need when they run (pydantic-evals, DBOS, Starlette, the
+    MCP SDK): beyond the standard library, only plait and the commands' own modules."""
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import plait.cli\n"
+        "try:\n"
+        "    plait.cli.main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('IMPORTED', sorted(set(sys.modules) - before))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    *help_lines, imported_line = done.stdout.splitlines()
+    help_text = "\n".join(help_lines)
+    commands = sorted(entry_points(group="plait.commands"), key=lambda ep: ep.name)
+    for ep in commands:
+        assert f"\n    {ep.name} " in help_text or f"\n    {ep.name}\n" in help_text, ep.name
+    allowed = {"plait"} | {ep.module.split(".")[0] for ep in commands}
+    imported = imported_line.removeprefix("IMPORTED ").strip("[]").replace("'", "").split(", ")
+    third_party = sorted(
+        name
+        for name in imported
+        if name.split(".")[0] not in sys.stdlib_module_names and name.split(".")[0] not in allowed
+    )
+    assert third_party == []
