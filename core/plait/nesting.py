@@ -5,19 +5,21 @@ it by the kernel: its model calls count in the outer run's usage ledger and agai
 limits (``plait.usage``), and its events reach the outer run's stream with
 ``StreamEvent.path`` prefixed by the tool call's id. ``nest`` gives the same to a run
 started elsewhere in a run: in a ``wrap_model_call`` hook (a handoff's receiving agent
-answering the model call), or in an asyncio task a tool starts (a background sub-agent,
-which copies the tool call's context instead).
+answering the model call). ``detached_context`` carries where a run nests into a task
+that outlives the call that started it (a background sub-agent).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Iterator
 
+from plait import usage
 from plait._stream import ToolCallScope, in_tool_call, run_sink
 from plait.usage import current
 
-__all__ = ["nest"]
+__all__ = ["detached_context", "nest"]
 
 
 @contextlib.contextmanager
@@ -51,3 +53,27 @@ def nest(name: str) -> Iterator[tuple[str, ...]]:
         yield scope.path
     finally:
         in_tool_call.reset(token)
+
+
+def detached_context() -> contextvars.Context:
+    """A fresh context holding only where a run started here would nest, for a task that
+    may outlive the call that starts it (``loop.create_task(work,
+    context=detached_context())``): a run the task starts nests as if started here.
+
+    Its model calls count in the run's ledger and its limits refuse them, even after the
+    run has ended (the ledger keeps counting what the run started; its ``result.usage``,
+    already returned, does not change); its events reach the run's stream while that
+    stream is open, then stop. Nothing else of this context is carried (tracing spans, a
+    durable workflow, interrupt scopes): they end with the call."""
+    call, sink = in_tool_call.get(), run_sink.get()
+    ledger, exempt = usage._current.get(), usage._exempt.get()
+
+    def enter() -> None:
+        in_tool_call.set(call)
+        run_sink.set(sink)
+        usage._current.set(ledger)
+        usage._exempt.set(exempt)
+
+    context = contextvars.Context()
+    context.run(enter)
+    return context

@@ -2,9 +2,12 @@
 
 Each task is an asyncio task on the event loop the tool runs on: on the sync path the
 agent's own loop thread, which outlives the run, so a task goes on after ``invoke``
-returns; on the async path the caller's loop (a task ends with it). The task runs in a
-fresh context, not the run's: it outlives the run, so it is neither nested in its usage
-ledger and limits nor in its stream; its usage is reported with its result instead.
+returns; on the async path the caller's loop (a task ends with it). The task's run is
+nested in the run that started it, under the ``start_task`` call's id
+(``plait.nesting.detached_context``): its model calls count in that run's usage ledger
+and its ``usage_limit``/``model_call_limit`` refuse them, also once that run has ended;
+its events reach that run's stream while the stream is open. Its usage is also reported
+with its result.
 
 Tasks are kept in memory by the middleware (``BackgroundTasks``), per main thread, and
 mirrored in the thread's ``background_tasks`` state key. A finished task's result is
@@ -17,19 +20,20 @@ that ended) is reported as lost.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import datetime
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from plait.agent import Agent
 from plait.messages import HumanMessage
+from plait.nesting import detached_context
+from plait.usage import exempt as exempt_from
 
 __all__ = ["BACKGROUND_KEY", "BackgroundTasks", "TaskRecord", "merge_records"]
 
@@ -104,12 +108,19 @@ class BackgroundTasks:
         self._changed = threading.Condition()
 
     def start(
-        self, agent: Agent, name: str, description: str, thread_id: str, persistent: bool
+        self,
+        agent: Agent,
+        name: str,
+        description: str,
+        thread_id: str,
+        persistent: bool,
+        exempt: Sequence[str] = (),
     ) -> TaskRecord:
-        """Start ``agent`` on ``description`` on the running loop; return at once."""
+        """Start ``agent`` on ``description`` on the running loop; return at once.
+        ``exempt``: the limits of the starting run its calls skip (``plait.usage.exempt``)."""
         record = self.new(name, description, thread_id)
         sub_thread = f"{thread_id}/background/{record.id}" if persistent else None
-        self.launch(record, self._run(record, agent, sub_thread))
+        self.launch(record, self._run(record, agent, sub_thread, tuple(exempt)))
         return record
 
     def new(self, name: str, description: str, thread_id: str) -> TaskRecord:
@@ -126,18 +137,21 @@ class BackgroundTasks:
 
     def launch(self, record: TaskRecord, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` for ``record`` (again: running, its outcome not yet seen) on the
-        running loop. A fresh context: the task outlives this run, so it must not record
-        into the run's usage ledger or write into its stream once they are finished."""
+        running loop, in a context holding only where the calling run nests runs started
+        in it: the task outlives the call, whose tracing spans and interrupt scope end."""
         loop = asyncio.get_running_loop()
         with self._changed:
             record.status, record.delivered, record.loop = "running", False, loop
-            record.handle = loop.create_task(work, context=contextvars.Context())
+            record.handle = loop.create_task(work, context=detached_context())
 
-    async def _run(self, record: TaskRecord, agent: Agent, thread: str | None) -> None:
+    async def _run(
+        self, record: TaskRecord, agent: Agent, thread: str | None, exempt: tuple[str, ...]
+    ) -> None:
         given: Any = record.description
         while True:
             try:
-                result = await agent.ainvoke(given, thread_id=thread)
+                with exempt_from(*exempt):
+                    result = await agent.ainvoke(given, thread_id=thread)
             except asyncio.CancelledError:
                 self.finish(record, "cancelled", None)
                 raise

@@ -905,7 +905,9 @@ def _background_tools(
                 return refuse(runtime, f"remote sub-agent {entry.name!r} was not started: {exc}")
         else:
             persistent = entry.agent.checkpointer is not None
-            record = tasks.start(entry.agent, entry.name, description, thread, persistent)
+            record = tasks.start(
+                entry.agent, entry.name, description, thread, persistent, entry.exempt
+            )
         text = (
             f"Started background task {record.id} ({entry.name}). Its result will be added "
             "to this conversation when it finishes."
