@@ -63,6 +63,12 @@ _RUN_KEYS = frozenset(
 )
 
 
+_MULTITASK = ("reject", "interrupt", "rollback", "enqueue")
+"""LangGraph's ``multitask_strategy`` values. ``interrupt`` cancels the run going on in the
+thread first (deepagents' ``update_async_task`` asks for it); with the others a run on a
+busy thread is refused (409), as with ``reject``."""
+
+
 def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat()
 
@@ -593,6 +599,14 @@ def routes(server: Server) -> list[Route]:
             )
         if command is not None and body.get("input") is not None:
             raise ApiError(422, "invalid_request", "expected input or command, got both")
+        strategy = body.get("multitask_strategy") or "reject"
+        if strategy not in _MULTITASK:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"multitask_strategy: expected one of {', '.join(map(repr, _MULTITASK))}, "
+                f"got {strategy!r}"[:300],
+            )
         messages = input_messages(body.get("input"))
         if thread is None:
             thread = str(uuid.uuid4())
@@ -600,6 +614,8 @@ def routes(server: Server) -> list[Route]:
             thread = check_id("thread id", thread)
             if body.get("if_not_exists") != "create":
                 await owned(request, thread)  # LangGraph's default: the thread must exist
+            if strategy == "interrupt":
+                await interrupt_running(thread)
         run_id = str(uuid.uuid4())
 
         async def prepare() -> Any:
@@ -624,6 +640,16 @@ def routes(server: Server) -> list[Route]:
         if len(modes_of) > 10_000:
             modes_of.pop(next(iter(modes_of)))
         return thread, run_id, modes, first, body
+
+    async def interrupt_running(thread: str) -> None:
+        """``multitask_strategy="interrupt"``: cancel the run going on in the thread (it
+        ends ``interrupted``) and wait until it has, so the new run can start."""
+        run_id = server.runs.running(thread)
+        if run_id is None or not await server.runs.cancel(thread):
+            return
+        await wait_end(thread, run_id, await first_event(thread, run_id))
+        while server.runs.running(thread) == run_id:  # its last events are being written
+            await asyncio.sleep(0.005)
 
     async def first_event(thread: str, run_id: str) -> int:
         run = (await runs_of(thread)).get(run_id)

@@ -347,6 +347,8 @@ def test_unknown_assistants_and_threads_and_another_keys_threads_are_404(
     assert paused["__interrupt__"][0]["id"] == support.get_interrupts(thread)[0].id
     with pytest.raises(UnprocessableEntityError, match="stream_mode"):
         list(mine.runs.stream(thread, support.name, input=ASK, stream_mode="debug"))
+    with pytest.raises(UnprocessableEntityError, match="multitask_strategy: expected one of"):
+        mine.runs.create(thread, support.name, input=ASK, multitask_strategy="queue")  # type: ignore[arg-type]
     mine.threads.delete(thread)
     with pytest.raises(NotFoundError):
         mine.threads.get(thread)
