@@ -138,6 +138,26 @@ def test_once_the_stream_has_ended_a_task_runs_on_without_writing_to_it(
     assert record["status"] == "completed"
 
 
+def test_once_the_async_stream_has_ended_a_task_runs_on_without_writing_to_it(
+    make_agent: Any,
+) -> None:
+    sub = researcher(ai("", call("hold", "h1")), ai("", call("progress", "p1", step="late")), "X.")
+    agent, middleware = desk(make_agent, sub, ai("", start("s1")), "Started.")
+
+    async def scenario() -> Any:
+        stream = agent.astream("research X", thread_id="t", mode=["custom", "updates"])
+        events = [e async for e in stream]
+        gate.set()
+        assert await asyncio.to_thread(middleware.wait_for_tasks, "t", 10)
+        return stream, events
+
+    stream, events = asyncio.run(scenario())
+    assert stream.result.text == "Started."
+    assert [e.data for e in events if e.mode == "custom"] == []
+    assert stream._events.empty()
+    assert len(sub["model"].requests) == 3  # the task ran to its end meanwhile
+
+
 class KeepLedger(Middleware):
     """Keeps the ledger of each run, to read its per-path usage."""
 
