@@ -25,7 +25,8 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self
 
 import attrs
 import cattrs
@@ -467,11 +468,13 @@ class PreparedCall:
     """Headers this request adds to the model's own (e.g. Anthropic's ``anthropic-beta``)."""
 
 
-@attrs.frozen
-class ChatRequest:
+class ChatRequest(NamedTuple):
     """One model call as a provider's ``_prepare`` reads it: the messages, the named options
     of ``ChatModel.invoke``, the settings (the model's own, overridden by the call's) and
-    whether the answer is streamed."""
+    whether the answer is streamed.
+
+    A named tuple rather than an attrs class: one is made for every model call, and a
+    tuple is made in a third of the time of a frozen attrs instance."""
 
     messages: Sequence[AnyMessage]
     system_prompt: str | None = None
@@ -479,7 +482,7 @@ class ChatRequest:
     tool_choice: str | None = None
     response_format: Mapping[str, Any] | None = None
     provider_options: Mapping[str, Any] | None = None
-    settings: Mapping[str, Any] = attrs.Factory(dict)
+    settings: Mapping[str, Any] = MappingProxyType({})
     stream: bool = False
 
     def options_for(self, provider: str) -> dict[str, Any]:
@@ -640,16 +643,17 @@ class HTTPChatModel(ChatModel):
         named: dict[str, Any] = {}
         for key, value in options.items():
             (named if key in _NAMED_OPTIONS else settings)[key] = value
+        get = named.get
         return self._prepare(
-            ChatRequest(
+            ChatRequest(  # in field order: positional arguments make it fastest
                 messages,
-                system_prompt=named.get("system_prompt"),
-                tools=named.get("tools") or (),
-                tool_choice=named.get("tool_choice"),
-                response_format=named.get("response_format"),
-                provider_options=named.get("provider_options"),
-                settings=settings,
-                stream=stream,
+                get("system_prompt"),
+                get("tools") or (),
+                get("tool_choice"),
+                get("response_format"),
+                get("provider_options"),
+                settings,
+                stream,
             )
         )
 
@@ -763,14 +767,15 @@ class HTTPChatModel(ChatModel):
     # -- shared plumbing -----------------------------------------------------------------
 
     def _headers(self, *, stream: bool, call: PreparedCall | None = None) -> dict[str, str]:
-        headers = {"content-type": "application/json"}
-        _replace(headers, self.api_headers)
-        _replace(headers, self.extra_headers)
+        headers = {"content-type": "application/json", **self.api_headers}
+        if self.extra_headers:
+            _replace(headers, self.extra_headers)
         headers["accept"] = "text/event-stream" if stream else "application/json"
         key = self._api_key.get()
         if key:
             headers.update(self._auth_headers(key))
-        _replace(headers, call.headers if call is not None else {})
+        if call is not None and call.headers:
+            _replace(headers, call.headers)
         return headers
 
     def _secrets(self) -> tuple[str, ...]:
