@@ -1,6 +1,7 @@
 """Fixtures for the provider tests (the kernel's, plait-anthropic's, plait-openai-responses'):
-the replay server (``tests/replay_server.py``), a closed port, a clean provider environment
-and tool objects. Each test folder's ``conftest.py`` imports the ones it uses."""
+the replay server (``tests/replay_server.py``), a Claude model sending to it, a closed
+port, a clean provider environment and tool objects. Each test folder's ``conftest.py``
+imports the ones it uses."""
 
 from __future__ import annotations
 
@@ -12,12 +13,29 @@ import attrs
 import pytest
 from replay_server import ReplayServer
 
+ANTHROPIC_KEY = "sk-ant-api03-abcdefghijklmnopSECRET"
+"""The key ``claude`` models are given: shaped like Anthropic's, so a test can check that
+it, and anything like it, is kept out of errors."""
+
 
 @pytest.fixture
 def server() -> Iterator[ReplayServer]:
     srv = ReplayServer()
     yield srv
     srv.close()
+
+
+@pytest.fixture
+def claude(server: ReplayServer) -> Any:
+    """``claude(**settings)``: an ``AnthropicChatModel`` for ``claude-sonnet-4-5`` sending to
+    ``server`` with ``ANTHROPIC_KEY`` (``model=`` another model, settings as the class)."""
+    from plait_anthropic.model import AnthropicChatModel
+
+    def build(model: str = "claude-sonnet-4-5", **settings: Any) -> AnthropicChatModel:
+        settings.setdefault("api_key", ANTHROPIC_KEY)
+        return AnthropicChatModel(model, base_url=server.url, **settings)
+
+    return build
 
 
 @pytest.fixture

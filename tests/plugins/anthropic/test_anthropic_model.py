@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 import pytest
+from provider_fixtures import ANTHROPIC_KEY
 
 from plait.errors import ConfigError, ContextOverflowError, ProviderError
 from plait.messages import (
@@ -22,7 +23,7 @@ from plait.messages import (
 from plait.models import ModelProfile, init_chat_model
 from plait_anthropic import AnthropicChatModel
 
-KEY = "sk-ant-api03-abcdefghijklmnopSECRET"
+KEY = ANTHROPIC_KEY
 
 WEATHER = {
     "type": "object",
@@ -59,16 +60,12 @@ def tool_use(id: str, name: str, input: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": id, "name": name, "input": input}
 
 
-def model(server: Any, **kw: Any) -> AnthropicChatModel:
-    return AnthropicChatModel("claude-sonnet-4-5", api_key=KEY, base_url=server.url, **kw)
-
-
 # -- plain answers ---------------------------------------------------------------------------
 
 
-def test_text_answer_with_system_prompt_sends_the_documented_body(server: Any) -> None:
+def test_text_answer_with_system_prompt_sends_the_documented_body(server: Any, claude: Any) -> None:
     server.json(message(text("Hello"), text(" there")), headers={"request-id": "req_9"})
-    answer = model(server, temperature=0).invoke(
+    answer = claude(temperature=0).invoke(
         [SystemMessage("Use French."), HumanMessage("Hi")], system_prompt="Be brief."
     )
     assert answer.text == "Hello there"
@@ -97,10 +94,10 @@ def test_text_answer_with_system_prompt_sends_the_documented_body(server: Any) -
     }
 
 
-def test_cache_marked_system_blocks_are_kept(server: Any) -> None:
+def test_cache_marked_system_blocks_are_kept(server: Any, claude: Any) -> None:
     server.json(message(text("ok")))
     marked = [{"type": "text", "text": "long rules", "cache_control": {"type": "ephemeral"}}]
-    model(server).invoke([SystemMessage(marked), HumanMessage("Hi")], system_prompt="first")
+    claude().invoke([SystemMessage(marked), HumanMessage("Hi")], system_prompt="first")
     assert server.last.body["system"] == [{"type": "text", "text": "first"}, *marked]
 
 
@@ -109,7 +106,7 @@ EVERYWHERE = {"cache_breakpoints": {"messages": MARK, "system": MARK, "tools": M
 
 
 def test_cache_breakpoints_mark_the_last_message_the_system_and_the_last_tool(
-    server: Any, make_tool: Any
+    server: Any, make_tool: Any, claude: Any
 ) -> None:
     tools = [make_tool("a", "A.", WEATHER), make_tool("b", "B.", WEATHER)]
     server.json(message(text("ok")))
@@ -118,7 +115,7 @@ def test_cache_breakpoints_mark_the_last_message_the_system_and_the_last_tool(
         AIMessage("", tool_calls=[ToolCall("a", {"city": "Oslo"}, "toolu_1")]),
         ToolMessage("cold", tool_call_id="toolu_1", name="a"),
     ]
-    model(server).invoke(
+    claude().invoke(
         history, system_prompt="Be brief.", tools=tools, provider_options={"anthropic": EVERYWHERE}
     )
     body = server.last.body
@@ -146,13 +143,13 @@ def test_cache_breakpoints_mark_the_last_message_the_system_and_the_last_tool(
 
 
 def test_cache_breakpoints_keep_the_callers_marks_and_stay_within_four(
-    server: Any, make_tool: Any
+    server: Any, make_tool: Any, claude: Any
 ) -> None:
     own = {"type": "ephemeral", "ttl": "1h"}
     marked = [{"type": "text", "text": f"doc {n}", "cache_control": own} for n in range(2)]
     tool = make_tool("a", "A.", WEATHER, {"anthropic": {"cache_control": own}})
     server.json(message(text("ok")))
-    model(server).invoke(
+    claude().invoke(
         [HumanMessage(marked), AIMessage("thinking..."), HumanMessage("and?")],
         system_prompt="rules",
         tools=[tool],
@@ -167,10 +164,10 @@ def test_cache_breakpoints_keep_the_callers_marks_and_stay_within_four(
     assert body["tools"][0]["cache_control"] == own
 
 
-def test_cache_breakpoints_skip_thinking_blocks_and_absent_places(server: Any) -> None:
+def test_cache_breakpoints_skip_thinking_blocks_and_absent_places(server: Any, claude: Any) -> None:
     thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
     server.json(message(text("ok")))
-    model(server).invoke(
+    claude().invoke(
         [HumanMessage("Hi"), AIMessage([text("Sure:"), thinking])],
         provider_options={"anthropic": {"cache_breakpoints": {"messages": MARK, "system": MARK}}},
     )
@@ -179,16 +176,18 @@ def test_cache_breakpoints_skip_thinking_blocks_and_absent_places(server: Any) -
     assert "system" not in body and "tools" not in body
 
 
-def test_malformed_cache_breakpoints_are_a_config_error(server: Any) -> None:
+def test_malformed_cache_breakpoints_are_a_config_error(server: Any, claude: Any) -> None:
     with pytest.raises(ConfigError, match="anthropic: provider option 'cache_breakpoints'"):
-        model(server).invoke(
+        claude().invoke(
             [HumanMessage("Hi")],
             provider_options={"anthropic": {"cache_breakpoints": {"everything": MARK}}},
         )
     assert server.requests == []
 
 
-def test_multi_turn_with_several_tool_calls_and_results(server: Any, make_tool: Any) -> None:
+def test_multi_turn_with_several_tool_calls_and_results(
+    server: Any, make_tool: Any, claude: Any
+) -> None:
     weather = make_tool("get_weather", "Current weather in a city.", WEATHER)
     clock = make_tool(
         "get_time",
@@ -212,7 +211,7 @@ def test_multi_turn_with_several_tool_calls_and_results(server: Any, make_tool: 
         AIMessage("", tool_calls=[ToolCall("get_time", {}, "toolu_3")]),
         ToolMessage([{"type": "text", "text": "15:00"}], tool_call_id="toolu_3"),
     ]
-    answer = model(server).invoke(history, tools=[weather, clock], tool_choice="get_time")
+    answer = claude().invoke(history, tools=[weather, clock], tool_choice="get_time")
     assert answer.text == "Sunny, and 14:00."
     assert server.last.body == {
         "model": "claude-sonnet-4-5",
@@ -269,7 +268,7 @@ def test_multi_turn_with_several_tool_calls_and_results(server: Any, make_tool: 
     }
 
 
-def test_tool_calls_in_the_answer(server: Any, make_tool: Any) -> None:
+def test_tool_calls_in_the_answer(server: Any, make_tool: Any, claude: Any) -> None:
     server.json(
         message(
             text("Checking."),
@@ -278,7 +277,7 @@ def test_tool_calls_in_the_answer(server: Any, make_tool: Any) -> None:
             stop="tool_use",
         )
     )
-    answer = model(server).invoke([HumanMessage("?")], tools=[make_tool("get_weather")])
+    answer = claude().invoke([HumanMessage("?")], tools=[make_tool("get_weather")])
     assert answer.text == "Checking."
     assert answer.tool_calls == (
         ToolCall("get_weather", {"city": "Oslo"}, "toolu_a"),
@@ -287,14 +286,14 @@ def test_tool_calls_in_the_answer(server: Any, make_tool: Any) -> None:
     assert answer.response_metadata["finish_reason"] == "tool_use"
 
 
-def test_provider_native_blocks_are_kept_in_the_content(server: Any) -> None:
+def test_provider_native_blocks_are_kept_in_the_content(server: Any, claude: Any) -> None:
     thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
     server.json(message(thinking, text("42")))
-    answer = model(server).invoke([HumanMessage("?")])
+    answer = claude().invoke([HumanMessage("?")])
     assert answer.content == [thinking, text("42")]
     assert answer.text == "42"
     server.json(message(text("ok")))
-    model(server).invoke([HumanMessage("?"), answer, HumanMessage("sure?")])
+    claude().invoke([HumanMessage("?"), answer, HumanMessage("sure?")])
     assert server.last.body["messages"][1] == {
         "role": "assistant",
         "content": [thinking, text("42")],
@@ -311,13 +310,13 @@ def test_provider_native_blocks_are_kept_in_the_content(server: Any) -> None:
         ("get_weather", {"type": "tool", "name": "get_weather"}),
     ],
 )
-def test_tool_choice(server: Any, make_tool: Any, choice: str, expected: Any) -> None:
+def test_tool_choice(server: Any, make_tool: Any, choice: str, expected: Any, claude: Any) -> None:
     server.json(message(text("ok")))
-    model(server).invoke([HumanMessage("?")], tools=[make_tool("get_weather")], tool_choice=choice)
+    claude().invoke([HumanMessage("?")], tools=[make_tool("get_weather")], tool_choice=choice)
     assert server.last.body["tool_choice"] == expected
 
 
-def test_provider_defined_tools_are_sent_by_type(server: Any, make_tool: Any) -> None:
+def test_provider_defined_tools_are_sent_by_type(server: Any, make_tool: Any, claude: Any) -> None:
     bash = make_tool(
         "bash",
         "ignored",
@@ -325,13 +324,13 @@ def test_provider_defined_tools_are_sent_by_type(server: Any, make_tool: Any) ->
         {"anthropic": {"type": "bash_20250124", "cache_control": {"type": "ephemeral"}}},
     )
     server.json(message(text("ok")))
-    model(server).invoke([HumanMessage("?")], tools=[bash])
+    claude().invoke([HumanMessage("?")], tools=[bash])
     assert server.last.body["tools"] == [
         {"name": "bash", "type": "bash_20250124", "cache_control": {"type": "ephemeral"}}
     ]
 
 
-def test_response_format_is_a_forced_tool(server: Any) -> None:
+def test_response_format_is_a_forced_tool(server: Any, claude: Any) -> None:
     schema = {
         "title": "Weather",
         "type": "object",
@@ -339,7 +338,7 @@ def test_response_format_is_a_forced_tool(server: Any) -> None:
         "required": ["city"],
     }
     server.json(message(tool_use("toolu_s", "Weather", {"city": "Paris"}), stop="tool_use"))
-    answer = model(server).invoke([HumanMessage("?")], response_format=schema)
+    answer = claude().invoke([HumanMessage("?")], response_format=schema)
     assert answer.tool_calls == ()
     assert json.loads(answer.text) == {"city": "Paris"}
     body = server.last.body
@@ -354,9 +353,11 @@ def test_response_format_is_a_forced_tool(server: Any) -> None:
     ]
 
 
-def test_response_format_beside_real_tools_forces_some_tool(server: Any, make_tool: Any) -> None:
+def test_response_format_beside_real_tools_forces_some_tool(
+    server: Any, make_tool: Any, claude: Any
+) -> None:
     server.json(message(tool_use("toolu_w", "get_weather", {"city": "Oslo"}), stop="tool_use"))
-    answer = model(server).invoke(
+    answer = claude().invoke(
         [HumanMessage("?")], tools=[make_tool("get_weather")], response_format=WEATHER
     )
     assert answer.tool_calls == (ToolCall("get_weather", {"city": "Oslo"}, "toolu_w"),)
@@ -365,9 +366,9 @@ def test_response_format_beside_real_tools_forces_some_tool(server: Any, make_to
     assert [t["name"] for t in body["tools"]] == ["get_weather", "structured_response"]
 
 
-def test_response_format_with_extended_thinking_offers_the_tool(server: Any) -> None:
+def test_response_format_with_extended_thinking_offers_the_tool(server: Any, claude: Any) -> None:
     server.json(message(tool_use("toolu_s", "structured_response", {"city": "Oslo"})))
-    answer = model(server).invoke(
+    answer = claude().invoke(
         [HumanMessage("?")],
         response_format=WEATHER,
         provider_options={"anthropic": {"thinking": {"type": "enabled", "budget_tokens": 1024}}},
@@ -376,9 +377,9 @@ def test_response_format_with_extended_thinking_offers_the_tool(server: Any) -> 
     assert server.last.body["tool_choice"] == {"type": "auto"}
 
 
-def test_settings_and_provider_options(server: Any) -> None:
+def test_settings_and_provider_options(server: Any, claude: Any) -> None:
     server.json(message(text("ok")))
-    llm = model(server, max_tokens=1000, top_k=5)
+    llm = claude(max_tokens=1000, top_k=5)
     llm.invoke(
         [HumanMessage("?")],
         stop="END",
@@ -470,9 +471,11 @@ def same_message(a: AIMessage, b: AIMessage) -> None:
 
 
 @pytest.mark.parametrize("split", [1, 5, 13, 4096])
-def test_stream_assembles_to_what_invoke_returns(server: Any, make_tool: Any, split: int) -> None:
+def test_stream_assembles_to_what_invoke_returns(
+    server: Any, make_tool: Any, split: int, claude: Any
+) -> None:
     tools = [make_tool("get_weather"), make_tool("get_time")]
-    llm = model(server)
+    llm = claude()
     server.anthropic_stream(events_for_tool_answer(), split=split, headers={"request-id": "r1"})
     chunks = list(llm.stream([HumanMessage("?")], tools=tools))
     assert server.last.body["stream"] is True
@@ -487,9 +490,9 @@ def test_stream_assembles_to_what_invoke_returns(server: Any, make_tool: Any, sp
     assert streamed.usage == Usage(1320, 9, 1000, 300)
 
 
-def test_astream_and_ainvoke(server: Any, make_tool: Any) -> None:
+def test_astream_and_ainvoke(server: Any, make_tool: Any, claude: Any) -> None:
     tools = [make_tool("get_weather"), make_tool("get_time")]
-    llm = model(server)
+    llm = claude()
 
     async def run() -> tuple[AIMessage, AIMessage]:
         server.anthropic_stream(events_for_tool_answer(), split=7)
@@ -503,7 +506,7 @@ def test_astream_and_ainvoke(server: Any, make_tool: Any) -> None:
     same_message(streamed, answer)
 
 
-def test_streamed_structured_answer_equals_invoke(server: Any) -> None:
+def test_streamed_structured_answer_equals_invoke(server: Any, claude: Any) -> None:
     schema = {"title": "Weather", **WEATHER}
     start = message()
     start["content"], start["stop_reason"] = [], None
@@ -528,7 +531,7 @@ def test_streamed_structured_answer_equals_invoke(server: Any) -> None:
         {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": USAGE},
         {"type": "message_stop"},
     ]
-    llm = model(server)
+    llm = claude()
     server.anthropic_stream(events, split=3)
     streamed = assemble_chunks(llm.stream([HumanMessage("?")], response_format=schema))
     server.json(message(tool_use("toolu_s", "Weather", {"city": "Paris"}), stop="tool_use"))
@@ -536,28 +539,28 @@ def test_streamed_structured_answer_equals_invoke(server: Any) -> None:
     assert streamed.tool_calls == () and json.loads(streamed.text) == {"city": "Paris"}
 
 
-def test_stream_cut_mid_way(server: Any) -> None:
+def test_stream_cut_mid_way(server: Any, claude: Any) -> None:
     server.anthropic_stream(events_for_tool_answer()[:5], cut=True, split=9)
     received = []
     with pytest.raises(ProviderError) as info:
-        for piece in model(server).stream([HumanMessage("?")]):
+        for piece in claude().stream([HumanMessage("?")]):
             received.append(piece)
     assert "".join(c.content for c in received) == "Let me check é 🌧."
     assert (info.value.error_type, info.value.retryable) == ("stream_interrupted", True)
 
 
-def test_stream_ending_without_message_stop(server: Any) -> None:
+def test_stream_ending_without_message_stop(server: Any, claude: Any) -> None:
     server.anthropic_stream(events_for_tool_answer()[:6])
     with pytest.raises(ProviderError, match="ended before the answer was complete"):
-        list(model(server).stream([HumanMessage("?")]))
+        list(claude().stream([HumanMessage("?")]))
 
 
-def test_error_event_in_a_stream(server: Any) -> None:
+def test_error_event_in_a_stream(server: Any, claude: Any) -> None:
     events = events_for_tool_answer()[:4]
     events.append({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
     server.anthropic_stream(events)
     with pytest.raises(ProviderError) as info:
-        list(model(server).stream([HumanMessage("?")]))
+        list(claude().stream([HumanMessage("?")]))
     err = info.value
     assert (err.error_type, err.retryable, err.provider) == ("overloaded_error", True, "anthropic")
     assert "Overloaded" in str(err)
@@ -570,48 +573,50 @@ def error_body(type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": type, "message": message}}
 
 
-def test_429_with_retry_after(server: Any) -> None:
+def test_429_with_retry_after(server: Any, claude: Any) -> None:
     server.json(
         error_body("rate_limit_error", "Number of request tokens has exceeded your limit"),
         status=429,
         headers={"retry-after": "12", "request-id": "req_rl"},
     )
     with pytest.raises(ProviderError) as info:
-        model(server).invoke([HumanMessage("?")])
+        claude().invoke([HumanMessage("?")])
     err = info.value
     assert (err.status_code, err.retry_after, err.retryable) == (429, 12.0, True)
     assert err.error_type == "rate_limit_error"
     assert "exceeded your limit" in str(err) and "req_rl" in str(err)
 
 
-def test_529_overloaded_is_retryable(server: Any) -> None:
+def test_529_overloaded_is_retryable(server: Any, claude: Any) -> None:
     server.json(error_body("overloaded_error", "Overloaded"), status=529)
     with pytest.raises(ProviderError) as info:
-        asyncio.run(model(server).ainvoke([HumanMessage("?")]))
+        asyncio.run(claude().ainvoke([HumanMessage("?")]))
     assert (info.value.status_code, info.value.retryable) == (529, True)
 
 
-def test_x_should_retry_header_is_honoured(server: Any) -> None:
+def test_x_should_retry_header_is_honoured(server: Any, claude: Any) -> None:
     server.json(error_body("api_error", "nope"), status=500, headers={"x-should-retry": "false"})
     with pytest.raises(ProviderError) as info:
-        model(server).invoke([HumanMessage("?")])
+        claude().invoke([HumanMessage("?")])
     assert info.value.retryable is False
 
 
-def test_400_is_not_retryable(server: Any) -> None:
+def test_400_is_not_retryable(server: Any, claude: Any) -> None:
     server.json(error_body("invalid_request_error", "messages: field required"), status=400)
     with pytest.raises(ProviderError) as info:
-        model(server).invoke([HumanMessage("?")])
+        claude().invoke([HumanMessage("?")])
     err = info.value
     assert type(err) is ProviderError
     assert (err.status_code, err.retryable, err.error_type) == (400, False, "invalid_request_error")
     assert "messages: field required" in err.message
 
 
-def test_401_never_shows_the_key(server: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_401_never_shows_the_key(
+    server: Any, caplog: pytest.LogCaptureFixture, claude: Any
+) -> None:
     caplog.set_level(logging.DEBUG)
     server.json(error_body("authentication_error", f"invalid x-api-key {KEY}"), status=401)
-    llm = model(server)
+    llm = claude()
     with pytest.raises(ProviderError) as info:
         list(llm.stream([HumanMessage("?")]))
     err = info.value
@@ -621,20 +626,20 @@ def test_401_never_shows_the_key(server: Any, caplog: pytest.LogCaptureFixture) 
         assert KEY not in shown
 
 
-def test_prompt_too_long_is_a_context_overflow(server: Any) -> None:
+def test_prompt_too_long_is_a_context_overflow(server: Any, claude: Any) -> None:
     server.json(
         error_body("invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum"),
         status=400,
     )
     with pytest.raises(ContextOverflowError) as info:
-        model(server).invoke([HumanMessage("?")])
+        claude().invoke([HumanMessage("?")])
     assert info.value.status_code == 400 and info.value.provider == "anthropic"
 
 
-def test_timeout(server: Any) -> None:
+def test_timeout(server: Any, claude: Any) -> None:
     release = server.hold()
     with pytest.raises(ProviderError) as info:
-        asyncio.run(model(server, timeout=0.2).ainvoke([HumanMessage("?")]))
+        asyncio.run(claude(timeout=0.2).ainvoke([HumanMessage("?")]))
     release.set()
     assert (info.value.error_type, info.value.retryable) == ("timeout", True)
 
@@ -648,14 +653,14 @@ def test_connection_refused(closed_port: int) -> None:
     assert (info.value.error_type, info.value.retryable) == ("connection_error", True)
 
 
-def test_malformed_json(server: Any) -> None:
+def test_malformed_json(server: Any, claude: Any) -> None:
     server.raw(b"<html>502 Bad Gateway</html>", status=200)
     with pytest.raises(ProviderError) as info:
-        model(server).invoke([HumanMessage("?")])
+        claude().invoke([HumanMessage("?")])
     assert info.value.error_type == "invalid_response"
     server.sse("event: message_start\ndata: {not json}\n\n")
     with pytest.raises(ProviderError, match="malformed stream event"):
-        list(model(server).stream([HumanMessage("?")]))
+        list(claude().stream([HumanMessage("?")]))
 
 
 # -- configuration ---------------------------------------------------------------------------
@@ -693,7 +698,7 @@ def test_init_chat_model_and_profiles(server: Any) -> None:
         AnthropicChatModel("claude-sonnet-4-5", api_key=KEY, max_tokens=0)
 
 
-def test_streamed_thinking_and_server_tool_blocks_are_kept(server: Any) -> None:
+def test_streamed_thinking_and_server_tool_blocks_are_kept(server: Any, claude: Any) -> None:
     thinking = {"type": "thinking", "thinking": "Let me think.", "signature": "sig-1"}
     search = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}}
     start = message()
@@ -742,7 +747,7 @@ def test_streamed_thinking_and_server_tool_blocks_are_kept(server: Any) -> None:
         },
         {"type": "message_stop"},
     ]
-    llm = model(server)
+    llm = claude()
     server.anthropic_stream(events, split=11)
     streamed = assemble_chunks(list(llm.stream([HumanMessage("?")])))
     server.json(message(thinking, search, text("42")))
@@ -752,10 +757,12 @@ def test_streamed_thinking_and_server_tool_blocks_are_kept(server: Any) -> None:
     assert streamed.text == "42"
 
 
-def test_betas_become_the_anthropic_beta_header_joined_to_the_models_own(server: Any) -> None:
+def test_betas_become_the_anthropic_beta_header_joined_to_the_models_own(
+    server: Any, claude: Any
+) -> None:
     server.json(message(text("ok")))
     server.json(message(text("ok")))
-    llm = model(server, headers={"Anthropic-Beta": "files-api-2025-04-14"})
+    llm = claude(headers={"Anthropic-Beta": "files-api-2025-04-14"})
     betas = {"anthropic": {"betas": ["context-management-2025-06-27", "files-api-2025-04-14"]}}
     llm.invoke([HumanMessage("Hi")], provider_options=betas)
     first = server.last
@@ -765,9 +772,9 @@ def test_betas_become_the_anthropic_beta_header_joined_to_the_models_own(server:
     assert server.last.headers["anthropic-beta"] == "files-api-2025-04-14"
 
 
-def test_betas_must_be_a_list_of_names(server: Any) -> None:
+def test_betas_must_be_a_list_of_names(server: Any, claude: Any) -> None:
     with pytest.raises(ConfigError) as info:
-        model(server).invoke(
+        claude().invoke(
             [HumanMessage("Hi")], provider_options={"anthropic": {"betas": "context-management"}}
         )
     assert str(info.value) == (

@@ -6,6 +6,7 @@ Anthropic and OpenAI wires."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from pathlib import Path
@@ -24,19 +25,9 @@ from plait_anthropic.bash import TOOL_DESCRIPTION, AnthropicBashMiddleware
 
 
 @pytest.fixture
-def bash(tmp_path: Path) -> Any:
-    """A middleware in ``tmp_path``, closed after the test."""
-    made: list[AnthropicBashMiddleware] = []
-
-    def factory(**options: Any) -> AnthropicBashMiddleware:
-        options.setdefault("workspace_root", str(tmp_path))
-        middleware = AnthropicBashMiddleware(**options)
-        made.append(middleware)
-        return middleware
-
-    yield factory
-    for middleware in made:
-        middleware.close()
+def bash(make_bash: Any, tmp_path: Path) -> Any:
+    """A middleware in ``tmp_path`` unless told otherwise, closed after the test."""
+    return functools.partial(make_bash, workspace_root=str(tmp_path))
 
 
 def sh(id: str, command: str | None = None, **args: Any) -> Any:

@@ -9,6 +9,7 @@ where that is a failure.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import socket
@@ -21,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_support import PATH, reachable, requires_sandbox
-from sandbox_support import workspace as _workspace
+from shell_support import PATH, reachable, requires_sandbox
+from shell_support import workspace as _workspace
 
 import plait
 from plait.errors import ConfigError
@@ -40,21 +41,10 @@ def tmp_path(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def bash(tmp_path: Path) -> Iterator[Any]:
+def bash(make_bash: Any, tmp_path: Path) -> Any:
     """Middleware in ``tmp_path / "ws"``, sandboxed unless told otherwise, closed after."""
-    made: list[AnthropicBashMiddleware] = []
-    workspace = _workspace(tmp_path)
-
-    def factory(**options: Any) -> AnthropicBashMiddleware:
-        options.setdefault("workspace_root", str(workspace))
-        options.setdefault("sandbox", "bubblewrap")
-        middleware = AnthropicBashMiddleware(**options)
-        made.append(middleware)
-        return middleware
-
-    yield factory
-    for middleware in made:
-        middleware.close()
+    workspace = str(_workspace(tmp_path))
+    return functools.partial(make_bash, workspace_root=workspace, sandbox="bubblewrap")
 
 
 @pytest.fixture

@@ -59,13 +59,9 @@ def answer(*content: dict[str, Any] | str) -> dict[str, Any]:
     return claude_message(*content, usage=USAGE)
 
 
-def claude(server: Any) -> AnthropicChatModel:
-    return AnthropicChatModel("claude-sonnet-4-5", api_key="k", base_url=server.url)
-
-
-def weather_agent(server: Any, **options: Any) -> Any:
+def weather_agent(model: AnthropicChatModel, **options: Any) -> Any:
     return plait.create_agent(
-        claude(server),
+        model,
         [get_weather],
         system_prompt=PROMPT,
         middleware=[AnthropicPromptCachingMiddleware(**options)],
@@ -84,9 +80,9 @@ def marks(body: Any) -> int:
     return json.dumps(body).count('"cache_control"')
 
 
-def test_each_call_marks_tools_system_and_the_last_message(server: Any) -> None:
+def test_each_call_marks_tools_system_and_the_last_message(server: Any, claude: Any) -> None:
     script_tool_round(server)
-    result = weather_agent(server).invoke("Weather in Oslo?", thread_id="t")
+    result = weather_agent(claude()).invoke("Weather in Oslo?", thread_id="t")
     assert result.text == "It is cold."
     first, second = (r.body for r in server.requests)
     assert first["system"] == [{"type": "text", "text": PROMPT, "cache_control": MARK}]
@@ -128,9 +124,9 @@ def test_each_call_marks_tools_system_and_the_last_message(server: Any) -> None:
     assert marks(second) == 3
 
 
-def test_cache_usage_is_reported_per_message_and_per_run(server: Any) -> None:
+def test_cache_usage_is_reported_per_message_and_per_run(server: Any, claude: Any) -> None:
     script_tool_round(server)
-    result = weather_agent(server).invoke("Weather in Oslo?", thread_id="t")
+    result = weather_agent(claude()).invoke("Weather in Oslo?", thread_id="t")
     one = Usage(input_tokens=2412, output_tokens=5, cache_read_tokens=2000, cache_write_tokens=400)
     assert [m.usage for m in result.messages if m.type == "ai"] == [one, one]
     assert result.usage.cache_read_tokens == 4000
@@ -138,17 +134,17 @@ def test_cache_usage_is_reported_per_message_and_per_run(server: Any) -> None:
     assert result.usage.input_tokens == 4824
 
 
-def test_the_mark_is_not_stored_in_the_thread(server: Any) -> None:
+def test_the_mark_is_not_stored_in_the_thread(server: Any, claude: Any) -> None:
     script_tool_round(server)
-    agent = weather_agent(server)
+    agent = weather_agent(claude())
     agent.invoke("Weather in Oslo?", thread_id="t")
     stored = agent.get_state("t")["messages"]
     assert "cache_control" not in json.dumps(plait.messages.to_json(stored))
 
 
-def test_one_hour_ttl(server: Any) -> None:
+def test_one_hour_ttl(server: Any, claude: Any) -> None:
     server.json(answer("hi"))
-    weather_agent(server, ttl="1h").invoke("hello")
+    weather_agent(claude(), ttl="1h").invoke("hello")
     body = server.last.body
     hour = {"type": "ephemeral", "ttl": "1h"}
     assert body["system"][0]["cache_control"] == hour
@@ -156,9 +152,11 @@ def test_one_hour_ttl(server: Any) -> None:
     assert body["messages"][0]["content"][0]["cache_control"] == hour
 
 
-def test_calls_with_fewer_messages_than_the_minimum_are_not_marked(server: Any) -> None:
+def test_calls_with_fewer_messages_than_the_minimum_are_not_marked(
+    server: Any, claude: Any
+) -> None:
     script_tool_round(server)
-    weather_agent(server, min_messages_to_cache=3).invoke("Weather in Oslo?")
+    weather_agent(claude(), min_messages_to_cache=3).invoke("Weather in Oslo?")
     first, second = (r.body for r in server.requests)
     # system prompt + question = 2 < 3: untouched, exactly what the provider sends anyway.
     assert marks(first) == 0
@@ -168,7 +166,7 @@ def test_calls_with_fewer_messages_than_the_minimum_are_not_marked(server: Any) 
     assert marks(second) == 3
 
 
-def test_streaming_and_async_calls_are_marked_too(server: Any) -> None:
+def test_streaming_and_async_calls_are_marked_too(server: Any, claude: Any) -> None:
     start = answer()
     start["content"], start["stop_reason"] = [], None
     server.anthropic_stream(
@@ -189,7 +187,7 @@ def test_streaming_and_async_calls_are_marked_too(server: Any) -> None:
             {"type": "message_stop"},
         ]
     )
-    agent = weather_agent(server)
+    agent = weather_agent(claude())
 
     async def run() -> list[Any]:
         return [event async for event in agent.astream("hello", mode="messages")]
@@ -231,7 +229,7 @@ def test_raise_refuses_a_non_anthropic_agent_when_it_is_built() -> None:
         )
 
 
-def test_fallback_to_another_provider_sends_no_marks(server: Any) -> None:
+def test_fallback_to_another_provider_sends_no_marks(server: Any, claude: Any) -> None:
     server.json({"type": "error", "error": {"type": "invalid_request_error", "message": "no"}}, 400)
     server.json(
         {
@@ -251,7 +249,7 @@ def test_fallback_to_another_provider_sends_no_marks(server: Any) -> None:
     )
     backup = OpenAIChatModel("gpt-4.1", api_key="k", base_url=server.url + "/v1")
     agent = plait.create_agent(
-        claude(server),
+        claude(),
         [get_weather],
         system_prompt=PROMPT,
         middleware=[
@@ -267,10 +265,10 @@ def test_fallback_to_another_provider_sends_no_marks(server: Any) -> None:
     assert "cache_breakpoints" not in json.dumps(openai_body)
 
 
-def test_options_by_name_and_their_errors(server: Any) -> None:
+def test_options_by_name_and_their_errors(server: Any, claude: Any) -> None:
     server.json(answer("hi"))
     agent = plait.create_agent(
-        claude(server),
+        claude(),
         middleware=[("anthropic_prompt_caching", {"ttl": "1h", "min_messages_to_cache": 1})],
     )
     agent.invoke("hello")
@@ -283,4 +281,4 @@ def test_options_by_name_and_their_errors(server: Any) -> None:
         ({"cache_tools": True}, "unknown option 'cache_tools'"),
     ]:
         with pytest.raises(ConfigError, match=f"plugin 'anthropic_prompt_caching': {problem}"):
-            plait.create_agent(claude(server), middleware=[("anthropic_prompt_caching", options)])
+            plait.create_agent(claude(), middleware=[("anthropic_prompt_caching", options)])

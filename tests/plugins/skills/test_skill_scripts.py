@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_support import reachable, requires_sandbox, workspace
+from shell_support import reachable, requires_sandbox, workspace
 
 from plait.errors import ConfigError
 from plait.messages import ToolMessage
 from plait.testing import ai, call, tool_answers
-from plait_anthropic.bash import AnthropicBashMiddleware
 from plait_skills import SkillsMiddleware
 
 DATA = Path(__file__).parent / "data"
@@ -31,20 +30,6 @@ sandboxed = requires_sandbox()
 @pytest.fixture
 def tmp_path(tmp_path: Path) -> Iterator[Path]:
     yield from reachable(tmp_path)
-
-
-@pytest.fixture
-def shells() -> Iterator[list[AnthropicBashMiddleware]]:
-    made: list[AnthropicBashMiddleware] = []
-    yield made
-    for middleware in made:
-        middleware.close()
-
-
-def _bash(shells: list[AnthropicBashMiddleware], **options: Any) -> AnthropicBashMiddleware:
-    middleware = AnthropicBashMiddleware(**options)
-    shells.append(middleware)
-    return middleware
 
 
 def _how_to_run(folder: Path) -> str:
@@ -66,7 +51,7 @@ def _sent_to_model(agent: Any, call_id: str) -> ToolMessage:
 
 
 def test_a_skills_script_runs_through_the_agents_bash_tool(
-    make_agent: Any, shells: Any, tmp_path: Path
+    make_agent: Any, make_bash: Any, tmp_path: Path
 ) -> None:
     folder = SKILLS / "pdf-forms"
     agent = make_agent(
@@ -76,7 +61,7 @@ def test_a_skills_script_runs_through_the_agents_bash_tool(
             "done",
         ],
         middleware=[
-            _bash(shells, workspace_root=str(tmp_path)),
+            make_bash(workspace_root=str(tmp_path)),
             SkillsMiddleware(paths=[str(SKILLS)], shell_tool="bash"),
         ],
     )
@@ -92,7 +77,7 @@ def test_a_skills_script_runs_through_the_agents_bash_tool(
 
 @sandboxed
 def test_in_the_sandbox_a_skills_script_runs_and_cannot_change_its_skill(
-    make_agent: Any, shells: Any, tmp_path: Path
+    make_agent: Any, make_bash: Any, tmp_path: Path
 ) -> None:
     skills = tmp_path / "skills"
     shutil.copytree(SKILLS, skills)
@@ -105,8 +90,7 @@ def test_in_the_sandbox_a_skills_script_runs_and_cannot_change_its_skill(
             "done",
         ],
         middleware=[
-            _bash(
-                shells,
+            make_bash(
                 workspace_root=str(workspace(tmp_path)),
                 sandbox="bubblewrap",
                 sandbox_read_only=[str(skills)],
@@ -128,11 +112,11 @@ def test_in_the_sandbox_a_skills_script_runs_and_cannot_change_its_skill(
 
 @sandboxed
 def test_skills_the_sandbox_does_not_show_are_refused_at_create_agent(
-    make_agent: Any, shells: Any, tmp_path: Path
+    make_agent: Any, make_bash: Any, tmp_path: Path
 ) -> None:
     skills = tmp_path / "skills"
     shutil.copytree(SKILLS, skills)
-    bash = _bash(shells, workspace_root=str(workspace(tmp_path)), sandbox="bubblewrap")
+    bash = make_bash(workspace_root=str(workspace(tmp_path)), sandbox="bubblewrap")
     with pytest.raises(ConfigError) as caught:
         make_agent(middleware=[bash, SkillsMiddleware(paths=[str(skills)], shell_tool="bash")])
     assert str(caught.value) == (
@@ -152,14 +136,14 @@ def test_scripts_without_a_shell_tool_are_refused_at_create_agent(make_agent: An
 
 
 def test_a_skill_in_a_disk_backend_is_run_from_its_folder(
-    make_agent: Any, shells: Any, tmp_path: Path
+    make_agent: Any, make_bash: Any, tmp_path: Path
 ) -> None:
     shutil.copytree(SKILLS, tmp_path / "skills")
     folder = tmp_path.resolve() / "skills" / "pdf-forms"
     agent = make_agent(
         [ai("", call("load_skill", "c1", name="pdf-forms")), "done"],
         middleware=[
-            _bash(shells, workspace_root=str(tmp_path)),
+            make_bash(workspace_root=str(tmp_path)),
             SkillsMiddleware(backend=f"disk:{tmp_path}", shell_tool="bash"),
         ],
     )
@@ -168,7 +152,7 @@ def test_a_skill_in_a_disk_backend_is_run_from_its_folder(
 
 
 def test_a_skill_in_thread_state_says_its_scripts_cannot_run(
-    make_agent: Any, shells: Any, tmp_path: Path
+    make_agent: Any, make_bash: Any, tmp_path: Path
 ) -> None:
     skill = "---\nname: haiku\ndescription: Answer in a haiku.\n---\nRun scripts/count.py."
     script = "/skills/haiku/scripts/count.py"
@@ -181,7 +165,7 @@ def test_a_skill_in_thread_state_says_its_scripts_cannot_run(
         ],
         middleware=[
             "filesystem",
-            _bash(shells, workspace_root=str(tmp_path)),
+            make_bash(workspace_root=str(tmp_path)),
             SkillsMiddleware(backend="state", shell_tool="bash"),
         ],
     )
@@ -194,7 +178,7 @@ def test_a_skill_in_thread_state_says_its_scripts_cannot_run(
 
 
 def test_the_async_path_runs_a_skills_script_alike(
-    make_agent: Any, shells: Any, tmp_path: Path
+    make_agent: Any, make_bash: Any, tmp_path: Path
 ) -> None:
     folder = SKILLS / "pdf-forms"
     agent = make_agent(
@@ -204,7 +188,7 @@ def test_the_async_path_runs_a_skills_script_alike(
             "done",
         ],
         middleware=[
-            _bash(shells, workspace_root=str(tmp_path)),
+            make_bash(workspace_root=str(tmp_path)),
             SkillsMiddleware(paths=[str(SKILLS)], shell_tool="bash"),
         ],
     )

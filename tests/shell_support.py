@@ -1,20 +1,40 @@
-"""What the bubblewrap sandbox tests share: whether a sandbox can be made here (skipped
-where it cannot, except under ``PLAIT_REQUIRE_SANDBOX=1``, CI, where that is a failure),
-and directories a root agent's sandbox user can reach."""
+"""What the tests of ``anthropic_bash`` and of what runs through it share: ``make_bash``,
+which closes every shell a test starts; whether a bubblewrap sandbox can be made here
+(skipped where it cannot, except under ``PLAIT_REQUIRE_SANDBOX=1``, CI, where that is a
+failure); and directories a root agent's sandbox user can reach. A test folder's
+``conftest.py`` imports the fixtures it uses."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from plait_anthropic._sandbox import NOBODY, Bubblewrap, SandboxUnavailable
+from plait_anthropic.bash import AnthropicBashMiddleware
 
 PATH = os.environ.get("PATH", os.defpath)
+
+
+@pytest.fixture
+def make_bash() -> Iterator[Callable[..., AnthropicBashMiddleware]]:
+    """``make_bash(**options)``: an ``AnthropicBashMiddleware``, closed after the test (its
+    shells, and every process they started, killed)."""
+    made: list[AnthropicBashMiddleware] = []
+
+    def factory(**options: Any) -> AnthropicBashMiddleware:
+        middleware = AnthropicBashMiddleware(**options)
+        made.append(middleware)
+        return middleware
+
+    yield factory
+    for middleware in made:
+        middleware.close()
 
 
 def _unavailable() -> str | None:
