@@ -423,6 +423,28 @@ def test_a_receiver_with_its_own_otel_nests_its_run_span(otel: Telemetry, make_a
     assert chat.parent.span_id == inner.context.span_id
 
 
+def test_a_background_task_is_traced_in_a_trace_of_its_own(
+    otel: Telemetry, make_agent: Any
+) -> None:
+    spec = SubAgent(
+        name="researcher", description="Finds.", system_prompt="Go.", model=scripted("ok")
+    )
+    middleware = SubAgentMiddleware(subagents=[spec], background=True)
+    start = call("start_task", "s1", description="look", subagent_type="researcher")
+    agent = make_agent(
+        scripted(ai("", start), "started"), middleware=[otel.middleware(), middleware]
+    )
+    assert agent.invoke("go", thread_id="t").text == "started"
+    assert middleware.wait_for_tasks("t", timeout=10)
+    (run,) = otel.named("invoke_agent agent")
+    (task,) = otel.named("invoke_agent researcher")  # the main agent's otel, inherited
+    assert task.parent is None and task.context.trace_id != run.context.trace_id
+    (chat,) = [
+        s for s in otel.named("chat scripted") if s.context.trace_id == task.context.trace_id
+    ]
+    assert chat.parent.span_id == task.context.span_id
+
+
 # -- without an SDK, and options -------------------------------------------------------------
 
 
