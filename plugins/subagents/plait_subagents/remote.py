@@ -17,7 +17,8 @@ queues the message, sent as a new run on the same remote thread when the current
 ends; ``cancel_task`` cancels the remote run.
 
 The remote runs on its own server: the main agent's limits, ``pii`` and ``otel`` do not
-reach it, and its usage is not known here.
+reach it. The usage its AI messages report is the ``task`` answer's ``usage`` (so the
+loop adds it to the main run's) and a background task's reported usage.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import attrs
 
 from plait import interrupt
 from plait.errors import ConfigError
-from plait.messages import ToolMessage
+from plait.messages import ToolMessage, Usage
 from plait.options import FieldError, expected
 from plait.types import ToolRuntime
 from plait_subagents.background import BackgroundTasks, TaskRecord
@@ -188,7 +189,6 @@ class RemoteSubAgent:
             thread = str(uuid.uuid4())
         else:
             thread = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.url}#{self.assistant_id}#{key}"))
-        run_id: str | None = None
         try:
             async with self.client() as client:
                 found = await client.threads.create(
@@ -206,12 +206,11 @@ class RemoteSubAgent:
                     latest = await client.runs.list(thread, limit=1)
                     if not latest:
                         raise RemoteError(f"the server at {self.url} lists no run of a busy thread")
-                    run_id = latest[0]["run_id"]
-                    values = await self._join(client, thread, run_id)
+                    values = await self._join(client, thread, latest[0]["run_id"])
                 else:
-                    done = _last_ai_text(found.get("values"))
-                    if done is not None:  # finished on an earlier pass
-                        return self._answer(runtime, done, thread, None)
+                    done = found.get("values")
+                    if _last_ai_text(done) is not None:  # finished on an earlier pass
+                        return self._answer(runtime, done, thread)
                     values = await self._wait(client, thread, input=self._input(description))
                 # The k-th interrupt() of this call stands for the remote's k-th pause.
                 for _ in range(resumes):
@@ -222,9 +221,7 @@ class RemoteSubAgent:
                             raise RemoteError(_run_error(self, values["__error__"]))
                         pending = list(values.get("__interrupt__") or [])
                         if not pending:
-                            return self._answer(
-                                runtime, _last_ai_text(values) or "", thread, run_id
-                            )
+                            return self._answer(runtime, values, thread)
                     if key is None:
                         raise RemoteError(
                             "it paused at an interrupt, which this run cannot wait for: "
@@ -247,16 +244,26 @@ class RemoteSubAgent:
             raise RemoteError(f"the server at {self.url} answered a run with {result!r:.200}")
         return result
 
-    def _answer(
-        self, runtime: ToolRuntime, text: str, thread: str, run_id: str | None
-    ) -> ToolMessage:
+    def _answer(self, runtime: ToolRuntime, values: Any, thread: str) -> ToolMessage:
+        """The remote's last AI message as the tool answer. The usage its messages report
+        is the answer's ``usage``, which the loop adds to the main run's: the remote's
+        model calls are ones plait did not see."""
+        text = _last_ai_text(values)
         content = text or f"(remote sub-agent {self.name!r} finished without a text answer)"
-        report = {"subagent_type": self.name, "url": self.url, "remote_thread_id": thread}
+        used = _usage(values)
+        report: dict[str, Any] = {
+            "subagent_type": self.name,
+            "url": self.url,
+            "remote_thread_id": thread,
+        }
+        if used is not None:
+            report["usage"] = attrs.asdict(used)
         return ToolMessage(
             content,
             tool_call_id=runtime.tool_call_id,
             name=runtime.tool_call.name,
             metadata={"subagents": report},
+            usage=used,
         )
 
     # -- background tasks -----------------------------------------------------------------------
@@ -330,7 +337,9 @@ class RemoteSubAgent:
                         )
                         self._runs[record.id] = (thread, run["run_id"])
                         continue
-                    tasks.finish(record, "completed", _last_ai_text(values) or "")
+                    used = _usage(values)
+                    usage = None if used is None else attrs.asdict(used)
+                    tasks.finish(record, "completed", _last_ai_text(values) or "", usage)
                     return
         except asyncio.CancelledError:
             await self._cancel_remote(record.id)
@@ -423,6 +432,45 @@ def _said(response: Any) -> str:
         return str(response.text)[:300] or str(response.reason_phrase)
     except Exception:
         return str(response.reason_phrase)
+
+
+def _usage(values: Any) -> Usage | None:
+    """The usage the AI messages of a remote thread report, summed: plait's ``usage``
+    (what ``plait serve`` sends) or LangChain's ``usage_metadata`` (a LangGraph server's);
+    ``None`` if none reports any."""
+    messages = values.get("messages") if isinstance(values, Mapping) else None
+    total: Usage | None = None
+    for message in messages or ():
+        if not isinstance(message, Mapping) or message.get("type") not in ("ai", "AIMessageChunk"):
+            continue
+        found = _message_usage(message)
+        if found is not None:
+            total = found if total is None else total + found
+    return total
+
+
+_USAGE_FIELDS = frozenset(attrs.fields_dict(Usage))
+
+
+def _message_usage(message: Mapping[str, Any]) -> Usage | None:
+    plait_usage = message.get("usage")
+    try:
+        if isinstance(plait_usage, Mapping):
+            return Usage(**{k: v for k, v in plait_usage.items() if k in _USAGE_FIELDS})
+        metadata = message.get("usage_metadata")
+        if isinstance(metadata, Mapping):
+            given = metadata.get("input_token_details") or {}
+            made = metadata.get("output_token_details") or {}
+            return Usage(
+                input_tokens=int(metadata.get("input_tokens") or 0),
+                output_tokens=int(metadata.get("output_tokens") or 0),
+                cache_read_tokens=int(given.get("cache_read") or 0),
+                cache_write_tokens=int(given.get("cache_creation") or 0),
+                reasoning_tokens=int(made.get("reasoning") or 0),
+            )
+    except (TypeError, ValueError):  # a server's odd figures: not worth failing the task
+        return None
+    return None
 
 
 def _run_error(remote: RemoteSubAgent, error: Any) -> str:

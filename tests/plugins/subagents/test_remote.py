@@ -146,6 +146,42 @@ def test_task_runs_the_remote_and_answers_with_its_last_ai_message(
     assert result.text == "Ann owes what billing says."
 
 
+def test_the_usage_the_remote_reports_counts_in_the_main_run(make_agent: Any) -> None:
+    spent = plait.Usage(input_tokens=70, output_tokens=30)
+    priced = plait.create_agent(
+        plait.ScriptedChatModel([plait.AIMessage("Done remotely.", usage=spent)] * 2),
+        name="priced",
+        checkpointer="memory",
+    )
+    served = Served(plait_serve.app(priced, keys=[KEY]))
+    try:
+        own = plait.Usage(input_tokens=100, output_tokens=10)
+        middleware = SubAgentMiddleware(subagents=[remote(served.url, "priced")], background=True)
+        main = make_agent(
+            [
+                ai("", task("t1", "Do it."), usage=own),
+                plait.AIMessage("Done.", usage=own),
+                ai("", start("s1", "Do it again."), usage=own),
+                plait.AIMessage("Started.", usage=own),
+            ],
+            middleware=[middleware],
+        )
+        result = main.invoke("go", thread_id="m")
+        answer = tool_answers(result.messages)["t1"]
+        assert answer.usage == spent
+        assert answer.metadata["subagents"]["usage"]["input_tokens"] == 70
+        assert (result.usage.input_tokens, result.usage.output_tokens) == (270, 50)
+        # a background task's usage comes back with its result, outside the run's
+        later = main.invoke("again", thread_id="m")
+        assert (later.usage.input_tokens, later.usage.output_tokens) == (200, 20)
+        assert middleware.wait_for_tasks("m", timeout=20)
+        main.model.responses += ["ok"]  # type: ignore[attr-defined]
+        delivered = main.invoke("news?", thread_id="m").messages[-2]
+        assert delivered.metadata["subagents"]["usage"]["output_tokens"] == 30
+    finally:
+        served.stop()
+
+
 def test_task_of_a_remote_that_uses_tools(
     make_agent: Any, billing: tuple[plait.Agent, Served]
 ) -> None:
