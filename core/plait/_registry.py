@@ -7,6 +7,7 @@ import functools
 import inspect
 import logging
 import os
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,14 +31,34 @@ class _Registered:
 
     def __init__(self, name: str, target: object) -> None:
         self.__name = name
-        for attr in dir(target):
-            static = inspect.getattr_static(target, attr, None)
+        for attr, static in _static_attributes(target).items():
             func = getattr(static, "__func__", static)
             if callable(func) and getattr(func, "plait_impl", None) is not None:
                 self.__dict__[attr] = getattr(target, attr)
 
     def __repr__(self) -> str:
         return f"<middleware {self.__name!r}>"
+
+
+def _static_attributes(target: object) -> dict[str, object]:
+    """Every attribute of ``target`` as ``inspect.getattr_static`` would find it (the
+    instance's own before its class's, a subclass's before its base's, a class's data
+    descriptor before the instance's value), read from the dictionaries at once rather
+    than one ``getattr_static`` per name of ``dir()``."""
+    found: dict[str, object] = {}
+    for klass in reversed(type(target).__mro__):
+        found.update(vars(klass))
+    own = getattr(target, "__dict__", None)
+    if isinstance(own, dict):
+        for attr, value in own.items():
+            if not _is_data_descriptor(found.get(attr)):
+                found[attr] = value
+    return found
+
+
+def _is_data_descriptor(value: object) -> bool:
+    kind = type(value)
+    return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
 
 
 @attrs.frozen
@@ -102,11 +123,25 @@ inspection of every attribute."""
 
 
 @functools.cache
-def _spec_args() -> dict[str, tuple[str, ...]]:
-    """Each hook's arguments in order, as its spec declares them."""
+def _checker() -> pluggy.PluginManager:
+    """The plugin manager that validates middleware against plait's hook specs: made
+    once per process (reading the specs is most of pluggy's cost), each middleware
+    registered on it only while it is checked."""
     pm = pluggy.PluginManager("plait")
     pm.add_hookspecs(hookspecs)
-    return {hook: tuple(getattr(pm.hook, hook).spec.argnames) for hook in hookspecs.ALL_HOOKS}
+    return pm
+
+
+_CHECKING = threading.Lock()
+"""Agents built on several threads check their middleware one at a time on the shared
+plugin manager."""
+
+
+@functools.cache
+def _spec_args() -> dict[str, tuple[str, ...]]:
+    """Each hook's arguments in order, as its spec declares them."""
+    hook = _checker().hook
+    return {name: tuple(getattr(hook, name).spec.argnames) for name in hookspecs.ALL_HOOKS}
 
 
 def _own_callables(obj: object) -> bool:
@@ -122,23 +157,29 @@ def _validated(name: str, obj: object) -> tuple[_Found, ...]:
     """``obj``'s hook implementations, registered with pluggy alone to validate them
     (unknown hooks, arguments no spec has, unmarked methods named after hooks)."""
     _check_unmarked(name, obj)
-    pm = pluggy.PluginManager("plait")
-    pm.add_hookspecs(hookspecs)
     proxy = _Registered(name, obj)
-    try:
-        pm.register(proxy, name=name)
-    except pluggy.PluginValidationError as exc:
-        raise ConfigError(f"middleware {name!r}: {exc}") from None
-    try:
-        pm.check_pending()
-    except pluggy.PluginValidationError as exc:
-        raise ConfigError(str(exc)) from None
-    attr_of = {id(value): attr for attr, value in vars(proxy).items()}
-    found = []
-    for hook in hookspecs.ALL_HOOKS:
-        for hookimpl in getattr(pm.hook, hook).get_hookimpls():
-            attr = attr_of[id(hookimpl.function)]
-            found.append(_Found(attr, hook, dict(hookimpl.opts), tuple(hookimpl.argnames)))
+    with _CHECKING:
+        pm = _checker()
+        try:
+            try:
+                pm.register(proxy, name=name)
+            except pluggy.PluginValidationError as exc:
+                raise ConfigError(f"middleware {name!r}: {exc}") from None
+            try:
+                pm.check_pending()
+            except pluggy.PluginValidationError as exc:
+                raise ConfigError(str(exc)) from None
+            attr_of = {id(value): attr for attr, value in vars(proxy).items()}
+            found = []
+            for hook in hookspecs.ALL_HOOKS:
+                for hookimpl in getattr(pm.hook, hook).get_hookimpls():
+                    attr = attr_of[id(hookimpl.function)]
+                    opts = dict(hookimpl.opts)
+                    found.append(_Found(attr, hook, opts, tuple(hookimpl.argnames)))
+        finally:
+            # a refused registration may be half done: unregister takes back what was
+            if pm.is_registered(proxy):
+                pm.unregister(proxy)
     return tuple(found)
 
 

@@ -27,6 +27,14 @@ def build(name: str, options: Mapping[str, Any]) -> object:
     if not isinstance(options, Mapping):
         raise ConfigError(f"plugin {name!r}: options: {expected(_OPTIONS_MAPPING, options)}")
     if attrs.has(cls):
+        if not options:
+            # No option to convert: the class's defaults, without generating (compiling) a
+            # structuring function for it; a required option or a refused default is
+            # reported by the full path below, in its words.
+            try:
+                return cls()
+            except Exception:
+                pass
         from plait.options import structure_options
 
         return structure_options(cls, options, plugin=name)

@@ -23,7 +23,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Literal, TypeAlias, TypeVar
 
 import attrs
-import backoff
 
 from plait._convert import FieldError, expected, integer, number
 from plait.errors import ProviderError, StopRun
@@ -97,8 +96,11 @@ def backoff_delays(
     ``initial_delay`` (capped) when ``backoff_factor`` is 0.
 
     Built on ``backoff.expo`` / ``backoff.constant`` (``expo`` with base 0 would give
-    ``initial_delay`` once, then zeros).
+    ``initial_delay`` once, then zeros). ``backoff`` is imported here, on the first retry,
+    not when an agent naming a retry middleware is built.
     """
+    import backoff
+
     waits = (
         backoff.constant(interval=itertools.repeat(min(initial_delay, max_delay)))
         if backoff_factor == 0

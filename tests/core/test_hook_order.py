@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import attrs
@@ -208,3 +210,62 @@ def test_passing_a_class_or_plain_function_is_explained(make_agent: Any) -> None
 def test_unknown_middleware_name_lists_installed_names(make_agent: Any) -> None:
     with pytest.raises(ConfigError, match=r"unknown middleware 'no_such_thing'; installed: "):
         make_agent(["ok"], middleware=["no_such_thing"])
+
+
+def test_a_refused_middleware_leaves_no_trace_for_later_agents(make_agent: Any) -> None:
+    """Middleware are checked on one plugin manager per process: a refusal half-way
+    through registering must not make the next agent's middleware of that name collide."""
+
+    def named_wrong(take_request: bool) -> Any:
+        if take_request:
+
+            class Wrong:
+                @plait.hookimpl
+                def after_model(self, state: Any) -> None:
+                    return None
+
+                @plait.hookimpl
+                def before_model(self, state: Any, request: Any) -> None:
+                    return None
+
+        else:
+
+            class Wrong:  # type: ignore[no-redef]
+                @plait.hookimpl
+                def before_model(self, state: Any) -> Any:
+                    return {"messages": [plait.HumanMessage("checked")]}
+
+        return Wrong()
+
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="request"):
+            make_agent(["ok"], middleware=[named_wrong(True)])
+
+    agent = make_agent(["ok"], middleware=[named_wrong(False)])
+    agent.invoke("hi")
+    assert [m.text for m in agent.model.requests[0].messages] == ["hi", "checked"]
+
+
+def test_agents_built_on_many_threads_at_once_each_get_their_middleware() -> None:
+    """A server builds an agent per request on several threads: each first build of a
+    middleware class is checked once, whatever the others do meanwhile."""
+
+    def build(i: int) -> list[str]:
+        class Tag:
+            @plait.hookimpl
+            def before_model(self, state: Any) -> Any:
+                return {"messages": [plait.HumanMessage(f"tag {i}")]}
+
+        model = plait.ScriptedChatModel(["ok"])
+        plait.create_agent(model, middleware=[Tag()]).invoke("hi")
+        return [m.text for m in model.requests[0].messages]
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads interleave inside the checks, as under load
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(build, range(32)))
+    finally:
+        sys.setswitchinterval(switch)
+
+    assert results == [["hi", f"tag {i}"] for i in range(32)]

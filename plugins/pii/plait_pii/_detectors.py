@@ -10,14 +10,16 @@ from __future__ import annotations
 import bisect
 import functools
 import ipaddress
-import mimetypes
 import re
 import unicodedata
 import urllib.parse
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import attrs
-from publicsuffixlist import PublicSuffixList
+
+if TYPE_CHECKING:
+    from publicsuffixlist import PublicSuffixList
 
 __all__ = ["BUILTIN", "MASKS", "PIIMatch", "merge"]
 
@@ -91,12 +93,14 @@ def _breaks(left: str, right: str) -> bool:
     return bool(a and b and a != b)
 
 
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+@functools.cache
+def _non_ascii() -> re.Pattern[str]:
+    return re.compile(r"[^\x00-\x7f]")
 
 
 def _cut_right(text: str, start: int, end: int) -> int:
     """``end`` moved back to the first break after ``start``."""
-    first = _NON_ASCII.search(text, start, end)
+    first = _non_ascii().search(text, start, end)
     if first is None:
         return end  # ASCII never breaks: its letters and digits are all one script
     for i in range(max(start + 1, first.start()), end):
@@ -107,7 +111,7 @@ def _cut_right(text: str, start: int, end: int) -> int:
 
 def _cut_left(text: str, start: int, end: int) -> int:
     """``start`` moved forward past the last break before ``end``."""
-    if _NON_ASCII.search(text, start, end) is None:
+    if _non_ascii().search(text, start, end) is None:
         return start
     for i in range(end - 1, start, -1):
         if _breaks(text[i - 1], text[i]):
@@ -127,15 +131,22 @@ def _token_starts(text: str, start: int) -> bool:
 def _psl() -> PublicSuffixList:
     """The ICANN part of the Public Suffix List, from the snapshot the package ships (it never
     fetches a newer one). Parsed on first use (a fifth of a second), not at import: an agent
-    that names pii pays for it only when a host is checked."""
+    that names pii pays for it (and for importing the package) only when a host is checked."""
+    from publicsuffixlist import PublicSuffixList
+
     return PublicSuffixList(only_icann=True)
 
 
-# File extensions that are also top-level domains (.py, .sh, .zip...), from the standard
-# library's own table (not the machine's /etc/mime.types), so `setup.py/x` is not a host.
-_FILE_EXTENSIONS = frozenset(
-    ext[1:].lower() for table in mimetypes.MimeTypes(()).types_map for ext in table
-)
+@functools.cache
+def _file_extensions() -> frozenset[str]:
+    """File extensions that are also top-level domains (.py, .sh, .zip...), from the
+    standard library's own table (not the machine's /etc/mime.types), so ``setup.py/x``
+    is not a host. Built on the first URL checked, not when pii is imported."""
+    import mimetypes
+
+    return frozenset(
+        ext[1:].lower() for table in mimetypes.MimeTypes(()).types_map for ext in table
+    )
 
 
 @functools.lru_cache(maxsize=1024)
@@ -178,21 +189,30 @@ def _private_host(host: str) -> bool:
 
 # -- email ---------------------------------------------------------------------------------
 
-_EMAIL = re.compile(
-    r"""
-    [\w%+\-]+(?:\.[\w%+\-]+)*          # local part (never '*', so masked text is not found)
-    @
-    (?:[^\W_](?:[\w\-]{0,61}[^\W_])?\.)+  # domain labels, IDN letters included
-    (?:xn--[a-z0-9\-]{2,59}|[^\W\d_]{2,63})  # the top-level domain
-    """,
-    re.VERBOSE | re.IGNORECASE,
-)
-_DENSITY = re.compile(r"\d+(?:\.\d+)?x\Z", re.IGNORECASE)
-"""``2x``, ``3x``, ``1.5x``: the pixel-density part of an image name (``icon@2x.png``)."""
+
+@functools.cache
+def _email() -> re.Pattern[str]:
+    return re.compile(
+        r"""
+        [\w%+\-]+(?:\.[\w%+\-]+)*          # local part (never '*', so masked text is not found)
+        @
+        (?:[^\W_](?:[\w\-]{0,61}[^\W_])?\.)+  # domain labels, IDN letters included
+        (?:xn--[a-z0-9\-]{2,59}|[^\W\d_]{2,63})  # the top-level domain
+        """,
+        re.VERBOSE | re.IGNORECASE,
+    )
 
 
-_DOMAIN_RUN = re.compile(r"[\w.\-]*")
-"""What may follow an ``@`` in an address (checked whole afterwards)."""
+@functools.cache
+def _density() -> re.Pattern[str]:
+    """``2x``, ``3x``, ``1.5x``: the pixel-density part of an image name (``icon@2x.png``)."""
+    return re.compile(r"\d+(?:\.\d+)?x\Z", re.IGNORECASE)
+
+
+@functools.cache
+def _domain_run() -> re.Pattern[str]:
+    """What may follow an ``@`` in an address (checked whole afterwards)."""
+    return re.compile(r"[\w.\-]*")
 
 
 def _local_run_start(text: str, at: int, floor: int) -> int:
@@ -221,21 +241,23 @@ def _email_at(text: str, start: int, at: int, end: int) -> PIIMatch | None:
     if end < len(text) and text[end] in "_@(":
         return None  # x@y.method(), a longer token
     value = text[start:end]
-    if not _EMAIL.fullmatch(value):
+    if not _email().fullmatch(value):
         return None
     domain = value[at - start + 1 :]
     labels = domain.split(".")
     if not _private_host(domain) and (not _is_tld(labels[-1]) or not _registrable(domain)):
         return None
-    if _DENSITY.match(domain.rpartition(".")[0]):
+    if _density().match(domain.rpartition(".")[0]):
         return None  # an image name: logo@2x.png, hero@1.5x.local
     return PIIMatch(value, start, end)
 
 
-_AUTHORITY = re.compile(r"""(?:^|(?<=[ \t\n\r<>"'(]))[^ \t\n\r<>"'(]*?://([^/ \t\n\r<>"'(]*)""")
-"""A URL's authority (``user:password@host``): from the first ``://`` of a token (a run of
-text between spaces, quotes, ``<>`` and ``(``) to the next ``/`` or the token's end. One
-pass over the text, each token scanned once."""
+@functools.cache
+def _authority() -> re.Pattern[str]:
+    """A URL's authority (``user:password@host``): from the first ``://`` of a token (a run of
+    text between spaces, quotes, ``<>`` and ``(``) to the next ``/`` or the token's end. One
+    pass over the text, each token scanned once."""
+    return re.compile(r"""(?:^|(?<=[ \t\n\r<>"'(]))[^ \t\n\r<>"'(]*?://([^/ \t\n\r<>"'(]*)""")
 
 
 def _authorities(text: str) -> tuple[list[int], list[int]]:
@@ -243,7 +265,7 @@ def _authorities(text: str) -> tuple[list[int], list[int]]:
     starts: list[int] = []
     ends: list[int] = []
     if "://" in text:
-        for m in _AUTHORITY.finditer(text):
+        for m in _authority().finditer(text):
             starts.append(m.start(1))
             ends.append(m.end(1))
     return starts, ends
@@ -266,7 +288,7 @@ def find_emails(text: str) -> list[PIIMatch]:
     at = text.find("@")
     while at != -1:
         start = _local_run_start(text, at, floor)
-        run = _DOMAIN_RUN.match(text, at + 1)
+        run = _domain_run().match(text, at + 1)
         end = run.end() if run is not None else at + 1
         floor = end
         match = _email_at(text, start, at, end)
@@ -286,7 +308,10 @@ def mask_email(value: str) -> str:
 
 # -- credit card ---------------------------------------------------------------------------
 
-_CARD = re.compile(r"(?<![\d.])\d(?:[ \-]?\d){11,18}(?!\d|[.,]\d|-\d)", re.ASCII)
+
+@functools.cache
+def _card() -> re.Pattern[str]:
+    return re.compile(r"(?<![\d.])\d(?:[ \-]?\d){11,18}(?!\d|[.,]\d|-\d)", re.ASCII)
 
 
 def luhn_ok(digits: str) -> bool:
@@ -328,7 +353,7 @@ def _issuer_ok(digits: str) -> bool:
 
 def find_cards(text: str) -> list[PIIMatch]:
     found = []
-    for m in _CARD.finditer(text):
+    for m in _card().finditer(text):
         raw = m.group()
         separators = set(re.sub(r"\d", "", raw))
         if len(separators) > 1:
@@ -360,37 +385,52 @@ def mask_card(value: str) -> str:
 
 # -- ip ------------------------------------------------------------------------------------
 
+
 # ASCII classes: a CJK, Thai, Arabic or Cyrillic letter touching an address is a boundary.
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)", re.ASCII)
-_VERSION_BEFORE = re.compile(
-    r"(?:\bv|\bver|\bversion|\bbuild|\brelease|\brev|\brevision|\bsection|\bsec|\bchapter|\bfig|\bfigure|\btable|\bclause)\.?\s*[:=#]?\s*$",
-    re.IGNORECASE | re.ASCII,
-)
-_IPV6 = re.compile(
-    r"(?<![\w.])(?:[0-9a-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{0,4})"
-    r"(?:%\w+(?:\.\w+)*)?(?![\w:]|\.\d)",
-    re.IGNORECASE | re.ASCII,
-)
-_GROUP_BEFORE = re.compile(r"(?<![\w])[0-9a-f]{1,4}[:\-]\Z|::\Z", re.IGNORECASE | re.ASCII)
+@functools.cache
+def _ipv4() -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)", re.ASCII)
+
+
+@functools.cache
+def _version_before() -> re.Pattern[str]:
+    return re.compile(
+        r"(?:\bv|\bver|\bversion|\bbuild|\brelease|\brev|\brevision|\bsection|\bsec|\bchapter|\bfig|\bfigure|\btable|\bclause)\.?\s*[:=#]?\s*$",
+        re.IGNORECASE | re.ASCII,
+    )
+
+
+@functools.cache
+def _ipv6() -> re.Pattern[str]:
+    return re.compile(
+        r"(?<![\w.])(?:[0-9a-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{0,4})"
+        r"(?:%\w+(?:\.\w+)*)?(?![\w:]|\.\d)",
+        re.IGNORECASE | re.ASCII,
+    )
+
+
+@functools.cache
+def _group_before() -> re.Pattern[str]:
+    return re.compile(r"(?<![\w])[0-9a-f]{1,4}[:\-]\Z|::\Z", re.IGNORECASE | re.ASCII)
 
 
 def _continues_chain(text: str, start: int) -> bool:
     """Whether ``text[start:]`` is the tail of a longer run of hex groups (``00:`` before
     it), not a value of its own after a label such as ``value:``."""
-    return _GROUP_BEFORE.search(text, max(0, start - 6), start) is not None
+    return _group_before().search(text, max(0, start - 6), start) is not None
 
 
 def find_ips(text: str) -> list[PIIMatch]:
     found = []
-    for m in _IPV4.finditer(text):
-        if _VERSION_BEFORE.search(text, max(0, m.start() - 14), m.start()):
+    for m in _ipv4().finditer(text):
+        if _version_before().search(text, max(0, m.start() - 14), m.start()):
             continue
         try:
             ipaddress.IPv4Address(m.group())
         except ValueError:
             continue
         found.append(PIIMatch(m.group(), m.start(), m.end()))
-    for m in _IPV6.finditer(text):
+    for m in _ipv6().finditer(text):
         value = m.group()
         if _continues_chain(text, m.start()):
             continue
@@ -413,17 +453,20 @@ def mask_ip(value: str) -> str:
 
 # -- mac address ---------------------------------------------------------------------------
 
-_MAC = re.compile(
-    r"(?<![\w.])(?:[0-9a-f]{2}([:\-])(?:[0-9a-f]{2}\1){4}[0-9a-f]{2}"
-    r"|[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4})(?![\w]|[:\-.][0-9a-f])",
-    re.IGNORECASE | re.ASCII,
-)
+
+@functools.cache
+def _mac() -> re.Pattern[str]:
+    return re.compile(
+        r"(?<![\w.])(?:[0-9a-f]{2}([:\-])(?:[0-9a-f]{2}\1){4}[0-9a-f]{2}"
+        r"|[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4})(?![\w]|[:\-.][0-9a-f])",
+        re.IGNORECASE | re.ASCII,
+    )
 
 
 def find_macs(text: str) -> list[PIIMatch]:
     return [
         PIIMatch(m.group(), m.start(), m.end())
-        for m in _MAC.finditer(text)
+        for m in _mac().finditer(text)
         if not _continues_chain(text, m.start())
     ]
 
@@ -444,18 +487,31 @@ def mask_mac(value: str) -> str:
 
 # -- url -----------------------------------------------------------------------------------
 
+
 # Commas end a URL: they are legal in paths but far more often separate list items.
-_URL = re.compile(
-    r"(?<![\w@.\-/])(?:(?:https?|ftp)://|www\.)[^\s<>\"'`,]+", re.IGNORECASE | re.ASCII
-)
+@functools.cache
+def _url() -> re.Pattern[str]:
+    return re.compile(
+        r"(?<![\w@.\-/])(?:(?:https?|ftp)://|www\.)[^\s<>\"'`,]+", re.IGNORECASE | re.ASCII
+    )
+
+
 # A URL without a scheme: an ASCII host name, an optional port, then a path.
-_BARE_URL = re.compile(
-    r"(?<![\w@.\-/:%+~#])((?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,63}|xn--[a-z0-9\-]{2,59}))"
-    r"(?::\d{1,5})?/[^\s<>\"'`,]*",
-    re.IGNORECASE | re.ASCII,
-)
-_UNIT = re.compile(r"/[^\W\d_]\Z")
-"""A one-letter path after a two-label host is a unit (``approx.km/h``), not a page."""
+@functools.cache
+def _bare_url() -> re.Pattern[str]:
+    return re.compile(
+        r"(?<![\w@.\-/:%+~#])((?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,63}|xn--[a-z0-9\-]{2,59}))"
+        r"(?::\d{1,5})?/[^\s<>\"'`,]*",
+        re.IGNORECASE | re.ASCII,
+    )
+
+
+@functools.cache
+def _unit() -> re.Pattern[str]:
+    """A one-letter path after a two-label host is a unit (``approx.km/h``), not a page."""
+    return re.compile(r"/[^\W\d_]\Z")
+
+
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 
@@ -498,7 +554,7 @@ def _bare_host_ok(host: str) -> bool:
     labels = host.lower().split(".")
     if not _is_tld(labels[-1]) or not _registrable(host):
         return False
-    return not (len(labels) == 2 and labels[-1] in _FILE_EXTENSIONS)
+    return not (len(labels) == 2 and labels[-1] in _file_extensions())
 
 
 def _url_match(text: str, start: int, end: int) -> PIIMatch | None:
@@ -510,7 +566,7 @@ def _url_match(text: str, start: int, end: int) -> PIIMatch | None:
 
 def find_urls(text: str) -> list[PIIMatch]:
     found = []
-    for m in _URL.finditer(text):
+    for m in _url().finditer(text):
         match = _url_match(text, m.start(), m.end())
         if match is None:
             continue
@@ -519,11 +575,11 @@ def find_urls(text: str) -> list[PIIMatch]:
         if _host_ok(match.text):
             found.append(match)
     if "/" in text:
-        for m in _BARE_URL.finditer(text):
+        for m in _bare_url().finditer(text):
             if m.group(1).lower().startswith("www.") or not _bare_host_ok(m.group(1)):
                 continue
             match = _url_match(text, m.start(), m.end())
-            if match is None or (match.text.count(".") == 1 and _UNIT.search(match.text)):
+            if match is None or (match.text.count(".") == 1 and _unit().search(match.text)):
                 continue
             found.append(match)
     return found
