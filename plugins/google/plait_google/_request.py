@@ -26,7 +26,7 @@ from plait.options import expected
 from plait_google._wire import DATA_FIELDS, PROVIDER, THOUGHT_SIGNATURES
 
 if TYPE_CHECKING:
-    from plait.models.http import ToolDefinition
+    from plait.models.http import ChatRequest, ToolDefinition
 
 GENERATION_SETTINGS = {
     "temperature": "temperature",
@@ -105,25 +105,16 @@ SKIP_SIGNATURE = "skip_thought_signature_validator"
 """Google's documented placeholder signature for a function call Gemini did not write."""
 
 
-def body(
-    messages: Sequence[AnyMessage],
-    *,
-    model: str = "",
-    system_prompt: str | None,
-    tools: Sequence[ToolDefinition],
-    tool_choice: str | None,
-    response_format: Mapping[str, Any] | None,
-    provider_options: Mapping[str, Any] | None,
-    settings: Mapping[str, Any],
-) -> dict[str, Any]:
-    """The JSON body of one ``generateContent`` call."""
-    check_settings(settings)
+def body(request: ChatRequest, *, model: str = "") -> dict[str, Any]:
+    """The JSON body of one ``generateContent`` call (``request.stream`` aside: streaming
+    is a different URL, not a different body)."""
+    check_settings(request.settings)
     system: list[dict[str, Any]] = []
-    if system_prompt:
-        system.append({"text": system_prompt})
+    if request.system_prompt:
+        system.append({"text": request.system_prompt})
     turns: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # tool-call id -> function name, for the responses
-    for message in messages:
+    for message in request.messages:
         if isinstance(message, SystemMessage):
             system.extend(_parts(message.content, "system"))
             continue
@@ -138,7 +129,7 @@ def body(
     if system:
         out["systemInstruction"] = {"parts": system}
     generation: dict[str, Any] = {}
-    for key, value in settings.items():
+    for key, value in request.settings.items():
         if value is None or key == BUILTIN_TOOLS:
             continue
         if key in TOP_LEVEL_SETTINGS or key in TOP_LEVEL_SETTINGS.values():
@@ -148,23 +139,23 @@ def body(
         if field == "stopSequences" and isinstance(value, str):
             value = [value]
         generation[field] = value
-    if response_format is not None:
+    if request.response_format is not None:
         generation["responseMimeType"] = "application/json"
-        generation["responseJsonSchema"] = dict(response_format)
+        generation["responseJsonSchema"] = dict(request.response_format)
     if generation:
         out["generationConfig"] = generation
     wire_tools: list[dict[str, Any]] = []
-    functions = [tool for tool in tools if _builtin(tool) is None]
+    functions = [tool for tool in request.tools if _builtin(tool) is None]
     if functions:
         wire_tools.append({"functionDeclarations": [_declaration(tool) for tool in functions]})
-    wire_tools.extend(builtin for tool in tools if (builtin := _builtin(tool)) is not None)
-    wire_tools.extend(dict(tool) for tool in settings.get(BUILTIN_TOOLS) or ())
+    wire_tools.extend(builtin for tool in request.tools if (builtin := _builtin(tool)) is not None)
+    wire_tools.extend(dict(tool) for tool in request.settings.get(BUILTIN_TOOLS) or ())
     if wire_tools:
         out["tools"] = wire_tools
-    config = _tool_config(tool_choice, functions)
+    config = _tool_config(request.tool_choice, functions)
     if config is not None:
         out["toolConfig"] = config
-    _merge(out, (provider_options or {}).get(PROVIDER) or {})
+    _merge(out, (request.provider_options or {}).get(PROVIDER) or {})
     return out
 
 

@@ -172,16 +172,7 @@ class GoogleChatModel(HTTPChatModel):
         return f"{self.base_url}/{self.api_version}/{path}:{method}"
 
     def _prepare(self, request: ChatRequest) -> PreparedCall:
-        body = _request.body(
-            request.messages,
-            model=self.model_name,
-            system_prompt=request.system_prompt,
-            tools=request.tools,
-            tool_choice=request.tool_choice,
-            response_format=request.response_format,
-            provider_options=request.provider_options,
-            settings=request.settings,
-        )
+        body = _request.body(request, model=self.model_name)
         url = self.model_url("streamGenerateContent") + "?alt=sse" if request.stream else ""
         return PreparedCall(url or self.model_url("generateContent"), body)
 
