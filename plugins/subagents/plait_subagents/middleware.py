@@ -88,6 +88,9 @@ INHERITED = ("usage_limit", "model_call_limit", "pii", "otel")
 limits through the run's usage ledger (a sub-agent's calls count, and are refused, as the
 main run's), ``pii`` and ``otel`` as the same instances added to each built sub-agent."""
 LIMITS = ("usage_limit", "model_call_limit")
+REMOTE_AGAIN = ("interrupted", "completed", "failed")
+"""The ends of a remote background task ``update_task`` starts a new run after (on the
+remote thread, which keeps the conversation); a local task's are final."""
 RESUMES_KEY = "subagents_resumes"
 """Kept in a sub-agent's thread: how many answers ``task`` has delivered to it."""
 
@@ -944,12 +947,16 @@ def _background_tools(
         if isinstance(record, ToolMessage):
             return record
         entry = entries[record.subagent_type]
-        if isinstance(entry, _RemoteEntry) and record.status == "interrupted":
+        if isinstance(entry, _RemoteEntry) and record.status in REMOTE_AGAIN:
+            was = record.status
             try:
-                await entry.remote.resume(tasks, record, message)
+                await entry.remote.send(tasks, record, message)
             except RemoteError as exc:
-                return refuse(runtime, f"task {record.id} was not resumed: {exc}")
-            return answer(runtime, f"Task {record.id} goes on with your answer.", record)
+                return refuse(runtime, f"task {record.id} was not sent your message: {exc}")
+            if was == "interrupted":
+                return answer(runtime, f"Task {record.id} goes on with your answer.", record)
+            text = f"Task {record.id} runs again on its remote thread with your message."
+            return answer(runtime, text, record)
         if record.status != "running":
             return refuse(
                 runtime,

@@ -12,9 +12,9 @@ tells how many answers it has had, so none is delivered twice).
 A background task is a thread and run of the server: ``start_task`` creates both and
 answers at once; a watcher on the agent's loop joins the run and records its outcome
 (its last AI message, an error, or an interrupt: status ``interrupted`` with the
-interrupt's value, which ``update_task`` answers); ``update_task`` on a running task
-queues the message, sent as a new run on the same remote thread when the current run
-ends; ``cancel_task`` cancels the remote run.
+interrupt's value, which ``update_task`` answers); ``update_task`` sends its message as a
+new run on the same remote thread: when the current run ends if the task is running, at
+once if it has completed or failed; ``cancel_task`` cancels the remote run.
 
 The remote runs on its own server: the main agent's limits, ``pii`` and ``otel`` do not
 reach it. The usage its AI messages report is the ``task`` answer's ``usage`` (so the
@@ -287,19 +287,21 @@ class RemoteSubAgent:
         tasks.launch(record, self._watch(tasks, record))
         return record
 
-    async def resume(self, tasks: BackgroundTasks, record: TaskRecord, message: str) -> None:
-        """Answer an interrupted task's interrupt with ``message`` (as JSON if it parses,
-        else the text) in a new run on its thread, watched like the first."""
+    async def send(self, tasks: BackgroundTasks, record: TaskRecord, message: str) -> None:
+        """A new run on a finished task's thread, watched like the first: an interrupted
+        task's interrupt is answered with ``message`` (as JSON if it parses, else the
+        text); a completed or failed one is given ``message`` as more instructions, with
+        its whole conversation on the server."""
         thread, _ = self._runs[record.id]
-        try:
-            answer: Any = json.loads(message)
-        except ValueError:
-            answer = message
+        given: dict[str, Any] = {"input": self._input(message)}
+        if record.status == "interrupted":
+            try:
+                given = {"command": {"resume": json.loads(message)}}
+            except ValueError:
+                given = {"command": {"resume": message}}
         try:
             async with self.client() as client:
-                run = await client.runs.create(
-                    thread, self.assistant_id, command={"resume": answer}
-                )
+                run = await client.runs.create(thread, self.assistant_id, **given)
         except Exception as exc:
             raise RemoteError(self.failure(exc)) from exc
         self._runs[record.id] = (thread, run["run_id"])

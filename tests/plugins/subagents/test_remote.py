@@ -402,6 +402,40 @@ def test_a_background_task_is_a_remote_run_checked_updated_and_delivered(
     assert later.state[BACKGROUND_KEY][task_id]["status"] == "completed"
 
 
+def test_update_task_of_a_finished_remote_task_runs_it_again_on_its_thread(
+    make_agent: Any, billing: tuple[plait.Agent, Served]
+) -> None:
+    agent_b, served = billing
+    middleware = SubAgentMiddleware(subagents=[remote(served.url)], background=True)
+    main = make_agent([ai("", start("s1", "Hello billing")), "Started."], middleware=[middleware])
+    first = main.invoke("go", thread_id="m")
+    [task_id] = first.state[BACKGROUND_KEY]
+    assert middleware.wait_for_tasks("m", timeout=20)
+    main.model.responses += [  # type: ignore[attr-defined]
+        ai("", call("update_task", "u1", task_id=task_id, message="And Bob?")),
+        "Asked again.",
+    ]
+    again = main.invoke("ask about Bob too", thread_id="m")
+    assert tool_answers(again.messages)["u1"].text == (
+        f"Task {task_id} runs again on its remote thread with your message."
+    )
+    assert middleware.wait_for_tasks("m", timeout=20)
+    [thread] = remote_threads(agent_b)
+    assert transcript(agent_b.get_state(thread)["messages"]) == [
+        ("human", "Hello billing"),
+        ("ai", "Billing answers: Hello billing"),
+        ("human", "And Bob?"),
+        ("ai", "Billing answers: And Bob?"),
+    ]
+    main.model.responses += ["ok"]  # type: ignore[attr-defined]
+    later = main.invoke("news?", thread_id="m")
+    assert transcript(later.messages)[-2] == (
+        "human",
+        f"[Background task {task_id} (billing) completed]\nTask: Hello billing\n"
+        "Result:\nBilling answers: And Bob?",
+    )
+
+
 def test_cancel_task_cancels_the_remote_run_and_list_tasks_lists_it(
     make_agent: Any, billing: tuple[plait.Agent, Served]
 ) -> None:
