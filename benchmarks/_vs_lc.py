@@ -20,7 +20,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 IMPORT = "from langchain.agents import create_agent"
 
@@ -78,6 +77,8 @@ def run_steps(steps: int, *, middleware: bool) -> tuple[float, int]:
 
 class Thread:
     def __init__(self, path: str) -> None:
+        from langgraph.checkpoint.sqlite import SqliteSaver  # only the thread scenario needs it
+
         self.connection = sqlite3.connect(path, check_same_thread=False)
         self.agent = agent(
             Brain(1), with_middleware=False, checkpointer=SqliteSaver(self.connection)

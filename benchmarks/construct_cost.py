@@ -1,113 +1,146 @@
-"""What building an agent costs: ``create_agent`` with five middleware, warm (the same
-agent built again in a process, as a server building one per request does) and cold (the
-first in a fresh process: entry points scanned, the five plugins imported, each middleware
-class validated once), and ``import plait`` plus the first construct.
+"""What building an agent costs, plait beside LangChain, pydantic-ai, OpenAI Agents, Google
+ADK and smolagents: the same fake model (``_vs_common.Brain``), one tool, and five
+middleware or the nearest each framework has (each ``_build_<name>.py`` says what).
 
-The agent: one tool, a fake model, and the five middleware of ``vs_langchain.py``
-(``model_call_limit``, ``tool_call_limit``, ``model_retry``, ``tool_retry``, ``pii``).
-Beside it, measured in the same run: plait with no middleware (the kernel's floor), and
-pydantic-ai's ``Agent`` with one tool on its ``FunctionModel`` when pydantic-ai is
-installed. Each figure is the best of ``--repeat`` rounds (warm: the mean of ``--builds``
-builds); ratios are to plait's own floor and to the peer. Goals (issue 38): warm <= 1 ms,
-cold <= 5 ms.
+Each framework runs in a fresh interpreter, once per round, rounds interleaved:
 
-    python benchmarks/construct_cost.py [--repeat 5] [--builds 200]
+- import: importing the framework and defining the agent's parts (its module);
+- cold: the first agent built in the process (plait: entry points scanned, the five
+  plugins imported, each middleware class checked once);
+- warm: the mean of ``--builds`` more builds, as a server building one per request pays.
+
+Medians over ``--repeat`` rounds are printed, with ratios to the best peer measured in
+the same run (the lowest figure of the frameworks other than plait). A framework that
+is not installed is skipped with a line saying so. Goals (issue 38), for plait with
+five middleware: warm <= 1 ms, cold <= 5 ms, import + cold <= 0.15x the best peer.
+
+    python benchmarks/construct_cost.py [--repeat 5] [--builds 100]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-PLAIT = """
-import time
-t0 = time.perf_counter()
-import plait
-from _vs_plait import MIDDLEWARE, TOOL, FakeModel
-from _vs_common import Brain
-plait.create_agent
-t1 = time.perf_counter()
-middleware = MIDDLEWARE if {with_middleware} else []
-plait.create_agent(FakeModel(Brain(1)), tools=[TOOL], middleware=middleware)
-t2 = time.perf_counter()
-for _ in range({builds}):
-    plait.create_agent(FakeModel(Brain(1)), tools=[TOOL], middleware=middleware)
-t3 = time.perf_counter()
-print(json.dumps({{"import": t1 - t0, "cold": t2 - t1, "warm": (t3 - t2) / {builds}}}))
-"""
+# label: (module, build arguments, distribution whose version is shown)
+CASES = {
+    "plait, 5 middleware": ("_build_plait", "", "plait"),
+    "plait, no middleware": ("_build_plait", "middleware=False", "plait"),
+    "LangChain": ("_build_langchain", "", "langchain"),
+    "pydantic-ai": ("_build_pydantic_ai", "", "pydantic-ai-slim"),
+    "OpenAI Agents": ("_build_openai_agents", "", "openai-agents"),
+    "Google ADK": ("_build_adk", "", "google-adk"),
+    "smolagents": ("_build_smolagents", "", "smolagents"),
+}
+PLAIT = "plait, 5 middleware"
 
-PYDANTIC_AI = """
-import time
+CHILD = """
+import json, time
 t0 = time.perf_counter()
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelResponse, TextPart
-from pydantic_ai.models.function import FunctionModel
-from _vs_common import lookup
+import {module} as built
 t1 = time.perf_counter()
-model = FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("done")]))
-Agent(model, tools=[lookup])
+built.build({args})
 t2 = time.perf_counter()
 for _ in range({builds}):
-    Agent(model, tools=[lookup])
+    built.build({args})
 t3 = time.perf_counter()
-print(json.dumps({{"import": t1 - t0, "cold": t2 - t1, "warm": (t3 - t2) / {builds}}}))
+print(json.dumps({{"import": t1 - t0, "cold": t2 - t1, "warm": (t3 - t2) / {builds},
+                  "what": built.WHAT}}))
 """
 
 
-def _run(code: str) -> dict[str, float] | None:
+def run(module: str, args: str, builds: int) -> dict[str, object] | str:
+    """One fresh interpreter's figures, or why there are none."""
+    env = {**os.environ, "PYTHONPATH": str(HERE), "OTEL_SDK_DISABLED": "true"}
+    code = CHILD.format(module=module, args=args, builds=builds)
     done = subprocess.run(
-        [sys.executable, "-c", "import json\n" + code],
-        capture_output=True,
-        text=True,
-        cwd=HERE,
-        env={"PYTHONPATH": str(HERE), "PATH": ""},
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, env=env
     )
     if done.returncode != 0:
-        return None
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+        last = (done.stderr.strip().splitlines() or ["exit status " + str(done.returncode)])[-1]
+        return last
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def _version(dist: str) -> str:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--builds", type=int, default=200)
+    parser.add_argument("--builds", type=int, default=100)
     args = parser.parse_args()
-    cases = {
-        "plait, 5 middleware": PLAIT.format(with_middleware=True, builds=args.builds),
-        "plait, no middleware": PLAIT.format(with_middleware=False, builds=args.builds),
-        "pydantic-ai Agent": PYDANTIC_AI.format(builds=args.builds),
-    }
-    best: dict[str, dict[str, float]] = {}
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    figures: dict[str, dict[str, list[float]]] = {}
+    what: dict[str, str] = {}
+    skipped: dict[str, str] = {}
     for _ in range(args.repeat):
-        for label, code in cases.items():
-            result = _run(code)
-            if result is None:
+        for label, (module, build_args, _dist) in CASES.items():
+            if label in skipped:
                 continue
-            kept = best.setdefault(label, result)
-            for key, value in result.items():
-                kept[key] = min(kept[key], value)
-    floor = best["plait, no middleware"]
-    peer = best.get("pydantic-ai Agent")
-    print(
-        f"{'':<22}{'warm (ms)':>10}{'cold (ms)':>10}{'import+cold':>12}"
-        f"{'warm/floor':>11}{'warm/peer':>10}{'imp+cold/peer':>14}"
+            result = run(module, build_args, args.builds)
+            if isinstance(result, str):
+                skipped[label] = result
+                continue
+            what[label] = str(result.pop("what"))
+            kept = figures.setdefault(label, {"import": [], "cold": [], "warm": []})
+            for key in kept:
+                kept[key].append(float(result[key]))  # type: ignore[arg-type]
+    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    median = {
+        label: {key: statistics.median(values) for key, values in got.items()}
+        for label, got in figures.items()
+    }
+    for got in median.values():
+        got["total"] = got["import"] + got["cold"]
+    peers = {label: got for label, got in median.items() if not label.startswith("plait")}
+    best = (
+        {key: min(got[key] for got in peers.values()) for key in ("warm", "total")} if peers else {}
     )
-    for label, got in best.items():
-        total = got["import"] + got["cold"]
-        row = f"{label:<22}{got['warm'] * 1e3:>10.3f}{got['cold'] * 1e3:>10.2f}{total * 1e3:>12.1f}"
-        row += f"{got['warm'] / floor['warm']:>11.2f}"
-        if peer is not None:
-            row += f"{got['warm'] / peer['warm']:>10.2f}"
-            row += f"{total / (peer['import'] + peer['cold']):>14.2f}"
-        print(row)
-    if peer is None:
-        print("(pydantic-ai is not installed: no peer column)")
+    print(
+        f"\nmedians of {args.repeat} fresh interpreters, warm = mean of {args.builds} builds\n"
+        f"{'':<22}{'import':>9}{'cold':>9}{'imp+cold':>10}{'warm':>9}"
+        f"{'warm/best':>11}{'imp+cold/best':>15}"
+    )
+    for label, got in median.items():
+        row = f"{label:<22}" + "".join(
+            f"{got[key] * 1e3:>{width}.{digits}f}"
+            for key, width, digits in (
+                ("import", 9, 1),
+                ("cold", 9, 2),
+                ("total", 10, 1),
+                ("warm", 9, 3),
+            )
+        )
+        if best:
+            row += f"{got['warm'] / best['warm']:>11.2f}{got['total'] / best['total']:>15.3f}"
+        print(row + "   (ms)" if label == PLAIT else row)
+    print()
+    for label, (_module, _args, dist) in CASES.items():
+        if label in what:
+            print(f"  {label:<22}{dist} {_version(dist)}: {what[label]}")
+    for label, reason in skipped.items():
+        print(f"  skipped {label}: {reason}")
+    if PLAIT in median and best:
+        got = median[PLAIT]
+        print(
+            f"\nplait, 5 middleware: warm {got['warm'] * 1e3:.3f} ms (goal <= 1), "
+            f"cold {got['cold'] * 1e3:.1f} ms (goal <= 5), import + cold "
+            f"{got['total'] / best['total']:.3f}x the best peer (goal <= 0.15)"
+        )
 
 
 if __name__ == "__main__":
