@@ -116,7 +116,9 @@ class HandoffAgent:
         default=None, converter=_tuple, validator=_check_inherit
     )
     """Which of the main agent's ``usage_limit``, ``model_call_limit``, ``pii`` apply to
-    it; ``None``: the middleware's ``inherit``; ``[]`` opts out of all."""
+    it; ``None``: the middleware's ``inherit``; ``[]`` opts out of all. A limit left out
+    still counts its calls but never refuses them; ``pii`` left out allows a ``pii``
+    listed after ``handoff``, which then hides values from the main model only."""
 
     @input_filter.validator
     def _filter(self, attribute: attrs.Attribute[Any], value: Any) -> None:
