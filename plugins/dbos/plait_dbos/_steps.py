@@ -230,7 +230,7 @@ class StepPerformer:
 class RecordedCheckpointer:
     """Wraps the agent's checkpointer for workers. Inside a workflow, loading the thread
     is a step — a replay sees the thread as the run first found it, not as the crashed
-    attempt left it. A save is not a step of its own (a DBOS step costs two
+    attempt left it (recorded as its step number when the checkpointer keeps history). A save is not a step of its own (a DBOS step costs two
     system-database transactions): it is written once by its own compare-and-set, and a
     replay — which recomputes the same save from the recorded steps and ids — finds the
     step already written by this run and skips it. Outside a workflow it is the wrapped
@@ -241,7 +241,25 @@ class RecordedCheckpointer:
     def load(self, thread_id: str) -> Checkpoint | None:
         if not in_workflow():
             return self.inner.load(thread_id)
-        return _step("plait.checkpoint:load", lambda: self.inner.load(thread_id))
+        inner = self.inner
+        if not isinstance(inner, History):
+            return _step("plait.checkpoint:load", lambda: inner.load(thread_id))
+        # With history, the step records the step number the thread was at, not the
+        # thread: a long thread is not copied into the system database on every run. A
+        # replay reads the thread as it was at that step from the history.
+        loaded: list[Checkpoint | None] = []
+
+        def first_load() -> int | None:
+            checkpoint = inner.load(thread_id)
+            loaded.append(checkpoint)
+            return None if checkpoint is None else checkpoint.step
+
+        recorded: Any = _step("plait.checkpoint:load", first_load)
+        if loaded:
+            return loaded[0]
+        if recorded is None or isinstance(recorded, Checkpoint):
+            return recorded  # a thread that did not exist; or a run recorded whole before
+        return inner.load_step(thread_id, int(recorded))
 
     def step(self, thread_id: str) -> int:
         if not in_workflow():

@@ -136,3 +136,42 @@ def test_a_save_another_writer_got_to_first_fails(worker: plait.Agent) -> None:
     # run-1 saved its model's answer (step 5); the tool's writer took step 6 first
     assert [i.step for i in history][-2:] == [5, 6]
     assert history[-1].run_id == "other" != history[-2].run_id
+
+
+def test_a_replay_of_a_later_run_sees_the_thread_as_the_run_first_found_it(
+    worker: plait.Agent, database_url: str
+) -> None:
+    from dbos import DBOS
+
+    from plait_dbos._submit import _client
+
+    _run("run-0", "first")
+    second = _run("run-1", "second")
+    steps = _client(database_url).list_workflow_steps("run-1")
+    # The load records the step the thread was at (run-0 wrote steps 1-4), not the thread
+    assert (steps[0]["function_name"], steps[0]["output"]) == ("plait.checkpoint:load", 4)
+    # The worker "died" after run-1's saves but before its calls were recorded
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "DELETE FROM dbos.operation_outputs WHERE workflow_uuid = 'run-1' AND function_id > %s",
+            (steps[0]["function_id"],),
+        )
+        conn.execute(
+            "UPDATE dbos.workflow_status SET status = 'PENDING' WHERE workflow_uuid = 'run-1'"
+        )
+    calls.clear()
+    (handle,) = DBOS._recover_pending_workflows([_executor_of_test])
+    again: dict[str, Any] = handle.get_result()
+
+    # The replay saw the thread at step 4 (as run-1 first found it, though the thread
+    # now holds run-1's own saves): the same calls, messages and answer
+    assert calls == ["HumanMessage", "ToolMessage"]
+    assert again["messages"] == second["messages"]
+    assert again["text"] == second["text"] == "noted: noted second"
+    assert worker.checkpointer is not None
+    checkpoint = worker.checkpointer.load("t")
+    assert checkpoint is not None and checkpoint.step == 8
+    assert [m.text for m in checkpoint.messages if isinstance(m, HumanMessage)] == [
+        "first",
+        "second",
+    ]
