@@ -230,11 +230,11 @@ class StepPerformer:
 class RecordedCheckpointer:
     """Wraps the agent's checkpointer for workers. Inside a workflow, loading the thread
     is a step — a replay sees the thread as the run first found it, not as the crashed
-    attempt left it (recorded as its step number when the checkpointer keeps history). A save is not a step of its own (a DBOS step costs two
-    system-database transactions): it is written once by its own compare-and-set, and a
-    replay — which recomputes the same save from the recorded steps and ids — finds the
-    step already written by this run and skips it. Outside a workflow it is the wrapped
-    checkpointer."""
+    attempt left it (recorded as its step number when the checkpointer keeps history).
+    A save is not a step of its own (a DBOS step costs a system-database transaction):
+    it is written once by its own compare-and-set, and a replay — which recomputes the
+    same save from the recorded steps and ids — finds the step already written by this
+    run and skips it. Outside a workflow it is the wrapped checkpointer."""
 
     inner: Checkpointer
 
