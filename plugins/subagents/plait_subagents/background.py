@@ -71,10 +71,13 @@ class TaskRecord:
     followups: list[str] = attrs.field(factory=list)
     handle: asyncio.Task[None] | None = attrs.field(default=None, repr=False)
     loop: asyncio.AbstractEventLoop | None = attrs.field(default=None, repr=False)
+    remote: dict[str, str] | None = None
+    """Where a remote task runs (``url``, ``thread_id``, ``run_id``): kept in the thread's
+    state, so a later process can still follow it (``plait_subagents.remote``)."""
 
     def state(self) -> dict[str, Any]:
         """What the thread's state keeps of it."""
-        return {
+        state: dict[str, Any] = {
             "subagent_type": self.subagent_type,
             "description": self.description,
             "status": self.status,
@@ -82,6 +85,9 @@ class TaskRecord:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
         }
+        if self.remote is not None:
+            state["remote"] = dict(self.remote)
+        return state
 
     def message(self) -> HumanMessage:
         """The outcome, as the message added to the main thread."""
@@ -134,6 +140,11 @@ class BackgroundTasks:
         with self._changed:
             self._tasks[record.id] = record
         return record
+
+    def adopt(self, record: TaskRecord) -> TaskRecord:
+        """Know a task another process started (the one known already, if any)."""
+        with self._changed:
+            return self._tasks.setdefault(record.id, record)
 
     def launch(self, record: TaskRecord, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` for ``record`` (again: running, its outcome not yet seen) on the

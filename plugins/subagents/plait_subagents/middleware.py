@@ -859,7 +859,7 @@ def _background_tools(
         "the agent with thread_id=...)"
     )
 
-    def find(task_id: str, runtime: ToolRuntime) -> TaskRecord | ToolMessage:
+    async def find(task_id: str, runtime: ToolRuntime) -> TaskRecord | ToolMessage:
         thread = thread_of(runtime)
         if thread is None:
             return refuse(runtime, no_thread)
@@ -867,6 +867,10 @@ def _background_tools(
         if record is not None:
             return record
         known = (runtime.state.get(BACKGROUND_KEY) or {}).get(task_id)
+        entry = entries.get(str((known or {}).get("subagent_type")))
+        if known is not None and known.get("remote") and isinstance(entry, _RemoteEntry):
+            # a task of a process that ended: its run went on on its server
+            return await entry.remote.adopt(tasks, task_id, thread, known)
         if known is not None and known.get("status") == "running":
             return refuse(
                 runtime,
@@ -917,13 +921,13 @@ def _background_tools(
         )
         return answer(runtime, text, record)
 
-    def check_task(task_id: str, runtime: ToolRuntime) -> ToolMessage | Command:
+    async def check_task(task_id: str, runtime: ToolRuntime) -> ToolMessage | Command:
         """The status of a background task, with its result if it has finished.
 
         Args:
             task_id: the id start_task gave.
         """
-        record = find(task_id, runtime)
+        record = await find(task_id, runtime)
         if isinstance(record, ToolMessage):
             return record
         if record.status == "running":
@@ -943,7 +947,7 @@ def _background_tools(
             task_id: the id start_task gave.
             message: what the sub-agent should do next, or what changed.
         """
-        record = find(task_id, runtime)
+        record = await find(task_id, runtime)
         if isinstance(record, ToolMessage):
             return record
         entry = entries[record.subagent_type]
@@ -973,13 +977,13 @@ def _background_tools(
             runtime, f"Task {record.id} will read your instructions once its current work is done."
         )
 
-    def cancel_task(task_id: str, runtime: ToolRuntime) -> ToolMessage | Command:
+    async def cancel_task(task_id: str, runtime: ToolRuntime) -> ToolMessage | Command:
         """Stop a running background task.
 
         Args:
             task_id: the id start_task gave.
         """
-        record = find(task_id, runtime)
+        record = await find(task_id, runtime)
         if isinstance(record, ToolMessage):
             return record
         if record.status != "running":

@@ -14,7 +14,9 @@ answers at once; a watcher on the agent's loop joins the run and records its out
 (its last AI message, an error, or an interrupt: status ``interrupted`` with the
 interrupt's value, which ``update_task`` answers); ``update_task`` sends its message as a
 new run on the same remote thread: when the current run ends if the task is running, at
-once if it has completed or failed; ``cancel_task`` cancels the remote run.
+once if it has completed or failed; ``cancel_task`` cancels the remote run. The thread's
+state records where each task runs, so a later process picks up the tasks of one that
+ended (``adopt``): a remote run outlives the process that started it.
 
 The remote runs on its own server: the main agent's limits, ``pii`` and ``otel`` do not
 reach it. The usage its AI messages report is the ``task`` answer's ``usage`` (so the
@@ -96,8 +98,6 @@ class RemoteSubAgent:
     api_key_env: str | None
     headers: Mapping[str, str]
     timeout: float
-    _runs: dict[str, tuple[str, str]] = attrs.field(init=False, factory=dict, eq=False)
-    """Background task id -> (remote thread id, current run id)."""
 
     def __attrs_post_init__(self) -> None:
         try:
@@ -117,12 +117,16 @@ class RemoteSubAgent:
     # -- the client ----------------------------------------------------------------------------
 
     def client(self) -> LangGraphClient:
-        """A client of the server (close it after use: ``async with``). The key is read
-        from the environment at each use, so a rotated key is picked up; it is sent as
-        ``Authorization: Bearer`` and ``X-Api-Key``, the headers these servers read. No key
-        configured means none is sent (the SDK's own LANGSMITH_API_KEY lookup is off)."""
+        """An async client of the server (close it after use: ``async with``)."""
         from langgraph_sdk import get_client
 
+        return get_client(url=self.url, **self._client_options())
+
+    def _client_options(self) -> dict[str, Any]:
+        """The key is read from the environment at each use, so a rotated key is picked
+        up; it is sent as ``Authorization: Bearer`` and ``X-Api-Key``, the headers these
+        servers read. No key configured means none is sent (the SDK's own
+        LANGSMITH_API_KEY lookup is off)."""
         headers = dict(self.headers)
         key = None
         if self.api_key_env is not None:
@@ -135,7 +139,7 @@ class RemoteSubAgent:
             headers.setdefault("Authorization", f"Bearer {key}")
         # (connect, read, write, pool): a wait reads for as long as the run takes.
         timeout = (min(self.timeout, 10.0), self.timeout, self.timeout, self.timeout)
-        return get_client(url=self.url, api_key=key, headers=headers, timeout=timeout)
+        return {"api_key": key, "headers": headers, "timeout": timeout}
 
     def failure(self, exc: BaseException) -> str:
         """One sentence on what went wrong with the server, naming the option to check."""
@@ -283,7 +287,7 @@ class RemoteSubAgent:
         except Exception as exc:
             raise RemoteError(self.failure(exc)) from exc
         record = tasks.new(self.name, description, parent)
-        self._runs[record.id] = (thread, run["run_id"])
+        self._follow_run(record, thread, run["run_id"])
         tasks.launch(record, self._watch(tasks, record))
         return record
 
@@ -292,7 +296,7 @@ class RemoteSubAgent:
         task's interrupt is answered with ``message`` (as JSON if it parses, else the
         text); a completed or failed one is given ``message`` as more instructions, with
         its whole conversation on the server."""
-        thread, _ = self._runs[record.id]
+        thread, _ = _where(record)
         given: dict[str, Any] = {"input": self._input(message)}
         if record.status == "interrupted":
             try:
@@ -304,12 +308,61 @@ class RemoteSubAgent:
                 run = await client.runs.create(thread, self.assistant_id, **given)
         except Exception as exc:
             raise RemoteError(self.failure(exc)) from exc
-        self._runs[record.id] = (thread, run["run_id"])
+        self._follow_run(record, thread, run["run_id"])
         tasks.launch(record, self._watch(tasks, record))
 
-    def remote_ids(self, task_id: str) -> tuple[str, str] | None:
-        """``(remote thread id, current run id)`` of a background task."""
-        return self._runs.get(task_id)
+    def _follow_run(self, record: TaskRecord, thread: str, run_id: str) -> None:
+        record.remote = {"url": self.url, "thread_id": thread, "run_id": run_id}
+
+    # -- a task of a process that ended ---------------------------------------------------------
+
+    async def adopt(
+        self, tasks: BackgroundTasks, task_id: str, parent: str, known: Mapping[str, Any]
+    ) -> TaskRecord:
+        """The record of a task the thread's state knows but this process did not start
+        (the process that did has ended): its run went on on the server, so it is not
+        lost. Its outcome is read from the server if the run has ended, else a watcher
+        follows it from now on, as if this process had started it."""
+        record = TaskRecord(
+            id=task_id,
+            thread_id=parent,
+            subagent_type=self.name,
+            description=str(known.get("description", "")),
+            status=str(known.get("status", "running")),
+            result=known.get("result"),
+            started_at=str(known.get("started_at", "")),
+            finished_at=known.get("finished_at"),
+            delivered=True,
+            remote={str(k): str(v) for k, v in known["remote"].items()},
+        )
+        adopted = tasks.adopt(record)
+        if adopted is not record or record.status != "running":
+            return adopted
+        thread, run_id = _where(record)
+        try:
+            async with self.client() as client:
+                status = (await client.runs.get(thread, run_id))["status"]
+                found = (
+                    None if status in ("pending", "running") else await client.threads.get(thread)
+                )
+        except Exception as exc:
+            tasks.finish(record, "failed", self.failure(exc))
+            return record
+        if found is None:
+            tasks.launch(record, self._watch(tasks, record))
+            return record
+        values, pending = found.get("values"), _thread_interrupts(found)
+        if pending:
+            tasks.finish(record, "interrupted", _interrupted_text(pending))
+        elif status == "interrupted":  # cancelled on the server
+            tasks.finish(record, "cancelled", f"its run was cancelled on {self.url}")
+        elif status == "success":
+            used = _usage(values)
+            usage = None if used is None else attrs.asdict(used)
+            tasks.finish(record, "completed", _last_ai_text(values) or "", usage)
+        else:
+            tasks.finish(record, "failed", f"its run on the server at {self.url} ended {status}")
+        return record
 
     async def _watch(self, tasks: BackgroundTasks, record: TaskRecord) -> None:
         """Join the task's remote run until it ends; send queued follow-ups as new runs on
@@ -317,34 +370,31 @@ class RemoteSubAgent:
         try:
             async with self.client() as client:
                 while True:
-                    thread, run_id = self._runs[record.id]
+                    thread, run_id = _where(record)
                     values = await self._join(client, thread, run_id)
                     if "__error__" in values:
                         tasks.finish(record, "failed", _run_error(self, values["__error__"]))
                         return
                     pending = values.get("__interrupt__") or []
                     if pending:
-                        text = (
-                            "The sub-agent paused at an interrupt and waits for an answer: "
-                            f"{json.dumps(_interrupt_value(pending))}. Answer it with "
-                            "update_task (your message is sent as the resume value, as JSON "
-                            "if it is JSON) or stop it with cancel_task."
-                        )
-                        tasks.finish(record, "interrupted", text)
+                        tasks.finish(record, "interrupted", _interrupted_text(pending))
                         return
                     followups = tasks.take_followups(record)
                     if followups:
                         run = await client.runs.create(
                             thread, self.assistant_id, input=self._input("\n\n".join(followups))
                         )
-                        self._runs[record.id] = (thread, run["run_id"])
+                        self._follow_run(record, thread, run["run_id"])
                         continue
                     used = _usage(values)
                     usage = None if used is None else attrs.asdict(used)
                     tasks.finish(record, "completed", _last_ai_text(values) or "", usage)
                     return
         except asyncio.CancelledError:
-            await self._cancel_remote(record.id)
+            # cancel_task marks the task first; otherwise the loop is closing (the agent,
+            # the process), and the remote run goes on for a later process to follow
+            if record.status == "cancelled":
+                await self._cancel_remote(record)
             raise
         except Exception as exc:
             tasks.finish(record, "failed", self.failure(exc))
@@ -366,13 +416,32 @@ class RemoteSubAgent:
                 raise RemoteError(f"the server at {self.url} answered a join with {values!r:.200}")
             return values
 
-    async def _cancel_remote(self, task_id: str) -> None:
-        thread, run_id = self._runs[task_id]
+    async def _cancel_remote(self, record: TaskRecord) -> None:
+        thread, run_id = _where(record)
         try:
             async with self.client() as client:
                 await client.runs.cancel(thread, run_id)
         except Exception:  # finished meanwhile (409), or gone: nothing left to stop
             return
+
+
+def _where(record: TaskRecord) -> tuple[str, str]:
+    """A remote task's ``(thread id, current run id)`` on its server."""
+    assert record.remote is not None, "a remote task records where it runs"
+    return record.remote["thread_id"], record.remote["run_id"]
+
+
+def _watched(record: TaskRecord) -> bool:
+    """Whether a watcher of this process follows the task's run."""
+    return record.handle is not None and not record.handle.done()
+
+
+def _interrupted_text(pending: Sequence[Mapping[str, Any]]) -> str:
+    return (
+        "The sub-agent paused at an interrupt and waits for an answer: "
+        f"{json.dumps(_interrupt_value(pending))}. Answer it with update_task (your message "
+        "is sent as the resume value, as JSON if it is JSON) or stop it with cancel_task."
+    )
 
 
 def _thread_interrupts(thread: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import plait
+from plait.checkpoint import MemoryCheckpointer
 from plait.errors import ConfigError
 from plait.messages import AnyMessage
 from plait.testing import ai, call, tool_answers, transcript
@@ -461,6 +462,72 @@ def test_cancel_task_cancels_the_remote_run_and_list_tasks_lists_it(
     client = langgraph_sdk.get_sync_client(url=served.url, api_key=KEY)
     wait_for(lambda: client.runs.list(thread)[0]["status"] == "interrupted", "the remote cancel")
     gate.set()
+
+
+def test_remote_tasks_of_a_process_that_ended_are_followed_on_their_server(
+    make_agent: Any, billing: tuple[plait.Agent, Served]
+) -> None:
+    agent_b, served = billing
+    saver = MemoryCheckpointer()
+    first = make_agent(
+        [
+            ai("", *(start(f"s{n}", f"ledger: {n}") for n in ("ann", "bob", "cid"))),
+            "Started all three.",
+        ],
+        middleware=[SubAgentMiddleware(subagents=[remote(served.url)], background=True)],
+        checkpointer=saver,
+    )
+    started = first.invoke("ledgers of ann, bob and cid", thread_id="m")
+    ann, bob, cid = started.state[BACKGROUND_KEY]
+    where = {task: started.state[BACKGROUND_KEY][task]["remote"] for task in (ann, bob, cid)}
+    assert {w["url"] for w in where.values()} == {served.url}
+    wait_for(lambda: len(agent_b.list_threads()) == 3, "the three remote threads")
+    first.close()  # the process that started them ends; the remote runs go on
+
+    # another process, the same thread: the tasks are followed on their server
+    again = SubAgentMiddleware(subagents=[remote(served.url)], background=True)
+    later = make_agent(
+        [
+            ai(
+                "",
+                call("check_task", "c1", task_id=ann),
+                call("cancel_task", "x1", task_id=bob),
+                call("update_task", "u1", task_id=cid, message="What about Dan?"),
+            ),
+            "Ann's still going, Bob's stopped, Cid has a follow-up.",
+        ],
+        middleware=[again],
+        checkpointer=saver,
+    )
+    answers = tool_answers(later.invoke("how are they doing?", thread_id="m").messages)
+    assert answers["c1"].text == f"Task {ann} (billing) is still running."
+    assert answers["x1"].text == f"Cancelled task {bob}."
+    assert answers["u1"].text == (
+        f"Task {cid} will read your instructions once its current work is done."
+    )
+    import langgraph_sdk
+
+    client = langgraph_sdk.get_sync_client(url=served.url, api_key=KEY)
+
+    def status(task: str) -> str:
+        return str(client.runs.list(where[task]["thread_id"])[0]["status"])
+
+    wait_for(lambda: status(bob) == "interrupted", "bob's run cancelled")
+    gate.set()
+    wait_for(lambda: status(ann) == "success", "ann's run")
+    assert again.wait_for_tasks("m", timeout=20)  # cid: its follow-up, sent by a watcher
+    later.model.responses += [ai("", call("check_task", "c2", task_id=ann)), "Done."]  # type: ignore[attr-defined]
+    done = later.invoke("and now?", thread_id="m")
+    assert tool_answers(done.messages)["c2"].text == (
+        f"Task {ann} (billing) completed. Result:\nBilling: ann owes 12 EUR."
+    )
+    assert (
+        "human",
+        f"[Background task {cid} (billing) completed]\nTask: ledger: cid\n"
+        "Result:\nBilling answers: What about Dan?",
+    ) in transcript(done.messages)
+    statuses = {task: done.state[BACKGROUND_KEY][task]["status"] for task in (ann, bob, cid)}
+    assert statuses == {ann: "completed", bob: "cancelled", cid: "completed"}
 
 
 def test_an_interrupted_remote_task_is_answered_with_update_task(
