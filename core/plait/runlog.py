@@ -20,13 +20,15 @@ Each event is a JSON object with a ``type``:
 - ``tool_result`` ``{message_id, tool_call_id, name, content, status}``.
 - ``state`` ``{values}``: state keys a step wrote.
 - ``custom`` ``{value}``: what a hook or tool wrote with ``runtime.stream_writer``.
-- ``step_restarted`` ``{void_after, voided, message_id}``: the process running the run
-  died in the middle of a step and another one made that step again. The ``voided``
-  events numbered after ``void_after`` (up to this one) belong to the attempt that died:
-  a model call's text cut off (``message_id`` names its message, if its text was open)
-  or a tool call's partial output. The events after this one are the step made again,
-  from its start. Every event before ``void_after`` stands: a step that was finished is
-  never logged twice.
+- ``step_restarted`` ``{void_after, voided, message_id, open}``: the process running the
+  run died in the middle of a step and another one made that step again (a durable
+  run's worker died mid model call). The ``voided`` events numbered after
+  ``void_after`` (up to this one) belong to the attempt that died, and so does the whole
+  text of the message ``message_id`` names (or ``null``); ``open`` says the dead attempt
+  left that message without its ``message_end``. A client drops that text. The events
+  after this one are the step made again; a message they stream starts with its own
+  ``message_start`` (the same id again, or a new one). Every other event stands: a
+  finished step is never logged twice.
 - ``run_finished`` ``{run_id, status, text, interrupts, usage}``: ``status`` is
   ``success``, ``interrupted`` (``interrupts`` lists each pending interrupt with the tool
   calls it reviews and the decisions each allows) or ``cancelled``; ``usage`` counts the
@@ -76,6 +78,7 @@ __all__ = [
     "pending_interrupts",
     "record_run",
     "start_run",
+    "submits_runs",
     "submitted",
 ]
 
@@ -334,15 +337,17 @@ def record_run(
     thread_id: str,
     run_id: str,
     emit: Emit,
-    cancelled: tuple[type[BaseException], ...] = (),
+    cancelled: Callable[[BaseException], bool] | None = None,
     describe: Describe | None = None,
 ) -> AgentResult | None:
     """Run ``agent`` on ``thread_id`` (sync path) and hand its run-log events to ``emit``:
     ``state_snapshot``, what the run does, and its end (``run_finished`` or
     ``run_error``), all tagged ``run_id`` — the ``run_started`` event is the caller's, as
-    the one who knows where the run begins. An exception of a type in ``cancelled``
-    ends the log with a ``cancelled`` ``run_finished`` and is raised again; any other
-    failure ends it with ``run_error`` (``describe`` words it) and returns ``None``."""
+    the one who knows where the run begins. A failure ``cancelled(exc)`` says is the
+    run's cancellation ends the log with a ``cancelled`` ``run_finished`` and is raised
+    again; any other ``Exception`` ends it with ``run_error`` (``describe`` words it) and
+    returns ``None``; any other ``BaseException`` (a process stopping) writes nothing more
+    and propagates."""
     recorder = Recorder()
     try:
         emit(_snapshot(agent, thread_id))
@@ -355,12 +360,14 @@ def record_run(
         assert stream.result is not None
         emit(_finished(agent, thread_id, run_id, stream.result))
         return stream.result
-    except cancelled:
-        for record in recorder.finish():
-            emit(record)
-        emit(_cancelled(run_id))
-        raise
-    except Exception as exc:
+    except BaseException as exc:
+        if cancelled is not None and cancelled(exc):
+            for record in recorder.finish():
+                emit(record)
+            emit(_cancelled(run_id))
+            raise
+        if not isinstance(exc, Exception):
+            raise
         emit(_failed(run_id, exc, describe))
         return None
 
@@ -400,6 +407,18 @@ async def arecord_run(
     except Exception as exc:
         emit(_failed(run_id, exc, describe))
         return None
+
+
+def _open_message(events: Sequence[Any]) -> str | None:
+    """The message ``events`` leave open (started, not ended), if any."""
+    open_message = None
+    for event in events:
+        kind = event.get("type") if isinstance(event, dict) else None
+        if kind == "message_start":
+            open_message = event.get("message_id")
+        elif kind == "message_end":
+            open_message = None
+    return open_message
 
 
 class LogWriter:
@@ -442,7 +461,7 @@ class LogWriter:
                 return
             self._matching = False
             if self._index < len(self._logged):
-                self._pending.append(self._restart(self._logged[self._index :]))
+                self._pending.extend(self._restart())
         self._index += 1
         self._pending.append(event)
         if event.get("type") != "text" or time.monotonic() - self._since >= self.linger:
@@ -453,21 +472,32 @@ class LogWriter:
             return isinstance(logged, dict) and logged.get("type") == "state_snapshot"
         return bool(logged == event)
 
-    def _restart(self, void: list[Any]) -> dict[str, Any]:
-        # the message whose text the dead attempt left open (its start logged, no end)
-        open_message = None
-        for event in self._logged:
-            kind = event.get("type") if isinstance(event, dict) else None
-            if kind == "message_start":
-                open_message = event.get("message_id")
-            elif kind == "message_end":
-                open_message = None
-        return {
-            "type": "step_restarted",
-            "void_after": self.start + self._index,
-            "voided": len(void),
-            "message_id": open_message,
-        }
+    def _restart(self) -> list[dict[str, Any]]:
+        """The ``step_restarted`` event for the dead attempt's events from ``_index`` on,
+        and — when the step made again diverged inside a message whose start matched —
+        that message begun again with its text so far, so every message after the
+        marker starts with ``message_start``."""
+        matched, void = self._logged[: self._index], self._logged[self._index :]
+        at_divergence, left_open = _open_message(matched), _open_message(self._logged)
+        restart: list[dict[str, Any]] = [
+            {
+                "type": "step_restarted",
+                "void_after": self.start + self._index,
+                "voided": len(void),
+                "message_id": left_open or at_divergence,
+                "open": left_open is not None,
+            }
+        ]
+        if at_divergence is not None:
+            text = "".join(
+                e.get("delta", "")
+                for e in matched
+                if e.get("type") == "text" and e.get("message_id") == at_divergence
+            )
+            restart.append({"type": "message_start", "message_id": at_divergence})
+            if text:
+                restart.append({"type": "text", "message_id": at_divergence, "delta": text})
+        return restart
 
     def flush(self) -> None:
         """Write the events handed over and not written yet."""
@@ -509,6 +539,12 @@ class LocalRun:
 
     async def cancel(self) -> None:
         self.task.cancel()
+
+
+def submits_runs(agent: Agent) -> bool:
+    """Whether a middleware of ``agent`` implements ``submit_run`` (its runs may be run
+    elsewhere: a caller writes their ``run_started`` before offering them)."""
+    return bool(agent.compiled.registry.impls("submit_run"))
 
 
 async def submitted(agent: Agent, job: RunJob) -> RunHandle | None:

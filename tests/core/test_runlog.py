@@ -151,11 +151,44 @@ def test_a_step_made_again_differently_is_marked_restarted() -> None:
         "void_after": start + 4,
         "voided": 2,
         "message_id": "ai-2",
+        "open": True,
     }
     assert logged[:6] == dead[:6]
-    assert logged[7:] == replay[4:]
-    assert "".join(e["delta"] for e in logged[7:] if e["type"] == "text") == "a new answer"
+    # the message starts over (its start had matched), then the step made again
+    assert logged[7] == {"type": "message_start", "message_id": "ai-2"}
+    assert logged[8:] == replay[4:]
+    assert "".join(e["delta"] for e in logged[8:] if e["type"] == "text") == "a new answer"
     assert sum(e["type"] == "tool_result" for e in logged) == 1
+
+
+def test_a_message_that_diverges_midway_starts_over_with_its_text_so_far() -> None:
+    log = MemoryCheckpointer()
+    start = _begin(log, "t", "r1")
+    dead, replay = _events("the old answer"), _events("the new answer")
+    writer = LogWriter(log, "t", start=start)
+    for event in dead[:7]:  # ... message_start, "the ", "old "
+        writer.emit(event)
+    writer.flush()
+    again = LogWriter(log, "t", start=start)
+    for event in replay:
+        again.emit(event)
+    again.flush()
+    logged = [event for _, event in log.read_events("t", after=start)]
+    assert again.skipped == 5
+    assert logged[7:10] == [
+        {
+            "type": "step_restarted",
+            "void_after": start + 5,
+            "voided": 2,
+            "message_id": "ai-2",
+            "open": True,
+        },
+        {"type": "message_start", "message_id": "ai-2"},
+        {"type": "text", "message_id": "ai-2", "delta": "the "},
+    ]
+    assert logged[10:] == replay[5:]
+    after_marker = "".join(e["delta"] for e in logged[8:] if e["type"] == "text")
+    assert after_marker == "the new answer"
 
 
 def test_a_writer_refuses_to_interleave_with_another() -> None:

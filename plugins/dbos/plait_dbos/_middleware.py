@@ -15,10 +15,11 @@ from typing import Literal
 import attrs
 
 from plait import effects
-from plait.agent import AgentResult
+from plait.agent import Agent, AgentResult
 from plait.errors import ConfigError, PlaitError
 from plait.middleware import Middleware
 from plait.options import FieldError, expected, number, positive_or_none
+from plait.runlog import RunHandle, RunJob
 from plait.types import RunRequest
 from plait_dbos._steps import StepPerformer, in_workflow
 
@@ -108,3 +109,10 @@ class DBOSMiddleware(Middleware):
                 "(or set outside_workflow = 'allow' to run it here without durability)"
             )
         return await handler(request)
+
+    def submit_run(self, job: RunJob, agent: Agent) -> RunHandle:
+        """A recorded run (``plait serve``'s, a background task's) goes on the queue: a
+        worker runs it and appends its events to the thread's run log."""
+        from plait_dbos._submit import submit_job
+
+        return submit_job(self, agent, job)

@@ -3,6 +3,8 @@ workflow code (a DBOS client talks only to the system database)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import threading
 import time
@@ -13,12 +15,16 @@ import attrs
 from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandle
 
 from plait.agent import Agent
-from plait.errors import PlaitError, StoreError
+from plait.checkpoint import EventLog
+from plait.errors import PlaitError, StoreError, ThreadBusyError
+from plait.runlog import END_TYPES, RunJob, event_log
 from plait_dbos._config import WORKFLOW_NAME, find_options
 from plait_dbos._database import check_database, shown_url
 from plait_dbos._middleware import DBOSMiddleware
 
-__all__ = ["Piece", "Submitted", "submit"]
+__all__ = ["DBOSRun", "Piece", "Submitted", "submit", "submit_job"]
+
+_log = logging.getLogger("plait_dbos")
 
 _MISSING: Any = object()
 _clients: dict[str, DBOSClient] = {}
@@ -123,6 +129,11 @@ def submit(
     request: dict[str, Any] = {"prompt": prompt} if resume is _MISSING else {"resume": resume}
     if stream:
         request["stream"] = True
+    workflow_id = _enqueue(options, name, thread_id, request)
+    return Submitted(workflow_id, thread_id, options)
+
+
+def _enqueue(options: DBOSMiddleware, name: str, thread_id: str, request: dict[str, Any]) -> str:
     workflow_id = f"plait:{name}:{thread_id}:{_order_key()}-{os.urandom(4).hex()}"
     queued: EnqueueOptions = {
         "queue_name": options.queue,
@@ -131,4 +142,77 @@ def submit(
         "queue_partition_key": thread_id,
     }
     _client(options.database_url).enqueue(queued, name, thread_id, request)
-    return Submitted(workflow_id, thread_id, options)
+    return workflow_id
+
+
+_ENDED = frozenset({"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
+_GRACE = 30.0  # seconds a cancelled run's worker has to write its log's end itself
+
+
+class DBOSRun:
+    """A recorded run on the queue (``submit_run``'s handle): ``wait`` until its
+    workflow has ended, ``cancel`` to cancel the workflow. Its worker writes its events,
+    the end included; a run that ended without one (cancelled before a worker took it,
+    or given up after too many recoveries) gets its end written here."""
+
+    def __init__(self, job: RunJob, options: DBOSMiddleware, workflow_id: str, log: EventLog):
+        self.job = job
+        self.options = options
+        self.workflow_id = workflow_id
+        self.log = log
+
+    def status(self) -> str:
+        """The workflow's DBOS status (``ENQUEUED``, ``PENDING``, ``SUCCESS``...)."""
+        client = _client(self.options.database_url)
+        return str(client.retrieve_workflow(self.workflow_id).get_status().status)
+
+    async def wait(self) -> None:
+        while (status := await asyncio.to_thread(self.status)) not in _ENDED:
+            await asyncio.sleep(0.2)
+        deadline = time.monotonic() + (_GRACE if status == "CANCELLED" else 5.0)
+        while not await asyncio.to_thread(self._ended) and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        await asyncio.to_thread(self._end, status)
+
+    async def cancel(self) -> None:
+        client = _client(self.options.database_url)
+        await asyncio.to_thread(client.cancel_workflow, self.workflow_id)
+
+    def _ended(self) -> bool:
+        """Whether the run's log has its end event (a later run's start counts too)."""
+        last = self.log.last_event(self.job.thread_id)
+        if last <= self.job.start:
+            return False
+        tail = self.log.read_events(self.job.thread_id, after=last - 1, limit=1)
+        return bool(tail) and tail[0][1].get("type") in END_TYPES | {"run_started"}
+
+    def _end(self, status: str) -> None:
+        """Write the run's end if its worker wrote none."""
+        for _ in range(20):
+            if self._ended():
+                return
+            last = self.log.last_event(self.job.thread_id)
+            end: dict[str, Any]
+            if status == "CANCELLED":
+                end = {"type": "run_finished", "run_id": self.job.run_id, "status": "cancelled"}
+            else:
+                end = {
+                    "type": "run_error",
+                    "run_id": self.job.run_id,
+                    "message": f"the run's workflow {self.workflow_id} ended {status} "
+                    "without finishing its run log",
+                    "code": "workflow_" + status.lower(),
+                }
+            try:
+                self.log.append_events(self.job.thread_id, [end], after=last)
+                return
+            except ThreadBusyError:  # its worker is writing after all
+                time.sleep(0.2)
+        _log.warning("could not end the run log of workflow %s", self.workflow_id)
+
+
+def submit_job(options: DBOSMiddleware, agent: Agent, job: RunJob) -> DBOSRun:
+    """Queue a recorded run of ``agent`` (see the ``submit_run`` hook)."""
+    log = event_log(agent)
+    workflow_id = _enqueue(options, agent.name, job.thread_id, {"job": job.to_json()})
+    return DBOSRun(job, options, workflow_id, log)

@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from dbos import DBOS
+from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
 
 from plait.agent import Agent
 from plait.errors import ConfigError, PlaitError
+from plait.runlog import LogWriter, RunJob, event_log, record_run
 from plait.types import Command
 from plait_dbos._config import WORKFLOW_NAME, dbos_config, find_options, summary
 from plait_dbos._database import check_database, install_one_line_failures
@@ -40,6 +42,9 @@ def _run_workflow(agent_name: str, thread_id: str, request: dict[str, Any]) -> d
         ) from None
     workflow_id = DBOS.workflow_id
     assert workflow_id is not None
+    if "job" in request:
+        with workflow_ids(workflow_id):
+            return _record(agent, RunJob.from_json(request["job"]))
     run_input: Any = Command(resume=request["resume"]) if "resume" in request else request["prompt"]
     with workflow_ids(workflow_id):
         if not request.get("stream"):
@@ -52,6 +57,44 @@ def _run_workflow(agent_name: str, thread_id: str, request: dict[str, Any]) -> d
                 pass
         assert stream.result is not None
         return summary(stream.result)
+
+
+def _record(agent: Agent, job: RunJob) -> dict[str, Any]:
+    """A recorded run (``submit_run``'s): its events appended to the thread's run log
+    after its ``run_started``. Replayed after a takeover, the events of the steps the
+    dead worker finished are already there and are not written again."""
+    writer = LogWriter(event_log(agent), job.thread_id, start=job.start)
+    workflow_id = DBOS.workflow_id
+    assert workflow_id is not None
+    database_url = find_options(agent).database_url
+
+    def cancelled(exc: BaseException) -> bool:
+        """DBOS stops a cancelled workflow at its next step (or its step's record): with
+        ``DBOSWorkflowCancelledError``, or as an execution that no longer owns its
+        workflow — which is also what a worker taken over meets, so the status says."""
+        if isinstance(exc, DBOSWorkflowCancelledError):
+            return True
+        if not isinstance(exc, DBOSWorkflowConflictIDError):
+            return False
+        from plait_dbos._submit import _client
+
+        status = _client(database_url).retrieve_workflow(workflow_id).get_status()
+        return bool(status.status == "CANCELLED")
+
+    try:
+        result = record_run(
+            agent,
+            job.input,
+            thread_id=job.thread_id,
+            run_id=job.run_id,
+            emit=writer.emit,
+            cancelled=cancelled,
+        )
+    finally:
+        writer.flush()
+    if result is None:  # failed: its run_error is in the log
+        return {"thread_id": job.thread_id, "run_id": job.run_id, "failed": True}
+    return summary(result)
 
 
 class Worker:

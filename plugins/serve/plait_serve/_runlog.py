@@ -30,7 +30,7 @@ from plait.checkpoint import RUN_LEASE, EventLog, MemoryCheckpointer
 from plait.errors import ConfigError, PlaitError, ThreadBusyError
 from plait.models import openai as _openai  # noqa: F401  (declares OpenAI's key shapes)
 from plait.models.http import redact
-from plait.runlog import END_TYPES, arecord_run
+from plait.runlog import END_TYPES, RunHandle, RunJob, arecord_run, submits_runs, submitted
 from plait_serve._timeline import recording
 
 __all__ = ["Busy", "Full", "NotFound", "RunLog", "safe_error"]
@@ -41,6 +41,7 @@ T = TypeVar("T")
 
 _BATCH = 256  # events per append to a database checkpointer
 _PAGE = 500  # events per read while catching up
+_POLL = 0.1  # seconds between reads of a log another process writes
 
 
 class NotFound(Exception):
@@ -134,6 +135,10 @@ class RunLog:
         # One start at a time per thread; the lock goes when nobody waits for it.
         self._starting: dict[str, asyncio.Lock] = {}
         self._waiting: collections.Counter[str] = collections.Counter()
+        # Runs a middleware took over (``submit_run``: a dbos worker runs them), by thread.
+        self._away: dict[str, RunHandle] = {}
+        self._watchers: set[asyncio.Task[None]] = set()
+        self._submits = submits_runs(agent)
 
     @contextlib.asynccontextmanager
     async def _start_lock(self, thread_id: str) -> AsyncIterator[None]:
@@ -223,7 +228,11 @@ class RunLog:
     # -- runs ------------------------------------------------------------------------------
 
     def running(self, thread_id: str) -> str | None:
-        """The id of the run going on in ``thread_id`` in this process, if any."""
+        """The id of the run going on in ``thread_id`` that this process runs or
+        submitted, if any."""
+        away = self._away.get(thread_id)
+        if away is not None:
+            return away.job.run_id
         live = self._live.get(thread_id)
         return None if live is None or live.done else live.run_id
 
@@ -243,9 +252,13 @@ class RunLog:
         starts, and whatever it raises starts nothing and claims no thread."""
         async with self._start_lock(thread_id):
             new = await self._new_thread(thread_id, owner, adopt=adopt)
+            if thread_id in self._away and await self._settled(
+                thread_id, await self.call(self.log.last_event, thread_id)
+            ):  # its log has ended; its workflow is finishing up
+                del self._away[thread_id]
             if self.running(thread_id) is not None:
                 raise Busy(thread_id)
-            if len(self._live) + self._reserved >= self.max_runs:
+            if len(self._live) + len(self._away) + self._reserved >= self.max_runs:
                 raise Full(self.max_runs)
             self._reserved += 1
             try:
@@ -253,17 +266,70 @@ class RunLog:
                 if new:
                     await self._claim(thread_id, owner)
                 last = await self.call(self.log.last_event, thread_id)
+                if self._submits:
+                    first = await self._submit(thread_id, input, run_id, last)
+                    if first is not None:
+                        return first
+                    last += 1  # run_started is written: the run is this process's after all
             finally:
                 self._reserved -= 1
             live = _Live(run_id, first=last + 1, last=last, flushed=last)
             self._live[thread_id] = live
-        self._emit(thread_id, live, {"type": "run_started", "run_id": run_id})
+        if not self._submits:
+            self._emit(thread_id, live, {"type": "run_started", "run_id": run_id})
+        else:
+            live.first -= 1
+            live.events.append((live.first, {"type": "run_started", "run_id": run_id}))
         live.task = asyncio.create_task(self._run(thread_id, live, input))
         return live.first
 
+    async def _submit(self, thread_id: str, input: Any, run_id: str, last: int) -> int | None:
+        """Offer the run to the agent's ``submit_run`` hooks (the ``dbos`` middleware
+        queues it for its workers), its ``run_started`` written first, after the log's
+        last event — refused (``Busy``) while a run of another process has not ended
+        there. The number of its ``run_started`` when a middleware took it, ``None`` when
+        none did (it is then this process's to run)."""
+        if not await self._settled(thread_id, last):
+            raise Busy(thread_id)
+        started = {"type": "run_started", "run_id": run_id}
+        try:
+            first = await self.call(self.log.append_events, thread_id, [started], after=last)
+        except ThreadBusyError:  # another server started a run there meanwhile
+            raise Busy(thread_id) from None
+        try:
+            handle = await submitted(self.agent, RunJob(thread_id, input, run_id, first))
+        except Exception as exc:
+            message, code = safe_error(exc)
+            log.error("run %s on thread %s was not submitted", run_id, thread_id, exc_info=exc)
+            error = {"type": "run_error", "run_id": run_id, "message": message, "code": code}
+            await self.call(self.log.append_events, thread_id, [error], after=first)
+            return first
+        if handle is None:
+            return None
+        self._away[thread_id] = handle
+        task = asyncio.create_task(self._watch(thread_id, handle))
+        self._watchers.add(task)
+        task.add_done_callback(self._watchers.discard)
+        return first
+
+    async def _watch(self, thread_id: str, handle: RunHandle) -> None:
+        """Forget a submitted run once it has ended."""
+        try:
+            await handle.wait()
+        except Exception:
+            log.exception("could not follow run %s on thread %s", handle.job.run_id, thread_id)
+        finally:
+            if self._away.get(thread_id) is handle:
+                del self._away[thread_id]
+
     async def cancel(self, thread_id: str) -> bool:
         """Cancel the run going on in ``thread_id`` (its log ends with a ``cancelled``
-        ``run_finished``); ``False`` if none was."""
+        ``run_finished``); ``False`` if none was. A submitted run is cancelled where it
+        runs (for ``dbos``: its workflow is cancelled)."""
+        away = self._away.get(thread_id)
+        if away is not None:
+            await away.cancel()
+            return True
         live = self._live.get(thread_id)
         if live is None or live.done or live.task is None:
             return False
@@ -396,13 +462,16 @@ class RunLog:
                 continue
             if self._live.get(thread_id) is not None:
                 continue
+            if thread_id in self._away:  # a worker elsewhere writes it: poll
+                await asyncio.sleep(_POLL)
+                continue
             if not one_run or await self._settled(thread_id, cursor):
                 return
             # A run in another process (another server on the same database) may still
             # be writing: poll, until it ends or has been silent as long as a run lease.
             if time.monotonic() - idle_since > RUN_LEASE:
                 return
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(_POLL)
 
     async def _settled(self, thread_id: str, cursor: int) -> bool:
         """Whether the log up to ``cursor`` ends with a finished run (or is empty)."""
@@ -412,7 +481,10 @@ class RunLog:
         return not last or last[0][1].get("type") in END_TYPES | {"thread"}
 
     async def aclose(self) -> None:
-        """Cancel every run going on and wait for their logs to be written."""
+        """Cancel every run going on here and wait for their logs to be written. A run
+        a middleware took over goes on without this server (a durable run outlives it)."""
+        for watcher in list(self._watchers):
+            watcher.cancel()
         tasks = [live.task for live in self._live.values() if live.task is not None]
         for task in tasks:
             task.cancel()

@@ -113,6 +113,13 @@ def project(thread_id: str, event: dict[str, Any]) -> Iterator[BaseEvent]:
         yield StateDeltaEvent.model_validate({"delta": patch})
     elif kind == "custom":
         yield CustomEvent(name="plait", value=event["value"])
+    elif kind == "step_restarted":
+        # The worker running the run died mid-step; another made the step again. The
+        # text message the dead attempt left open is closed here; the custom event says
+        # which events (and message) are void, for a UI that drops them.
+        if event.get("open") and event.get("message_id"):
+            yield TextMessageEndEvent(message_id=event["message_id"])
+        yield CustomEvent(name="plait.step_restarted", value=event)
     elif kind == "run_finished":
         status = event.get("status")
         outcome: Any = None

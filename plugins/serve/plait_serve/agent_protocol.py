@@ -170,6 +170,14 @@ class _Projector:
             return
         if kind == "message_end":
             return  # its tool calls, if any, follow
+        if kind == "step_restarted":
+            # A step made again after its worker died: the message it was streaming is
+            # void (the next ``messages/partial`` starts it over), the rest stands.
+            if self._ai is not None and self._ai["id"] == event.get("message_id"):
+                self._ai = None
+            if "custom" in self.modes:
+                yield "custom", {"plait": "step_restarted", **event}
+            return
         yield from self._flush()
         if kind == "tool_result":
             message = {

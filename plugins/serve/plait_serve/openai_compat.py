@@ -182,12 +182,22 @@ async def _texts(server: Server, thread: str, after: int) -> AsyncIterator[list[
     """Batches of ``(seq, text delta, None)`` for each piece of assistant text of the run
     (a blank line between messages), the last one ending with ``(seq, None, end event)``."""
     written = False
+    starts: dict[str, int] = {}  # message id -> the number of its message_start
     async for batch in server.runs.batches(thread, after):
         pieces: list[Piece] = []
         for seq, event in batch:
             kind = event.get("type")
+            if kind == "message_start":
+                starts[event["message_id"]] = seq
             if kind == "message_start" and written:
                 pieces.append((seq, "\n\n", None))
+            elif kind == "step_restarted":
+                # A stream cannot take text back: the text of the call made again after
+                # its worker died follows the voided text, after a blank line. The
+                # piece says where the void text begins, for the non-streamed answer.
+                void = event["void_after"] + 1
+                void = min(void, starts.get(event.get("message_id") or "", void))
+                pieces.append((seq, "\n\n" if written else "", {"void_from": void}))
             elif kind == "text":
                 written = True
                 pieces.append((seq, event["delta"], None))
@@ -202,15 +212,21 @@ async def _texts(server: Server, thread: str, after: int) -> AsyncIterator[list[
 
 async def _collect(server: Server, thread: str, after: int) -> tuple[str, dict[str, Any]]:
     """The run's whole text and its end event (a non-streamed answer)."""
-    parts: list[str] = []
+    parts: list[tuple[int, str]] = []
     end: dict[str, Any] = {}
     async for pieces in _texts(server, thread, after):
-        for _, text, finished in pieces:
-            if text is not None:
-                parts.append(text)
+        for seq, text, finished in pieces:
+            if text is not None and finished is not None:  # a step restarted: void text
+                parts = [(n, t) for n, t in parts if n < finished["void_from"]]
+                while parts and parts[-1][1] == "\n\n":
+                    parts.pop()
+            elif text == "\n\n" and not parts:
+                continue  # nothing before it stands
+            elif text is not None:
+                parts.append((seq, text))
             elif finished is not None:
                 end = finished
-    return "".join(parts), end
+    return "".join(text for _, text in parts), end
 
 
 async def _start(
