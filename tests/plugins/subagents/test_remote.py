@@ -332,6 +332,50 @@ def test_a_wrong_key_an_unknown_assistant_and_a_dead_server_are_tool_errors(
     assert result.text == "Billing is out of reach."
 
 
+def test_headers_reach_the_server_and_no_key_is_sent_unasked(
+    make_agent: Any, billing: tuple[plait.Agent, Served], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, served = billing
+    monkeypatch.setenv("LANGSMITH_API_KEY", KEY)  # the SDK's own lookup would send it
+    by_header = remote(served.url, headers={"Authorization": f"Bearer {KEY}"})
+    by_header.pop("api_key_env")
+    keyless = remote(served.url) | {"name": "keyless"}
+    keyless.pop("api_key_env")
+    main = make_agent(
+        [
+            ai(
+                "",
+                task("t1", "hi"),
+                call("task", "t2", description="hi", subagent_type="keyless"),
+            ),
+            "ok",
+        ],
+        middleware=[SubAgentMiddleware(subagents=[by_header, keyless])],
+    )
+    answers = tool_answers(main.invoke("ask", thread_id="m").messages)
+    assert answers["t1"].text == "Billing answers: hi"
+    assert answers["t2"].status == "error"
+    assert "refused the request (HTTP 401" in answers["t2"].text
+    assert "it needs an API key: set option 'subagents[1].api_key_env'" in answers["t2"].text
+
+
+def test_a_remote_interrupt_without_a_main_thread_to_pause_is_a_tool_error(
+    make_agent: Any, support: tuple[plait.Agent, Served]
+) -> None:
+    agent_s, served = support
+    main = make_agent(
+        [ai("", task("t1", "Refund order 1042, please.")), "No refund."],
+        middleware=[SubAgentMiddleware(subagents=[remote(served.url, agent_s.name)])],
+        checkpointer=None,
+    )
+    answer = tool_answers(main.invoke("refund 1042").messages)["t1"]
+    assert answer.status == "error"
+    assert answer.text.startswith(
+        "Error: remote sub-agent 'billing' failed: it paused at an interrupt, which this run "
+        "cannot wait for: invoke the main agent with a thread_id and a checkpointer."
+    )
+
+
 def test_a_key_unset_after_create_agent_is_a_tool_error(
     make_agent: Any, billing: tuple[plait.Agent, Served], monkeypatch: pytest.MonkeyPatch
 ) -> None:
