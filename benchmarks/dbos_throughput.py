@@ -5,11 +5,11 @@ Needs PostgreSQL: ``PLAIT_TEST_POSTGRES_URL`` (a database of its own is created 
 dropped for each part). Each run is one model call asking for a tool, the tool, and a
 second model call; the model is fake.
 
-1. Durable ÷ plain: runs with a model that answers at once, in this process, once with
-   ``agent.invoke`` on the PostgreSQL checkpointer and once as DBOS workflows (started
-   directly, without the queue); the median per run of each and their ratio, and the
-   difference per DBOS step a run records (thread load, two model calls, the tool; the
-   thread's saves are not steps).
+1. Durable ÷ plain: runs with a model that answers at once, in this process, in turn
+   with ``agent.invoke`` on the PostgreSQL checkpointer and as DBOS workflows (started
+   directly, without the queue); the median per run of each (wall time, and this
+   process's CPU) and their ratio, and the difference per DBOS step a run records (thread
+   load, two model calls, the tool; the thread's saves are not steps).
 2. Throughput: the model waits ``MODEL_SECONDS`` a call, as a provider's network round
    trip would, so a run is I/O-bound. 1, 2 or 4 worker processes (``worker_concurrency``
    4 each) are started and warmed up, then ``RUNS`` runs on as many threads are queued;
@@ -158,8 +158,9 @@ def throughput(base: str, workers: int) -> tuple[float, float | None]:
         return RUNS / elapsed, cpu
 
 
-def step_cost(base: str) -> tuple[float, float, int]:
-    """Median seconds per run, plain and durable, and DBOS steps per durable run."""
+def step_cost(base: str) -> tuple[list[float], list[float], list[float], list[float], int]:
+    """Per run, plain and durable taken in turn (so both see the same load): wall seconds
+    of each, this process's CPU seconds of each, and DBOS steps per durable run."""
     from dbos import DBOS
 
     from plait_dbos import Worker
@@ -167,30 +168,33 @@ def step_cost(base: str) -> tuple[float, float, int]:
 
     with fresh_database(base) as url:
         plain = build(url, model=InstantModel(), durable=False)
-        plain_times = []
-        for i in range(COST_RUNS):
-            started = time.perf_counter()
-            plain.invoke(f"item {i}", thread_id=f"plain-{i}")
-            plain_times.append(time.perf_counter() - started)
-
         durable = build(url, model=InstantModel())
         worker = Worker(durable, executor_id="bench")
         worker.start()
         try:
-            durable_times = []
+            walls: tuple[list[float], list[float]] = ([], [])
+            cpus: tuple[list[float], list[float]] = ([], [])
             last = ""
-            for i in range(COST_RUNS):
-                started = time.perf_counter()
+            for i in range(-3, COST_RUNS):  # three of each to warm up
+                cpu, wall = time.process_time(), time.perf_counter()
+                plain.invoke(f"item {i}", thread_id=f"plain-{i}")
+                plain_cpu, plain_wall = time.process_time() - cpu, time.perf_counter() - wall
+                cpu, wall = time.process_time(), time.perf_counter()
                 handle = DBOS.start_workflow(
                     _run_workflow, "bench", f"durable-{i}", {"prompt": f"item {i}"}
                 )
                 handle.get_result()
-                durable_times.append(time.perf_counter() - started)
+                durable_cpu, durable_wall = time.process_time() - cpu, time.perf_counter() - wall
+                if i >= 0:
+                    walls[0].append(plain_wall)
+                    walls[1].append(durable_wall)
+                    cpus[0].append(plain_cpu)
+                    cpus[1].append(durable_cpu)
                 last = handle.get_workflow_id()
             steps = len(DBOS.list_workflow_steps(last))
         finally:
             worker.stop()
-        return statistics.median(plain_times), statistics.median(durable_times), steps
+        return walls[0], walls[1], cpus[0], cpus[1], steps
 
 
 def main() -> None:
@@ -198,11 +202,16 @@ def main() -> None:
     if not base:
         sys.exit("set PLAIT_TEST_POSTGRES_URL to a PostgreSQL server")
     print(_load())
-    plain, durable, steps = step_cost(base)
+    plain_walls, durable_walls, plain_cpus, durable_cpus, steps = step_cost(base)
+    plain, durable = statistics.median(plain_walls), statistics.median(durable_walls)
+    plain_cpu, durable_cpu = statistics.median(plain_cpus), statistics.median(durable_cpus)
     per_step = (durable - plain) / steps
-    print(f"durable vs plain ({COST_RUNS} runs, model answers at once, median per run):")
-    print(f"  plain PostgreSQL checkpointer: {plain * 1000:6.2f} ms per run")
-    print(f"  DBOS workflow:                 {durable * 1000:6.2f} ms per run ({steps} steps)")
+    print(f"durable vs plain ({COST_RUNS} runs each, in turn, model answers at once, medians):")
+    for label, wall, spent in (
+        ("plain PostgreSQL checkpointer:", plain, plain_cpu),
+        (f"DBOS workflow ({steps} steps):    ", durable, durable_cpu),
+    ):
+        print(f"  {label} {wall * 1000:6.2f} ms per run (CPU here {spent * 1000:.2f} ms)")
     print(f"  durable / plain: {durable / plain:.2f}x  ({per_step * 1000:.2f} ms per step)")
     print(_load())
     print(f"throughput: {RUNS} runs, model waits {MODEL_SECONDS * 1000:.0f} ms per call")
