@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -73,6 +74,7 @@ __all__ = [
     "RunHandle",
     "RunJob",
     "arecord_run",
+    "describe_error",
     "event_log",
     "jsonable",
     "pending_interrupts",
@@ -310,7 +312,7 @@ def _finished(agent: Agent, thread_id: str, run_id: str, result: AgentResult) ->
 
 
 def _failed(run_id: str, exc: BaseException, describe: Describe | None) -> dict[str, Any]:
-    message, code = (describe or _describe)(exc)
+    message, code = (describe or describe_error)(exc)
     return {"type": "run_error", "run_id": run_id, "message": message, "code": code}
 
 
@@ -318,11 +320,24 @@ Describe = Callable[[BaseException], "tuple[str, str]"]
 """``(message, code)`` of a run's failure as its ``run_error`` event shows it."""
 
 
-def _describe(exc: BaseException) -> tuple[str, str]:
-    """A plait error by its own words; any other by its type only (its text may hold
-    internals a client must not see)."""
+def _secrets() -> list[str]:
+    """The values of this process's secret-looking environment variables (API keys,
+    tokens, passwords), never to be shown in a run log."""
+    marks = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+    return [v for k, v in os.environ.items() if any(m in k.upper() for m in marks) and len(v) >= 8]
+
+
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """``(message, code)`` of a failed run, fit for whoever reads the run log: a plait
+    error's own words without any secret of the environment or anything shaped like a
+    provider's key; any other exception only by its type's name (its text may hold
+    internals), never a traceback."""
     if isinstance(exc, PlaitError):
-        return " ".join(str(exc).split()) or type(exc).__name__, type(exc).__name__
+        from plait.models import openai as _openai  # noqa: F401  (declares OpenAI's key shapes)
+        from plait.models.http import redact
+
+        text = redact(" ".join(str(exc).split()), _secrets())
+        return text or type(exc).__name__, type(exc).__name__
     return f"the run failed with an internal error ({type(exc).__name__})", "internal_error"
 
 

@@ -17,7 +17,6 @@ import asyncio
 import collections
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,10 +26,16 @@ import attrs
 
 from plait import Agent
 from plait.checkpoint import RUN_LEASE, EventLog, MemoryCheckpointer
-from plait.errors import ConfigError, PlaitError, ThreadBusyError
-from plait.models import openai as _openai  # noqa: F401  (declares OpenAI's key shapes)
-from plait.models.http import redact
-from plait.runlog import END_TYPES, RunHandle, RunJob, arecord_run, submits_runs, submitted
+from plait.errors import ConfigError, ThreadBusyError
+from plait.runlog import (
+    END_TYPES,
+    RunHandle,
+    RunJob,
+    arecord_run,
+    describe_error,
+    submits_runs,
+    submitted,
+)
 from plait_serve._timeline import recording
 
 __all__ = ["Busy", "Full", "NotFound", "RunLog", "safe_error"]
@@ -56,22 +61,9 @@ class Full(Exception):
     """The server runs as many runs as it allows at once: HTTP 429."""
 
 
-def _secrets() -> list[str]:
-    """The values of this process's secret-looking environment variables (API keys,
-    tokens, plait-serve's own keys), never to be shown to a client."""
-    marks = ("KEY", "TOKEN", "SECRET", "PASSWORD")
-    return [v for k, v in os.environ.items() if any(m in k.upper() for m in marks) and len(v) >= 8]
-
-
 def safe_error(exc: BaseException) -> tuple[str, str]:
-    """``(message, code)`` for a failed run, fit for a client: a plait error's own words
-    without any secret of the environment or anything shaped like a provider's key; any
-    other exception only by its type's name (its text may hold internals), never a
-    traceback."""
-    if isinstance(exc, PlaitError):
-        text = redact(" ".join(str(exc).split()), _secrets())
-        return text or type(exc).__name__, type(exc).__name__
-    return f"the run failed with an internal error ({type(exc).__name__})", "internal_error"
+    """``(message, code)`` for a failed run, fit for a client (``plait.runlog``'s)."""
+    return describe_error(exc)
 
 
 @attrs.define(eq=False)

@@ -161,6 +161,14 @@ def test_a_reconnect_after_a_worker_died_mid_run_gets_every_event_once(
     ]
 
 
+def _docs_snippet() -> str:
+    """The client block docs/middleware/dbos.md says this test runs."""
+    page = (HERE.parents[2] / "docs" / "middleware" / "dbos.md").read_text()
+    mark = "docs-test: not run: tests/plugins/dbos/test_dbos_serve.py"
+    after = page[page.index(mark) :]
+    return after.split("```python\n", 1)[1].split("```", 1)[0]
+
+
 def _workflow_status(database_url: str, thread: str) -> list[str]:
     from plait_dbos._submit import _client
 
@@ -177,6 +185,18 @@ def test_langgraph_sdk_streams_a_durable_run_and_cancels_one(
     served = Served(plait_serve.app(agent))
     log = event_log(agent)
     try:
+        # the page's client, as written, against this server
+        code = _docs_snippet().replace("http://127.0.0.1:8000", served.url)
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == [
+            "ai ",
+            "tool blue-mug is in stock",
+            "ai blue-mug is in stock and it ships tomorrow",
+        ]
+
         lg = get_sync_client(url=served.url)
         thread = lg.threads.create()["thread_id"]
         parts = list(
