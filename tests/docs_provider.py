@@ -50,6 +50,7 @@ class DocsProvider:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # a reply's body would wait for a delayed ACK
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
