@@ -26,6 +26,7 @@ asserted. One command, unattended, about a minute on a quiet 2-core machine:
 from __future__ import annotations
 
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -42,6 +43,9 @@ from plait.models.base import ChatModel
 RUNS = 128
 MODEL_SECONDS = 0.2
 COST_RUNS = 60
+GIVE_UP = 600
+"""Seconds after which the script stops (a worker that never came up would leave it
+waiting for results): the workers are stopped and the databases dropped on the way out."""
 POLL = 0.1
 """Seconds between a worker's looks at the queue: a freed slot waits half of it on average.
 Each look is about 4 ms of a worker's CPU (DBOS reads the queue's settings and claims runs
@@ -231,4 +235,10 @@ if __name__ == "__main__":
         worker_id, url = sys.argv[2:4]
         Worker(build(url), executor_id=worker_id).run()
     else:
+
+        def give_up(*_: object) -> None:
+            raise TimeoutError(f"dbos_throughput: no result after {GIVE_UP} s")
+
+        signal.signal(signal.SIGALRM, give_up)
+        signal.alarm(GIVE_UP)
         main()
