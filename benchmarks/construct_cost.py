@@ -9,7 +9,8 @@ Each framework runs in a fresh interpreter, once per round, rounds interleaved:
   plugins imported, each middleware class checked once);
 - warm: the mean of ``--builds`` more builds, as a server building one per request pays.
 
-Medians over ``--repeat`` rounds are printed, with ratios to the best peer measured in
+A first round is not counted (it compiles what has no bytecode yet). Medians over
+``--repeat`` rounds are printed, with ratios to the best peer measured in
 the same run (the lowest figure of the frameworks other than plait). A framework that
 is not installed is skipped with a line saying so. Goals (issue 38), for plait with
 five middleware: warm <= 1 ms, cold <= 5 ms, import + cold <= 0.15x the best peer.
@@ -60,6 +61,7 @@ print(json.dumps({{"import": t1 - t0, "cold": t2 - t1, "warm": (t3 - t2) / {buil
 def run(module: str, args: str, builds: int) -> dict[str, object] | str:
     """One fresh interpreter's figures, or why there are none."""
     env = {**os.environ, "PYTHONPATH": str(HERE), "OTEL_SDK_DISABLED": "true"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # users' imports read compiled bytecode
     code = CHILD.format(module=module, args=args, builds=builds)
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, env=env
@@ -87,7 +89,7 @@ def main() -> None:
     figures: dict[str, dict[str, list[float]]] = {}
     what: dict[str, str] = {}
     skipped: dict[str, str] = {}
-    for _ in range(args.repeat):
+    for round_ in range(args.repeat + 1):
         for label, (module, build_args, _dist) in CASES.items():
             if label in skipped:
                 continue
@@ -95,7 +97,9 @@ def main() -> None:
             if isinstance(result, str):
                 skipped[label] = result
                 continue
-            what[label] = str(result.pop("what"))
+            if round_ == 0:
+                continue  # a first round not counted: it writes any bytecode not yet written
+            what[label] = str(result.pop("what")) if build_args == "" else build_args
             kept = figures.setdefault(label, {"import": [], "cold": [], "warm": []})
             for key in kept:
                 kept[key].append(float(result[key]))  # type: ignore[arg-type]

@@ -7,13 +7,9 @@ stays cheap and imports no plugin and no HTTP client.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = importlib.metadata.version("plait")
-except importlib.metadata.PackageNotFoundError:  # a source tree that is not installed
-    __version__ = "0+unknown"
+__version__: str  # read on first use, by __getattr__ below
 
 _EXPORTS: dict[str, str] = {
     # agent
@@ -77,6 +73,9 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = version = _version()
+        return version
     try:
         module = _EXPORTS[name]
     except KeyError:
@@ -86,8 +85,19 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def _version() -> str:
+    """The installed distribution's version, read when first asked: importing
+    ``importlib.metadata`` costs more than the rest of ``import plait``."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("plait")
+    except importlib.metadata.PackageNotFoundError:  # a source tree that is not installed
+        return "0+unknown"
+
+
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(_EXPORTS) | {"__version__"})
 
 
 if TYPE_CHECKING:

@@ -8,10 +8,12 @@ import re
 import sys
 from collections.abc import Iterator, Mapping
 from importlib.machinery import PathFinder
-from importlib.metadata import Distribution, DistributionFinder, EntryPoint, distributions
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.errors import ConfigError
+
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution
 
 GROUPS = {
     "middleware": "plait.middleware",
@@ -128,6 +130,39 @@ _SEPARATORS = re.compile(r"[-_.]+")
 _META_SUFFIXES = (".dist-info", ".egg-info")
 
 
+class EntryPoint:
+    """One installed entry point of a plait group, as ``importlib.metadata.EntryPoint``
+    gives it (``name``, ``value``, ``group``, ``load()``, ``dist``), made without
+    importing ``importlib.metadata``: importing it (with email, zipfile, csv...) costs
+    more than plait's whole scan, and an agent never needs it."""
+
+    __slots__ = ("_where", "group", "name", "value")
+
+    def __init__(self, name: str, value: str, group: str, where: str | Distribution) -> None:
+        self.name = name
+        self.value = value
+        self.group = group
+        self._where = where
+
+    def load(self) -> Any:
+        """Import the object ``value`` names (``package.module:attribute``); extras
+        (``[...]``) are ignored, as importlib.metadata ignores them."""
+        import pkgutil
+
+        return pkgutil.resolve_name(self.value.partition("[")[0].replace(" ", ""))
+
+    @property
+    def dist(self) -> Distribution:
+        """The distribution that declares it (its metadata is read when asked)."""
+        from importlib.metadata import Distribution
+
+        where = self._where
+        return where if isinstance(where, Distribution) else Distribution.at(where)
+
+    def __repr__(self) -> str:
+        return f"EntryPoint(name={self.name!r}, value={self.value!r}, group={self.group!r})"
+
+
 def _in_path_entry(entry: str) -> Iterator[tuple[str, str | Distribution]]:
     """The distributions of one ``sys.path`` entry as (key, metadata folder), in the order
     importlib.metadata finds them: ``*.dist-info`` and ``*.egg-info`` folders, keyed by the
@@ -137,6 +172,8 @@ def _in_path_entry(entry: str) -> Iterator[tuple[str, str | Distribution]]:
     try:
         children = os.listdir(root)
     except NotADirectoryError:
+        from importlib.metadata import distributions
+
         for dist in distributions(path=[entry]):
             yield _key(dist.name), dist
         return
@@ -150,9 +187,12 @@ def _in_path_entry(entry: str) -> Iterator[tuple[str, str | Distribution]]:
             yield _key(low.rpartition(".")[0].partition("-")[0]), os.path.join(root, child)
         elif is_egg and low == "egg-info":
             eggs.append(os.path.join(root, child))
-    for folder in eggs:
-        dist = Distribution.at(folder)
-        yield _key(dist.name), dist
+    if eggs:
+        from importlib.metadata import Distribution
+
+        for folder in eggs:
+            dist = Distribution.at(folder)
+            yield _key(dist.name), dist
 
 
 def _everywhere() -> Iterator[tuple[str, str | Distribution]]:
@@ -166,42 +206,16 @@ def _everywhere() -> Iterator[tuple[str, str | Distribution]]:
             continue
         find = getattr(finder, "find_distributions", None)
         if find is not None:
+            from importlib.metadata import DistributionFinder
+
             for dist in find(DistributionFinder.Context()):
                 yield _key(dist.name), dist
-
-
-class _Folder(Distribution):
-    """An installed distribution's metadata folder, read with plain file calls: what
-    ``importlib.metadata.PathDistribution`` does, without building a ``pathlib.Path`` per
-    file; its ``entry_points.txt`` is the text already read to find plait's groups."""
-
-    def __init__(self, folder: str, entry_points: str) -> None:
-        self._folder = folder
-        self._entry_points = entry_points
-
-    def read_text(self, filename: str | os.PathLike[str]) -> str | None:
-        if filename == "entry_points.txt":
-            return self._entry_points
-        return _read(os.path.join(self._folder, filename))
-
-    def locate_file(self, path: str | os.PathLike[str]) -> Any:
-        from pathlib import Path
-
-        return Path(self._folder).parent / path
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as file:
-            return file.read()
-    except OSError:
-        return None
 
 
 def _plait_entry_points(where: str | Distribution) -> str | None:
     """The ``entry_points.txt`` of a distribution if it names a ``plait.`` group (the
     bytes are searched before decoding: most installed distributions name none)."""
-    if isinstance(where, Distribution):
+    if not isinstance(where, str):
         text = where.read_text("entry_points.txt")
         return text if text is not None and "[plait." in text else None
     try:
@@ -212,15 +226,32 @@ def _plait_entry_points(where: str | Distribution) -> str | None:
     return data.decode("utf-8") if b"[plait." in data else None
 
 
+def _plait_points(text: str, where: str | Distribution) -> Iterator[EntryPoint]:
+    """The entry points of ``plait.`` groups in an ``entry_points.txt``, read as
+    importlib.metadata reads the file (its reader is private): each line stripped, blank
+    lines and ``#`` comments skipped, ``[group]`` opens a group, ``name = value`` split at
+    the first ``=``. ``test_entrypoints`` checks the result against importlib.metadata."""
+    group = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            group = line.strip("[]")
+            continue
+        name, equals, value = line.partition("=")
+        if equals and group.startswith("plait."):
+            yield EntryPoint(name.strip(), value.strip(), group, where)
+
+
 @functools.cache
 def _installed() -> dict[str, dict[str, EntryPoint]]:
     """Every installed entry point of a ``plait.*`` group, by group then name, read once
     per process (``refresh`` forgets it).
 
     What ``importlib.metadata.entry_points()`` would select, for a fraction of its cost:
-    only ``entry_points.txt`` is read, and only one naming a ``plait.`` group is parsed
-    (by importlib.metadata, which also gives each entry point its distribution). As
-    there, the first distribution of a name on the path wins (a shadowed copy further
+    only ``entry_points.txt`` is read, and only one naming a ``plait.`` group is parsed.
+    As there, the first distribution of a name on the path wins (a shadowed copy further
     on is ignored), and within a group the first entry point of a name.
     """
     found: dict[str, dict[str, EntryPoint]] = {}
@@ -232,10 +263,8 @@ def _installed() -> dict[str, dict[str, EntryPoint]]:
         text = _plait_entry_points(where)
         if text is None:
             continue
-        dist = where if isinstance(where, Distribution) else _Folder(where, text)
-        for ep in dist.entry_points:
-            if ep.group.startswith("plait."):
-                found.setdefault(ep.group, {}).setdefault(ep.name, ep)
+        for point in _plait_points(text, where):
+            found.setdefault(point.group, {}).setdefault(point.name, point)
     return found
 
 

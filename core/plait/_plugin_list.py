@@ -5,12 +5,12 @@ metadata alone, so listing imports no plugin and takes the time of a metadata sc
 from __future__ import annotations
 
 import json
-from importlib.metadata import EntryPoint
 from typing import IO, TYPE_CHECKING, Any
 
 import attrs
 
 if TYPE_CHECKING:
+    from plait._entrypoints import EntryPoint
     from plait.options import OptionInfo
 
 __all__ = ["PluginInfo", "collect_plugins", "list_plugins"]

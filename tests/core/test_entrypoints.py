@@ -4,6 +4,7 @@ on the path wins, and the result matches ``importlib.metadata.entry_points()``."
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -168,3 +169,18 @@ def test_every_plait_group_matches_importlib_metadata() -> None:
             for name, ep in _entrypoints.installed(group).items()
         }
         assert got == expected, group
+
+
+def test_building_an_agent_from_names_never_imports_importlib_metadata() -> None:
+    """importlib.metadata (with email, csv...) costs more to import than plait's scan:
+    an agent built from entry-point names, its plugins run, does without it."""
+    code = (
+        "import sys, plait\n"
+        "agent = plait.create_agent(plait.ScriptedChatModel(['ok']), middleware=[\n"
+        "    ('model_call_limit', {'run_limit': 5}),\n"
+        "    ('pii', {'pii_type': 'email', 'strategy': 'redact'})])\n"
+        "agent.invoke('write to ann@example.com')\n"
+        "print('importlib.metadata' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
