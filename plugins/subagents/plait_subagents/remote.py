@@ -29,6 +29,7 @@ import asyncio
 import json
 import os
 import re
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -98,6 +99,10 @@ class RemoteSubAgent:
     api_key_env: str | None
     headers: Mapping[str, str]
     timeout: float
+    _clients: dict[tuple[int, str | None], tuple[asyncio.AbstractEventLoop, LangGraphClient]] = (
+        attrs.field(init=False, factory=dict, eq=False, repr=False)
+    )
+    _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         try:
@@ -117,10 +122,24 @@ class RemoteSubAgent:
     # -- the client ----------------------------------------------------------------------------
 
     def client(self) -> LangGraphClient:
-        """An async client of the server (close it after use: ``async with``)."""
+        """The running loop's client of the server. One is made per event loop and key
+        and kept (making one costs about 0.1 s, its SSL context mostly); a client of a
+        loop that has closed is dropped when the next one is made."""
         from langgraph_sdk import get_client
 
-        return get_client(url=self.url, **self._client_options())
+        options = self._client_options()
+        loop = asyncio.get_running_loop()
+        key = (id(loop), options["api_key"])
+        with self._lock:
+            found = self._clients.get(key)
+            if found is not None and found[0] is loop:
+                return found[1]
+            for old, (its_loop, _) in list(self._clients.items()):
+                if its_loop.is_closed():
+                    del self._clients[old]
+            client = get_client(url=self.url, **options)
+            self._clients[key] = (loop, client)
+        return client
 
     def _client_options(self) -> dict[str, Any]:
         """The key is read from the environment at each use, so a rotated key is picked
@@ -194,45 +213,45 @@ class RemoteSubAgent:
         else:
             thread = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.url}#{self.assistant_id}#{key}"))
         try:
-            async with self.client() as client:
-                found = await client.threads.create(
-                    thread_id=thread,
-                    if_exists="do_nothing",
-                    metadata={"subagent_name": self.name, "parent": key or ""},
-                )
-                values: dict[str, Any] | None = None
-                pending = _thread_interrupts(found)
-                resumes = 0
-                if pending:
-                    # Paused on an earlier pass: the runs after the first were its answers.
-                    resumes = len(await client.runs.list(thread, limit=1000)) - 1
-                elif found.get("status") == "busy":  # an earlier pass's run still going
-                    latest = await client.runs.list(thread, limit=1)
-                    if not latest:
-                        raise RemoteError(f"the server at {self.url} lists no run of a busy thread")
-                    values = await self._join(client, thread, latest[0]["run_id"])
-                else:
-                    done = found.get("values")
-                    if _last_ai_text(done) is not None:  # finished on an earlier pass
-                        return self._answer(runtime, done, thread)
-                    values = await self._wait(client, thread, input=self._input(description))
-                # The k-th interrupt() of this call stands for the remote's k-th pause.
-                for _ in range(resumes):
-                    interrupt(None)
-                while True:
-                    if values is not None:
-                        if "__error__" in values:
-                            raise RemoteError(_run_error(self, values["__error__"]))
-                        pending = list(values.get("__interrupt__") or [])
-                        if not pending:
-                            return self._answer(runtime, values, thread)
-                    if key is None:
-                        raise RemoteError(
-                            "it paused at an interrupt, which this run cannot wait for: "
-                            "invoke the main agent with a thread_id and a checkpointer"
-                        )
-                    answer = interrupt(_interrupt_value(pending))
-                    values = await self._wait(client, thread, command={"resume": answer})
+            client = self.client()
+            found = await client.threads.create(
+                thread_id=thread,
+                if_exists="do_nothing",
+                metadata={"subagent_name": self.name, "parent": key or ""},
+            )
+            values: dict[str, Any] | None = None
+            pending = _thread_interrupts(found)
+            resumes = 0
+            if pending:
+                # Paused on an earlier pass: the runs after the first were its answers.
+                resumes = len(await client.runs.list(thread, limit=1000)) - 1
+            elif found.get("status") == "busy":  # an earlier pass's run still going
+                latest = await client.runs.list(thread, limit=1)
+                if not latest:
+                    raise RemoteError(f"the server at {self.url} lists no run of a busy thread")
+                values = await self._join(client, thread, latest[0]["run_id"])
+            else:
+                done = found.get("values")
+                if _last_ai_text(done) is not None:  # finished on an earlier pass
+                    return self._answer(runtime, done, thread)
+                values = await self._wait(client, thread, input=self._input(description))
+            # The k-th interrupt() of this call stands for the remote's k-th pause.
+            for _ in range(resumes):
+                interrupt(None)
+            while True:
+                if values is not None:
+                    if "__error__" in values:
+                        raise RemoteError(_run_error(self, values["__error__"]))
+                    pending = list(values.get("__interrupt__") or [])
+                    if not pending:
+                        return self._answer(runtime, values, thread)
+                if key is None:
+                    raise RemoteError(
+                        "it paused at an interrupt, which this run cannot wait for: "
+                        "invoke the main agent with a thread_id and a checkpointer"
+                    )
+                answer = interrupt(_interrupt_value(pending))
+                values = await self._wait(client, thread, command={"resume": answer})
         except (errors.LangGraphError, RemoteError, OSError) as exc:
             return self._error(runtime, exc)
         except Exception as exc:
@@ -276,14 +295,14 @@ class RemoteSubAgent:
         """Create a remote thread and run; a watcher records its outcome. Raises
         ``RemoteError`` (with the reason) if the server refuses or cannot be reached."""
         try:
-            async with self.client() as client:
-                created = await client.threads.create(
-                    metadata={"subagent_name": self.name, "parent": parent}
-                )
-                thread = created["thread_id"]
-                run = await client.runs.create(
-                    thread, self.assistant_id, input=self._input(description)
-                )
+            client = self.client()
+            created = await client.threads.create(
+                metadata={"subagent_name": self.name, "parent": parent}
+            )
+            thread = created["thread_id"]
+            run = await client.runs.create(
+                thread, self.assistant_id, input=self._input(description)
+            )
         except Exception as exc:
             raise RemoteError(self.failure(exc)) from exc
         record = tasks.new(self.name, description, parent)
@@ -304,8 +323,8 @@ class RemoteSubAgent:
             except ValueError:
                 given = {"command": {"resume": message}}
         try:
-            async with self.client() as client:
-                run = await client.runs.create(thread, self.assistant_id, **given)
+            client = self.client()
+            run = await client.runs.create(thread, self.assistant_id, **given)
         except Exception as exc:
             raise RemoteError(self.failure(exc)) from exc
         self._follow_run(record, thread, run["run_id"])
@@ -340,11 +359,9 @@ class RemoteSubAgent:
             return adopted
         thread, run_id = _where(record)
         try:
-            async with self.client() as client:
-                status = (await client.runs.get(thread, run_id))["status"]
-                found = (
-                    None if status in ("pending", "running") else await client.threads.get(thread)
-                )
+            client = self.client()
+            status = (await client.runs.get(thread, run_id))["status"]
+            found = None if status in ("pending", "running") else await client.threads.get(thread)
         except Exception as exc:
             tasks.finish(record, "failed", self.failure(exc))
             return record
@@ -368,28 +385,28 @@ class RemoteSubAgent:
         """Join the task's remote run until it ends; send queued follow-ups as new runs on
         the same thread; record the outcome. Cancelled: cancel the remote run too."""
         try:
-            async with self.client() as client:
-                while True:
-                    thread, run_id = _where(record)
-                    values = await self._join(client, thread, run_id)
-                    if "__error__" in values:
-                        tasks.finish(record, "failed", _run_error(self, values["__error__"]))
-                        return
-                    pending = values.get("__interrupt__") or []
-                    if pending:
-                        tasks.finish(record, "interrupted", _interrupted_text(pending))
-                        return
-                    followups = tasks.take_followups(record)
-                    if followups:
-                        run = await client.runs.create(
-                            thread, self.assistant_id, input=self._input("\n\n".join(followups))
-                        )
-                        self._follow_run(record, thread, run["run_id"])
-                        continue
-                    used = _usage(values)
-                    usage = None if used is None else attrs.asdict(used)
-                    tasks.finish(record, "completed", _last_ai_text(values) or "", usage)
+            client = self.client()
+            while True:
+                thread, run_id = _where(record)
+                values = await self._join(client, thread, run_id)
+                if "__error__" in values:
+                    tasks.finish(record, "failed", _run_error(self, values["__error__"]))
                     return
+                pending = values.get("__interrupt__") or []
+                if pending:
+                    tasks.finish(record, "interrupted", _interrupted_text(pending))
+                    return
+                followups = tasks.take_followups(record)
+                if followups:
+                    run = await client.runs.create(
+                        thread, self.assistant_id, input=self._input("\n\n".join(followups))
+                    )
+                    self._follow_run(record, thread, run["run_id"])
+                    continue
+                used = _usage(values)
+                usage = None if used is None else attrs.asdict(used)
+                tasks.finish(record, "completed", _last_ai_text(values) or "", usage)
+                return
         except asyncio.CancelledError:
             # cancel_task marks the task first; otherwise the loop is closing (the agent,
             # the process), and the remote run goes on for a later process to follow
@@ -419,8 +436,8 @@ class RemoteSubAgent:
     async def _cancel_remote(self, record: TaskRecord) -> None:
         thread, run_id = _where(record)
         try:
-            async with self.client() as client:
-                await client.runs.cancel(thread, run_id)
+            client = self.client()
+            await client.runs.cancel(thread, run_id)
         except Exception:  # finished meanwhile (409), or gone: nothing left to stop
             return
 

@@ -402,6 +402,13 @@ def wait_for(check: Callable[[], bool], what: str) -> None:
         time.sleep(0.02)
 
 
+def one_thread(agent: plait.Agent) -> str:
+    """The remote agent's one thread, once its first run has saved it."""
+    wait_for(lambda: len(remote_threads(agent)) == 1, "the remote thread")
+    [thread] = remote_threads(agent)
+    return thread
+
+
 def test_a_background_task_is_a_remote_run_checked_updated_and_delivered(
     make_agent: Any, billing: tuple[plait.Agent, Served]
 ) -> None:
@@ -411,7 +418,7 @@ def test_a_background_task_is_a_remote_run_checked_updated_and_delivered(
     first = main.invoke("ledger of ann", thread_id="m")
     [task_id] = first.state[BACKGROUND_KEY]
     assert tool_answers(first.messages)["s1"].text.startswith(f"Started background task {task_id}")
-    [thread] = remote_threads(agent_b)
+    thread = one_thread(agent_b)
     wait_for(lambda: agent_b.get_state(thread)["messages"][-1].type == "ai", "the ledger call")
 
     main.model.responses += [  # type: ignore[attr-defined]
@@ -465,7 +472,7 @@ def test_update_task_of_a_finished_remote_task_runs_it_again_on_its_thread(
         f"Task {task_id} runs again on its remote thread with your message."
     )
     assert middleware.wait_for_tasks("m", timeout=20)
-    [thread] = remote_threads(agent_b)
+    thread = one_thread(agent_b)
     assert transcript(agent_b.get_state(thread)["messages"]) == [
         ("human", "Hello billing"),
         ("ai", "Billing answers: Hello billing"),
@@ -489,7 +496,7 @@ def test_cancel_task_cancels_the_remote_run_and_list_tasks_lists_it(
     main = make_agent([ai("", start("s1", "ledger: ann")), "Started."], middleware=[middleware])
     first = main.invoke("ledger of ann", thread_id="m")
     [task_id] = first.state[BACKGROUND_KEY]
-    [thread] = remote_threads(agent_b)
+    thread = one_thread(agent_b)
     wait_for(lambda: agent_b.get_state(thread)["messages"][-1].type == "ai", "the ledger call")
     main.model.responses += [  # type: ignore[attr-defined]
         ai("", call("cancel_task", "x1", task_id=task_id)),
