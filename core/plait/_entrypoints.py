@@ -218,11 +218,18 @@ def _plait_entry_points(where: str | Distribution) -> str | None:
     if not isinstance(where, str):
         text = where.read_text("entry_points.txt")
         return text if text is not None and "[plait." in text else None
+    # Plain descriptors: most distributions have no entry_points.txt, and a failed
+    # os.open costs half what a failed open() does.
     try:
-        with open(os.path.join(where, "entry_points.txt"), "rb") as file:
-            data = file.read()
+        fd = os.open(os.path.join(where, "entry_points.txt"), os.O_RDONLY)
     except OSError:
         return None
+    try:
+        data = b"".join(iter(functools.partial(os.read, fd, 1 << 16), b""))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     return data.decode("utf-8") if b"[plait." in data else None
 
 
