@@ -60,6 +60,7 @@ class Innermost:
         for chunk in transform_sync(self.stream_layers, iter(chunks), request, self.loops):
             collected.append(chunk)
             sink(StreamEvent("messages", chunk, "model"))
+        sink.streamed_calls += 1
         return ModelResponse([assemble_chunks(collected)])
 
     async def acall_model(self, request: ModelRequest) -> ModelResponse:
@@ -72,6 +73,7 @@ class Innermost:
         async for chunk in transform_async(self.stream_layers, aiter(chunks), request):
             collected.append(chunk)
             sink(StreamEvent("messages", chunk, "model"))
+        sink.streamed_calls += 1
         return ModelResponse([assemble_chunks(collected)])
 
     # -- tools -----------------------------------------------------------------------------

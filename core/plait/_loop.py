@@ -49,6 +49,7 @@ from plait.types import (
     Command,
     Interrupt,
     ModelRequest,
+    ModelResponse,
     RunRequest,
     Runtime,
     StreamEvent,
@@ -380,6 +381,7 @@ class Run:
             )
         info.model_calls += 1
         request = self.agent.model_request(self.thread, self.runtime)
+        streamed = self.sink.streamed_calls if self.sink is not None else 0
         try:
             self.enter("model")
             response = yield AskModel(request)
@@ -392,6 +394,7 @@ class Run:
                 self.apply_update(stop.update, "model")
                 yield from self.save()
             raise
+        self.emit_unstreamed(response, streamed)
         self.apply_update({"messages": list(response.messages)}, "model")
         message = response.message
         structured = self.agent.structured
@@ -528,6 +531,18 @@ class Run:
         """A tool's usage the ledger did not see (a model called outside plait)."""
         if message.usage is not None:
             self.usage.add(message.usage)
+
+    def emit_unstreamed(self, response: ModelResponse, streamed: int) -> None:
+        """In ``messages`` mode, the AI messages of a model call that streamed no chunk (a
+        cached answer, a ``wrap_model_call`` hook that answered itself, a handoff's
+        receiver) once, whole — as LangGraph sends a node's message it saw no token of —
+        so a reader of the stream sees every answer."""
+        sink = self.sink
+        if sink is None or not sink.wants("messages") or sink.streamed_calls != streamed:
+            return
+        for message in response.messages:
+            if isinstance(message, AIMessage):
+                sink(StreamEvent("messages", message, "model"))
 
     def emit_message(self, message: Message, source: str) -> None:
         if self.sink is not None:

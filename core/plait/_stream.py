@@ -47,6 +47,9 @@ class EventSink:
         self.closed = False
         """Set once the streamed run has ended: a run nested in it that goes on (a
         background task) no longer writes to it."""
+        self.streamed_calls = 0
+        """The model calls whose chunks reached this sink: the loop sends an answer whole
+        when its call added none (a cache hit, a hook that answered, a handoff's receiver)."""
 
     def __call__(self, event: StreamEvent) -> None:
         if event.mode in self.modes:

@@ -288,8 +288,10 @@ class Agent:
         """Run like ``invoke``, yielding ``StreamEvent``s of the chosen mode(s) as they
         happen: ``updates`` (each state update, by source; a pause is an update from
         ``"interrupt"`` holding ``{"__interrupt__": [...]}``), ``messages`` (model chunks
-        and tool messages), ``values`` (the state after each step), ``custom`` (what
-        hooks and tools write with ``runtime.stream_writer``). Once the events are
+        and tool messages; a model call that streamed no chunk — a hook or a nested agent
+        answered it — gives its ``AIMessage`` once, whole), ``values`` (the state after
+        each step), ``custom`` (what hooks and tools write with
+        ``runtime.stream_writer``). Once the events are
         exhausted, the stream's ``result`` is the run's ``AgentResult``.
 
         ``stream_mode=`` instead of ``mode=`` yields what LangGraph yields: each mode's
