@@ -19,6 +19,7 @@ from plait import _convert, _entrypoints
 from plait._bridge import LoopThread
 from plait._calls import Innermost
 from plait._compose import Layers, chain_async, chain_sync
+from plait._plugin_errors import PluginCode
 from plait._registry import Registry
 from plait._resolve import resolve_middleware
 from plait._state import RUN_KEY
@@ -116,7 +117,7 @@ def compile_agent(
     objects = tuple(obj for _, obj in resolved)
     try:
         registry = Registry(resolved)
-        fields = _collect_fields(registry, objects)
+        fields = _collect_fields(registry)
         own_tools = tuple(_own_tool(t, index) for index, t in enumerate(tools))
         saver: Checkpointer | None = by_url(checkpointer, "plait.checkpointers", "checkpointer")
         if saver is not None and not isinstance(saver, Checkpointer):
@@ -130,11 +131,10 @@ def compile_agent(
         config = AgentConfig(
             chat_model, own_tools, system_prompt, objects, saver, shared, response_format, name
         )
-        added = [
-            as_tool(item)
-            for impl in registry.impls("agent_tools")
-            for item in impl.call(config) or ()
-        ]
+        added: list[Tool] = []
+        for impl in registry.impls("agent_tools"):
+            with PluginCode(impl.middleware, impl.owner):
+                added.extend(as_tool(item) for item in impl.call(config) or ())
         all_tools = own_tools + tuple(added)
         by_name: dict[str, Tool] = {}
         for item in all_tools:
@@ -147,7 +147,8 @@ def compile_agent(
         native = chat_model.profile is None or chat_model.profile.structured_output
         structured = Structured(response_format, native, output_retries)
         for impl in registry.impls("validate_agent"):
-            impl.call(config)
+            with PluginCode(impl.middleware, impl.owner):
+                impl.call(config)
         loops = LoopThread()
         innermost = Innermost(
             tools_by_name=by_name,
@@ -315,12 +316,14 @@ def _untyped_parameters(func: Any, made: Tool) -> list[str]:
     ]
 
 
-def _collect_fields(registry: Registry, objects: tuple[object, ...]) -> dict[str, StateField]:
+def _collect_fields(registry: Registry) -> dict[str, StateField]:
     fields: dict[str, StateField] = {}
     owners: dict[str, type] = {}
     for impl in registry.impls("state_fields"):
-        owner = type(objects[registry.names.index(impl.middleware)])
-        for key, spec in (impl.call() or {}).items():
+        owner = type(impl.owner)
+        with PluginCode(impl.middleware, impl.owner):
+            declared = impl.call() or {}
+        for key, spec in declared.items():
             if key in ("messages", RUN_KEY):
                 raise ConfigError(f"middleware {impl.middleware!r}: state key {key!r} is reserved")
             if not isinstance(spec, StateField):

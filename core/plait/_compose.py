@@ -4,6 +4,10 @@ For middleware ``[A, B, C]`` the handler is ``A(B(C(call)))``. A middleware that
 only the other path's variant is bridged: an async hook on the sync path runs on the
 agent's loop thread; a sync hook on the async path runs in a worker thread whose
 ``handler`` submits the rest of the chain back to the running loop.
+
+A ``ConfigError``/``FieldError`` a hook raises gets its plugin's name (``_plugin_errors``):
+each layer names what escapes its hook, the innermost call marks what escapes it as no
+hook's, so an error is named by the layer that raised it, once.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from typing import Any
 
 from plait._bridge import LoopThread, submit
+from plait._plugin_errors import NAMEABLE, innermost_async, innermost_sync, raise_named
 from plait._registry import Impl
 
 Normalize = Callable[[Any, Any, str], Any]
@@ -22,7 +27,9 @@ Layers = Sequence[tuple[str, Impl | None, Impl | None]]
 def chain_sync(
     layers: Layers, innermost: Callable[[Any], Any], normalize: Normalize, loops: LoopThread
 ) -> Callable[[Any], Any]:
-    handler = innermost
+    if not layers:
+        return innermost
+    handler = innermost_sync(innermost)
     for name, sync, asyn in reversed(layers):
         handler = _sync_layer(name, sync, asyn, handler, normalize, loops)
     return handler
@@ -37,20 +44,28 @@ def _sync_layer(
     loops: LoopThread,
 ) -> Callable[[Any], Any]:
     if sync is not None:
-        call = sync.call
+        call, owner = sync.call, sync.owner
 
         def layer(request: Any) -> Any:
-            return normalize(call(request, nxt), request, name)
+            try:
+                result = call(request, nxt)
+            except NAMEABLE as exc:
+                raise_named(exc, name, owner)
+            return normalize(result, request, name)
 
         return layer
     assert asyn is not None
-    acall = asyn.call
+    acall, aowner = asyn.call, asyn.owner
 
     async def async_next(request: Any) -> Any:
         return await asyncio.to_thread(nxt, request)
 
     def bridged(request: Any) -> Any:
-        return normalize(loops.run(acall(request, async_next)), request, name)
+        try:
+            result = loops.run(acall(request, async_next))
+        except NAMEABLE as exc:
+            raise_named(exc, name, aowner)
+        return normalize(result, request, name)
 
     return bridged
 
@@ -58,7 +73,9 @@ def _sync_layer(
 def chain_async(
     layers: Layers, innermost: Callable[[Any], Awaitable[Any]], normalize: Normalize
 ) -> Callable[[Any], Awaitable[Any]]:
-    handler = innermost
+    if not layers:
+        return innermost
+    handler = innermost_async(innermost)
     for name, sync, asyn in reversed(layers):
         handler = _async_layer(name, sync, asyn, handler, normalize)
     return handler
@@ -72,14 +89,18 @@ def _async_layer(
     normalize: Normalize,
 ) -> Callable[[Any], Awaitable[Any]]:
     if asyn is not None:
-        acall = asyn.call
+        acall, aowner = asyn.call, asyn.owner
 
         async def layer(request: Any) -> Any:
-            return normalize(await acall(request, nxt), request, name)
+            try:
+                result = await acall(request, nxt)
+            except NAMEABLE as exc:
+                raise_named(exc, name, aowner)
+            return normalize(result, request, name)
 
         return layer
     assert sync is not None
-    call = sync.call
+    call, owner = sync.call, sync.owner
 
     async def bridged(request: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -87,7 +108,11 @@ def _async_layer(
         def sync_next(inner: Any) -> Any:
             return submit(loop, _awaited(nxt(inner)))
 
-        return normalize(await asyncio.to_thread(call, request, sync_next), request, name)
+        try:
+            result = await asyncio.to_thread(call, request, sync_next)
+        except NAMEABLE as exc:
+            raise_named(exc, name, owner)
+        return normalize(result, request, name)
 
     return bridged
 

@@ -43,7 +43,7 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn, make_hetero_tuple_structure_fn
 from cattrs.gen.typeddicts import make_dict_structure_fn as make_typeddict_structure_fn
 
-from plait.errors import ConfigError
+from plait.errors import ConfigError, FieldError
 
 __all__ = [
     "MAPPING_ORIGINS",
@@ -134,17 +134,6 @@ def expected(what: str, value: Any, detail: str | None = None) -> str:
     a tool argument, a structured answer): ``expected an int >= 1, got 0``."""
     text = f"expected {what}, got {show(value)}"
     return f"{text} ({detail})" if detail else text
-
-
-class FieldError(ValueError):
-    """A validator's complaint about one field. ``str()`` is ``"<field>: <message>"`` (what a
-    direct ``Cls(field=...)`` call shows); options and agent files put their own location
-    (``option 'run_limit'``, ``[agent] recursion_limit``) before ``message`` instead."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 class _Mismatch(ValueError):
@@ -909,12 +898,25 @@ def _has_field_note(exc: BaseException) -> bool:
     return any(type(n) is AttributeValidationNote for n in getattr(exc, "__notes__", ()))
 
 
+def _option(exc: BaseException) -> tuple[str, str] | None:
+    """The option path and the problem of a ``FieldError`` or of a ``ConfigError`` raised
+    about one option (``ConfigError(problem, option=...)``)."""
+    if isinstance(exc, FieldError):
+        return exc.field, exc.message
+    if isinstance(exc, ConfigError) and exc.option is not None and exc.plugin is None:
+        return exc.option, exc.problem
+    return None
+
+
 def _locate(exc: Exception, cls: type, data: Mapping[str, Any]) -> None:
     """Note the failing field on a validator error, so the report carries its path."""
     if not isinstance(exc, ValueError | TypeError | ConfigError) or isinstance(
         exc, _Mismatch | BaseValidationError
     ):
         return
+    named = _option(exc)
+    if named is not None and named[0] not in attrs.fields_dict(cls):
+        return  # a path below a field (``models[1]``): the problem carries it
     name = _failing_field(exc, cls, data)
     if name is not None:
         field = attrs.fields_dict(cls)[name]
@@ -923,8 +925,9 @@ def _locate(exc: Exception, cls: type, data: Mapping[str, Any]) -> None:
 
 def _failing_field(exc: Exception, cls: type, data: Mapping[str, Any]) -> str | None:
     fields = {f.name: f for f in attrs.fields(cls) if f.init}
-    if isinstance(exc, FieldError):
-        return exc.field if exc.field in fields else None
+    option = _option(exc)
+    if option is not None:
+        return option[0] if option[0] in fields else None
     # attrs' own validators put the Attribute in the exception's args.
     for arg in exc.args:
         if isinstance(arg, attrs.Attribute) and arg.name in fields:
@@ -1026,8 +1029,12 @@ def problems(exc: BaseException) -> list[Problem]:
 
 
 def _problem_of(error: BaseException, tp: Any) -> Problem:
-    if isinstance(error, _Mismatch | FieldError):
+    if isinstance(error, _Mismatch):
         return Problem("", error.message)
+    named = _option(error)
+    if named is not None:
+        # a field the report's path names already (noted), or a path below one
+        return Problem("" if _has_field_note(error) else named[0], named[1])
     if isinstance(error, ForbiddenExtraKeysError):
         cls = error.cl
         valid: tuple[str, ...] = ()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from plait._plugin_errors import NAMEABLE, raise_named
 from plait._state import RUN_KEY, ThreadState
 from plait._stream import ToolCallScope, in_tool_call, run_sink
 from plait.errors import (
@@ -310,6 +311,8 @@ class Run:
                     self.apply_update(stop.update, impl.middleware)
                     yield from self.save()
                 raise
+            except NAMEABLE as exc:
+                raise_named(exc, impl.middleware, impl.owner)
             if result is None:
                 continue
             jump = self.apply_result(result, impl.middleware, hook, impl.jumps)

@@ -71,6 +71,8 @@ class Impl:
     call: Callable[..., Any]
     is_async: bool
     jumps: frozenset[str]
+    owner: object = attrs.field(eq=False, repr=False)
+    """The middleware object, for naming its plugin in the errors it raises."""
 
 
 def _caller(func: Callable[..., Any], accepted: Sequence[str], spec: tuple[str, ...]) -> Any:
@@ -205,7 +207,7 @@ class Registry:
         for name, obj in middleware:
             for found in _hooks_of(name, obj):
                 func = getattr(obj, found.attr)
-                impl = self._impl(name, found, func, spec_args[found.hook], trace)
+                impl = self._impl(name, obj, found, func, spec_args[found.hook], trace)
                 by_hook[found.hook].append(impl)
         for hook, found_impls in by_hook.items():
             if hookspecs.HOOKS[hook].unwinds:
@@ -215,6 +217,7 @@ class Registry:
     def _impl(
         self,
         name: str,
+        owner: object,
         found: _Found,
         func: Callable[..., Any],
         spec_args: tuple[str, ...],
@@ -239,7 +242,7 @@ class Registry:
         if trace:
             call = _traced(call, name, hook)
         jumps: frozenset[str] = getattr(func, JUMPS_ATTR, frozenset())
-        return Impl(name, hook, call, is_async, jumps)
+        return Impl(name, hook, call, is_async, jumps, owner)
 
     def impls(self, hook: str) -> list[Impl]:
         return self._impls[hook]

@@ -14,7 +14,7 @@ import attrs
 
 from plait import _entrypoints
 from plait._convert import expected
-from plait.errors import ConfigError
+from plait.errors import ConfigError, FieldError
 from plait.hookspecs import ALL_HOOKS
 from plait.middleware import FunctionMiddleware, Middleware
 
@@ -25,7 +25,7 @@ def build(name: str, options: Mapping[str, Any]) -> object:
     """An instance of the middleware entry point ``name`` with ``options``."""
     cls = _entrypoints.load("plait.middleware", name, what="middleware")
     if not isinstance(options, Mapping):
-        raise ConfigError(f"plugin {name!r}: options: {expected(_OPTIONS_MAPPING, options)}")
+        raise ConfigError(f"options: {expected(_OPTIONS_MAPPING, options)}", plugin=name)
     if attrs.has(cls):
         if not options:
             # No option to convert: the class's defaults, without generating (compiling) a
@@ -40,8 +40,13 @@ def build(name: str, options: Mapping[str, Any]) -> object:
         return structure_options(cls, options, plugin=name)
     try:
         return cls(**options)
+    except FieldError as exc:
+        raise ConfigError(exc.message, option=exc.field, plugin=name) from exc
+    except ConfigError as exc:
+        exc.in_plugin(name)
+        raise
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"plugin {name!r}: {exc}") from None
+        raise ConfigError(str(exc), plugin=name) from None
 
 
 @attrs.frozen

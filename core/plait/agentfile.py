@@ -57,10 +57,10 @@ class AgentFileError(ConfigError):
     """A mistake in an agent file; the message names the file, the table and the key."""
 
     def __init__(self, file: Path | str, where: str, message: str) -> None:
+        super().__init__(f"{file}: {where}: {message}" if where else f"{file}: {message}")
         self.file = str(file)
         self.where = where
         self.problem = message
-        super().__init__(f"{file}: {where}: {message}" if where else f"{file}: {message}")
 
 
 class _AgentFileStoreError(AgentFileError, StoreError):

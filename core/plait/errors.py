@@ -8,6 +8,7 @@ __all__ = [
     "CheckpointerRequiredError",
     "ConfigError",
     "ContextOverflowError",
+    "FieldError",
     "MalformedURLError",
     "ModelCallLimitExceededError",
     "PIIDetectionError",
@@ -34,8 +35,52 @@ class PlaitError(Exception):
 class ConfigError(PlaitError):
     """A setup plait cannot serve: a bad option, an unknown name, a conflicting state key.
 
-    Raised by ``create_agent`` (never later) so a misconfigured agent never starts.
+    Raised by ``create_agent`` so a misconfigured agent never starts (or, for a setup only
+    a run can reveal, by that run: an emulator with no model to use).
+
+    A plugin raises it with the problem only — ``ConfigError("expected ..., got ...")``,
+    ``ConfigError(problem, option="takeover_after")`` about one option, or
+    ``FieldError(option, problem)`` from an attrs validator — and never names itself:
+    wherever the kernel calls a plugin's code (building it from its options, its hooks at
+    build time and at run time) it adds ``plugin 'x': option 'y':`` once, ``x`` being the
+    name the agent enabled the plugin under. ``str()`` is that whole sentence; ``problem``,
+    ``option`` and ``plugin`` are its parts. Code the kernel does not call (a plugin's own
+    command or public function) passes ``plugin=`` itself.
     """
+
+    def __init__(self, problem: str, *, option: str | None = None, plugin: str | None = None):
+        self.problem = problem
+        """What is wrong, without the plugin's and option's names."""
+        self.option = option
+        """The option (or path of one, ``models[1]``) the problem is about, if any."""
+        self.plugin = plugin
+        """The name of the plugin whose setup is wrong, once known (the kernel fills it)."""
+        where = "" if option is None else f"option {option!r}: "
+        super().__init__(
+            where + problem if plugin is None else f"plugin {plugin!r}: {where}{problem}"
+        )
+
+    def in_plugin(self, plugin: str) -> None:
+        """Name the plugin this error is about (the kernel does, once; later calls are
+        ignored, so an error passing through several plugins keeps its first name)."""
+        if self.plugin is None:
+            self.plugin = plugin
+            self.args = (f"plugin {plugin!r}: {self.args[0] if self.args else ''}",)
+
+
+class FieldError(ValueError):
+    """A validator's complaint about one field (a plugin's option): raise it from an attrs
+    validator, ``__attrs_post_init__`` or a build-time hook with the problem only,
+    ``FieldError("takeover_after", "expected ..., got ...")``. A ``ValueError``, as attrs
+    validators raise. ``str()`` is ``"<field>: <message>"`` (what a direct ``Cls(field=...)``
+    call shows); the kernel turns it into ``ConfigError`` ``plugin 'x': option 'y': <message>``
+    and agent files put their own location (``[agent] recursion_limit``) before ``message``.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
 
 
 class CheckpointerRequiredError(ConfigError):

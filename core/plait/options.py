@@ -80,26 +80,26 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str) 
     :param plugin: the name the user gave (entry-point name), used in error messages.
     :raises ConfigError: e.g. ``plugin 'tool_call_limit': option 'run_limit': expected an
         int or None, got 'two'``; an unknown option lists the valid ones, a missing required one
-        says so; several problems are reported together, separated by ``;``.
+        says so; several problems are reported together, separated by ``;``. A
+        ``ConfigError`` the class raises itself (a check across options in
+        ``__attrs_post_init__``) gets ``plugin`` too, once.
     """
     if not isinstance(options, Mapping):
-        raise ConfigError(f"plugin {plugin!r}: options: {expected(_OPTIONS_MAPPING, options)}")
+        raise ConfigError(f"options: {expected(_OPTIONS_MAPPING, options)}", plugin=plugin)
     try:
         result: T = _convert.structure(dict(options), cls)
     except _convert.ConversionError as exc:
         details = "; ".join(_describe(p) for p in exc.problems)
-        raise ConfigError(f"plugin {plugin!r}: {details}") from None
+        raise ConfigError(details, plugin=plugin) from None
     except (NameError, cattrs.errors.StructureHandlerNotFoundError) as exc:
         # the plugin's own annotations are at fault, not the user's options
         raise ConfigError(
-            f"plugin {plugin!r}: the option types of {cls.__qualname__} cannot be used: {exc}"
+            f"the option types of {cls.__qualname__} cannot be used: {exc}", plugin=plugin
         ) from exc
     except ConfigError as exc:
         # raised by the class with nothing structured wrong (a cross-option check)
-        text = str(exc)
-        if plugin in text:
-            raise
-        raise ConfigError(f"plugin {plugin!r}: {text}") from exc
+        exc.in_plugin(plugin)
+        raise
     return result
 
 
@@ -162,12 +162,17 @@ def chat_model(*, optional: bool = False) -> ChatModelOption:
 
 
 def check_tool_names(
-    names: Iterable[str | Tool], agent_config: AgentConfig, *, plugin: str, option: str
+    names: Iterable[str | Tool],
+    agent_config: AgentConfig,
+    *,
+    option: str,
+    plugin: str | None = None,
 ) -> None:
     """Fail at ``create_agent`` when an option names tools the agent does not have.
 
-    Call it from ``validate_agent``; a typo in a tool name would otherwise silently make the
-    option apply to nothing. A ``Tool`` in ``names`` stands for its name.
+    Call it from ``validate_agent`` (the kernel then names your plugin: leave ``plugin``
+    out); a typo in a tool name would otherwise silently make the option apply to nothing.
+    A ``Tool`` in ``names`` stands for its name.
 
     :raises ConfigError: e.g. ``plugin 'tool_retry': option 'tools' names a tool the agent
         does not have: 'serch' (did you mean 'search'?); the agent's tools are: fetch,
@@ -183,9 +188,10 @@ def check_tool_names(
         close = difflib.get_close_matches(name, known, n=1)
         described.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
     raise ConfigError(
-        f"plugin {plugin!r}: option {option!r} names "
+        f"option {option!r} names "
         f"{'a tool' if len(unknown) == 1 else 'tools'} the agent does not have: "
-        f"{', '.join(described)}; the agent's tools are: {', '.join(known) or 'none'}"
+        f"{', '.join(described)}; the agent's tools are: {', '.join(known) or 'none'}",
+        plugin=plugin,
     )
 
 

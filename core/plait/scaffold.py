@@ -106,20 +106,27 @@ from collections.abc import Awaitable, Callable
 import attrs
 import plait
 from plait import ModelRequest, ModelResponse
+from plait.errors import FieldError
+from plait.options import expected
 
 __all__ = ["$class_name"]
+
+
+def _not_blank(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    # Say the problem only (FieldError, or ConfigError for a check across options):
+    # plait adds "plugin '$entry_point': option 'note': " itself, once.
+    if not isinstance(value, str) or not value.strip():
+        raise FieldError(attribute.name, expected("a note that is not blank", value))
 
 
 @attrs.frozen
 class $class_name(plait.Middleware):
     """Appends ``note`` to the system prompt before each model call.
 
-    :param note: the text to add; must not be empty.
+    :param note: the text to add; must not be blank.
     """
 
-    note: str = attrs.field(
-        default="Answer in one short paragraph.", validator=attrs.validators.min_len(1)
-    )
+    note: str = attrs.field(default="Answer in one short paragraph.", validator=_not_blank)
 
     def _with_note(self, request: ModelRequest) -> ModelRequest:
         prompt = request.system_prompt
@@ -172,11 +179,14 @@ def test_enabled_by_entry_point_name_with_options(make_agent):
 
 
 def test_bad_option_fails_when_the_agent_is_built(make_agent):
-    with pytest.raises(ConfigError, match="note"):
+    with pytest.raises(ConfigError) as raised:
         make_agent(
             ["Sure."],
-            middleware=[("$entry_point", {"note": ""})],
+            middleware=[("$entry_point", {"note": " "})],
         )
+    assert str(raised.value) == (
+        "plugin '$entry_point': option 'note': expected a note that is not blank, got ' '"
+    )
 '''
 
 _README = """\

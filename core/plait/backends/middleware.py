@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import attrs
 
@@ -23,10 +23,8 @@ def _backend_or_state(value: Any) -> Any:
 class BackendMiddleware(Middleware):
     """A ``backend`` option (an object, or "state" / "store[:NS]" / "disk:/path" in an
     agent file), the shared ``files`` state key a ``StateBackend`` keeps files in, and the
-    build-time check that a store-backed backend has a store. Subclasses set ``plugin``
-    (their entry-point name, for error messages) and call ``bind`` in their tools."""
-
-    plugin: ClassVar[str]
+    build-time check that a store-backed backend has a store. Subclasses call ``bind`` in
+    their tools."""
 
     backend: Any = attrs.field(factory=StateBackend, converter=_backend_or_state)
     """Where files live: a ``plait.backends`` backend, or "state", "store[:NS]", "disk:/path";
@@ -36,7 +34,7 @@ class BackendMiddleware(Middleware):
         return {FILES: FILES_FIELD}
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
-        check_store(self.backend, agent_config, plugin=self.plugin)
+        check_store(self.backend, agent_config)
 
     def bind(self, runtime: ToolRuntime) -> FileSystem:
         """The backend's file system for one tool call."""

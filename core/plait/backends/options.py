@@ -54,16 +54,23 @@ def needs_store(backend: Backend) -> bool:
 
 
 def check_store(
-    backend: Backend, agent_config: AgentConfig, *, plugin: str, option: str = "backend"
+    backend: Backend,
+    agent_config: AgentConfig,
+    *,
+    option: str = "backend",
+    plugin: str | None = None,
 ) -> None:
     """Fail at ``create_agent`` when ``backend`` needs a store the agent was built without.
 
-    Call it from ``validate_agent``: otherwise the first file tool call would fail instead.
+    Call it from ``validate_agent``: otherwise the first file tool call would fail instead
+    (the kernel then names your plugin: leave ``plugin`` out).
 
     :raises ConfigError: naming the plugin and the option.
     """
     if agent_config.store is None and needs_store(backend):
         raise ConfigError(
-            f"plugin {plugin!r}: option {option!r}: a StoreBackend needs the agent's store, "
-            "and this agent has none (create it with store=...)"
+            "a StoreBackend needs the agent's store, and this agent has none "
+            "(create it with store=...)",
+            option=option,
+            plugin=plugin,
         )
