@@ -9,6 +9,7 @@ would install it) exposing one class under two entry-point names.
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -196,3 +197,31 @@ def test_an_error_from_inside_the_handler_is_not_the_wrap_hooks(
     assert answer.status == "error"
     assert "no table holds 'k'" in str(answer.content)
     assert "plugin" not in str(answer.content)
+
+
+FRONT_DOORS = {
+    # plait_dbos's Worker, submit() and its `plait worker/submit/workers` commands: the
+    # plugin's own public API, called by the user or the CLI, never inside an agent's
+    # build or run, so no kernel call is there to name the plugin.
+    "dbos/plait_dbos/_config.py",
+    "dbos/plait_dbos/_database.py",
+    "dbos/plait_dbos/_submit.py",
+    "dbos/plait_dbos/_worker.py",
+    "dbos/plait_dbos/cli.py",
+}
+
+
+def test_no_built_in_plugin_writes_its_own_name_into_an_error() -> None:
+    """Built-in plugins say the problem only; ``plugin 'x':`` is the kernel's to add, for
+    everything it calls of a plugin (options, hooks at build and run time)."""
+    root = Path(__file__).resolve().parents[2] / "plugins"
+    hand_written = re.compile(r"plugin ('[a-z_]+'|\{PLUGIN!r\}|\{[a-z_.]*plugin!r\}):")
+    found = []
+    for path in sorted(root.glob("*/plait_*/**/*.py")):
+        if path.relative_to(root).as_posix() in FRONT_DOORS:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if hand_written.search(line):
+                found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    assert found == []
+    assert all((root / name).is_file() for name in FRONT_DOORS)  # none renamed away

@@ -38,7 +38,6 @@ from plait.types import AgentConfig, Command, ModelRequest, StateField, ToolRunt
 
 __all__ = ["DEFAULT_TOOL_DESCRIPTION", "FILE_NAME", "TOOL_NAME", "AgentsMdMiddleware"]
 
-PLUGIN = "agents_md"
 FILE_NAME = "AGENTS.md"
 TOOL_NAME = "update_agents_md"
 MAX_LISTED = 50
@@ -112,7 +111,7 @@ class AgentsMdMiddleware(RequestMiddleware):
         return {FILES: FILES_FIELD}  # where a StateBackend keeps the files
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
-        _check_store(self.backend, agent_config, plugin=PLUGIN)
+        _check_store(self.backend, agent_config)
 
     def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
         if not self.update_tool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import ClassVar, Literal
+from typing import Literal
 
 import attrs
 
@@ -29,7 +29,6 @@ from plait_anthropic._editor import MB, error
 
 __all__ = ["TOOL_DESCRIPTIONS", "TOOL_NAMES", "AnthropicFileSearchMiddleware"]
 
-PLUGIN = "anthropic_file_search"
 TOOL_NAMES = ("glob_search", "grep_search")
 
 TOOL_DESCRIPTIONS: dict[str, str] = {
@@ -74,8 +73,6 @@ def _included(fs: FileSystem, files: list[str], include: str, path: str) -> list
 @attrs.frozen(kw_only=True)
 class AnthropicFileSearchMiddleware(BackendMiddleware):
     """Gives the agent ``glob_search`` and ``grep_search`` over ``backend``."""
-
-    plugin: ClassVar[str] = PLUGIN
 
     max_file_size_mb: int | None = attrs.field(default=10, validator=positive_or_none)
     """``grep_search`` skips files over this many megabytes (and says so); None: no limit."""

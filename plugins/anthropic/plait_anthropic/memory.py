@@ -39,7 +39,6 @@ __all__ = [
     "AnthropicMemoryMiddleware",
 ]
 
-PLUGIN = "anthropic_memory"
 TOOL_NAME = "memory"
 TOOL_TYPE = "memory_20250818"
 MEMORY_DIR = "/memories"
@@ -96,7 +95,6 @@ class AnthropicMemoryMiddleware(EditorMiddleware, RequestMiddleware):
     """Gives the agent Anthropic's memory tool over ``backend`` and a system-prompt section
     asking it to use its memory."""
 
-    plugin: ClassVar[str] = PLUGIN
     tool_name: ClassVar[str] = TOOL_NAME
 
     backend: Any = attrs.field(factory=StateBackend, converter=resolve_backend)

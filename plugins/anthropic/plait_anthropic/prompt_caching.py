@@ -23,7 +23,6 @@ from plait.types import AgentConfig, ModelRequest
 
 __all__ = ["AnthropicPromptCachingMiddleware", "PromptCachingWarning"]
 
-PLUGIN = "anthropic_prompt_caching"
 PROVIDER = "anthropic"
 PLACES = ("messages", "system", "tools")
 
@@ -33,8 +32,10 @@ class PromptCachingWarning(UserWarning):
 
 
 def _unsupported(model: ChatModel) -> str:
+    """The problem; raised as a ``ConfigError`` the kernel adds the plugin's name to (a
+    ``PromptCachingWarning`` names it by its class)."""
     return (
-        f"plugin {PLUGIN!r}: prompt caching needs an Anthropic model, and "
+        "prompt caching needs an Anthropic model, and "
         f"{model.provider}:{model.model_name} is not one; this call is not cached "
         "(option 'unsupported_model_behavior' chooses between ignore, warn and raise)"
     )

@@ -20,7 +20,6 @@ from plait_anthropic._editor import EditorMiddleware
 
 __all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "TOOL_TYPE", "AnthropicTextEditorMiddleware"]
 
-PLUGIN = "anthropic_text_editor"
 TOOL_NAME = "str_replace_based_edit_tool"
 TOOL_TYPE = "text_editor_20250728"
 
@@ -44,7 +43,6 @@ Command_ = Literal["view", "create", "str_replace", "insert"]
 class AnthropicTextEditorMiddleware(EditorMiddleware):
     """Gives the agent Anthropic's text-editor tool over ``backend``."""
 
-    plugin: ClassVar[str] = PLUGIN
     tool_name: ClassVar[str] = TOOL_NAME
 
     max_characters: int | None = attrs.field(default=None, validator=positive_or_none)

@@ -16,7 +16,7 @@ import attrs
 
 from plait import effects
 from plait.agent import Agent, AgentResult
-from plait.errors import ConfigError, PlaitError
+from plait.errors import ConfigError
 from plait.middleware import Middleware
 from plait.options import FieldError, expected, number, positive_or_none
 from plait.runlog import RunHandle, RunJob
@@ -71,9 +71,10 @@ class DBOSMiddleware(Middleware):
     def __attrs_post_init__(self) -> None:
         if self.takeover_after < 3 * self.heartbeat_interval:
             raise ConfigError(
-                "plugin 'dbos': option 'takeover_after': expected at least three "
+                "expected at least three "
                 f"heartbeat_interval ({3 * self.heartbeat_interval:g} s), "
-                f"got {self.takeover_after!r}"
+                f"got {self.takeover_after!r}",
+                option="takeover_after",
             )
 
     def wrap_run(
@@ -81,8 +82,8 @@ class DBOSMiddleware(Middleware):
     ) -> AgentResult:
         if not in_workflow():
             if self.outside_workflow == "error":
-                raise PlaitError(
-                    "plugin 'dbos': this agent's runs are durable only when queued — use "
+                raise ConfigError(
+                    "this agent's runs are durable only when queued — use "
                     "plait_dbos.submit(...) or `plait submit`, served by `plait worker` "
                     "(or set outside_workflow = 'allow' to run it here without durability)"
                 )
@@ -97,14 +98,14 @@ class DBOSMiddleware(Middleware):
             # On the async path a step's tool calls run concurrently, and the order in
             # which they reach DBOS would decide which recorded result each gets on
             # replay. Async hooks and tools inside a (sync) run are fine: awaited in turn.
-            raise PlaitError(
-                "plugin 'dbos': a run inside a DBOS workflow uses the sync path "
+            raise ConfigError(
+                "a run inside a DBOS workflow uses the sync path "
                 "(agent.invoke or agent.stream, as the worker does); ainvoke/astream "
                 "cannot be replayed step for step"
             )
         if self.outside_workflow == "error":
-            raise PlaitError(
-                "plugin 'dbos': this agent's runs are durable only when queued — use "
+            raise ConfigError(
+                "this agent's runs are durable only when queued — use "
                 "plait_dbos.submit(...) or `plait submit`, served by `plait worker` "
                 "(or set outside_workflow = 'allow' to run it here without durability)"
             )

@@ -11,7 +11,7 @@ replaced by a pointer the model can page through with ``read_file``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import attrs
 
@@ -54,7 +54,6 @@ __all__ = [
     "StoreBackend",
 ]
 
-PLUGIN = "filesystem"
 EVICTED_DIR = "/large_tool_results"
 CHARS_PER_TOKEN = 4
 HEAD_LINES = 10
@@ -140,8 +139,6 @@ def _listing(infos: list[FileInfo], empty: str) -> str:
 class FilesystemMiddleware(BackendMiddleware, RequestMiddleware):
     """Gives the agent file tools over ``backend`` and a system-prompt section on them;
     evicts oversized tool results to files."""
-
-    plugin: ClassVar[str] = PLUGIN
 
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
     """The section added to the system prompt of calls offering the tools; None or "" for none."""

@@ -43,7 +43,6 @@ from plait_guardrails._spec import ToolGuards, guardrails, tool_guardrails
 
 __all__ = ["GuardrailsMiddleware"]
 
-PLUGIN = "guardrails"
 META = "guardrails"
 """The metadata key of the message a trip leaves in the thread:
 ``{"guardrail": name, "kind": kind, "reason": reason}``."""
@@ -119,24 +118,23 @@ class GuardrailsMiddleware(Middleware):
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
         named = [name for name in self._tools if name != "*"]
-        check_tool_names(named, agent_config, plugin=PLUGIN, option="tools")
+        check_tool_names(named, agent_config, option="tools")
         self._agent["tools"] = frozenset(tool.name for tool in agent_config.tools)
         self._agent["structured"] = agent_config.response_format is not None
         stops_model = self._output or any(self._is_parallel(g) for g in self._input)
         if self.exit_behavior == "end" and stops_model and agent_config.response_format:
             raise ConfigError(
-                f"plugin {PLUGIN!r}: option 'exit_behavior': expected 'error' for an agent "
-                "with a response_format and output or parallel input guardrails, got 'end' "
-                "(a run that must end with a structured answer cannot end with a message)"
+                "expected 'error' for an agent with a response_format and output or "
+                "parallel input guardrails, got 'end' (a run that must end with a "
+                "structured answer cannot end with a message)",
+                option="exit_behavior",
             )
         for guard in (*self._input, *self._output, *self._all_tool_guards()):
             if isinstance(guard.check, Judge):
                 try:
                     guard.check.chat_model()
                 except Exception as exc:
-                    raise ConfigError(
-                        f"plugin {PLUGIN!r}: guardrail {guard.name!r}: judge: {exc}"
-                    ) from exc
+                    raise ConfigError(f"guardrail {guard.name!r}: judge: {exc}") from exc
 
     def _all_tool_guards(self) -> Iterator[Guardrail]:
         for guards in self._tools.values():

@@ -201,13 +201,12 @@ class HandoffMiddleware(Middleware):
             name = spec.name or agent.name
             if not _NAME.fullmatch(name):
                 raise ConfigError(
-                    f"plugin {PLUGIN!r}: option {where + '.name'!r}: "
-                    f"{expected('1-48 letters, digits, _ or -', name)}"
+                    expected("1-48 letters, digits, _ or -", name), option=f"{where}.name"
                 )
             if name in seen:
                 raise ConfigError(
-                    f"plugin {PLUGIN!r}: option 'agents': agents[{seen[name]}] and {where} "
-                    f"are both named {name!r}; give one a name"
+                    f"agents[{seen[name]}] and {where} are both named {name!r}; give one a name",
+                    option="agents",
                 )
             seen[name] = index
             self._targets[name] = _Target(
@@ -347,13 +346,12 @@ def _load(value: Agent | str, where: str) -> Agent:
 
     if not os.path.isfile(value):
         raise ConfigError(
-            f"plugin {PLUGIN!r}: option {where + '.agent'!r}: "
-            f"{expected('the path of an existing agent file', value)}"
+            expected("the path of an existing agent file", value), option=f"{where}.agent"
         )
     try:
         return load_agent(value)
     except ConfigError as exc:
-        raise ConfigError(f"plugin {PLUGIN!r}: option {where + '.agent'!r}: {exc}") from exc
+        raise ConfigError(str(exc), option=f"{where}.agent") from exc
 
 
 def _conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:

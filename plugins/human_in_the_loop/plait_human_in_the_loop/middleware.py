@@ -243,13 +243,11 @@ class HumanInTheLoopMiddleware(Middleware):
     def validate_agent(self, agent_config: AgentConfig) -> None:
         if agent_config.checkpointer is None:
             raise CheckpointerRequiredError(
-                "plugin 'human_in_the_loop': reviewing tool calls pauses the run, which needs "
+                "reviewing tool calls pauses the run, which needs "
                 "a checkpointer to save it until the human answers; pass checkpointer='memory' "
                 "(or 'sqlite:///agent.db' to resume in another process) to create_agent"
             )
-        check_tool_names(
-            self.interrupt_on, agent_config, plugin="human_in_the_loop", option="interrupt_on"
-        )
+        check_tool_names(self.interrupt_on, agent_config, option="interrupt_on")
 
     # -- after the model: ask ---------------------------------------------------------------
 

@@ -25,7 +25,6 @@ from plait.types import AgentConfig, Command, ToolCallRequest
 
 __all__ = ["LLMToolEmulator", "LLMToolEmulatorMiddleware"]
 
-PLUGIN = "llm_tool_emulator"
 
 SYSTEM_PROMPT = (
     "You are emulating a software tool for a test. Given the tool's name, description, "
@@ -72,12 +71,12 @@ class LLMToolEmulatorMiddleware(Middleware):
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
         if self._names is not None:
-            check_tool_names(sorted(self._names), agent_config, plugin=PLUGIN, option="tools")
+            check_tool_names(sorted(self._names), agent_config, option="tools")
         if isinstance(self.model, str) and not self._resolved:
             try:
                 self._resolved.append(init_chat_model(self.model))
             except ConfigError as exc:
-                raise ConfigError(f"plugin {PLUGIN!r}: option 'model': {exc}") from exc
+                raise ConfigError(str(exc), option="model") from exc
 
     def _emulates(self, request: ToolCallRequest) -> bool:
         if request.tool is None:
@@ -93,7 +92,7 @@ class LLMToolEmulatorMiddleware(Middleware):
                 self._resolved.append(init_chat_model(self.model))
             return self._resolved[0]
         if request.runtime.model is None:
-            raise ConfigError(f"plugin {PLUGIN!r}: no model given and the run has none")
+            raise ConfigError("no model given and the run has none")
         return request.runtime.model
 
     def wrap_tool_call(

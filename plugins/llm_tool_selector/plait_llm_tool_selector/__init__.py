@@ -121,12 +121,12 @@ class LLMToolSelectorMiddleware(Middleware):
                 self.on_parsing_failure if isinstance(self.on_parsing_failure, tuple) else (),
             ),
         ):
-            check_tool_names(listed, agent_config, plugin=PLUGIN, option=option)
+            check_tool_names(listed, agent_config, option=option)
         if isinstance(self.model, str) and not self._resolved:
             try:
                 self._resolved.append(init_chat_model(self.model))
             except ConfigError as exc:
-                raise ConfigError(f"plugin {PLUGIN!r}: option 'model': {exc}") from exc
+                raise ConfigError(str(exc), option="model") from exc
 
     def _selector(self, request: ModelRequest) -> ChatModel:
         if isinstance(self.model, ChatModel):

@@ -43,7 +43,7 @@ def local_name(server: str, prefix: str, remote: str) -> str:
     """The agent's name for the server's tool ``remote``: the prefix, then the name with
     each character providers refuse (a space, ``.``, ``/``...) made ``_``. A name that is
     empty or too long for providers is a ``ConfigError`` naming the server and the tool."""
-    where = f"plugin 'mcp': server {server!r}"
+    where = f"server {server!r}"
     if not remote:
         raise ConfigError(
             f"{where} lists a tool with an empty name, which no model can call; "
@@ -63,7 +63,7 @@ def _parameters(server: str, listed: MCPTool) -> dict[str, Any]:
     """The tool's input schema, checked against the JSON Schema meta-schema: a schema a
     provider would refuse fails here, naming the server and the tool, not on every call."""
     schema = listed.input_schema
-    where = f"plugin 'mcp': server {server!r}: tool {listed.name!r}: input schema"
+    where = f"server {server!r}: tool {listed.name!r}: input schema"
     wanted = "a JSON Schema of an object"
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
         raise ConfigError(f"{where}: {expected(wanted, schema)}; 'exclude' the tool")

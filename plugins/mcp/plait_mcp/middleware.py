@@ -50,7 +50,7 @@ class MCPMiddleware(Middleware):
 
     def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
         if _loop.on_loop():
-            raise ConfigError("plugin 'mcp': an agent cannot be created on the MCP loop's thread")
+            raise ConfigError("an agent cannot be created on the MCP loop's thread")
         connections = [Connection(server) for server in self.servers]
         listed = _loop.run(_list_all(connections))
         failures = [
@@ -62,8 +62,7 @@ class MCPMiddleware(Middleware):
             for conn in connections:
                 conn.close()
             raise ConfigError(
-                "plugin 'mcp': "
-                + "; ".join(
+                "; ".join(
                     f"MCP server {conn.config.name!r} ({conn.config.transport}) cannot be used: "
                     f"{error}"
                     for conn, error in failures
@@ -91,7 +90,7 @@ class MCPMiddleware(Middleware):
             missing = [n for n in (config.include or []) + config.exclude if n not in names]
             if missing:
                 raise ConfigError(
-                    f"plugin 'mcp': server {config.name!r} has no tool "
+                    f"server {config.name!r} has no tool "
                     f"{', '.join(map(repr, missing))} (named in include/exclude); "
                     f"its tools are: {', '.join(names) or 'none'}"
                 )
@@ -101,20 +100,20 @@ class MCPMiddleware(Middleware):
                 tool = make_tool(conn, listed_tool)
                 if owner.get(tool.name) == config.name:
                     raise ConfigError(
-                        f"plugin 'mcp': server {config.name!r} has tools "
+                        f"server {config.name!r} has tools "
                         f"{remote[tool.name]!r} and {listed_tool.name!r}, both named "
                         f"{tool.name!r} once the characters providers refuse are made '_'; "
                         "'exclude' one of them"
                     )
                 if tool.name in owner:
                     raise ConfigError(
-                        f"plugin 'mcp': servers {owner[tool.name]!r} and {config.name!r} both "
+                        f"servers {owner[tool.name]!r} and {config.name!r} both "
                         f"have a tool named {tool.name!r}; give one of them a 'tool_prefix' "
                         "or 'exclude' the tool"
                     )
                 if tool.name in own:
                     raise ConfigError(
-                        f"plugin 'mcp': server {config.name!r} has a tool named {tool.name!r}, "
+                        f"server {config.name!r} has a tool named {tool.name!r}, "
                         "like one of the agent's own tools; give the server a 'tool_prefix' "
                         "or 'exclude' the tool"
                     )

@@ -98,9 +98,7 @@ class ModelFallbackMiddleware(Middleware):
                     else:
                         resolved.append(init_chat_model(model))
                 except (ConfigError, TypeError) as exc:
-                    raise ConfigError(
-                        f"plugin 'model_fallback': option 'models[{index}]': {exc}"
-                    ) from exc
+                    raise ConfigError(str(exc), option=f"models[{index}]") from exc
             self._chain.extend(resolved)
         return self._chain
 

@@ -86,9 +86,7 @@ class ModelRefusalMiddleware(Middleware):
                         model if isinstance(model, ChatModel) else init_chat_model(model)
                     )
                 except (ConfigError, TypeError) as exc:
-                    raise ConfigError(
-                        f"plugin 'model_refusal': option 'fallback_models[{index}]': {exc}"
-                    ) from exc
+                    raise ConfigError(str(exc), option=f"fallback_models[{index}]") from exc
             self._chain[:] = resolved
         return self._chain
 

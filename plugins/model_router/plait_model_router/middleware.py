@@ -109,15 +109,13 @@ class ModelRouterMiddleware(Middleware):
     )
 
     def __attrs_post_init__(self) -> None:
-        names = [r.route for r in self.rules]
+        routes = {f"rules[{index}].route": rule.route for index, rule in enumerate(self.rules)}
         if self.fallback_route is not None:
-            names.append(self.fallback_route)
-        unknown = [name for name in names if name not in self.models]
-        if unknown:
-            raise ConfigError(
-                f"plugin 'model_router': expected routes named in models "
-                f"({', '.join(map(repr, self.models))}), got {unknown[0]!r}"
-            )
+            routes["fallback_route"] = self.fallback_route
+        for option, route in routes.items():
+            if route not in self.models:
+                wanted = f"a route named in models ({', '.join(map(repr, self.models))})"
+                raise ConfigError(expected(wanted, route), option=option)
 
     # -- build time -------------------------------------------------------------------------
 
@@ -235,7 +233,7 @@ def _model(value: str | ChatModel, option: str) -> ChatModel:
     try:
         return init_chat_model(value)
     except (ConfigError, TypeError) as exc:
-        raise ConfigError(f"plugin 'model_router': option {option!r}: {exc}") from exc
+        raise ConfigError(str(exc), option=option) from exc
 
 
 def _recorded(

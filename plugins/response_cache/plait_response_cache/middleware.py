@@ -76,19 +76,19 @@ class ResponseCacheMiddleware(Middleware):
         if not found:
             known = ", ".join(sorted({ep.name for ep in entry_points(group="plait.stores")}))
             raise ConfigError(
-                f"plugin 'response_cache': option 'url': expected a store URL whose scheme "
-                f"is one of {known}, got {self.url!r}"
+                f"expected a store URL whose scheme is one of {known}, got {self.url!r}",
+                option="url",
             )
         try:
             store: Store = found[0].load()(self.url)
         except ConfigError as exc:
-            raise ConfigError(f"plugin 'response_cache': option 'url': {exc}") from exc
+            raise ConfigError(str(exc), option="url") from exc
         return store
 
     @property
     def performer(self) -> CachePerformer:
         if not self._performer:
-            raise ConfigError("plugin 'response_cache': used before create_agent built it")
+            raise ConfigError("used before create_agent built it")
         return self._performer[0]
 
     def wrap_run(

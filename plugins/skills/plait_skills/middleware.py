@@ -41,7 +41,6 @@ from plait_skills.skill import SKILL_FILE, Skill, SkillError, discover, parse_sk
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "STATE_KEY", "TOOL_NAME", "SkillsMiddleware"]
 
-PLUGIN = "skills"
 TOOL_NAME = "load_skill"
 STATE_KEY = "skills_loaded"
 
@@ -169,30 +168,28 @@ class SkillsMiddleware(RequestMiddleware):
     def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
         if not self.paths and self.backend is None:
             raise ConfigError(
-                f"plugin {PLUGIN!r}: option 'paths': expected at least one directory of "
-                "skills (or a backend), got none"
+                "expected at least one directory of skills (or a backend), got none",
+                option="paths",
             )
         for path in self.paths:
             disk = DiskBackend(path)
             try:
                 found = discover(disk.bind(), disk, "/", disk_root=str(disk.root), strict=True)
             except SkillError as error:
-                raise ConfigError(
-                    f"plugin {PLUGIN!r}: option 'paths': skill in {path}: {error}"
-                ) from None
+                raise ConfigError(f"skill in {path}: {error}", option="paths") from None
             self._static.update(found)
         added: list[Tool] = []
         for skill, tools in self.skill_tools.items():
             if self.backend is None and skill not in self._static:
                 known = ", ".join(sorted(self._static)) or "none"
                 raise ConfigError(
-                    f"plugin {PLUGIN!r}: option 'skill_tools': "
-                    f"{expected('the name of a skill', skill)} (skills: {known})"
+                    f"{expected('the name of a skill', skill)} (skills: {known})",
+                    option="skill_tools",
                 )
             names: set[str] = set()
             for item in tools:
                 if isinstance(item, str):
-                    check_tool_names([item], agent_config, plugin=PLUGIN, option="skill_tools")
+                    check_tool_names([item], agent_config, option="skill_tools")
                     names.add(item)
                 else:
                     tool = item if isinstance(item, Tool) else Tool.from_function(item)
@@ -213,8 +210,8 @@ class SkillsMiddleware(RequestMiddleware):
         if self.shell_tool not in tools:
             wanted = "the name of the agent's shell tool (anthropic_bash's 'bash')"
             raise ConfigError(
-                f"plugin {PLUGIN!r}: option 'shell_tool': {expected(wanted, self.shell_tool)}; "
-                f"the agent's tools are: {', '.join(tools)}"
+                f"{expected(wanted, self.shell_tool)}; the agent's tools are: {', '.join(tools)}",
+                option="shell_tool",
             )
         # Skill folders are shown to the model by their real path (a disk backend's root
         # is resolved), so that is the path the shell must find.
@@ -228,10 +225,10 @@ class SkillsMiddleware(RequestMiddleware):
             for root in roots:
                 if not sees(root):
                     raise ConfigError(
-                        f"plugin {PLUGIN!r}: option 'shell_tool': "
                         f"{expected('skills the shell can see', root)} (the "
                         f"{self.shell_tool!r} tool's sandbox does not show it: add it to "
-                        "its read-only directories, anthropic_bash's sandbox_read_only)"
+                        "its read-only directories, anthropic_bash's sandbox_read_only)",
+                        option="shell_tool",
                     )
 
     # -- the catalogue ----------------------------------------------------------------------

@@ -428,9 +428,9 @@ class SubAgentMiddleware(RequestMiddleware):
     def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
         if self.background and agent_config.checkpointer is None:
             raise ConfigError(
-                f"plugin {PLUGIN!r}: option 'background': background tasks deliver their "
-                "results to the thread at its next run, so the agent needs a checkpointer "
-                "(create_agent(..., checkpointer=...))"
+                "background tasks deliver their results to the thread at its next run, so "
+                "the agent needs a checkpointer (create_agent(..., checkpointer=...))",
+                option="background",
             )
         entries = self._build(agent_config)
         tools = [self._task_tool(entries, agent_config.checkpointer is not None)]
@@ -448,9 +448,9 @@ class SubAgentMiddleware(RequestMiddleware):
         for index, spec in enumerate(self.subagents):
             if spec.name in seen:
                 raise ConfigError(
-                    f"plugin {PLUGIN!r}: option 'subagents': subagents[{seen[spec.name]}] and "
-                    f"subagents[{index}] are both named {spec.name!r}; sub-agent names must "
-                    "be unique"
+                    f"subagents[{seen[spec.name]}] and subagents[{index}] are both named "
+                    f"{spec.name!r}; sub-agent names must be unique",
+                    option="subagents",
                 )
             seen[spec.name] = index
         default_model = self._model(self.default_model, config, "default_model")
@@ -517,7 +517,7 @@ class SubAgentMiddleware(RequestMiddleware):
         try:
             return init_chat_model(value)
         except ConfigError as exc:
-            raise ConfigError(f"plugin {PLUGIN!r}: option {option!r}: {exc}") from exc
+            raise ConfigError(str(exc), option=option) from exc
 
     @staticmethod
     def _agent(
@@ -542,7 +542,7 @@ class SubAgentMiddleware(RequestMiddleware):
             )
         except ConfigError as exc:
             # Keep the class (CheckpointerRequiredError stays one) and say which sub-agent.
-            raise type(exc)(f"plugin {PLUGIN!r}: {where} cannot be built: {exc}") from exc
+            raise type(exc)(f"{where} cannot be built: {exc}") from exc
 
     def _task_tool(self, entries: Mapping[str, _Entry | _RemoteEntry], persistent: bool) -> Tool:
         listing = "\n".join(f"- {e.name}: {e.description}" for e in entries.values())
@@ -675,7 +675,7 @@ def _resolve_tools(items: Sequence[ToolLike], config: AgentConfig, option: str) 
     """Names looked up among the tools the main agent was given; objects as they are."""
     names = [item for item in items if isinstance(item, str)]
     try:
-        check_tool_names(names, config, plugin=PLUGIN, option=option)
+        check_tool_names(names, config, option=option)
     except ConfigError as exc:
         raise ConfigError(
             f"{exc}. Tools added by middleware (such as write_todos or read_file) are not "
@@ -692,7 +692,7 @@ def _resolve_tools(items: Sequence[ToolLike], config: AgentConfig, option: str) 
             try:
                 resolved.append(Tool.from_function(item))
             except TypeError as exc:
-                raise ConfigError(f"plugin {PLUGIN!r}: option {option!r}: {exc}") from exc
+                raise ConfigError(str(exc), option=option) from exc
     return tuple(resolved)
 
 

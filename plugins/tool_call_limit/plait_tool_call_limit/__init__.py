@@ -113,9 +113,7 @@ class ToolCallLimitMiddleware(Middleware):
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
         if self.tool_name is not None:
-            check_tool_names(
-                [self.tool_name], agent_config, plugin="tool_call_limit", option="tool_name"
-            )
+            check_tool_names([self.tool_name], agent_config, option="tool_name")
         for other in agent_config.middleware:
             if (
                 isinstance(other, ToolCallLimitMiddleware)
@@ -123,7 +121,7 @@ class ToolCallLimitMiddleware(Middleware):
                 and other.key == self.key
             ):
                 raise ConfigError(
-                    f"plugin 'tool_call_limit': two instances limit {self._subject}; give "
+                    f"two instances limit {self._subject}; give "
                     "one instance both thread_limit and run_limit"
                 )
 

@@ -152,7 +152,7 @@ class ToolErrorMiddleware(Middleware):
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
         if self.tools is not None:
-            check_tool_names(self.tools, agent_config, plugin="tool_errors", option="tools")
+            check_tool_names(self.tools, agent_config, option="tools")
 
     def wrap_tool_call(
         self,
@@ -166,7 +166,7 @@ class ToolErrorMiddleware(Middleware):
                 raise
             if self.on_error is None and self.aon_error is not None:
                 raise ConfigError(
-                    "plugin 'tool_errors': only aon_error is given, which invoke/stream cannot "
+                    "only aon_error is given, which invoke/stream cannot "
                     "await; run with ainvoke/astream or give on_error"
                 ) from exc
             content = self.on_error(exc, request) if self.on_error else self._content(request, exc)

@@ -63,7 +63,7 @@ class ToolRetryMiddleware(RetryPolicy, Middleware):
     def validate_agent(self, agent_config: AgentConfig) -> None:
         if self.tools is None:
             return
-        check_tool_names(self.tools, agent_config, plugin="tool_retry", option="tools")
+        check_tool_names(self.tools, agent_config, option="tools")
 
     def wrap_tool_call(
         self,

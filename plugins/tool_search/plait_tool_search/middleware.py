@@ -116,7 +116,7 @@ class ToolSearchMiddleware(Middleware):
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
         if self.deferred is not None:
-            check_tool_names(self.deferred, agent_config, plugin="tool_search", option="deferred")
+            check_tool_names(self.deferred, agent_config, option="deferred")
 
     def _search_tool(self) -> Tool:
         catalog = self._catalog

@@ -181,11 +181,12 @@ def test_by_name_with_rule_tables_as_in_an_agent_file(
         ({"models": {"a": "llama3"}}, "option 'models': route 'a': expected a 'provider:model'"),
         (
             {"models": {"a": "openai:gpt-4.1"}, "rules": [{"route": "b"}]},
-            "plugin 'model_router': expected routes named in models ('a'), got 'b'",
+            "plugin 'model_router': option 'rules[0].route': expected a route named in "
+            "models ('a'), got 'b'",
         ),
         (
             {"models": {"a": "openai:gpt-4.1"}, "fallback_route": "z"},
-            "expected routes named in models ('a'), got 'z'",
+            "option 'fallback_route': expected a route named in models ('a'), got 'z'",
         ),
         (
             {"models": {"a": "openai:gpt-4.1"}, "rules": [{"route": "a", "max_tokens": -1}]},
