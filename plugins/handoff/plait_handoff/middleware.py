@@ -229,9 +229,10 @@ class HandoffMiddleware(Middleware):
         mine = [index for index, item in enumerate(middleware) if item is self]
         if mine and any(isinstance(item, pii) for item in middleware[mine[0] + 1 :]):
             raise ConfigError(
-                f"plugin {PLUGIN!r}: option 'inherit': pii is listed after handoff, so "
-                f"{', '.join(inheriting)} would see the real values pii hides from the main "
-                "model; list pii before handoff, or leave 'pii' out of inherit"
+                f"pii is listed after handoff, so {', '.join(inheriting)} would see the real "
+                "values pii hides from the main model; list pii before handoff, or leave "
+                "'pii' out of inherit",
+                option="inherit",
             )
 
     def _transfer_tool(self, target: _Target) -> Tool:

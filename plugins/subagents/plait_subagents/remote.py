@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RemoteError", "RemoteSubAgent", "check_url"]
 
-PLUGIN = "subagents"
 EXTRA = "pip install 'plait-subagents[remote]'"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -109,14 +108,15 @@ class RemoteSubAgent:
             import langgraph_sdk  # noqa: F401
         except ImportError:
             raise ConfigError(
-                f"plugin {PLUGIN!r}: option '{self.where}.url': a remote sub-agent is reached "
-                f"with LangGraph's client, langgraph-sdk, which is not installed ({EXTRA})"
+                "a remote sub-agent is reached with LangGraph's client, langgraph-sdk, which "
+                f"is not installed ({EXTRA})",
+                option=f"{self.where}.url",
             ) from None
         if self.api_key_env is not None and not os.environ.get(self.api_key_env):
             raise ConfigError(
-                f"plugin {PLUGIN!r}: option '{self.where}.api_key_env': expected the name of "
-                f"a set environment variable holding the API key of {self.url}, got "
-                f"{self.api_key_env!r} (it is not set)"
+                f"expected the name of a set environment variable holding the API key of "
+                f"{self.url}, got {self.api_key_env!r} (it is not set)",
+                option=f"{self.where}.api_key_env",
             )
 
     # -- the client ----------------------------------------------------------------------------
