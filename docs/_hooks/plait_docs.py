@@ -129,7 +129,7 @@ def _plain(annotation: Any) -> Any:
     return _Raw(annotation) if isinstance(annotation, str) else annotation
 
 
-def _signature(name: str, obj: Any, *, method: bool = False) -> str:
+def _signature(name: str, obj: Any, *, method: bool = False, wrap: bool = False) -> str:
     try:
         sig = inspect.signature(obj)
     except (TypeError, ValueError):
@@ -140,7 +140,38 @@ def _signature(name: str, obj: Any, *, method: bool = False) -> str:
         if not (method and p.name in ("self", "cls"))
     ]
     sig = sig.replace(parameters=params, return_annotation=_plain(sig.return_annotation))
-    return f"{name}{sig}"
+    return _wrapped(name, sig) if wrap else f"{name}{sig}"
+
+
+SIGNATURE_WIDTH = 78
+"""Characters a signature line may take: one line of a code block in the site's content
+column at its widest (the browser test fails on a block wider than the column)."""
+
+
+def _wrapped(name: str, sig: inspect.Signature) -> str:
+    """``name(a, b) -> R`` on one line when it fits, else one parameter a line, as black
+    formats a long ``def``; the ``/`` and ``*`` markers keep their places, and a default
+    too long for its line (a function's repr) is written ``...``."""
+    line = f"{name}{sig}"
+    if len(line) + len("class ") <= SIGNATURE_WIDTH:
+        return line
+    params = list(sig.parameters.values())
+    rendered: list[str] = []
+    for index, param in enumerate(params):
+        kind = param.kind
+        before = params[index - 1].kind if index else None
+        if kind is param.KEYWORD_ONLY and before not in (param.KEYWORD_ONLY, param.VAR_POSITIONAL):
+            rendered.append("*")
+        text = str(param)
+        if len(text) + 5 > SIGNATURE_WIDTH and param.default is not param.empty:
+            text = str(param.replace(default=_Raw("...")))  # as a stub writes a long default
+        rendered.append(text)
+        after = params[index + 1].kind if index + 1 < len(params) else None
+        if kind is param.POSITIONAL_ONLY and after is not param.POSITIONAL_ONLY:
+            rendered.append("/")
+    body = "".join(f"    {text},\n" for text in rendered)
+    returns = str(sig.replace(parameters=[])).removeprefix("()")
+    return f"{name}(\n{body}){returns}"
 
 
 def api_entry(module: str, qualname: str, obj: Any) -> str:
@@ -150,7 +181,7 @@ def api_entry(module: str, qualname: str, obj: Any) -> str:
         f"### `{name}`",
         "",
         "```python",
-        f"{kind} {_signature(name, obj)}",
+        f"{kind} {_signature(name, obj, wrap=True)}",
         "```",
         "",
         f"From `{module}`.",

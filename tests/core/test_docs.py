@@ -301,3 +301,40 @@ def test_api_marker_becomes_signature_and_docstring(
     assert "def greet(name: str, *, loud: bool = False) -> str" in out
     assert "- `name`: who to greet, e.g. `Ada`." in out
     assert "- `loud`: shout it." in out
+
+
+def test_a_long_signature_is_one_parameter_a_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signature wider than the site's code column is broken as black breaks a ``def``,
+    so the API page never clips it (the browser test checks the drawn page)."""
+    import importlib.util
+    import types
+
+    (tmp_path / "docs_demo_long.py").write_text(
+        "from __future__ import annotations\n\n"
+        "def build(source: str, /, target: str | None = None, *, retries: int = 3, "
+        "timeout_seconds: float | None = None, on_error: str = 'raise') -> dict[str, int]:\n"
+        '    """Build it."""\n'
+        "    return {}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = importlib.util.spec_from_file_location("api_hook", DOCS / "_hooks/plait_docs.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = types.SimpleNamespace(file=types.SimpleNamespace(src_path="x.md"))
+    out = hook.on_page_markdown("<!-- plait-api: docs_demo_long:build -->\n", page=page)
+    block = out.split("```python\n", 1)[1].split("\n```", 1)[0]
+    assert block.splitlines() == [
+        "def build(",
+        "    source: str,",
+        "    /,",
+        "    target: str | None = None,",
+        "    *,",
+        "    retries: int = 3,",
+        "    timeout_seconds: float | None = None,",
+        "    on_error: str = 'raise',",
+        ") -> dict[str, int]",
+    ]
+    assert max(map(len, block.splitlines())) <= hook.SIGNATURE_WIDTH

@@ -1,6 +1,8 @@
 """The built site, opened in real headless Chromium with no network: every page loads,
-every mermaid diagram is drawn as an SVG (never left as raw ``flowchart`` text), and no
-page asks for anything outside the site.
+every mermaid diagram is drawn as an SVG (never left as raw ``flowchart`` text), nothing
+that must be read whole is clipped (a diagram, drawn or in text, wider than its box; an API
+signature that scrolls sideways; a table wider than the content column), and no page asks
+for anything outside the site.
 
 Opt-in (``tox -e docs-browser``, which sets ``PLAIT_DOCS_BROWSER=1``): it needs Chromium
 from the system (Debian/Ubuntu: ``apt-get install chromium``) and Playwright from PyPI,
@@ -23,6 +25,7 @@ if os.environ.get("PLAIT_DOCS_BROWSER") != "1":
     pytest.skip("opt-in: tox -e docs-browser (PLAIT_DOCS_BROWSER=1)", allow_module_level=True)
 
 REPO = Path(__file__).resolve().parents[2]
+API_PAGE = "api/index.html"  # its code blocks are signatures generated from the code
 
 # Material puts each drawn diagram in a closed shadow root; open them so the test can look.
 OPEN_SHADOWS = """
@@ -47,6 +50,44 @@ DIAGRAMS = """
     };
   });
   return { raw: raw.length, drawn };
+}
+"""
+
+
+# What would be cut off at the right edge of the content column, each with its page.
+CLIPPED = """
+(apiPage) => {
+  const out = [];
+  const wide = (el) => el.scrollWidth > el.clientWidth + 1;
+  const first = (el) => el.textContent.trim().split("\\n")[0].slice(0, 60);
+  const size = (el) => `${el.scrollWidth} px in ${el.clientWidth}`;
+  document.querySelectorAll(".md-content pre > code").forEach((code) => {
+    if (!wide(code)) return;
+    if (/[\\u2500-\\u257f\\u25b2\\u25bc]/.test(code.textContent)) {
+      out.push(`text diagram scrolls sideways (${size(code)}): ${first(code)}`);
+    } else if (apiPage) {
+      out.push(`signature scrolls sideways (${size(code)}): ${first(code)}`);
+    }
+  });
+  const column = document.querySelector(".md-content .md-typeset").clientWidth;
+  document.querySelectorAll(".md-content table").forEach((table) => {
+    const holder = table.closest(".md-typeset__scrollwrap") || table;
+    const width = table.getBoundingClientRect().width;
+    if (wide(holder) || wide(table) || width > column + 1) {
+      const text = `${Math.round(width)} px in ${column}`;
+      out.push(`table wider than the column (${text}): ${first(table)}`);
+    }
+  });
+  document.querySelectorAll("div.mermaid").forEach((host, index) => {
+    const svg = host.shadowRoot && host.shadowRoot.querySelector("svg");
+    if (!svg) return;
+    const drawn = svg.getBoundingClientRect().width;
+    if (drawn > host.clientWidth + 1 || drawn > column + 1) {
+      const text = `${Math.round(drawn)} px in ${host.clientWidth}`;
+      out.push(`diagram ${index + 1} wider than its box (${text})`);
+    }
+  });
+  return out;
 }
 """
 
@@ -134,6 +175,7 @@ def test_every_page_draws_its_diagrams_offline(site: Path, tmp_path: Path) -> No
                 if drawn["error"] or drawn["nodes"] < 2 or drawn["width"] < 100:
                     problems.append(f"{name}: diagram {index + 1} is not a drawn chart: {drawn}")
             problems += [f"{name}: script error: {error}" for error in errors]
+            problems += [f"{name}: {what}" for what in page.evaluate(CLIPPED, name == API_PAGE)]
         browser.close()
     assert problems == []
     assert outside == [], "pages asked for resources outside the site"
