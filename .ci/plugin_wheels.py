@@ -5,7 +5,10 @@ once per tox run and shared by its environments.
 
 tox calls this before each environment's commands. The first environment builds the
 wheels into WHEEL_DIR (``pip wheel --no-deps``); the others find them there and only
-install them. The wheels are rebuilt when a file under plugins/ changed since they were
+install them. The build requirements the plugins' pyproject.toml files name are installed
+once into the building environment and every plugin is built with them
+(``--no-build-isolation``): pip would otherwise make a fresh build environment, and install
+setuptools into it, for each of the thirty-odd plugins. The wheels are rebuilt when a file under plugins/ changed since they were
 built (a digest of every file is kept beside them), and an environment that already holds
 wheels of that digest installs nothing. A lock file serializes environments run in
 parallel (``tox -p``).
@@ -18,6 +21,7 @@ import hashlib
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,10 +49,20 @@ def pip(*args: str) -> None:
     subprocess.check_call([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", *args])
 
 
+def build_requirements(folders: list[Path]) -> list[str]:
+    """Every requirement of the plugins' ``[build-system]`` tables, each named once."""
+    needs: set[str] = set()
+    for folder in folders:
+        data = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+        needs.update(data["build-system"]["requires"])
+    return sorted(needs)
+
+
 def build(folders: list[Path], out: Path, stamp: str) -> None:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    pip("wheel", "--no-deps", "-w", str(out), *map(str, folders))
+    pip("install", *build_requirements(folders))
+    pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(out), *map(str, folders))
     (out / "DIGEST").write_text(stamp, encoding="utf-8")
 
 
