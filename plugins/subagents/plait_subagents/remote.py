@@ -47,7 +47,7 @@ from plait_subagents.background import BackgroundTasks, TaskRecord
 if TYPE_CHECKING:
     from langgraph_sdk.client import LangGraphClient
 
-__all__ = ["RemoteError", "RemoteSubAgent", "check_url"]
+__all__ = ["RemoteError", "RemoteSubAgent", "check_env_name", "check_headers", "check_url"]
 
 EXTRA = "pip install 'plait-subagents[remote]'"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
