@@ -59,7 +59,8 @@ def _entry_point_of(cls: type) -> str | None:
     from plait import _entrypoints
 
     for name, point in sorted(_entrypoints.available("plait.middleware").items()):
-        if point.module in sys.modules and point.attr:
+        module, _, attr = point.value.partition("[")[0].replace(" ", "").partition(":")
+        if module in sys.modules and attr:
             try:
                 if point.load() is cls:
                     return name
