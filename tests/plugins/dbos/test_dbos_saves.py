@@ -175,3 +175,34 @@ def test_a_replay_of_a_later_run_sees_the_thread_as_the_run_first_found_it(
         "first",
         "second",
     ]
+
+
+def test_a_replay_still_checks_each_recorded_step_by_name(
+    worker: plait.Agent, database_url: str
+) -> None:
+    """Only the steps past the recorded ones skip DBOS's look for a record: a recorded
+    step is still read back and compared by name, so a run whose code no longer lines up
+    with its record ends in error instead of taking a wrong recorded answer."""
+    from dbos import DBOS
+
+    _run("run-1", "hello")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        # as if the code had changed: the second recorded step was another model's call
+        conn.execute(
+            "DELETE FROM dbos.operation_outputs WHERE workflow_uuid = 'run-1' AND function_id > "
+            "(SELECT min(function_id) + 1 FROM dbos.operation_outputs "
+            "WHERE workflow_uuid = 'run-1')"
+        )
+        conn.execute(
+            "UPDATE dbos.operation_outputs SET function_name = 'plait.model:other' "
+            "WHERE workflow_uuid = 'run-1' AND function_name = 'plait.model:notes'"
+        )
+        conn.execute(
+            "UPDATE dbos.workflow_status SET status = 'PENDING' WHERE workflow_uuid = 'run-1'"
+        )
+    calls.clear()
+    (handle,) = DBOS._recover_pending_workflows([_executor_of_test])
+    with pytest.raises(Exception, match=r"plait\.model:other") as raised:
+        handle.get_result()
+    assert type(raised.value).__name__ == "DBOSUnexpectedStepError"
+    assert calls == []  # the model was not called in place of the recorded step
