@@ -31,8 +31,10 @@ from typing import Any
 import attrs
 
 from plait.agent import Agent
+from plait.checkpoint import EventLog
 from plait.messages import HumanMessage
 from plait.nesting import detached_context
+from plait.runlog import END_TYPES, RunHandle, RunJob, event_log, start_run
 from plait.usage import exempt as exempt_from
 
 __all__ = ["BACKGROUND_KEY", "BackgroundTasks", "TaskRecord", "merge_records"]
@@ -74,6 +76,10 @@ class TaskRecord:
     remote: dict[str, str] | None = None
     """Where a remote task runs (``url``, ``thread_id``, ``run_id``): kept in the thread's
     state, so a later process can still follow it (``plait_subagents.remote``)."""
+    durable: dict[str, Any] | None = None
+    """Where a task a middleware runs (``submit_run``: the ``dbos`` middleware's workflow)
+    logs its run (``thread_id``, ``run_id``, ``start``: its ``run_started`` number): kept
+    in the thread's state, so any process can read its outcome from the run log."""
 
     def state(self) -> dict[str, Any]:
         """What the thread's state keeps of it."""
@@ -87,6 +93,8 @@ class TaskRecord:
         }
         if self.remote is not None:
             state["remote"] = dict(self.remote)
+        if self.durable is not None:
+            state["durable"] = dict(self.durable)
         return state
 
     def message(self) -> HumanMessage:
@@ -128,6 +136,69 @@ class BackgroundTasks:
         sub_thread = f"{thread_id}/background/{record.id}" if persistent else None
         self.launch(record, self._run(record, agent, sub_thread, tuple(exempt)))
         return record
+
+    async def submit(self, agent: Agent, name: str, description: str, thread_id: str) -> TaskRecord:
+        """Start a task whose run a middleware of ``agent`` takes over (``submit_run``:
+        the ``dbos`` middleware queues it as a workflow, which survives a worker's
+        crash); return once it is submitted. The task's outcome is read from its run
+        log, by this process or, once this one has ended, by any other."""
+        record = self.new(name, description, thread_id)
+        thread = f"{thread_id}/background/{record.id}"
+        handle = await _submit_run(agent, thread, description)
+        record.durable = {
+            "thread_id": thread,
+            "run_id": handle.job.run_id,
+            "start": handle.job.start,
+        }
+        self.launch(record, self._follow(record, agent, handle))
+        return record
+
+    def adopt_durable(
+        self, agent: Agent, task_id: str, thread_id: str, known: Mapping[str, Any]
+    ) -> TaskRecord:
+        """Know a durable task another process started, from the thread's state: finished
+        now if its run log has ended, else followed from here."""
+        record = TaskRecord(
+            id=task_id,
+            thread_id=thread_id,
+            subagent_type=str(known.get("subagent_type")),
+            description=str(known.get("description")),
+            durable=dict(known["durable"]),
+        )
+        found = self.adopt(record)
+        if found is not record:
+            return found
+        end = ended(event_log(agent), record.durable or {})
+        if end is not None:
+            self.finish(record, *outcome(end))
+        else:
+            self.launch(record, self._follow(record, agent, None))
+        return record
+
+    async def _follow(self, record: TaskRecord, agent: Agent, handle: RunHandle | None) -> None:
+        """Wait for a durable task's run and take its outcome from the run log; more
+        instructions (``update_task``) start another run on its thread."""
+        log = event_log(agent)
+        while True:
+            durable = record.durable or {}
+            try:
+                if handle is not None:
+                    await handle.wait()
+                while (end := await asyncio.to_thread(ended, log, durable)) is None:
+                    await asyncio.sleep(0.2)
+            except asyncio.CancelledError:
+                if handle is not None:
+                    await asyncio.shield(handle.cancel())
+                self.finish(record, "cancelled", None)
+                raise
+            status, result, usage = outcome(end)
+            followups = self.take_followups(record)
+            if followups and status == "completed":
+                handle = await _submit_run(agent, durable["thread_id"], "\n\n".join(followups))
+                record.durable = {**durable, "run_id": handle.job.run_id, "start": handle.job.start}
+                continue
+            self.finish(record, status, result, usage)
+            return
 
     def new(self, name: str, description: str, thread_id: str) -> TaskRecord:
         """A new task's record, known from now on (``launch`` runs it)."""
@@ -250,3 +321,43 @@ class BackgroundTasks:
                     return False
                 self._changed.wait(left)
         return True
+
+
+async def _submit_run(agent: Agent, thread: str, input: str) -> RunHandle:
+    """Log the start of a run of ``agent`` on ``thread`` and hand it to the middleware
+    that runs it (``plait.runlog.start_run``)."""
+    log = event_log(agent)
+    run_id = "run-" + uuid.uuid4().hex
+
+    def begin() -> int:
+        started = {"type": "run_started", "run_id": run_id}
+        return log.append_events(thread, [started], after=log.last_event(thread))
+
+    start = await asyncio.to_thread(begin)
+    return await start_run(agent, RunJob(thread, input, run_id, start))
+
+
+def ended(log: EventLog, durable: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The end event of a durable task's run, if its log has it yet (blocking)."""
+    for _, event in log.read_events(str(durable["thread_id"]), after=int(durable["start"])):
+        if event.get("type") in END_TYPES and event.get("run_id") == durable["run_id"]:
+            return dict(event)
+    return None
+
+
+def outcome(end: Mapping[str, Any]) -> tuple[str, str | None, dict[str, Any] | None]:
+    """``(status, result, usage)`` of a task from its run's end event."""
+    if end.get("type") == "run_error":
+        return "failed", f"{end.get('code')}: {end.get('message')}", None
+    usage = end.get("usage")
+    usage = dict(usage) if isinstance(usage, Mapping) else None
+    status = end.get("status")
+    if status == "interrupted":
+        text = (
+            "the sub-agent paused at an interrupt, which a background task cannot "
+            "answer; run it with the task tool instead"
+        )
+        return "failed", text, usage
+    if status == "cancelled":
+        return "cancelled", None, usage
+    return "completed", end.get("text"), usage

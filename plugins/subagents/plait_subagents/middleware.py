@@ -48,6 +48,7 @@ from plait.options import (
     number,
     structure_options,
 )
+from plait.runlog import event_log, submits_runs
 from plait.tools import Tool
 from plait.types import (
     AgentConfig,
@@ -58,7 +59,14 @@ from plait.types import (
     StateField,
     ToolRuntime,
 )
-from plait_subagents.background import BACKGROUND_KEY, BackgroundTasks, TaskRecord, merge_records
+from plait_subagents.background import (
+    BACKGROUND_KEY,
+    BackgroundTasks,
+    TaskRecord,
+    ended,
+    merge_records,
+    outcome,
+)
 from plait_subagents.remote import (
     RemoteError,
     RemoteSubAgent,
@@ -417,6 +425,10 @@ class SubAgentMiddleware(RequestMiddleware):
         return super().__new__(cls)
 
     _tasks: BackgroundTasks = attrs.field(init=False, factory=BackgroundTasks, eq=False, repr=False)
+    _entries: dict[str, _Entry | _RemoteEntry] = attrs.field(
+        init=False, factory=dict, eq=False, repr=False
+    )
+    """The sub-agents as ``agent_tools`` built them (durable tasks' run logs are theirs)."""
 
     def state_fields(self) -> dict[str, StateField]:
         if not self.background:
@@ -433,6 +445,8 @@ class SubAgentMiddleware(RequestMiddleware):
                 option="background",
             )
         entries = self._build(agent_config)
+        self._entries.clear()
+        self._entries.update(entries)
         tools = [self._task_tool(entries, agent_config.checkpointer is not None)]
         if self.background:
             tools += _background_tools(self._tasks, entries)
@@ -600,6 +614,7 @@ class BackgroundSubAgentMiddleware(SubAgentMiddleware):
     def before_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
         if runtime.thread_id is None:
             return None
+        self._adopt_finished(state, runtime.thread_id)
         done = self._tasks.undelivered(runtime.thread_id)
         if not done:
             return None
@@ -607,6 +622,25 @@ class BackgroundSubAgentMiddleware(SubAgentMiddleware):
             "messages": [record.message() for record in done],
             BACKGROUND_KEY: {record.id: record.state() for record in done},
         }
+
+    def _adopt_finished(self, state: Mapping[str, Any], thread_id: str) -> None:
+        """Take the outcome of the thread's durable tasks whose run has ended from their
+        run log: those another process started (a worker that has ended), and this
+        process's own whose waiter has not seen the end yet."""
+        for task_id, known in (state.get(BACKGROUND_KEY) or {}).items():
+            if not isinstance(known, Mapping) or known.get("status") != "running":
+                continue
+            entry = self._entries.get(str(known.get("subagent_type")))
+            if not known.get("durable") or not isinstance(entry, _Entry):
+                continue
+            record = self._tasks.get(task_id, thread_id)
+            if record is None:
+                if ended(event_log(entry.agent), known["durable"]) is not None:
+                    self._tasks.adopt_durable(entry.agent, task_id, thread_id, known)
+            elif record.status == "running" and record.durable is not None:
+                end = ended(event_log(entry.agent), record.durable)
+                if end is not None:
+                    self._tasks.finish(record, *outcome(end))
 
     def after_agent(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
         if runtime.thread_id is None:
@@ -871,6 +905,9 @@ def _background_tools(
         if known is not None and known.get("remote") and isinstance(entry, _RemoteEntry):
             # a task of a process that ended: its run went on on its server
             return await entry.remote.adopt(tasks, task_id, thread, known)
+        if known is not None and known.get("durable") and isinstance(entry, _Entry):
+            # a task a middleware ran (a dbos workflow): its outcome is in its run log
+            return tasks.adopt_durable(entry.agent, task_id, thread, known)
         if known is not None and known.get("status") == "running":
             return refuse(
                 runtime,
@@ -910,6 +947,8 @@ def _background_tools(
                 record = await entry.remote.start(tasks, description, thread)
             except RemoteError as exc:
                 return refuse(runtime, f"remote sub-agent {entry.name!r} was not started: {exc}")
+        elif submits_runs(entry.agent) and entry.agent.checkpointer is not None:
+            record = await tasks.submit(entry.agent, entry.name, description, thread)
         else:
             persistent = entry.agent.checkpointer is not None
             record = tasks.start(

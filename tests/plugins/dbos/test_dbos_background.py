@@ -1,0 +1,100 @@
+"""A background task of a durable agent is a DBOS workflow of its own: a worker SIGKILLed
+while it runs the task is replaced by another, which finishes it, and the task's result
+still lands in the parent thread at its next run (real PostgreSQL, worker processes)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+import background_app  # noqa: E402
+
+
+def _worker(url: str, log: Path, index: int) -> tuple[subprocess.Popen[str], str]:
+    errors = log.parent / f"worker{index}.err"
+    with errors.open("a") as err:
+        process = subprocess.Popen(
+            [sys.executable, str(HERE / "background_app.py"), url, str(log)],
+            env=dict(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    assert process.stdout is not None
+    executor_id = process.stdout.readline().strip()
+    assert executor_id, errors.read_text()
+    return process, executor_id
+
+
+def _researcher_workflow(client: object, deadline: float) -> tuple[str, str]:
+    while time.monotonic() < deadline:
+        for row in client.list_workflows(status="PENDING", load_input=False):  # type: ignore[attr-defined]
+            if row.workflow_id.startswith("plait:researcher:") and row.executor_id:
+                return str(row.workflow_id), str(row.executor_id)
+        time.sleep(0.05)
+    raise AssertionError("no worker runs the background task")
+
+
+def test_a_background_task_survives_its_workers_death(database_url: str, tmp_path: Path) -> None:
+    from plait_dbos import submit
+    from plait_dbos._submit import _client
+
+    log = tmp_path / "dig.log"
+    boss, _ = background_app.build_agents(database_url, str(log))
+    client = _client(database_url)
+    workers = dict(_worker(database_url, log, i)[::-1] for i in range(2))
+    try:
+        first = submit(boss, "research tides", thread_id="p1").result()
+        assert first["text"] == "I started the research."
+        deadline = time.monotonic() + 60
+        while not (log.exists() and log.read_text().startswith("start")):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        task_workflow, executor = _researcher_workflow(client, deadline)
+        killed = workers[executor]
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        status = client.retrieve_workflow(task_workflow).get_status
+        while status().status != "SUCCESS":
+            assert time.monotonic() < deadline + 60, status().status
+            time.sleep(0.2)
+        second = submit(boss, "any news?", thread_id="p1").result()
+    finally:
+        for process in workers.values():
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
+    (other,) = [p for p in workers.values() if p is not killed]
+    assert status().executor_id != executor  # finished by the worker that took it over
+    runs = [line.split() for line in log.read_text().splitlines()]
+    boss_runs = [
+        r
+        for r in client.list_workflows(load_input=False)
+        if r.workflow_id.startswith("plait:boss:")
+    ]
+    starter = min(boss_runs, key=lambda r: r.workflow_id).executor_id
+    path = "another worker (from the log)" if starter == executor else "the worker that started it"
+    print(f"\ndig executions {runs}; the result was delivered by {path}")
+    # the call in flight when its worker died was made again, by the other worker
+    assert runs == [
+        ["start", "tides", str(killed.pid)],
+        ["start", "tides", str(other.pid)],
+        ["done", "tides", str(other.pid)],
+    ]
+    state = boss.get_state("p1")
+    [task_id] = state["background_tasks"]
+    assert state["background_tasks"][task_id]["status"] == "completed"
+    assert state["background_tasks"][task_id]["result"] == "found: tides rise twice a day"
+    delivered = [m for m in state["messages"] if m.metadata.get("subagents")]
+    assert [m.text for m in delivered] == [
+        f"[Background task {task_id} (researcher) completed]\nTask: tides\n"
+        "Result:\nfound: tides rise twice a day"
+    ]
+    assert second["text"] == f"seen: {delivered[0].text}"
