@@ -94,6 +94,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         "thought_signature": "google",
     },
     "plait.tool_adapters": {"langchain": "langchain"},
+    "plait.image_forms": {"inlineData": "google", "fileData": "google"},
 }
 """Entry points of plait's built-in plugins, by group: name → folder under ``plugins/``
 (its distribution is ``plait-<folder with dashes>``); for the hint when one is missing."""

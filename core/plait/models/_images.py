@@ -1,26 +1,63 @@
 """Image blocks in any provider's form, read and written, so a user's image survives a
 thread that moves between providers (``model_fallback``, a thread carried on elsewhere).
 
-The forms: Chat Completions ``{"type": "image_url", "image_url": {"url", "detail"}}``,
-Responses ``{"type": "input_image", "image_url", "detail"}``, Anthropic ``{"type":
-"image", "source": {"type": "base64", "media_type", "data"} | {"type": "url", "url"}}``
-and Gemini's ``inlineData``/``fileData`` part blocks. A URL is a ``data:`` URL (base64) or
-a web address; a Gemini ``fileData`` URI that is not ``http(s)`` (``gs://``) has no form
-elsewhere and is left as it is.
+The forms the SDK knows: Chat Completions ``{"type": "image_url", "image_url": {"url",
+"detail"}}``, Responses ``{"type": "input_image", "image_url", "detail"}``, Anthropic
+``{"type": "image", "source": {"type": "base64", "media_type", "data"} | {"type": "url",
+"url"}}``. A URL is a ``data:`` URL (base64) or a web address.
+
+Any other provider's form is that provider's knowledge: its distribution names the block
+types it writes images as in the ``plait.image_forms`` entry-point group, each pointing at
+a function reading such a block into an ``Image`` (plait-google's ``inlineData`` and
+``fileData``). The names are read from metadata; a reader is imported when a block of its
+type is met, so a process that never sees one never loads the plugin.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import attrs
 
-__all__ = ["Image", "read_image"]
+__all__ = ["IMAGE_FORMS", "IMAGE_TYPES", "Image", "image_from_url", "read_image"]
+
+IMAGE_FORMS = "plait.image_forms"
+"""The entry-point group where a provider plugin names the block types it writes images
+as: each name is a block ``type``, its object a function ``(block) -> Image | None``."""
+
+_BUILT_IN = frozenset({"image_url", "input_image", "image"})
 
 _DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)", re.DOTALL)
-IMAGE_TYPES = frozenset({"image_url", "input_image", "image", "inlineData", "fileData"})
+
+
+def _installed() -> Mapping[str, Any]:
+    from plait import _entrypoints
+
+    return _entrypoints.installed(IMAGE_FORMS)
+
+
+class _ImageTypes(AbstractSet[str]):
+    """The block types that may hold an image: the SDK's forms and those installed
+    providers declare (``plait.image_forms``), read from metadata when asked."""
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in _BUILT_IN or (isinstance(kind, str) and kind in _installed())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(_BUILT_IN | frozenset(_installed())))
+
+    def __len__(self) -> int:
+        return len(_BUILT_IN | frozenset(_installed()))
+
+    def __repr__(self) -> str:
+        return f"IMAGE_TYPES({sorted(self)!r})"
+
+
+IMAGE_TYPES: AbstractSet[str] = _ImageTypes()
 """The block types that may hold an image, one per provider form."""
 
 
@@ -59,7 +96,9 @@ class Image:
         return {"type": "image", "source": {"type": "url", "url": self.url}}
 
 
-def _from_url(url: Any, detail: Any = None) -> Image | None:
+def image_from_url(url: Any, detail: Any = None) -> Image | None:
+    """The image a ``data:`` URL or a web address is; ``None`` for anything else (a
+    ``gs://`` file, an OpenAI file id: no other form can carry it)."""
     if not isinstance(url, str) or not url:
         return None
     detail = detail if isinstance(detail, str) and detail else None
@@ -75,25 +114,27 @@ def read_image(block: Mapping[str, Any]) -> Image | None:
     """The image a block of any provider's form holds; ``None`` for any other block, and
     for an image no other form can carry (a Gemini ``gs://`` file, an OpenAI file id)."""
     kind = block.get("type")
-    if kind not in IMAGE_TYPES:
-        return None
     if kind == "image_url":
         image = block.get("image_url")
         if isinstance(image, Mapping):
-            return _from_url(image.get("url"), image.get("detail"))
-        return _from_url(image)
+            return image_from_url(image.get("url"), image.get("detail"))
+        return image_from_url(image)
     if kind == "input_image":
-        return _from_url(block.get("image_url"), block.get("detail"))
+        return image_from_url(block.get("image_url"), block.get("detail"))
     if kind == "image":
         source = block.get("source")
         if not isinstance(source, Mapping):
             return None
         if source.get("type") == "base64" and isinstance(source.get("data"), str):
             return Image(str(source.get("media_type", "")), str(source["data"]))
-        return _from_url(source.get("url")) if source.get("type") == "url" else None
-    field = block.get(str(kind))
-    if not isinstance(field, Mapping) or not str(field.get("mimeType", "")).startswith("image/"):
-        return None
-    if kind == "inlineData" and isinstance(field.get("data"), str):
-        return Image(str(field["mimeType"]), str(field["data"]))
-    return _from_url(field.get("fileUri")) if kind == "fileData" else None
+        return image_from_url(source.get("url")) if source.get("type") == "url" else None
+    if isinstance(kind, str) and kind in _installed():
+        return _reader(kind)(block)
+    return None
+
+
+@functools.cache
+def _reader(kind: str) -> Callable[[Mapping[str, Any]], Image | None]:
+    """The installed provider's reader of ``kind`` blocks, imported once."""
+    reader: Callable[[Mapping[str, Any]], Image | None] = _installed()[kind].load()
+    return reader

@@ -29,7 +29,11 @@ What the SDK knows of a vendor is class data the subclass sets: ``key_shapes`` (
 keys' regular expressions, so ``redact`` removes a key-shaped token from any error) and
 ``known_profiles`` (its models' documented limits by family). ``resolve_tool_choice`` reads
 a ``tool_choice`` the same way for every provider (which then writes its wire form) and
-``safe_tool_name`` makes a name every API accepts.
+``safe_tool_name`` makes a name every API accepts. What a vendor's distribution declares
+in metadata, so a provider reads a thread another one wrote without importing it: the keys
+it puts on text blocks (``plait.text_marks``, dropped by ``foreign_text_keys``) and the
+block types it writes images as (``plait.image_forms``, each naming a reader of such a
+block into an ``Image``, which ``read_image`` calls).
 
 The helpers below are the ones those methods use: ``wire`` (a cattrs converter that
 ignores unknown keys), ``loads_event``, ``stream_error``/``body_error`` for errors inside
@@ -65,10 +69,11 @@ from plait.models._http import (
     stream_error,
     wire,
 )
-from plait.models._images import IMAGE_TYPES, Image, read_image
+from plait.models._images import IMAGE_FORMS, IMAGE_TYPES, Image, image_from_url, read_image
 from plait.models.base import ToolDefinition, merge_text_blocks, message_to_chunk
 
 __all__ = [
+    "IMAGE_FORMS",
     "IMAGE_TYPES",
     "ChatRequest",
     "ErrorDetails",
@@ -84,6 +89,7 @@ __all__ = [
     "body_error",
     "error_details",
     "foreign_text_keys",
+    "image_from_url",
     "loads_event",
     "merge_text_blocks",
     "message_to_chunk",
