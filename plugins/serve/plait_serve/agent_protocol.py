@@ -5,8 +5,9 @@ for, joined, cancelled and resumed.
 Every run is a run of the run log: a stream is a projection of the thread's log from
 the run's first event, so ``GET /threads/{id}/runs/{run_id}/stream`` with
 ``Last-Event-ID`` replays exactly what a client missed, then the live events. A run's
-status comes from its end event in the log (``success``, ``interrupted``, ``error``; a
-cancelled run is ``interrupted``, as LangGraph reports it). A paused run ends with
+status comes from its end event in the log (``success``, ``interrupted``, ``error``), named
+as LangGraph names them: a run that paused at an interrupt is ``success`` (its thread is
+``interrupted``), a cancelled one ``interrupted``. A paused run ends with
 ``__interrupt__`` (in ``updates`` and in the final ``values``); ``command={"resume":
 ...}`` answers it, checked against the stored interrupt like every resume (409 if the
 interrupt does not allow it).
@@ -238,7 +239,9 @@ def routes(server: Server) -> list[Route]:
             raise NotFound(thread)
         return thread, record
 
-    _STATUS = {"cancelled": "interrupted", "lost": "error"}  # as LangGraph names them
+    # As LangGraph names them: a run that paused at an interrupt succeeded (its thread is
+    # "interrupted"); "interrupted" is a run cancelled (deepagents reads them so).
+    _STATUS = {"interrupted": "success", "cancelled": "interrupted", "lost": "error"}
 
     async def runs_of(thread: str) -> dict[str, dict[str, Any]]:
         runs = await run_records(server, thread)

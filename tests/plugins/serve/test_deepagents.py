@@ -219,3 +219,33 @@ def test_a_deepagents_update_of_a_running_task_interrupts_the_plait_run(
     assert runs[0]["status"] == "success"
     humans = [m.text for m in researcher.get_state(task_id)["messages"] if m.type == "human"]
     assert humans == ["Check the lamp policy in the background.", "Never mind, what about kettles?"]
+
+
+def test_a_plait_run_paused_for_approval_is_a_waiting_deepagents_task(
+    serve: Callable[..., Served], support: plait.Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("LANGGRAPH_API_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    served = serve(support, keys=[KEY])
+    agent = deepagents.create_deep_agent(
+        model=Delegator(),
+        subagents=[
+            {
+                "name": "plait",
+                "description": "Acme's support agent.",
+                "graph_id": support.name,
+                "url": served.url,
+                "headers": {"Authorization": f"Bearer {KEY}"},
+            }
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    result = ask(agent, "Refund order 1042, please.")
+    [task_id] = result["async_tasks"]
+    checked = json.loads(str(result["messages"][-2].content))
+    # LangGraph's convention, which deepagents reads: the run succeeded, the thread waits
+    assert checked["status"] == "waiting", checked
+    [pending] = checked["interrupts"]
+    assert pending["id"] == support.get_interrupts(task_id)[0].id
+    assert pending["value"]["action_requests"][0]["name"] == "issue_refund"
+    assert result["messages"][-1].content.startswith("waiting: ")
