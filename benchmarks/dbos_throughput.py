@@ -48,8 +48,8 @@ GIVE_UP = 600
 waiting for results): the workers are stopped and the databases dropped on the way out."""
 POLL = 0.1
 """Seconds between a worker's looks at the queue: a freed slot waits half of it on average.
-Each look is about 4 ms of a worker's CPU (DBOS reads the queue's settings and claims runs
-per thread partition), so at 0.05 s four idle workers spend a sixth of a core looking."""
+A look with room for a run costs a worker ~5 ms of CPU (DBOS claims runs across the
+threads' partitions), so at 0.05 s four workers spend up to 0.4 of a core looking."""
 
 
 class WaitingModel(ChatModel):
