@@ -245,7 +245,8 @@ class Run:
             if ran or nxt == "done":
                 yield from self.save()
             if ran and self.sink is not None and self.sink.wants("values"):
-                self.sink(StreamEvent("values", self.thread.public(), node))
+                step = self.thread.step if self.agent.keeps(self.runtime.thread_id) else None
+                self.sink(StreamEvent("values", self.thread.public(), node, step=step))
 
     def save(self) -> Steps:
         if self.agent.keeps(self.runtime.thread_id):

@@ -20,6 +20,8 @@ Each event is a JSON object with a ``type``:
 - ``tool_result`` ``{message_id, tool_call_id, name, content, status}``.
 - ``state`` ``{values}``: state keys a step wrote.
 - ``custom`` ``{value}``: what a hook or tool wrote with ``runtime.stream_writer``.
+- ``step`` ``{step}``: the run saved the thread's step ``step`` (a reader that wants the
+  whole state after it reads ``agent.get_state(thread_id, step)``).
 - ``step_restarted`` ``{void_after, voided, message_id, open}``: the process running the
   run died in the middle of a step and another one made that step again (a durable
   run's worker died mid model call). The ``voided`` events numbered after
@@ -87,7 +89,7 @@ __all__ = [
 END_TYPES = frozenset({"run_finished", "run_error"})
 """The types that end a run: a stream following one run stops after either."""
 
-MODES = ("messages", "updates", "custom")
+MODES = ("messages", "updates", "custom", "values")
 """The stream modes a recorded run is streamed with."""
 
 Emit = Callable[[dict[str, Any]], None]
@@ -119,8 +121,8 @@ def event_log(agent: Agent) -> EventLog:
 
 
 class Recorder:
-    """Turns one run's ``StreamEvent``s (modes ``messages``, ``updates``, ``custom``)
-    into run-log events. Text streams from the model chunks; tool calls come from the
+    """Turns one run's ``StreamEvent``s (modes ``messages``, ``updates``, ``custom``,
+    ``values``) into run-log events. Text streams from the model chunks; tool calls come from the
     finished AI message (their arguments whole), tool results from the step's update."""
 
     def __init__(self) -> None:
@@ -137,6 +139,8 @@ class Recorder:
                     yield from self._update(update)
         elif event.mode == "custom":
             yield {"type": "custom", "value": jsonable(event.data)}
+        elif event.mode == "values" and event.step is not None and not event.path:
+            yield {"type": "step", "step": event.step}
 
     def _chunk(self, chunk: AIMessageChunk) -> Iterator[dict[str, Any]]:
         if not chunk.content:

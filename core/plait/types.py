@@ -109,6 +109,9 @@ class StreamEvent:
     data: Any
     source: str
     path: tuple[str, ...] = attrs.field(default=(), converter=_path)
+    step: int | None = attrs.field(default=None, kw_only=True)
+    """A ``values`` event of a saved thread: the step it is the state after (what
+    ``agent.get_state(thread_id, step)`` reads back)."""
 
 
 @attrs.frozen

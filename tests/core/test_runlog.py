@@ -76,15 +76,22 @@ def test_start_run_records_the_run_into_the_checkpointers_log() -> None:
         "run_started",
         "state_snapshot",
         "tool_call",
+        "step",
         "tool_result",
+        "step",
         "message_start",
         "text",
         "text",
         "text",
         "text",
         "message_end",
+        "step",
         "run_finished",
     ]
+    # each step the run saved, numbered as the thread's history reads it back
+    steps = [e["step"] for e in events if e["type"] == "step"]
+    assert steps == [1, 2, 3]
+    assert agent.get_state("t", 2)["messages"][-1].text == "3"
     assert events[2] | {} == {
         "type": "tool_call",
         "message_id": "ai-1",
@@ -92,7 +99,7 @@ def test_start_run_records_the_run_into_the_checkpointers_log() -> None:
         "name": "add",
         "args": {"a": 1, "b": 2},
     }
-    assert events[3]["content"] == "3"
+    assert events[4]["content"] == "3"
     assert "".join(e["delta"] for e in events if e["type"] == "text") == "the sum is three"
     assert events[-1]["status"] == "success"
     assert events[-1]["run_id"] == "r1"
@@ -132,10 +139,10 @@ def test_a_step_made_again_differently_is_marked_restarted() -> None:
     start = _begin(log, "t", "r1")
     dead = _events("an old answer")
     writer = LogWriter(log, "t", start=start)
-    for event in dead[:6]:  # snapshot, tool call and result, the text begun
+    for event in dead[:8]:  # snapshot, tool call and result (each step), the text begun
         writer.emit(event)
     writer.flush()
-    assert [e["type"] for e in dead[:6]][-3:] == ["message_start", "text", "text"]
+    assert [e["type"] for e in dead[:8]][-3:] == ["message_start", "text", "text"]
 
     replay = _events("a new answer")
     again = LogWriter(log, "t", start=start)
@@ -143,21 +150,22 @@ def test_a_step_made_again_differently_is_marked_restarted() -> None:
         again.emit(event)
     again.flush()
     logged = [event for _, event in log.read_events("t", after=start)]
-    # snapshot, tool_call, tool_result, message_start match; the first text differs
-    assert again.skipped == 4
-    marker = logged[6]
+    # snapshot, tool_call, tool_result, their steps, message_start match; the first
+    # text differs
+    assert again.skipped == 6
+    marker = logged[8]
     assert marker == {
         "type": "step_restarted",
-        "void_after": start + 4,
+        "void_after": start + 6,
         "voided": 2,
         "message_id": "ai-2",
         "open": True,
     }
-    assert logged[:6] == dead[:6]
+    assert logged[:8] == dead[:8]
     # the message starts over (its start had matched), then the step made again
-    assert logged[7] == {"type": "message_start", "message_id": "ai-2"}
-    assert logged[8:] == replay[4:]
-    assert "".join(e["delta"] for e in logged[8:] if e["type"] == "text") == "a new answer"
+    assert logged[9] == {"type": "message_start", "message_id": "ai-2"}
+    assert logged[10:] == replay[6:]
+    assert "".join(e["delta"] for e in logged[10:] if e["type"] == "text") == "a new answer"
     assert sum(e["type"] == "tool_result" for e in logged) == 1
 
 
@@ -166,7 +174,7 @@ def test_a_message_that_diverges_midway_starts_over_with_its_text_so_far() -> No
     start = _begin(log, "t", "r1")
     dead, replay = _events("the old answer"), _events("the new answer")
     writer = LogWriter(log, "t", start=start)
-    for event in dead[:7]:  # ... message_start, "the ", "old "
+    for event in dead[:9]:  # ... message_start, "the ", "old "
         writer.emit(event)
     writer.flush()
     again = LogWriter(log, "t", start=start)
@@ -174,11 +182,11 @@ def test_a_message_that_diverges_midway_starts_over_with_its_text_so_far() -> No
         again.emit(event)
     again.flush()
     logged = [event for _, event in log.read_events("t", after=start)]
-    assert again.skipped == 5
-    assert logged[7:10] == [
+    assert again.skipped == 7
+    assert logged[9:12] == [
         {
             "type": "step_restarted",
-            "void_after": start + 5,
+            "void_after": start + 7,
             "voided": 2,
             "message_id": "ai-2",
             "open": True,
@@ -186,8 +194,8 @@ def test_a_message_that_diverges_midway_starts_over_with_its_text_so_far() -> No
         {"type": "message_start", "message_id": "ai-2"},
         {"type": "text", "message_id": "ai-2", "delta": "the "},
     ]
-    assert logged[10:] == replay[5:]
-    after_marker = "".join(e["delta"] for e in logged[8:] if e["type"] == "text")
+    assert logged[12:] == replay[7:]
+    after_marker = "".join(e["delta"] for e in logged[10:] if e["type"] == "text")
     assert after_marker == "the new answer"
 
 

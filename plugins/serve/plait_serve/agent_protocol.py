@@ -12,7 +12,8 @@ as LangGraph names them: a run that paused at an interrupt is ``success`` (its t
 ...}`` answers it, checked against the stored interrupt like every resume (409 if the
 interrupt does not allow it).
 
-Streams carry the modes ``values`` (the thread's state once the run ends), ``updates``
+Streams carry the modes ``values`` (the thread's state after each step the run saves, as
+LangGraph sends it after each superstep, and as the run left it), ``updates``
 (``{"model": ...}``, ``{"tools": ...}``, ``{"__interrupt__": ...}``), ``messages`` /
 ``messages-tuple`` (text as it streams) and ``custom``.
 """
@@ -273,6 +274,13 @@ def routes(server: Server) -> list[Route]:
             if pending:
                 out["__interrupt__"] = _interrupts(pending)
         return out
+
+    async def step_values(thread: str, step: int) -> dict[str, Any] | None:
+        """``values`` after ``step`` (``None``: the checkpointer keeps no history)."""
+        try:
+            return await values(thread, step)
+        except ConfigError:
+            return None
 
     async def steps_of(thread: str) -> list[Any] | None:
         """The thread's kept steps, newest first (``None``: its checkpointer keeps no
@@ -673,12 +681,22 @@ def routes(server: Server) -> list[Route]:
     ) -> AsyncIterator[str]:
         """The run's stream parts from its first event, sending those after ``after``."""
         projector = _Projector(thread, modes)
+        last_step: int | None = None  # the step whose state ``values`` sent last
         async for batch in server.runs.batches(thread, first - 1):
             text = ""
             for seq, event in batch:
                 parts = list(projector.feed(event))
-                if event.get("type") == "run_finished" and "values" in modes:
-                    parts.append(("values", await values(thread)))
+                kind = event.get("type")
+                if kind == "step" and "values" in modes:
+                    last_step = event["step"]
+                    if seq > after and (state := await step_values(thread, last_step)):
+                        parts.append(("values", state))
+                elif kind == "run_finished" and "values" in modes and seq > after:
+                    # The state as the run left it (with ``__interrupt__`` if it paused),
+                    # unless the last step's values already showed it.
+                    final = await values(thread)
+                    if last_step is None or final != await step_values(thread, last_step):
+                        parts.append(("values", final))
                 if seq <= after:
                     continue
                 for index, (name, data) in enumerate(parts):

@@ -234,6 +234,47 @@ def test_a_reconnect_with_last_event_id_gets_exactly_the_missed_events(
     assert lg.runs.join(thread, run_id)["messages"][-1]["content"] == "Sunny in Oslo."
 
 
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_values_mode_sends_the_state_after_each_step_as_it_happens(
+    serve: Callable[..., Served], tmp_path: Any, store: str
+) -> None:
+    """As LangGraph's server does: the whole state after each step, the first while the
+    run is still waiting on its tool, and the run's end adds no copy of the last."""
+    release = threading.Event()
+
+    def slow(city: str) -> str:
+        """Waits until the test lets it answer."""
+        release.wait(10)
+        return f"{city}: sunny"
+
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([ai("Checking.", call("slow", city="Oslo")), ai("Sunny in Oslo.")]),
+        tools=[slow],
+        checkpointer="memory" if store == "memory" else f"sqlite:///{tmp_path / 'agent.db'}",
+        name="weather",
+    )
+    served = serve(agent, keys=[KEY])
+    lg = client(served)
+    thread = lg.threads.create()["thread_id"]
+    ask = {"messages": [{"role": "user", "content": "Oslo?"}]}
+    states = []
+    for part in lg.runs.stream(thread, "weather", input=ask, stream_mode="values"):
+        if part.event != "values":
+            continue
+        states.append(part.data)
+        if len(states) == 1:  # the model's step, sent while the tool still waits
+            assert not release.is_set()
+            release.set()
+    assert [[m["type"] for m in s["messages"]] for s in states] == [
+        ["human", "ai"],
+        ["human", "ai", "tool"],
+        ["human", "ai", "tool", "ai"],
+    ]
+    assert states[1]["messages"][-1]["content"] == "Oslo: sunny"
+    assert states[-1] == lg.threads.get_state(thread)["values"]
+    assert all("__interrupt__" not in s for s in states)
+
+
 def test_cancel_is_an_explicit_request_and_the_run_reads_interrupted(
     serve: Callable[..., Served],
 ) -> None:
