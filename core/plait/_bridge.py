@@ -7,19 +7,24 @@ whose handlers submit back to the loop. Context variables travel both ways.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextvars
+import sys
 import threading
 import weakref
 from collections.abc import Awaitable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
+    import concurrent.futures
 
 T = TypeVar("T")
 
 
 def submit(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on ``loop`` (from another thread) in this thread's context; wait."""
+    import concurrent.futures
+
     context = contextvars.copy_context()
     future: concurrent.futures.Future[T] = concurrent.futures.Future()
 
@@ -54,6 +59,8 @@ class LoopThread:
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
+        import asyncio
+
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
@@ -88,6 +95,8 @@ class LoopThread:
 def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
     """Cancel what still runs on ``loop`` (a sync caller waiting on it gets the
     cancellation, not a wait that never ends), stop it and join its thread."""
+    import asyncio
+
     if thread is threading.current_thread():  # dropped by a coroutine on the loop itself
         loop.call_soon(loop.stop)
         return
@@ -109,7 +118,11 @@ def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> Non
 
 
 def resolve(value: Any, loops: LoopThread) -> Any:
-    """``value``, or its result if it is awaitable (run on the agent's loop thread)."""
-    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
+    """``value``, or its result if it is awaitable (run on the agent's loop thread).
+
+    A sync run never imports asyncio for this check: a coroutine is recognised without
+    it, and an ``asyncio.Future`` cannot exist unless asyncio was imported."""
+    asyncio = sys.modules.get("asyncio")
+    if isinstance(value, Coroutine) or (asyncio is not None and isinstance(value, asyncio.Future)):
         return loops.run(value)
     return value

@@ -10,7 +10,6 @@ through ``plait.effects`` performers when one is installed (model calls do so in
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from collections.abc import Callable, Mapping
@@ -115,6 +114,8 @@ class Innermost:
         return tool_output(result, request)
 
     async def _arun_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+        import asyncio
+
         prepared = self._prepare(request)
         if isinstance(prepared, ToolMessage):
             return prepared

@@ -12,7 +12,6 @@ hook's, so an error is named by the layer that raised it, once.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
@@ -58,6 +57,8 @@ def _sync_layer(
     acall, aowner = asyn.call, asyn.owner
 
     async def async_next(request: Any) -> Any:
+        import asyncio
+
         return await asyncio.to_thread(nxt, request)
 
     def bridged(request: Any) -> Any:
@@ -103,6 +104,8 @@ def _async_layer(
     call, owner = sync.call, sync.owner
 
     async def bridged(request: Any) -> Any:
+        import asyncio
+
         loop = asyncio.get_running_loop()
 
         def sync_next(inner: Any) -> Any:
@@ -141,6 +144,8 @@ def _async_transform_on_sync(
     impl: Impl, chunks: Iterator[Any], request: Any, loops: LoopThread
 ) -> Iterator[Any]:
     async def source() -> AsyncIterator[Any]:
+        import asyncio
+
         done = object()
         while (item := await asyncio.to_thread(next, chunks, done)) is not done:
             yield item
@@ -168,6 +173,8 @@ async def _sync_transform_on_async(
 ) -> AsyncIterator[Any]:
     # A sync generator cannot pull from an async source without blocking the loop, so
     # it gets the chunks gathered so far and runs in a worker thread.
+    import asyncio
+
     received = [chunk async for chunk in chunks]
     produced = await asyncio.to_thread(lambda: list(impl.call(iter(received), request)))
     for chunk in produced:

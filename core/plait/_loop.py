@@ -11,7 +11,6 @@ to a provider or a tool, whoever makes it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import os
@@ -60,6 +59,8 @@ from plait.usage import RunUsage
 from plait.usage import _current as current_usage
 
 if TYPE_CHECKING:
+    import asyncio
+
     from plait._compiled import CompiledAgent
     from plait._stream import EventSink
 
@@ -743,6 +744,8 @@ async def adrive(run: Run) -> Any:
 
 
 async def _aperform(effect: Step, agent: CompiledAgent) -> Any:
+    import asyncio
+
     if isinstance(effect, AwaitHook):
         return await effect.call(*effect.args)
     if isinstance(effect, AskModel):
@@ -768,6 +771,8 @@ async def _aperform(effect: Step, agent: CompiledAgent) -> Any:
 
 
 async def _asave(effect: SaveStep, agent: CompiledAgent) -> None:
+    import asyncio
+
     assert agent.checkpointer is not None
     delta = effect.state.take_delta()  # on the loop's thread, where the state changes
     await asyncio.to_thread(agent.checkpointer.save, effect.thread_id, delta)

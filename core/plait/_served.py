@@ -12,7 +12,6 @@ not run: a session cannot be resumed, so the pause is the answer.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -52,6 +51,8 @@ class ToolSession:
     """
 
     def __init__(self, agent: CompiledAgent, context: Any = None) -> None:
+        import asyncio
+
         self._agent = agent
         self._thread = ThreadState(agent.fields)
         self._info = RunInfo(run_id=_ids.new_id())

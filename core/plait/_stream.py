@@ -7,18 +7,20 @@ caller as they happen, then hold the run's result.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from plait.errors import ConfigError
 from plait.types import AgentResult, StreamEvent
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "STREAM_MODES",
@@ -202,6 +204,8 @@ class AsyncRunStream(AsyncIterator[StreamEvent]):
         self.result: AgentResult | None = None
 
     def _start(self) -> asyncio.Queue[Any]:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Any] = asyncio.Queue()
         loop_thread = threading.get_ident()

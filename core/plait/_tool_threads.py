@@ -7,14 +7,15 @@ does not keep the interpreter from exiting.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextvars
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.errors import ToolTimeoutError
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 
 def call(func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
@@ -34,6 +35,8 @@ def _timed_out(name: str, limit: float) -> ToolTimeoutError:
 
 
 def _start(func: Callable[..., Any], kwargs: dict[str, Any]) -> concurrent.futures.Future[Any]:
+    import concurrent.futures
+
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
     future.set_running_or_notify_cancel()  # running: a waiter giving up cannot cancel it
     context = contextvars.copy_context()
@@ -52,6 +55,8 @@ def _start(func: Callable[..., Any], kwargs: dict[str, Any]) -> concurrent.futur
 
 def call_within(func: Callable[..., Any], kwargs: dict[str, Any], name: str, limit: float) -> Any:
     """Call a sync tool in a thread of its own, waiting at most ``limit`` seconds."""
+    import concurrent.futures
+
     future = _start(func, kwargs)
     try:
         return future.result(timeout=limit)
@@ -63,6 +68,8 @@ async def acall_within(
     func: Callable[..., Any], kwargs: dict[str, Any], name: str, limit: float
 ) -> Any:
     """The async form of ``call_within``: the event loop is never blocked."""
+    import asyncio
+
     future = _start(func, kwargs)
     try:
         return await asyncio.wait_for(asyncio.wrap_future(future), limit)
@@ -72,6 +79,8 @@ async def acall_within(
 
 async def await_within(awaitable: Awaitable[Any], name: str, limit: float) -> Any:
     """Await an async tool's call, cancelling it after ``limit`` seconds."""
+    import asyncio
+
     try:
         return await asyncio.wait_for(awaitable, limit)
     except TimeoutError:

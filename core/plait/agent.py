@@ -7,7 +7,6 @@ agent holds the threads in use and the ones it served last.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import os
 import threading
@@ -42,6 +41,8 @@ from plait.store import Store
 from plait.types import AgentConfig, AgentResult, Interrupt
 
 if TYPE_CHECKING:
+    import asyncio
+
     from plait.tools import Tool
 
 __all__ = [
@@ -416,6 +417,8 @@ class Agent:
     async def _run_async(
         self, input: Any, thread_id: Any, context: Any, limit: int, sink: EventSink | None
     ) -> AgentResult:
+        import asyncio
+
         if self.checkpointer is not None and thread_id is not None:
             begin = asyncio.ensure_future(
                 asyncio.to_thread(self._begin, input, thread_id, context, limit, sink)
@@ -440,6 +443,8 @@ class Agent:
                 self._release(run.runtime.thread_id, None)
 
     async def _drive_async(self, run: Run) -> AgentResult:
+        import asyncio
+
         run.started = True
         token = stream_sink.set(_chunk_sink(run.sink))
         try:
@@ -592,22 +597,30 @@ class Agent:
 
     async def aget_state(self, thread_id: str, step: int | None = None) -> dict[str, Any]:
         """``get_state`` for async code (the checkpointer runs in a worker thread)."""
+        import asyncio
+
         return await asyncio.to_thread(self.get_state, thread_id, step)
 
     async def aget_state_history(self, thread_id: str) -> list[StepInfo]:
         """``get_state_history`` for async code."""
+        import asyncio
+
         return await asyncio.to_thread(self.get_state_history, thread_id)
 
     async def afork(
         self, thread_id: str, step: int | None = None, new_thread_id: str | None = None
     ) -> str:
         """``fork`` for async code."""
+        import asyncio
+
         return await asyncio.to_thread(self.fork, thread_id, step, new_thread_id)
 
     async def aupdate_state(
         self, thread_id: str, values: Mapping[str, Any], *, as_node: str = "update_state"
     ) -> int:
         """``update_state`` for async code."""
+        import asyncio
+
         return await asyncio.to_thread(
             lambda: self.update_state(thread_id, values, as_node=as_node)
         )
@@ -642,6 +655,8 @@ class Agent:
     async def aclose(self) -> None:
         """``close`` for async code: a middleware's ``aclose()`` is awaited if it has one,
         else its ``close()`` runs in a worker thread."""
+        import asyncio
+
         for obj in reversed(self.middleware):
             aclose = getattr(obj, "aclose", None)
             close = getattr(obj, "close", None)

@@ -13,7 +13,6 @@ Never retried, whatever ``retry_on`` says: ``BaseException``s that are not ``Exc
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import random
 import sys
@@ -111,6 +110,14 @@ def backoff_delays(
         yield float(min(delay, max_delay))
 
 
+async def _asleep(seconds: float) -> None:
+    """``asyncio.sleep``, asyncio imported on the first async retry (a sync agent never
+    imports it)."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
 # -- validators ---------------------------------------------------------------------------
 # attrs calls them with (instance, attribute, value); the kernel may re-run one with
 # instance=None to find the failing option, so they never read the instance.
@@ -195,7 +202,7 @@ class RetryPolicy:
     )
     """Test hook: the sync sleeper (``plait.testing.FakeSleeper()`` records instead)."""
     asleep: Callable[[float], Awaitable[None]] = attrs.field(
-        default=asyncio.sleep, validator=_callable, repr=False
+        default=_asleep, validator=_callable, repr=False
     )
     """Test hook: the async sleeper (``FakeSleeper().asleep``)."""
 

@@ -171,16 +171,17 @@ def test_every_plait_group_matches_importlib_metadata() -> None:
         assert got == expected, group
 
 
-def test_building_an_agent_from_names_never_imports_importlib_metadata() -> None:
-    """importlib.metadata (with email, csv...) costs more to import than plait's scan:
-    an agent built from entry-point names, its plugins run, does without it."""
+def test_a_sync_agent_from_names_imports_neither_importlib_metadata_nor_asyncio() -> None:
+    """Each costs more to import than building the agent: importlib.metadata (with
+    email, csv...) is not needed to find entry points, asyncio not until an async call.
+    An agent built from entry-point names and run synchronously does without both."""
     code = (
         "import sys, plait\n"
         "agent = plait.create_agent(plait.ScriptedChatModel(['ok']), middleware=[\n"
-        "    ('model_call_limit', {'run_limit': 5}),\n"
+        "    ('model_call_limit', {'run_limit': 5}), 'model_retry', 'tool_retry',\n"
         "    ('pii', {'pii_type': 'email', 'strategy': 'redact'})])\n"
         "agent.invoke('write to ann@example.com')\n"
-        "print('importlib.metadata' in sys.modules)\n"
+        "print(sorted({'importlib.metadata', 'asyncio'} & set(sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "[]"

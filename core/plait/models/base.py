@@ -5,7 +5,6 @@ profiles."""
 from __future__ import annotations
 
 import abc
-import asyncio
 import contextvars
 import functools
 import types
@@ -103,6 +102,8 @@ class ChatModel(abc.ABC):
 
     async def ainvoke(self, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
         """Default: ``invoke`` in a worker thread, so the event loop never blocks."""
+        import asyncio
+
         return await asyncio.to_thread(lambda: self.invoke(messages, **options))
 
     def stream(self, messages: Sequence[AnyMessage], **options: Any) -> Iterator[AIMessageChunk]:
