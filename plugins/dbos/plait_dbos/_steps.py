@@ -82,9 +82,13 @@ def _skip_fresh_checks() -> None:
     database; checks outside a plait execution (or on another thread, e.g. DBOS's event
     loop for async steps) go to DBOS unchanged. Cancelling a run with DBOS's own tools
     still stops it: the next step's record is refused once the run is no longer owned."""
-    from dbos._dbos import _get_dbos_instance
+    # DBOS's internals: a DBOS without them keeps its own check before every step.
+    try:
+        from dbos._dbos import _get_dbos_instance
 
-    sys_db: Any = _get_dbos_instance()._sys_db
+        sys_db: Any = _get_dbos_instance()._sys_db
+    except (ImportError, AttributeError):
+        return
     original = getattr(sys_db, "check_operation_execution", None)
     if original is None or getattr(original, "plait_fresh_checks", False):
         return
