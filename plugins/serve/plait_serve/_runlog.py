@@ -131,6 +131,9 @@ class RunLog:
         self._away: dict[str, RunHandle] = {}
         self._watchers: set[asyncio.Task[None]] = set()
         self._submits = submits_runs(agent)
+        self.elsewhere = self._submits
+        """Whether a middleware runs this agent's runs (``submit_run``): a run whose log
+        has not ended is going on elsewhere (a queued durable run), not lost."""
 
     @contextlib.asynccontextmanager
     async def _start_lock(self, thread_id: str) -> AsyncIterator[None]:

@@ -17,7 +17,8 @@ async def runs_of(server: Server, thread: str) -> dict[str, dict[str, Any]]:
     """``{run_id: {"first", "status", "end"}}`` in the order the runs started: ``first``
     is the number of its ``run_started`` event; ``status`` is ``running``, ``success``,
     ``interrupted`` (paused), ``cancelled``, ``error``, or ``lost`` (its process stopped
-    before it ended); ``end`` is its end event (``None`` while it runs)."""
+    before it ended; never for an agent whose runs a middleware runs, such as a queued
+    durable run); ``end`` is its end event (``None`` while it runs)."""
     found: dict[str, dict[str, Any]] = {}
     current: dict[str, Any] | None = None
     cursor = 0
@@ -41,6 +42,8 @@ async def runs_of(server: Server, thread: str) -> dict[str, dict[str, Any]]:
                 current = None
     live = server.runs.running(thread)
     for run_id, run in found.items():
-        if run["status"] == "running" and run_id != live:
+        # A run a middleware took over (a durable run on a queue) goes on without this
+        # server; any other unfinished run not going on here lost its process.
+        if run["status"] == "running" and run_id != live and not server.runs.elsewhere:
             run["status"] = "lost"
     return found

@@ -1,6 +1,7 @@
 """``plait serve`` with a durable (dbos) agent: each run goes on the queue, a worker
 process runs it and appends its events to the run log in PostgreSQL, and the server
-streams them — also when the worker is SIGKILLed mid-run and another takes the run over.
+streams them — also when the worker is SIGKILLed mid-run and another takes the run over,
+and when the server itself restarts meanwhile.
 
 Real parts throughout: PostgreSQL, worker subprocesses, uvicorn on loopback, and the
 clients users have (SSE over httpx with ``Last-Event-ID``, langgraph-sdk).
@@ -109,14 +110,23 @@ def test_a_reconnect_after_a_worker_died_mid_run_gets_every_event_once(
                         killed.send_signal(signal.SIGKILL)
                         killed.wait()
                         break  # and the client goes away too
+    finally:
+        served.stop()  # the server restarts too: it holds no run
+    restarted_server = Served(plait_serve.app(served_app.build_agent(database_url, "-")))
+    try:
+        with httpx.Client(base_url=restarted_server.url, timeout=60) as client:
+            runs = client.get(f"/threads/{thread}/runs").json()
+            assert [(r["run_id"], r["status"]) for r in runs] == [("run-1", "running")]
             last = max(seq for seq, _ in got if seq is not None)
             headers = {"Last-Event-ID": str(last)}
             path = f"/ag-ui/threads/{thread}/stream"
             with client.stream("GET", path, headers=headers, timeout=120) as response:
                 assert response.status_code == 200
                 again = list(_sse(response.iter_lines()))
+            runs = client.get(f"/threads/{thread}/runs").json()
+            assert [(r["run_id"], r["status"]) for r in runs] == [("run-1", "success")]
     finally:
-        served.stop()
+        restarted_server.stop()
     # The events before the disconnect up to the last full one, then the reconnect's.
     kept = got[: max(i for i, (seq, _) in enumerate(got) if seq is not None) + 1]
     received = kept + again
