@@ -427,19 +427,45 @@ def _structure_content(value: Any, _: Any) -> Content:
     return [dict(block) for block in value]
 
 
+_OMIT_DEFAULTS: dict[type, dict[str, Any]] = {
+    ToolCall: {"error": override(omit_if_default=True)},
+    Usage: {"_cattrs_omit_if_default": True},
+    **{cls: {"_cattrs_omit_if_default": True} for cls in _TYPES.values()},
+}
+"""How each persisted class is unstructured: fields at their default left out."""
+
+
+def _own(tp: Any, classes: Iterable[type]) -> type | None:
+    """The class of ``classes`` whose hook serves ``tp``: the nearest in its MRO, as for a
+    hook registered on a class (a subclass, e.g. ``AIMessageChunk``, gets its base's)."""
+    known = set(classes)
+    for base in getattr(tp, "__mro__", ()):
+        if base in known:
+            return base  # type: ignore[no-any-return]
+    return None
+
+
 def _register(conv: cattrs.Converter) -> None:
+    """The hooks are made (their code generated and compiled) on first use, not on import:
+    a run that never saves a message never pays for them."""
+
+    def unstructure_fn(tp: Any) -> Any:
+        cls = _own(tp, _OMIT_DEFAULTS)
+        assert cls is not None
+        return make_dict_unstructure_fn(cls, conv, **_OMIT_DEFAULTS[cls])
+
+    def structure_fn(tp: Any) -> Any:
+        cls = _own(tp, _TYPES.values())
+        assert cls is not None
+        return make_dict_structure_fn(cls, conv)
+
     conv.register_structure_hook(Content, _structure_content)
-    conv.register_unstructure_hook(
-        ToolCall, make_dict_unstructure_fn(ToolCall, conv, error=override(omit_if_default=True))
+    conv.register_unstructure_hook_factory(
+        lambda tp: _own(tp, _OMIT_DEFAULTS) is not None, unstructure_fn
     )
-    conv.register_unstructure_hook(
-        Usage, make_dict_unstructure_fn(Usage, conv, _cattrs_omit_if_default=True)
+    conv.register_structure_hook_factory(
+        lambda tp: _own(tp, _TYPES.values()) is not None, structure_fn
     )
-    for cls in _TYPES.values():
-        conv.register_unstructure_hook(
-            cls, make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True)
-        )
-        conv.register_structure_hook(cls, make_dict_structure_fn(cls, conv))
 
 
 _register(converter)
