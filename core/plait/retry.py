@@ -110,7 +110,7 @@ def backoff_delays(
         yield float(min(delay, max_delay))
 
 
-async def _asleep(seconds: float) -> None:
+async def async_sleep(seconds: float) -> None:
     """``asyncio.sleep``, asyncio imported on the first async retry (a sync agent never
     imports it)."""
     import asyncio
@@ -202,7 +202,7 @@ class RetryPolicy:
     )
     """Test hook: the sync sleeper (``plait.testing.FakeSleeper()`` records instead)."""
     asleep: Callable[[float], Awaitable[None]] = attrs.field(
-        default=_asleep, validator=_callable, repr=False
+        default=async_sleep, validator=_callable, repr=False
     )
     """Test hook: the async sleeper (``FakeSleeper().asleep``)."""
 
