@@ -1003,7 +1003,23 @@ def structure(value: Any, tp: type[T] | Any, converter: cattrs.Converter | None 
     except cattrs.errors.StructureHandlerNotFoundError:
         raise
     except (BaseValidationError, _Mismatch, ValueError, TypeError, ConfigError) as exc:
+        named = _named_error(exc)
+        if named is not None:
+            # a whole sentence already, with its plugin and option path (a nested table a
+            # plugin structured itself): told as it is, not as a problem of the field
+            raise named from None
         raise ConversionError(problems(exc)) from exc
+
+
+def _named_error(exc: BaseException) -> ConfigError | None:
+    """The first ``ConfigError`` in ``exc`` (or its groups) that names its plugin."""
+    if isinstance(exc, ConfigError) and exc.plugin is not None:
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _named_error(inner)
+        if found is not None:
+            return found
+    return None
 
 
 def problems(exc: BaseException) -> list[Problem]:

@@ -74,10 +74,12 @@ T = TypeVar("T")
 _OPTIONS_MAPPING = "a mapping of option names to values"
 
 
-def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str) -> T:
+def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str, at: str = "") -> T:
     """An instance of the middleware ``cls`` built from ``options``.
 
     :param plugin: the name the user gave (entry-point name), used in error messages.
+    :param at: where ``options`` is inside the plugin's own options, for a nested table a
+        plugin structures itself (``agents[0]``): the paths in errors start there.
     :raises ConfigError: e.g. ``plugin 'tool_call_limit': option 'run_limit': expected an
         int or None, got 'two'``; an unknown option lists the valid ones, a missing required one
         says so; several problems are reported together, separated by ``;``. A
@@ -89,7 +91,9 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str) 
     try:
         result: T = _convert.structure(dict(options), cls)
     except _convert.ConversionError as exc:
-        details = "; ".join(_describe(p) for p in exc.problems)
+        details = "; ".join(
+            _describe(attrs.evolve(p, path=_convert.join_path(at, p.path))) for p in exc.problems
+        )
         raise ConfigError(details, plugin=plugin) from None
     except (NameError, cattrs.errors.StructureHandlerNotFoundError) as exc:
         # the plugin's own annotations are at fault, not the user's options

@@ -130,12 +130,12 @@ def _agents(value: Any) -> Any:
     if not isinstance(value, list | tuple):
         return value
     return tuple(
-        structure_options(HandoffAgent, item, plugin=PLUGIN)
+        structure_options(HandoffAgent, item, plugin=PLUGIN, at=f"agents[{index}]")
         if isinstance(item, Mapping)
         else HandoffAgent(agent=item)
         if isinstance(item, Agent | str)
         else item
-        for item in value
+        for index, item in enumerate(value)
     )
 
 

@@ -249,3 +249,19 @@ def test_duplicate_and_bad_names_fail_at_create_agent(make_agent: Any) -> None:
     assert "option 'agents[0].name': expected 1-48 letters, digits, _ or -, got 'a b'" in str(
         info.value
     )
+
+
+def test_a_bad_agent_table_names_its_path_once(make_agent: Any) -> None:
+    """A table in ``agents`` is structured by the plugin itself: its error names the table's
+    place in the list, and the plugin once, by name or given in Python alike."""
+    expected = (
+        "plugin 'handoff': option 'agents[1].agent': expected a plait.Agent or the path of an "
+        "agent file (.toml), got 'x.py'"
+    )
+    agents = [billing("x"), {"agent": "x.py"}]
+    with pytest.raises(ConfigError) as info:
+        make_agent(["hi"], middleware=[("handoff", {"agents": agents})])
+    assert str(info.value) == expected
+    with pytest.raises(ConfigError) as info:
+        HandoffMiddleware(agents=agents)
+    assert str(info.value) == expected
