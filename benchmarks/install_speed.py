@@ -128,7 +128,7 @@ def main() -> None:
     def uv_install(tree: Path, venv: Path, env: dict[str, str]) -> None:
         assert uv is not None
         env = {**env, "UV_CACHE_DIR": str(uv_cache)}
-        _sh(f"{uv[0]} pip install -q --python {venv / 'bin' / 'python'} . ./plugins/*", tree, env)
+        _sh(f"{uv[0]} pip install -q . ./plugins/*", tree, env)  # into $VIRTUAL_ENV
 
     rows: dict[str, tuple[str, Callable[[Path, Path, dict[str, str]], None]]] = {
         "README": ("pip install . ./plugins/*", readme),
