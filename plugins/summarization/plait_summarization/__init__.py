@@ -331,7 +331,7 @@ class SummarizationMiddleware(Middleware):
     def validate_agent(self, agent_config: AgentConfig) -> None:
         if self.uses_fraction and _max_input(agent_config.model) is None:
             raise ConfigError(
-                f"{PLUGIN}: a fraction in trigger or keep is a fraction of the model's "
+                "a fraction in trigger or keep is a fraction of the model's "
                 f"max_input_tokens, but the agent's model {agent_config.model!r} has no profile "
                 "with max_input_tokens; give tokens or messages instead, or a model with a "
                 "profile (e.g. ScriptedChatModel(..., profile={'max_input_tokens': 128000}))"
@@ -417,7 +417,7 @@ class SummarizationMiddleware(Middleware):
         max_input = _max_input(runtime.model) if self.uses_fraction else None
         if self.uses_fraction and max_input is None:
             raise ConfigError(
-                f"{PLUGIN}: a fraction needs the model's profile.max_input_tokens, "
+                "a fraction needs the model's profile.max_input_tokens, "
                 f"and {runtime.model!r} has none"
             )
         summarized = self.plan(state["messages"], counter, max_input)

@@ -127,7 +127,7 @@ class UsageLimitMiddleware(LedgerLimit):
     def __attrs_post_init__(self) -> None:
         if all(limit is None or limit.empty for limit in (self.run_limit, self.thread_limit)):
             raise ConfigError(
-                "usage_limit: run_limit and thread_limit set no limit: give at least one of "
+                "run_limit and thread_limit set no limit: give at least one of "
                 "input_tokens, output_tokens, total_tokens or cost"
             )
 
@@ -142,7 +142,7 @@ class UsageLimitMiddleware(LedgerLimit):
         model = agent_config.model
         if self.limits_cost and self.prices is None and not known(model.provider, model.model_name):
             raise ConfigError(
-                f"usage_limit: a cost limit needs the price of model "
+                f"a cost limit needs the price of model "
                 f"{model.provider}:{model.model_name}, which the genai-prices package does not "
                 "know; give prices={input=..., output=...} in dollars per million tokens"
             )

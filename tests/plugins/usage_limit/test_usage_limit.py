@@ -222,7 +222,9 @@ def test_by_name_structures_the_tables(make_agent: Any) -> None:
 
 
 def test_no_limit_is_a_config_error(make_agent: Any) -> None:
-    with pytest.raises(ConfigError, match="usage_limit: run_limit and thread_limit set no limit"):
+    with pytest.raises(
+        ConfigError, match=r"^plugin 'usage_limit': run_limit and thread_limit set no limit"
+    ):
         make_agent([], middleware=[("usage_limit", {"run_limit": {}})])
 
 
@@ -247,7 +249,7 @@ def test_cost_limit_on_a_model_without_a_price_is_a_config_error(make_agent: Any
     with pytest.raises(ConfigError) as raised:
         make_agent(["hi"], middleware=[UsageLimitMiddleware(run_limit={"cost": 1.0})])
     assert str(raised.value).startswith(
-        "usage_limit: a cost limit needs the price of model scripted:scripted"
+        "plugin 'usage_limit': a cost limit needs the price of model scripted:scripted"
     )
     # token limits need no price, and prices= makes the cost limit usable
     make_agent(["hi"], middleware=[UsageLimitMiddleware(run_limit={"total_tokens": 5})])
