@@ -109,6 +109,29 @@ def record_failure(agent: CompiledAgent, run: Run) -> None:
         return
 
 
+def abandon_run(agent: CompiledAgent, thread_id: str) -> bool:
+    """Mark the thread's stored run failed when the process running it is known to be
+    dead (its heartbeat lease, ``checkpoint.RunLeases``, ran out), so new input need not
+    wait out ``RUN_LEASE``. As ``record_failure``, only the run record changes and
+    ``invoke(None, thread_id=...)`` may still continue the run. ``False`` if there was
+    no running run of another process to mark; ``ThreadBusyError`` if the thread was
+    saved meanwhile (the run was alive after all)."""
+    if agent.checkpointer is None:
+        return False
+    state = ThreadState(agent.fields, agent.checkpointer.load(thread_id))
+    stored = state.values.get(RUN_KEY)
+    if not stored:
+        return False
+    info = RunInfo.load(stored)
+    if info.status != "running" or info.of_this_process():
+        return False
+    info.status = "failed"
+    state.set(RUN_KEY, info.dump())
+    state.writer = (info.run_id, "failed")
+    agent.checkpointer.save(thread_id, state.take_delta())
+    return True
+
+
 def _discard(_data: Any) -> None:
     """``runtime.stream_writer`` when nobody streams."""
 

@@ -31,7 +31,9 @@ from plait.history import (
 from plait.messages import AnyMessage, structure_message, unstructure_message
 
 __all__ = [
+    "HEARTBEAT_LEASE",
     "KEEP_STEPS",
+    "RUN_HEARTBEAT",
     "RUN_LEASE",
     "Checkpoint",
     "Checkpointer",
@@ -39,6 +41,8 @@ __all__ = [
     "History",
     "HistoryError",
     "MemoryCheckpointer",
+    "RunLease",
+    "RunLeases",
     "StepDelta",
     "StepInfo",
     "checkpoint_from_rows",
@@ -58,6 +62,41 @@ anything is written, so a run never loses the thread after some of its steps wer
 committed. A run idle longer than this (its process died, or one step — a tool call —
 takes longer) may be taken over by new input; ``invoke(None, thread_id=...)`` continues
 a run at any time."""
+
+
+RUN_HEARTBEAT = 2.0
+"""Seconds between renewals of a run's lease (``RunLeases``) by the process running it."""
+
+HEARTBEAT_LEASE = 10.0
+"""Seconds a run's lease lasts after its last renewal: once it has run out, the process
+running the run is taken for dead (``plait serve``'s followers end the run's stream with
+a ``run_error``, and new input may take the thread) — seconds after it died, not
+``RUN_LEASE`` after its last save."""
+
+
+@attrs.frozen
+class RunLease:
+    """The lease a thread's run in progress holds: the run (as whoever runs it names it,
+    e.g. ``plait serve``'s run id), and until when (Unix seconds)."""
+
+    run_id: str
+    expires: float
+
+
+@runtime_checkable
+class RunLeases(Protocol):
+    """A checkpointer that keeps, per thread, a lease the process running a run renews
+    while it lives (a heartbeat), so other processes learn within seconds that it died.
+    The built-in checkpointers all do."""
+
+    def renew_lease(self, thread_id: str, run_id: str, seconds: float) -> None:
+        """Hold ``thread_id``'s lease for ``run_id`` for ``seconds`` from now."""
+
+    def run_lease(self, thread_id: str) -> RunLease | None:
+        """The thread's lease (expired or not), ``None`` if no run took one."""
+
+    def end_lease(self, thread_id: str, run_id: str) -> None:
+        """Drop the thread's lease if ``run_id`` holds it (the run ended)."""
 
 
 @attrs.frozen
@@ -296,6 +335,7 @@ class MemoryCheckpointer:
         self.keep_steps = check_keep_steps(keep_steps, "MemoryCheckpointer")
         self._threads: dict[str, _MemoryThread] = {}
         self._events: dict[str, list[str]] = {}  # event n is at index n - 1
+        self._leases: dict[str, RunLease] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -353,6 +393,7 @@ class MemoryCheckpointer:
         with self._lock:
             self._threads.pop(thread_id, None)
             self._events.pop(thread_id, None)
+            self._leases.pop(thread_id, None)
 
     # -- history (plait.history.History) ---------------------------------------------------
 
@@ -427,6 +468,20 @@ class MemoryCheckpointer:
     def last_event(self, thread_id: str) -> int:
         with self._lock:
             return len(self._events.get(thread_id, ()))
+
+    def renew_lease(self, thread_id: str, run_id: str, seconds: float) -> None:
+        with self._lock:
+            self._leases[thread_id] = RunLease(run_id, time.time() + seconds)
+
+    def run_lease(self, thread_id: str) -> RunLease | None:
+        with self._lock:
+            return self._leases.get(thread_id)
+
+    def end_lease(self, thread_id: str, run_id: str) -> None:
+        with self._lock:
+            lease = self._leases.get(thread_id)
+            if lease is not None and lease.run_id == run_id:
+                del self._leases[thread_id]
 
 
 def apply_delta(messages: Sequence[AnyMessage], delta: StepDelta) -> list[AnyMessage]:

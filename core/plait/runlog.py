@@ -75,6 +75,7 @@ __all__ = [
     "ReviewedCall",
     "RunHandle",
     "RunJob",
+    "abandon_run",
     "arecord_run",
     "describe_error",
     "event_log",
@@ -438,6 +439,16 @@ def _open_message(events: Sequence[Any]) -> str | None:
         elif kind == "message_end":
             open_message = None
     return open_message
+
+
+def abandon_run(agent: Agent, thread_id: str) -> bool:
+    """Mark ``thread_id``'s stored run, of another process, failed once that process is
+    known to be dead (its lease ran out: ``plait.checkpoint.RunLeases``), so the thread
+    takes new input at once instead of after ``plait.checkpoint.RUN_LEASE``; ``False``
+    if no such run was running. Blocking: call it from a worker thread."""
+    from plait._start import abandon_run as abandon
+
+    return abandon(agent.compiled, thread_id)
 
 
 class LogWriter:

@@ -25,6 +25,7 @@ from urllib.parse import unquote
 from plait._convert import expected, integer
 from plait.checkpoint import (
     Checkpoint,
+    RunLease,
     StepDelta,
     checkpoint_from_rows,
     dump_event,
@@ -88,6 +89,14 @@ _EVENTS_DDL = """CREATE TABLE IF NOT EXISTS plait_events (
     data TEXT NOT NULL,
     PRIMARY KEY (thread, seq)
 ) WITHOUT ROWID"""
+
+# Run leases (plait.checkpoint.RunLeases): one row per thread with a run in progress,
+# created on first use like the run log's table.
+_LEASES_DDL = """CREATE TABLE IF NOT EXISTS plait_run_leases (
+    thread TEXT PRIMARY KEY NOT NULL,
+    run_id TEXT NOT NULL,
+    expires REAL NOT NULL
+)"""
 
 _STEPS = StepSQL(postgres=False, value_order="rowid")
 
@@ -378,6 +387,7 @@ class SQLiteCheckpointer:
         )
         self._db.check()
         self._events_ready = False
+        self._leases_ready = False
         self._history_ready = False
 
     @classmethod
@@ -503,6 +513,8 @@ class SQLiteCheckpointer:
             conn.execute("DELETE FROM plait_threads WHERE id = ?", (thread_id,))
             if self._has_events(conn):
                 conn.execute("DELETE FROM plait_events WHERE thread = ?", (thread_id,))
+            if self._has_leases(conn):
+                conn.execute("DELETE FROM plait_run_leases WHERE thread = ?", (thread_id,))
 
     # -- history (plait.checkpoint.History) ------------------------------------------------
 
@@ -610,6 +622,45 @@ class SQLiteCheckpointer:
                 "SELECT max(seq) FROM plait_events WHERE thread = ?", (thread_id,)
             ).fetchone()
         return int(row[0] or 0)
+
+    # -- run leases (plait.checkpoint.RunLeases) -------------------------------------------
+
+    def _has_leases(self, conn: sqlite3.Connection) -> bool:
+        if not self._leases_ready:
+            row = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'plait_run_leases'"
+            ).fetchone()
+            self._leases_ready = row is not None
+        return self._leases_ready
+
+    def renew_lease(self, thread_id: str, run_id: str, seconds: float) -> None:
+        with self._db.transaction(write=True) as conn:
+            if not self._has_leases(conn):
+                conn.execute(_LEASES_DDL)
+                self._leases_ready = True
+            conn.execute(
+                "INSERT INTO plait_run_leases (thread, run_id, expires) VALUES (?, ?, ?) "
+                "ON CONFLICT (thread) DO UPDATE SET run_id = excluded.run_id, "
+                "expires = excluded.expires",
+                (thread_id, run_id, time.time() + seconds),
+            )
+
+    def run_lease(self, thread_id: str) -> RunLease | None:
+        with self._db.connection() as conn, self._db.errors():
+            if not self._has_leases(conn):
+                return None
+            row = conn.execute(
+                "SELECT run_id, expires FROM plait_run_leases WHERE thread = ?", (thread_id,)
+            ).fetchone()
+        return None if row is None else RunLease(str(row[0]), float(row[1]))
+
+    def end_lease(self, thread_id: str, run_id: str) -> None:
+        with self._db.transaction(write=True) as conn:
+            if self._has_leases(conn):
+                conn.execute(
+                    "DELETE FROM plait_run_leases WHERE thread = ? AND run_id = ?",
+                    (thread_id, run_id),
+                )
 
     def close(self) -> None:
         """Close every connection this checkpointer opened."""

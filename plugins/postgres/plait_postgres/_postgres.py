@@ -26,6 +26,7 @@ from psycopg.pq import TransactionStatus
 
 from plait.checkpoint import (
     Checkpoint,
+    RunLease,
     StepDelta,
     checkpoint_from_rows,
     dump_event,
@@ -92,6 +93,14 @@ _EVENTS_DDL = (
         seq bigint NOT NULL,
         data text NOT NULL,
         PRIMARY KEY (thread, seq)
+    )""",
+)
+# Run leases (plait.checkpoint.RunLeases): its own component, like the run log.
+_LEASES_DDL = (
+    """CREATE TABLE plait_run_leases (
+        thread text PRIMARY KEY,
+        run_id text NOT NULL,
+        expires double precision NOT NULL
     )""",
 )
 _EVENTS_LOCK = 0x706C6576  # "plev": with the thread's hash, serializes appends to one log
@@ -393,6 +402,7 @@ class PostgresCheckpointer:
         self._db = _Database(conninfo, schema=schema, connect_timeout=connect_timeout)
         self._db.ensure_schema("checkpointer", _CHECKPOINTER_DDL)
         self._db.ensure_schema("events", _EVENTS_DDL)
+        self._db.ensure_schema("leases", _LEASES_DDL)
         self._db.ensure_schema("history", history_ddl(postgres=True))
 
     @classmethod
@@ -530,6 +540,7 @@ class PostgresCheckpointer:
             conn.execute("DELETE FROM plait_messages WHERE thread = %s", (thread_id,))
             conn.execute("DELETE FROM plait_values WHERE thread = %s", (thread_id,))
             conn.execute("DELETE FROM plait_events WHERE thread = %s", (thread_id,))
+            conn.execute("DELETE FROM plait_run_leases WHERE thread = %s", (thread_id,))
 
     # -- history (plait.checkpoint.History) ------------------------------------------------
 
@@ -612,6 +623,30 @@ class PostgresCheckpointer:
     def last_event(self, thread_id: str) -> int:
         rows = self._db.fetch("SELECT max(seq) FROM plait_events WHERE thread = %s", (thread_id,))
         return int(rows[0][0] or 0) if rows else 0
+
+    # -- run leases (plait.checkpoint.RunLeases) -------------------------------------------
+
+    def renew_lease(self, thread_id: str, run_id: str, seconds: float) -> None:
+        with self._db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO plait_run_leases (thread, run_id, expires) VALUES (%s, %s, %s) "
+                "ON CONFLICT (thread) DO UPDATE SET run_id = excluded.run_id, "
+                "expires = excluded.expires",
+                (thread_id, run_id, time.time() + seconds),
+            )
+
+    def run_lease(self, thread_id: str) -> RunLease | None:
+        rows = self._db.fetch(
+            "SELECT run_id, expires FROM plait_run_leases WHERE thread = %s", (thread_id,)
+        )
+        return RunLease(str(rows[0][0]), float(rows[0][1])) if rows else None
+
+    def end_lease(self, thread_id: str, run_id: str) -> None:
+        with self._db.transaction() as conn:
+            conn.execute(
+                "DELETE FROM plait_run_leases WHERE thread = %s AND run_id = %s",
+                (thread_id, run_id),
+            )
 
     def close(self) -> None:
         """Close every pooled connection."""

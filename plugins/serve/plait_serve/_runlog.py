@@ -25,12 +25,20 @@ from typing import Any, TypeVar
 import attrs
 
 from plait import Agent
-from plait.checkpoint import RUN_LEASE, EventLog, MemoryCheckpointer
+from plait.checkpoint import (
+    HEARTBEAT_LEASE,
+    RUN_HEARTBEAT,
+    RUN_LEASE,
+    EventLog,
+    MemoryCheckpointer,
+    RunLeases,
+)
 from plait.errors import ConfigError, ThreadBusyError
 from plait.runlog import (
     END_TYPES,
     RunHandle,
     RunJob,
+    abandon_run,
     arecord_run,
     describe_error,
     submits_runs,
@@ -134,6 +142,11 @@ class RunLog:
         self.elsewhere = self._submits
         """Whether a middleware runs this agent's runs (``submit_run``): a run whose log
         has not ended is going on elsewhere (a queued durable run), not lost."""
+        # The heartbeat: while runs go on here, their leases are renewed every
+        # RUN_HEARTBEAT s, so a follower in another process sees within HEARTBEAT_LEASE s
+        # that this one died.
+        self._leases = checkpointer if isinstance(checkpointer, RunLeases) else None
+        self._beating: asyncio.Task[None] | None = None
 
     @contextlib.asynccontextmanager
     async def _start_lock(self, thread_id: str) -> AsyncIterator[None]:
@@ -261,6 +274,14 @@ class RunLog:
                 if new:
                     await self._claim(thread_id, owner)
                 last = await self.call(self.log.last_event, thread_id)
+                alive = await self._lease_alive(thread_id)
+                if alive is not None and not await self._settled(thread_id, last):
+                    # A run of another process (a server on the same database) is in
+                    # the log: busy while it lives; if it died, its log ends here.
+                    if alive:
+                        raise Busy(thread_id)
+                    if await self._lost(thread_id, last) is not None:
+                        last += 1
                 if self._submits:
                     first = await self._submit(thread_id, input, run_id, last)
                     if first is not None:
@@ -269,7 +290,11 @@ class RunLog:
             finally:
                 self._reserved -= 1
             live = _Live(run_id, first=last + 1, last=last, flushed=last)
+            if self._leases is not None:  # before its first event is written
+                await self.call(self._leases.renew_lease, thread_id, run_id, HEARTBEAT_LEASE)
             self._live[thread_id] = live
+            if self._leases is not None and (self._beating is None or self._beating.done()):
+                self._beating = asyncio.create_task(self._heartbeat())
         if not self._submits:
             self._emit(thread_id, live, {"type": "run_started", "run_id": run_id})
         else:
@@ -350,10 +375,74 @@ class RunLog:
         finally:
             with contextlib.suppress(Exception):
                 await self._flush(thread_id, live)
+            if self._leases is not None:
+                with contextlib.suppress(Exception):
+                    await self.call(self._leases.end_lease, thread_id, live.run_id)
             live.done = True
             live.notify()
             if self._live.get(thread_id) is live:
                 del self._live[thread_id]
+
+    async def _heartbeat(self) -> None:
+        """Renew the lease of each run going on here, until none does."""
+        assert self._leases is not None
+        while True:
+            await asyncio.sleep(RUN_HEARTBEAT)
+            if not self._live:
+                return  # (no await since the check: a run started now starts a new beat)
+            for thread_id, live in list(self._live.items()):
+                if live.done:
+                    continue
+                try:
+                    await self.call(
+                        self._leases.renew_lease, thread_id, live.run_id, HEARTBEAT_LEASE
+                    )
+                except Exception:  # the database is away: the lease may run out
+                    log.warning("could not renew the lease of run %s", live.run_id)
+
+    async def _lease_alive(self, thread_id: str) -> bool | None:
+        """Whether the thread's run lease is held (``None``: no lease to tell)."""
+        if self._leases is None:
+            return None
+        lease = await self.call(self._leases.run_lease, thread_id)
+        return None if lease is None else lease.expires > time.time()
+
+    async def held(self, thread_id: str, run_id: str) -> bool:
+        """Whether ``run_id`` holds the thread's lease: it goes on in a live process
+        (another server on the same database, if not this one)."""
+        if self._leases is None:
+            return False
+        lease = await self.call(self._leases.run_lease, thread_id)
+        return lease is not None and lease.run_id == run_id and lease.expires > time.time()
+
+    async def _lost(self, thread_id: str, cursor: int) -> dict[str, Any] | None:
+        """The ``run_error`` that ends the log of a run whose process died (its lease ran
+        out), appended after ``cursor``, its stored run marked failed (so the thread
+        takes new input at once); ``None`` while it lives, when the checkpointer keeps
+        no leases, or when another writer appended meanwhile."""
+        if self._leases is None:
+            return None
+        lease = await self.call(self._leases.run_lease, thread_id)
+        now = time.time()
+        if lease is None or lease.expires > now:
+            return None
+        event = {
+            "type": "run_error",
+            "run_id": lease.run_id,
+            "code": "run_lost",
+            "message": (
+                f"the process running run {lease.run_id} stopped: its lease ran out "
+                f"{now - lease.expires:.1f} s ago without a heartbeat; the thread keeps "
+                "what the run saved, and new input starts a new run"
+            ),
+        }
+        try:
+            await self.call(self.log.append_events, thread_id, [event], after=cursor)
+        except ThreadBusyError:
+            return None
+        with contextlib.suppress(ThreadBusyError):  # saved meanwhile: it was alive
+            await self.call(abandon_run, self.agent, thread_id)
+        return event
 
     @staticmethod
     def _describe(live: _Live, thread_id: str) -> Callable[[BaseException], tuple[str, str]]:
@@ -463,8 +552,15 @@ class RunLog:
             if not one_run or await self._settled(thread_id, cursor):
                 return
             # A run in another process (another server on the same database) may still
-            # be writing: poll, until it ends or has been silent as long as a run lease.
-            if time.monotonic() - idle_since > RUN_LEASE:
+            # be writing: poll, until it ends, its lease runs out (its process died: the
+            # log ends with a run_error), or — without leases — it has been silent as
+            # long as a run lease.
+            silent = time.monotonic() - idle_since
+            lost = await self._lost(thread_id, cursor) if silent > RUN_HEARTBEAT else None
+            if lost is not None:
+                yield [(cursor + 1, lost)]
+                return
+            if silent > RUN_LEASE:
                 return
             await asyncio.sleep(_POLL)
 
@@ -480,6 +576,8 @@ class RunLog:
         a middleware took over goes on without this server (a durable run outlives it)."""
         for watcher in list(self._watchers):
             watcher.cancel()
+        if self._beating is not None:
+            self._beating.cancel()
         tasks = [live.task for live in self._live.values() if live.task is not None]
         for task in tasks:
             task.cancel()

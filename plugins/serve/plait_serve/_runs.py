@@ -43,7 +43,13 @@ async def runs_of(server: Server, thread: str) -> dict[str, dict[str, Any]]:
     live = server.runs.running(thread)
     for run_id, run in found.items():
         # A run a middleware took over (a durable run on a queue) goes on without this
-        # server; any other unfinished run not going on here lost its process.
-        if run["status"] == "running" and run_id != live and not server.runs.elsewhere:
+        # server, and so does one whose lease another server renews; any other
+        # unfinished run not going on here lost its process.
+        if (
+            run["status"] == "running"
+            and run_id != live
+            and not server.runs.elsewhere
+            and not await server.runs.held(thread, run_id)
+        ):
             run["status"] = "lost"
     return found

@@ -128,6 +128,7 @@ def test_entry_points_open_by_url(server: str, schema: str, scheme: str) -> None
         "plait_forks",
         "plait_messages",
         "plait_meta",
+        "plait_run_leases",
         "plait_steps",
         "plait_store",
         "plait_threads",
