@@ -103,6 +103,7 @@ def test_a_killed_servers_run_ends_for_its_followers_within_seconds(
         assert events[-1][1]["code"] == "run_lost"
         assert "stopped: its lease ran out" in events[-1][1]["message"]
         assert noticed < HEARTBEAT_LEASE + 10  # not RUN_LEASE's 300 s
+        assert client.get("/threads/t1/runs/r1").json()["status"] == "error"
         # the log keeps the end: a later reader gets it at once, from the log
         again = parse_sse(client.get("/ag-ui/threads/t1/stream?since=0").text)
         assert again == events
@@ -134,6 +135,8 @@ def test_a_live_run_in_another_process_is_not_taken_for_dead(
                 client.get("/ag-ui/threads/t1/stream?since=0")
             busy = client.post("/ag-ui", json=run_input("t1", "r2", "again"))
             assert busy.status_code == 409, busy.text
+            # the Agent Protocol reads it running there, not lost
+            assert client.get("/threads/t1/runs/r1").json()["status"] == "running"
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait(10)
