@@ -48,7 +48,9 @@ class ConfigError(PlaitError):
     command or public function) passes ``plugin=`` itself.
     """
 
-    def __init__(self, problem: str, *, option: str | None = None, plugin: str | None = None):
+    def __init__(
+        self, problem: str, *, option: str | None = None, plugin: str | None = None
+    ) -> None:
         self.problem = problem
         """What is wrong, without the plugin's and option's names."""
         self.option = option
@@ -70,7 +72,7 @@ class ConfigError(PlaitError):
 
 class FieldError(ValueError):
     """A validator's complaint about one field (a plugin's option): raise it from an attrs
-    validator, ``__attrs_post_init__`` or a build-time hook with the problem only,
+    validator, ``__attrs_post_init__`` or a hook with the problem only,
     ``FieldError("takeover_after", "expected ..., got ...")``. A ``ValueError``, as attrs
     validators raise. ``str()`` is ``"<field>: <message>"`` (what a direct ``Cls(field=...)``
     call shows); the kernel turns it into ``ConfigError`` ``plugin 'x': option 'y': <message>``
