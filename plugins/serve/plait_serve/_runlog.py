@@ -419,8 +419,9 @@ class RunLog:
         """The ``run_error`` that ends the log of a run whose process died (its lease ran
         out), appended after ``cursor``, its stored run marked failed (so the thread
         takes new input at once); ``None`` while it lives, when the checkpointer keeps
-        no leases, or when another writer appended meanwhile."""
-        if self._leases is None:
+        no leases, or when another writer appended meanwhile. Never for a run a
+        middleware runs (a durable run is taken over by another worker, not lost)."""
+        if self._leases is None or self.elsewhere:
             return None
         lease = await self.call(self._leases.run_lease, thread_id)
         now = time.time()
