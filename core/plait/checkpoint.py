@@ -38,6 +38,7 @@ __all__ = [
     "Checkpoint",
     "Checkpointer",
     "EventLog",
+    "EventRetention",
     "History",
     "HistoryError",
     "MemoryCheckpointer",
@@ -174,6 +175,16 @@ class EventLog(Protocol):
 
     def last_event(self, thread_id: str) -> int:
         """The thread's last event number (0 if it has none)."""
+
+
+@runtime_checkable
+class EventRetention(Protocol):
+    """A run log whose old events can be forgotten (the built-in checkpointers' are)."""
+
+    def forget_events(self, thread_id: str, *, after: int, through: int) -> int:
+        """Forget the thread's events numbered ``after + 1`` to ``through``; the others
+        keep their numbers (a reader of the forgotten range finds a gap). Returns how
+        many were forgotten."""
 
 
 @runtime_checkable
@@ -334,7 +345,8 @@ class MemoryCheckpointer:
     def __init__(self, *, keep_steps: int | None = KEEP_STEPS) -> None:
         self.keep_steps = check_keep_steps(keep_steps, "MemoryCheckpointer")
         self._threads: dict[str, _MemoryThread] = {}
-        self._events: dict[str, list[str]] = {}  # event n is at index n - 1
+        self._events: dict[str, list[str | None]] = {}  # event n at index n - 1 (None:
+        # forgotten)
         self._leases: dict[str, RunLease] = {}
         self._lock = threading.Lock()
 
@@ -462,12 +474,28 @@ class MemoryCheckpointer:
         with self._lock:
             log = self._events.get(thread_id, [])
             start = max(after, 0)
-            rows = log[start:] if limit is None else log[start : start + max(limit, 0)]
-        return [(start + index + 1, load_value(text)) for index, text in enumerate(rows)]
+            end = len(log) if limit is None else start + max(limit, 0)
+            rows = [(n, text) for n, text in enumerate(log[start:end], start + 1) if text]
+            while limit is not None and len(rows) < limit and end < len(log):
+                # forgotten events in the slice: read on past them (rare: only the
+                # oldest part of a log is ever forgotten)
+                more = [(n, t) for n, t in enumerate(log[end : end + limit], end + 1) if t]
+                rows.extend(more[: limit - len(rows)])
+                end += limit
+        return [(number, load_value(text)) for number, text in rows]
 
     def last_event(self, thread_id: str) -> int:
         with self._lock:
             return len(self._events.get(thread_id, ()))
+
+    def forget_events(self, thread_id: str, *, after: int, through: int) -> int:
+        with self._lock:
+            log = self._events.get(thread_id, [])
+            span = range(max(after, 0), min(through, len(log)))
+            forgotten = sum(log[index] is not None for index in span)
+            for index in span:
+                log[index] = None
+            return forgotten
 
     def renew_lease(self, thread_id: str, run_id: str, seconds: float) -> None:
         with self._lock:

@@ -623,6 +623,16 @@ class SQLiteCheckpointer:
             ).fetchone()
         return int(row[0] or 0)
 
+    def forget_events(self, thread_id: str, *, after: int, through: int) -> int:
+        with self._db.transaction(write=True) as conn:
+            if not self._has_events(conn):
+                return 0
+            cursor = conn.execute(
+                "DELETE FROM plait_events WHERE thread = ? AND seq > ? AND seq <= ?",
+                (thread_id, after, through),
+            )
+            return int(cursor.rowcount)
+
     # -- run leases (plait.checkpoint.RunLeases) -------------------------------------------
 
     def _has_leases(self, conn: sqlite3.Connection) -> bool:

@@ -624,6 +624,14 @@ class PostgresCheckpointer:
         rows = self._db.fetch("SELECT max(seq) FROM plait_events WHERE thread = %s", (thread_id,))
         return int(rows[0][0] or 0) if rows else 0
 
+    def forget_events(self, thread_id: str, *, after: int, through: int) -> int:
+        with self._db.transaction() as conn:
+            cursor = conn.execute(
+                "DELETE FROM plait_events WHERE thread = %s AND seq > %s AND seq <= %s",
+                (thread_id, after, through),
+            )
+            return int(cursor.rowcount)
+
     # -- run leases (plait.checkpoint.RunLeases) -------------------------------------------
 
     def renew_lease(self, thread_id: str, run_id: str, seconds: float) -> None:

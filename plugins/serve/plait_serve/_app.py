@@ -85,6 +85,20 @@ class Server:
         owner = request.scope.get("state", {}).get("owner")
         return owner if isinstance(owner, str) else LOCAL_OWNER
 
+    async def resume_after(self, thread_id: str, after: int) -> int:
+        """``after``, where a reconnecting client resumes, or a ``410`` if the events
+        after it were forgotten (``keep_events``)."""
+        forgotten = await self.runs.kept(thread_id, after)
+        if forgotten is not None:
+            raise ApiError(
+                410,
+                "events_forgotten",
+                f"thread {thread_id!r}: the events after {after} up to {forgotten} were "
+                f"forgotten (the server keeps the last {self.runs.keep_events} of a "
+                f"thread); resume after {forgotten}, or read the thread's state",
+            )
+        return after
+
     async def start(
         self,
         request: Request,
@@ -143,7 +157,7 @@ def _routes(server: Server) -> list[Route]:
         """The raw run log from ``since`` on: every run (``?follow=all``, the default) or
         until the end of the next one (``?follow=run``)."""
         thread = await server.require(request, request.path_params["thread_id"])
-        after = since(request)
+        after = await server.resume_after(thread, since(request))
         one_run = request.query_params.get("follow", "all") == "run"
 
         async def chunks() -> AsyncIterator[str]:
@@ -237,6 +251,7 @@ def app(
     max_body: int = MAX_BODY,
     max_runs: int = MAX_RUNS,
     ui: bool = False,
+    keep_events: int | None = None,
 ) -> Starlette:
     """The ASGI app serving ``agent``: AG-UI at ``/ag-ui``, an OpenAI-compatible API at
     ``/v1`` (chat completions, responses), the run log at ``/plait/threads/{id}/events``.
@@ -252,8 +267,15 @@ def app(
     :param ui: also serve the development page at ``/`` (``plait dev``): a client of
         the same AG-UI and Agent Protocol routes, shipped in the wheel; the run log then
         also records each model call and tool run for its timeline.
+    :param keep_events: keep about the last ``keep_events`` run-log events of each
+        thread: when a run ends, the events of the thread's older finished runs before
+        them are forgotten, whole runs at a time (``None``: all are kept). A reconnect
+        asking for forgotten events is a ``410``.
     """
-    for option, value in (("max_body", max_body), ("max_runs", max_runs)):
+    limits = [("max_body", max_body), ("max_runs", max_runs)]
+    if keep_events is not None:
+        limits.append(("keep_events", keep_events))
+    for option, value in limits:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError(f"plait-serve: {option}: expected a positive int, got {value!r}")
     origins = [cors_origins] if isinstance(cors_origins, str) else list(cors_origins)
@@ -263,7 +285,7 @@ def app(
             "'https://app.example.com', got '*'"
         )
     keyring = load_keys(keys, keys_file=keys_file)
-    runs = RunLog(agent, max_runs=max_runs, timeline=ui)
+    runs = RunLog(agent, max_runs=max_runs, timeline=ui, keep_events=keep_events)
     server = Server(agent, runs, keyring, max_body)
 
     @contextlib.asynccontextmanager

@@ -30,6 +30,7 @@ from plait.checkpoint import (
     RUN_HEARTBEAT,
     RUN_LEASE,
     EventLog,
+    EventRetention,
     MemoryCheckpointer,
     RunLeases,
 )
@@ -116,7 +117,14 @@ class RunLog:
         and tool run, with its duration and usage (``plait_serve._timeline``).
     """
 
-    def __init__(self, agent: Agent, *, max_runs: int = 256, timeline: bool = False) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        max_runs: int = 256,
+        timeline: bool = False,
+        keep_events: int | None = None,
+    ) -> None:
         checkpointer = agent.checkpointer
         if checkpointer is None or not isinstance(checkpointer, EventLog):
             got = "no checkpointer" if checkpointer is None else type(checkpointer).__name__
@@ -147,6 +155,12 @@ class RunLog:
         # that this one died.
         self._leases = checkpointer if isinstance(checkpointer, RunLeases) else None
         self._beating: asyncio.Task[None] | None = None
+        self.keep_events = keep_events
+        if keep_events is not None and not isinstance(checkpointer, EventRetention):
+            raise ConfigError(
+                "plait-serve: keep_events: expected a checkpointer whose run log forgets "
+                f"events (memory, SQLite, PostgreSQL), got {type(checkpointer).__name__}"
+            )
 
     @contextlib.asynccontextmanager
     async def _start_lock(self, thread_id: str) -> AsyncIterator[None]:
@@ -264,6 +278,13 @@ class RunLog:
                 thread_id, await self.call(self.log.last_event, thread_id)
             ):  # its log has ended; its workflow is finishing up
                 del self._away[thread_id]
+            ending = self._live.get(thread_id)
+            while ending is not None and not ending.done and ending.events:
+                if ending.events[-1][1].get("type") not in END_TYPES:
+                    break
+                # It has ended (its client may already ask for the next run): its last
+                # events are being written; the next run starts after them.
+                await ending.changed.wait()
             if self.running(thread_id) is not None:
                 raise Busy(thread_id)
             if len(self._live) + len(self._away) + self._reserved >= self.max_runs:
@@ -375,13 +396,44 @@ class RunLog:
         finally:
             with contextlib.suppress(Exception):
                 await self._flush(thread_id, live)
-            if self._leases is not None:
-                with contextlib.suppress(Exception):
-                    await self.call(self._leases.end_lease, thread_id, live.run_id)
             live.done = True
             live.notify()
             if self._live.get(thread_id) is live:
                 del self._live[thread_id]
+            # Housekeeping once the thread is free (the next run may start meanwhile:
+            # its lease is its own, and it appends after what is trimmed).
+            if self._leases is not None:
+                with contextlib.suppress(Exception):
+                    await self.call(self._leases.end_lease, thread_id, live.run_id)
+            if self.keep_events is not None:
+                try:
+                    await self.call(self._trim, thread_id, self.keep_events)
+                except Exception:
+                    log.exception("could not trim the run log of thread %s", thread_id)
+
+    def _trim(self, thread_id: str, keep: int) -> int:
+        """Forget the events of the thread's finished runs that end before its last
+        ``keep`` events — whole runs, and never its first event (it names the owner).
+        Returns how many were forgotten. Blocking."""
+        assert isinstance(self.log, EventRetention)
+        cut = self.log.last_event(thread_id) - keep
+        if cut <= 1:
+            return 0
+        rows = self.log.read_events(thread_id, after=1, limit=cut)
+        ends = [seq for seq, event in rows if seq <= cut and event.get("type") in END_TYPES]
+        if not ends:
+            return 0
+        return self.log.forget_events(thread_id, after=1, through=ends[-1])
+
+    async def kept(self, thread_id: str, after: int) -> int | None:
+        """``None`` if the events after ``after`` are all kept; else the number of the
+        last forgotten one (``keep_events``), which a reader must resume after."""
+        if after < 1:
+            return None  # "everything": what is kept
+        rows = await self.call(self.log.read_events, thread_id, after=after, limit=1)
+        if rows and rows[0][0] > after + 1:
+            return int(rows[0][0]) - 1
+        return None
 
     async def _heartbeat(self) -> None:
         """Renew the lease of each run going on here, until none does."""

@@ -211,7 +211,7 @@ def routes(server: Server) -> list[Route]:
 
     async def reconnect(request: Request) -> Response:
         thread = await server.require(request, request.path_params["thread_id"])
-        return sse(_stream(server, thread, since(request)))
+        return sse(_stream(server, thread, await server.resume_after(thread, since(request))))
 
     return [
         Route("/ag-ui", run, methods=["POST"]),

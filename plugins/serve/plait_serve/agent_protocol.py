@@ -670,11 +670,20 @@ def routes(server: Server) -> list[Route]:
         while server.runs.running(thread) == run_id:  # its last events are being written
             await asyncio.sleep(0.005)
 
-    async def first_event(thread: str, run_id: str) -> int:
+    async def run_of(thread: str, run_id: str) -> dict[str, Any]:
         run = (await runs_of(thread)).get(run_id)
         if run is None:
-            raise ApiError(404, "not_found", f"run {run_id[:80]!r} not found in thread {thread!r}")
-        return int(run["first"])
+            kept = server.runs.keep_events
+            why = (
+                f" (a server that keeps {kept} events a thread forgets older runs)" if kept else ""
+            )
+            raise ApiError(
+                404, "not_found", f"run {run_id[:80]!r} not found in thread {thread!r}{why}"
+            )
+        return run
+
+    async def first_event(thread: str, run_id: str) -> int:
+        return int((await run_of(thread, run_id))["first"])
 
     async def project(
         thread: str, run_id: str, modes: list[str], first: int, after: int
@@ -754,9 +763,7 @@ def routes(server: Server) -> list[Route]:
     async def get_run(request: Request) -> Response:
         thread, record = await owned(request, request.path_params["thread_id"])
         run_id = check_id("run id", request.path_params["run_id"])
-        run = (await runs_of(thread)).get(run_id)
-        if run is None:
-            raise ApiError(404, "not_found", f"run {run_id[:80]!r} not found in thread {thread!r}")
+        run = await run_of(thread, run_id)
         return JSONResponse(run_json(thread, run_id, run["status"], record))
 
     async def list_runs(request: Request) -> Response:
@@ -783,7 +790,9 @@ def routes(server: Server) -> list[Route]:
                 "invalid_since",
                 f"Last-Event-ID: expected an event number, got {after!r}"[:200],
             )
-        return stream_response(thread, run_id, modes, await first_event(thread, run_id), int(after))
+        first = await first_event(thread, run_id)
+        await server.resume_after(thread, max(int(after), first - 1))
+        return stream_response(thread, run_id, modes, first, int(after))
 
     async def cancel_run(request: Request) -> Response:
         thread, _ = await owned(request, request.path_params["thread_id"])

@@ -57,6 +57,13 @@ def _arguments(parser: Any) -> None:
         help="a browser origin allowed to call the server (repeatable; none by default)",
     )
     parser.add_argument(
+        "--keep-events",
+        type=_count,
+        metavar="N",
+        help="keep about the last N run-log events of each thread: older finished runs' "
+        "events are forgotten (default: all are kept)",
+    )
+    parser.add_argument(
         "--reload", action="store_true", help="restart when the agent file or its tools change"
     )
 
@@ -67,6 +74,12 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of events, got {text!r}")
+    return int(text)
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "agent": str(Path(args.agent).resolve()),
@@ -74,6 +87,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "keys_file": args.keys_file,
         "cors_origins": list(args.cors_origin),
         "ui": bool(args.ui),
+        "keep_events": args.keep_events,
     }
 
 
@@ -93,6 +107,7 @@ def build(options: dict[str, Any]) -> Any:
         keys_file=options.get("keys_file"),
         cors_origins=options["cors_origins"],
         ui=bool(options.get("ui")),
+        keep_events=options.get("keep_events"),
     )
 
 

@@ -76,6 +76,11 @@ def test_bad_options_are_one_line_errors_even_with_reload() -> None:
             "argument --port: expected a port number from 1 to 65535, got '99999'",
         ),
         (
+            ["--keep-events", "0"],
+            2,
+            "argument --keep-events: expected a positive number of events, got '0'",
+        ),
+        (
             ["--reload", "--cors-origin", "*"],
             1,
             "plait serve: error: plait-serve: cors_origins: expected explicit origins such as "
