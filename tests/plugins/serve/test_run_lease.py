@@ -140,3 +140,42 @@ def test_a_live_run_in_another_process_is_not_taken_for_dead(
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait(10)
+
+
+def test_new_input_after_a_killed_server_ends_the_dead_runs_log_first(
+    tmp_path: Path, serve: Callable[..., Served]
+) -> None:
+    """No follower noticed the death: the next run on another server closes the dead
+    run's log (its run_error, then the new run) once the lease has run out, and refuses
+    with 409 before."""
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    process, base = start_server(url)
+    try:
+        with httpx.Client(base_url=base, timeout=30) as client:
+            with client.stream("POST", "/ag-ui", json=run_input("t1", "r1", "wait")) as response:
+                buffer = ""
+                for text in response.iter_text():
+                    buffer += text
+                    if "TOOL_CALL_END" in buffer:
+                        break
+        logged(url, "tool_call")
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+    other = serve(agent(url))
+    with other.client() as client:
+        deadline = time.monotonic() + HEARTBEAT_LEASE + 10
+        while (posted := client.post("/ag-ui", json=run_input("t1", "r2", "again"))).status_code:
+            if posted.status_code != 409:
+                break
+            assert time.monotonic() < deadline, "the dead run held the thread"
+            time.sleep(0.5)
+        assert posted.status_code == 200, posted.text
+        answer = parse_sse(posted.text)
+        text = "".join(e["delta"] for _, e in answer if e["type"] == "TEXT_MESSAGE_CONTENT")
+        assert text == "A fresh answer."
+    log = agent(url).checkpointer
+    assert isinstance(log, EventLog)
+    kinds = [(e["type"], e.get("run_id")) for _, e in log.read_events("t1")]
+    lost = kinds.index(("run_error", "r1"))
+    assert kinds[lost + 1] == ("run_started", "r2")
