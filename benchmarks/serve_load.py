@@ -194,7 +194,7 @@ async def idle_memory(url: str, pid: int, streams: int) -> float:
 
 
 async def killed_and_reconnected(url: str) -> tuple[int, int, int, int]:
-    """(events in the log, seen once, seen twice or more, never seen) for a client that
+    """(numbered AG-UI events, seen once, seen twice or more, never seen) for a client that
     is killed mid-stream and reconnects from its Last-Event-ID."""
     seen: dict[int, int] = {}
     last = 0
@@ -213,7 +213,9 @@ async def killed_and_reconnected(url: str) -> tuple[int, int, int, int]:
                 if line.startswith("id: "):
                     number = int(line[4:])
                     seen[number] = seen.get(number, 0) + 1
-        full = await client.get("/plait/threads/kill/events?since=0")
+        # What the whole AG-UI stream numbers (a log event AG-UI has no use for, such as
+        # a saved step's mark, carries no id there)
+        full = await client.get("/ag-ui/threads/kill/stream?since=0")
     numbers = [int(line[4:]) for line in full.text.splitlines() if line.startswith("id: ")]
     numbers = [n for n in numbers if n >= min(seen)]
     once = sum(1 for n in numbers if seen.get(n) == 1)
