@@ -6,7 +6,8 @@ limits (``plait.usage``), and its events reach the outer run's stream with
 ``StreamEvent.path`` prefixed by the tool call's id. ``nest`` gives the same to a run
 started elsewhere in a run: in a ``wrap_model_call`` hook (a handoff's receiving agent
 answering the model call). ``detached_context`` carries where a run nests into a task
-that outlives the call that started it (a background sub-agent).
+that outlives the call that started it (a background sub-agent). ``emit`` and
+``stream_modes`` let a run plait does not run itself (a remote agent's) stream there too.
 """
 
 from __future__ import annotations
@@ -15,11 +16,18 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
+from typing import TYPE_CHECKING
+
+import attrs
+
 from plait import usage
-from plait._stream import ToolCallScope, in_tool_call, run_sink
+from plait._stream import EventSink, ToolCallScope, in_tool_call, run_sink
 from plait.usage import current
 
-__all__ = ["detached_context", "nest"]
+if TYPE_CHECKING:
+    from plait.types import StreamEvent
+
+__all__ = ["detached_context", "emit", "nest", "stream_modes"]
 
 
 @contextlib.contextmanager
@@ -77,3 +85,34 @@ def detached_context() -> contextvars.Context:
     context = contextvars.Context()
     context.run(enter)
     return context
+
+
+def _here() -> tuple[EventSink | None, tuple[str, ...]]:
+    """The open sink a run nested here would stream to, and the path below it."""
+    call = in_tool_call.get()
+    sink, below = (call.sink, call.below) if call is not None else (run_sink.get(), ())
+    if sink is None or sink.closed:
+        return None, ()
+    return sink, below
+
+
+def stream_modes() -> frozenset[str]:
+    """The stream modes an event passed to ``emit`` here would reach: those of the run in
+    progress's stream while it is open, none if the run is not streamed (or outside a
+    run). A remote agent's run asks its server for these only."""
+    sink, _ = _here()
+    return sink.modes if sink is not None else frozenset()
+
+
+def emit(event: StreamEvent) -> None:
+    """Put ``event`` on the run in progress's stream as an event of a run nested here, for
+    a run plait does not run itself (a remote agent's, re-streamed as it arrives): inside
+    a tool call its ``path`` is prefixed with the call's id (inside ``nest(name)``, with
+    ``name``), as a nested run's events are. Dropped if the stream does not read its
+    ``mode``, has ended, or the run is not streamed::
+
+        plait.nesting.emit(StreamEvent("custom", {"progress": 0.5}, "custom"))
+    """
+    sink, below = _here()
+    if sink is not None:
+        sink(attrs.evolve(event, path=(*below, *event.path)))

@@ -9,9 +9,9 @@ from typing import Any
 
 import plait
 from plait import usage
-from plait.messages import Usage
+from plait.messages import AIMessageChunk, Usage
 from plait.middleware import Middleware
-from plait.nesting import nest
+from plait.nesting import emit, nest, stream_modes
 from plait.testing import ai, call, scripted
 from plait.types import ModelRequest, ModelResponse
 
@@ -76,3 +76,38 @@ def test_outside_a_run_nest_changes_nothing() -> None:
     with nest("anything") as path:
         assert path == ()
         assert other.invoke("q").text == "x"
+
+
+def test_emit_puts_an_event_below_the_tool_call_in_the_modes_streamed(make_agent: Any) -> None:
+    modes_seen: list[frozenset[str]] = []
+
+    def relay(runtime: plait.ToolRuntime) -> str:
+        """Relay a remote run's events."""
+        modes_seen.append(stream_modes())
+        emit(plait.StreamEvent("messages", AIMessageChunk("far "), "model"))
+        emit(plait.StreamEvent("custom", {"step": 1}, "custom"))
+        with nest("inner"):
+            emit(plait.StreamEvent("custom", {"step": 2}, "custom", path=("deep",)))
+        return "relayed"
+
+    agent = make_agent([ai("", call("relay", "c1")), "done"] * 3, tools=[relay])
+    events = [e for e in agent.stream("go", mode=["custom"]) if e.path]
+    assert modes_seen == [frozenset({"custom"})]
+    assert [(e.path, e.data) for e in events] == [
+        (("c1",), {"step": 1}),
+        (("c1", "inner", "deep"), {"step": 2}),
+    ]
+
+    async def scenario() -> list[plait.StreamEvent]:
+        return [e async for e in agent.astream("go", mode="messages") if e.path]
+
+    chunks = asyncio.run(scenario())
+    assert [(e.path, e.data.content) for e in chunks] == [(("c1",), "far ")]
+    # Not streamed: nothing to emit to, and emit is a no-op.
+    assert agent.invoke("go").text == "done"
+    assert modes_seen[-1] == frozenset()
+
+
+def test_outside_a_run_emit_does_nothing() -> None:
+    assert stream_modes() == frozenset()
+    emit(plait.StreamEvent("custom", {"lost": True}, "custom"))
