@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
-
 from typing import TYPE_CHECKING
 
 import attrs

@@ -8,6 +8,8 @@ the same remote thread: a run that pauses at an interrupt pauses the main run wi
 remote's interrupt value, and the main agent's caller answers it as if it were local (the
 answer goes back as ``command={"resume": ...}``; the remote's number of runs on the thread
 tells how many answers it has had, so none is delivered twice).
+While the main run is streamed, ``task`` streams the remote run and relays its events
+into the main run's stream below the ``task`` call (``plait.nesting.emit``).
 
 A background task is a thread and run of the server: ``start_task`` creates both and
 answers at once; a watcher on the agent's loop joins the run and records its outcome
@@ -37,11 +39,18 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from plait import interrupt
+from plait import interrupt, nesting
 from plait.errors import ConfigError
-from plait.messages import ToolMessage, Usage
+from plait.messages import (
+    AIMessageChunk,
+    AnyMessage,
+    ToolCallChunk,
+    ToolMessage,
+    Usage,
+    message_from_dict,
+)
 from plait.options import FieldError, expected
-from plait.types import ToolRuntime
+from plait.types import StreamEvent, ToolRuntime
 from plait_subagents.background import BackgroundTasks, TaskRecord
 
 if TYPE_CHECKING:
@@ -262,10 +271,58 @@ class RemoteSubAgent:
             raise
 
     async def _wait(self, client: LangGraphClient, thread: str, **given: Any) -> dict[str, Any]:
+        """The run's final values (``__error__`` if it failed). Under a streamed main run
+        the remote's run is streamed and relayed (``_relay``); else it is waited for."""
+        modes = nesting.stream_modes()
+        if modes:
+            return await self._relay(client, thread, modes, given)
         result = await client.runs.wait(thread, self.assistant_id, raise_error=False, **given)
         if not isinstance(result, dict):
             raise RemoteError(f"the server at {self.url} answered a run with {result!r:.200}")
         return result
+
+    async def _relay(
+        self,
+        client: LangGraphClient,
+        thread: str,
+        modes: frozenset[str],
+        given: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """Stream the remote's run and put what arrives on the main run's stream below this
+        ``task`` call (``StreamEvent.path`` is ``(tool call id,)``, as a local sub-agent's):
+        its text chunks and tool messages in ``messages`` mode, its custom events in
+        ``custom`` mode, its updates in ``updates`` mode (their messages as plait
+        messages). Its ``values`` are not relayed: the last one is the run's outcome, as
+        ``runs.wait`` would answer it."""
+        asked: list[Any] = ["values", "updates"]  # updates: an interrupt, should the values lack it
+        if "messages" in modes:
+            asked.append("messages-tuple")
+        if "custom" in modes:
+            asked.append("custom")
+        values: dict[str, Any] | None = None
+        paused: Any = None
+        async for part in client.runs.stream(thread, self.assistant_id, stream_mode=asked, **given):
+            event, data = part.event, part.data
+            if event == "values" and isinstance(data, dict):
+                values = data
+            elif event == "error":
+                return {"__error__": data}
+            elif event == "updates" and isinstance(data, Mapping):
+                paused = data.get("__interrupt__", paused)
+                for node, update in data.items():
+                    source = "interrupt" if node == "__interrupt__" else str(node)
+                    nesting.emit(StreamEvent("updates", {node: _plait_update(update)}, source))
+            elif event == "messages" and isinstance(data, Sequence) and data:
+                relayed = _stream_message(data[0])
+                if relayed is not None:
+                    nesting.emit(StreamEvent("messages", *relayed))
+            elif event == "custom":
+                nesting.emit(StreamEvent("custom", data, "custom"))
+        if values is None:
+            raise RemoteError(f"the server at {self.url} streamed a run without its state")
+        if paused and "__interrupt__" not in values:
+            values = {**values, "__interrupt__": paused}
+        return values
 
     def _answer(self, runtime: ToolRuntime, values: Any, thread: str) -> ToolMessage:
         """The remote's last AI message as the tool answer. The usage its messages report
@@ -565,3 +622,63 @@ def _run_error(remote: RemoteSubAgent, error: Any) -> str:
     if isinstance(error, Mapping):
         error = f"{error.get('error')}: {error.get('message')}"
     return f"its run on the server at {remote.url} failed ({error})"
+
+
+_MESSAGE_KEYS = {
+    "ai": ("id", "content", "tool_calls"),
+    "tool": ("id", "content", "tool_call_id", "name", "status"),
+    "human": ("id", "content"),
+    "system": ("id", "content"),
+}
+
+
+def _message(data: Any) -> AnyMessage | None:
+    """A remote's message dict as a plait message (``None`` if it is not one)."""
+    keys = _MESSAGE_KEYS.get(str(data.get("type"))) if isinstance(data, Mapping) else None
+    if keys is None:
+        return None
+    try:
+        return message_from_dict(
+            {"type": data["type"], **{k: data[k] for k in keys if data.get(k) is not None}}
+        )
+    except (TypeError, ValueError):
+        return None
+
+
+def _plait_update(update: Any) -> Any:
+    """A remote's update with its messages as plait messages (others kept as sent)."""
+    if not isinstance(update, Mapping) or not isinstance(update.get("messages"), list):
+        return update
+    messages = [_message(item) or item for item in update["messages"]]
+    return {**update, "messages": messages}
+
+
+def _stream_message(data: Any) -> tuple[Any, str] | None:
+    """A ``messages-tuple`` item as a plait stream item and its source: an AI chunk as an
+    ``AIMessageChunk`` (``"model"``), a tool message as a ``ToolMessage`` (its tool)."""
+    if not isinstance(data, Mapping):
+        return None
+    if data.get("type") in ("AIMessageChunk", "ai"):
+        content = data.get("content")
+        if isinstance(content, list):  # a LangGraph server's content blocks
+            content = "".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
+        chunks = [
+            ToolCallChunk(
+                index=int(c.get("index") or i),
+                id=c.get("id"),
+                name=c.get("name"),
+                args=c["args"] if isinstance(c.get("args"), str) else json.dumps(c.get("args")),
+            )
+            for i, c in enumerate(data.get("tool_call_chunks") or data.get("tool_calls") or ())
+            if isinstance(c, Mapping)
+        ]
+        chunk = AIMessageChunk(
+            content if isinstance(content, str) else "",
+            tool_call_chunks=chunks,
+            id=data.get("id"),
+        )
+        return chunk, "model"
+    message = _message(data)
+    if isinstance(message, ToolMessage):
+        return message, message.name or "tools"
+    return None

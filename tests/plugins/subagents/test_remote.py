@@ -8,6 +8,7 @@ spec a clear create_agent error."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sys
 import threading
@@ -35,6 +36,7 @@ from plait.agentfile import load_agent  # noqa: E402
 KEY = "billing-remote-key-0123456789"
 REFUND = "Refunded 25.00 EUR for order 1042."
 APPROVE = '{"decisions": [{"type": "approve"}]}'
+APPROVE_COMMAND = plait.Command(resume={"decisions": [{"type": "approve"}]})
 
 gate = threading.Event()
 
@@ -183,6 +185,30 @@ def test_the_usage_the_remote_reports_counts_in_the_main_run(make_agent: Any) ->
         served.stop()
 
 
+def test_a_streamed_remote_task_counts_its_usage_as_a_waited_one(make_agent: Any) -> None:
+    spent = plait.Usage(input_tokens=70, output_tokens=30)
+    priced = plait.create_agent(
+        plait.ScriptedChatModel([plait.AIMessage("Done remotely.", usage=spent)]),
+        name="priced",
+        checkpointer="memory",
+    )
+    served = Served(plait_serve.app(priced, keys=[KEY]))
+    try:
+        own = plait.Usage(input_tokens=100, output_tokens=10)
+        main = make_agent(
+            [ai("", task("t1", "Do it."), usage=own), plait.AIMessage("Done.", usage=own)],
+            middleware=[SubAgentMiddleware(subagents=[remote(served.url, "priced")])],
+        )
+        stream = main.stream("go", thread_id="m", mode="messages")
+        text = "".join(e.data.content for e in stream if e.path == ("t1",))
+        assert text == "Done remotely."
+        assert stream.result is not None
+        assert tool_answers(stream.result.messages)["t1"].usage == spent
+        assert stream.result.usage == own + own + spent
+    finally:
+        served.stop()
+
+
 def test_task_of_a_remote_that_uses_tools(
     make_agent: Any, billing: tuple[plait.Agent, Served]
 ) -> None:
@@ -217,6 +243,92 @@ def test_an_interrupt_of_the_remote_pauses_the_main_run_and_its_answer_resumes_i
     assert done.text == "The refund went through."
     assert agent_s.get_interrupts(thread) == []
     assert remote_threads(agent_s) == [thread]  # the same remote thread, resumed
+
+
+@plait.tool
+def audit(customer: str, runtime: plait.ToolRuntime) -> str:
+    """Audit a customer's account, reporting progress.
+
+    Args:
+        customer: who.
+    """
+    runtime.stream_writer({"audited": customer})
+    return f"{customer} is in order"
+
+
+@pytest.fixture
+def auditor() -> Iterator[Served]:
+    """A served agent that calls ``audit`` (which writes a custom event), then answers."""
+    agent = plait.create_agent(
+        plait.ScriptedChatModel(
+            [ai("", call("audit", customer="ann")), "Audit: ann is in order."] * 4
+        ),
+        [audit],
+        name="auditor",
+        checkpointer="memory",
+    )
+    served = Served(plait_serve.app(agent, keys=[KEY]))
+    yield served
+    served.stop()
+
+
+def test_a_streamed_main_run_shows_the_remote_run_below_the_task_call(
+    make_agent: Any, auditor: Served
+) -> None:
+    main = make_agent(
+        [ai("", task("t1", "Audit ann.")), "Ann is fine."] * 2,
+        middleware=[SubAgentMiddleware(subagents=[remote(auditor.url, "auditor")])],
+    )
+    stream = main.stream("audit ann", thread_id="m", mode=["messages", "updates", "custom"])
+    events = list(stream)
+    below = [e for e in events if e.path == ("t1",)]
+    assert {e.path for e in events} == {(), ("t1",)}
+    text = [e.data.content for e in below if e.mode == "messages" and e.source == "model"]
+    assert "".join(text) == "Audit: ann is in order."
+    [called] = [
+        e.data
+        for e in below
+        if e.mode == "messages" and e.source == "model" and e.data.tool_call_chunks
+    ]
+    assert called.tool_call_chunks[0].name == "audit"
+    [tool_said] = [e.data for e in below if e.mode == "messages" and e.source == "audit"]
+    assert (tool_said.type, tool_said.text) == ("tool", "ann is in order")
+    assert [e.data for e in below if e.mode == "custom"] == [{"audited": "ann"}]
+    updates = [e for e in below if e.mode == "updates"]
+    assert [next(iter(e.data)) for e in updates][:2] == ["model", "tools"]
+    assert updates[0].data["model"]["messages"][0].tool_calls[0].name == "audit"
+    # the outcome is as an unstreamed run's: the remote's answer, then the main's
+    assert stream.result is not None
+    assert tool_answers(stream.result.messages)["t1"].text == "Audit: ann is in order."
+    assert stream.result.text == "Ann is fine."
+
+    async def scenario() -> list[plait.StreamEvent]:
+        return [e async for e in main.astream("again", thread_id="m2", mode="messages")]
+
+    again = [e for e in asyncio.run(scenario()) if e.path == ("t1",) and e.source == "model"]
+    assert "".join(e.data.content for e in again) == "Audit: ann is in order."
+
+
+def test_a_streamed_remote_interrupt_pauses_the_main_run_as_an_unstreamed_one(
+    make_agent: Any, support: tuple[plait.Agent, Served]
+) -> None:
+    agent_s, served = support
+    main = make_agent(
+        [ai("", task("t1", "Refund order 1042, please.")), "The refund went through."],
+        middleware=[SubAgentMiddleware(subagents=[remote(served.url, agent_s.name)])],
+    )
+    stream = main.stream("refund 1042", thread_id="m", mode="updates")
+    events = list(stream)
+    assert stream.result is not None
+    [pending] = stream.result.interrupts
+    assert pending.value["action_requests"][0]["name"] == "issue_refund"
+    [relayed] = [e.data for e in events if e.path == ("t1",) and "__interrupt__" in e.data]
+    assert relayed["__interrupt__"][0]["value"] == pending.value
+    resumed = main.stream(APPROVE_COMMAND, thread_id="m", mode="messages")
+    list(resumed)
+    assert resumed.result is not None
+    assert tool_answers(resumed.result.messages)["t1"].text.startswith(REFUND)
+    assert resumed.result.text == "The refund went through."
 
 
 @plait.tool
