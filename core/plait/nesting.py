@@ -7,7 +7,8 @@ limits (``plait.usage``), and its events reach the outer run's stream with
 started elsewhere in a run: in a ``wrap_model_call`` hook (a handoff's receiving agent
 answering the model call). ``detached_context`` carries where a run nests into a task
 that outlives the call that started it (a background sub-agent). ``emit`` and
-``stream_modes`` let a run plait does not run itself (a remote agent's) stream there too.
+``stream_modes`` let a run plait does not run itself (a remote agent's) stream there too,
+``count`` count its usage there.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import attrs
 
 from plait import usage
 from plait._stream import EventSink, ToolCallScope, in_tool_call, run_sink
-from plait.usage import current
+from plait.usage import RunUsage, current
 
 if TYPE_CHECKING:
+    from plait.messages import Usage
     from plait.types import StreamEvent
 
-__all__ = ["detached_context", "emit", "nest", "stream_modes"]
+__all__ = ["count", "detached_context", "emit", "nest", "stream_modes"]
 
 
 @contextlib.contextmanager
@@ -115,3 +117,19 @@ def emit(event: StreamEvent) -> None:
     sink, below = _here()
     if sink is not None:
         sink(attrs.evolve(event, path=(*below, *event.path)))
+
+
+def count(spent: Usage, *, calls: int = 0) -> None:
+    """Count ``spent`` (of ``calls`` model calls) in the run in progress's ledger as the
+    usage of a run nested here, for a run plait did not run in this process (a durable
+    background task's run in a worker, its usage read from its run log): it is in the
+    run's ``result.usage`` (if the run has not ended yet) and in ``RunUsage.nested``
+    under this tool call's path, and it counts against the run's limits from then on,
+    as a nested run's model calls would. Outside a run nothing happens."""
+    ledger = current()
+    if ledger is None:
+        return
+    call = in_tool_call.get()
+    RunUsage(parent=ledger, path=call.path if call is not None else ledger.path).add(
+        spent, calls=calls
+    )

@@ -11,7 +11,7 @@ import plait
 from plait import usage
 from plait.messages import AIMessageChunk, Usage
 from plait.middleware import Middleware
-from plait.nesting import emit, nest, stream_modes
+from plait.nesting import count, emit, nest, stream_modes
 from plait.testing import ai, call, scripted
 from plait.types import ModelRequest, ModelResponse
 
@@ -111,3 +111,41 @@ def test_emit_puts_an_event_below_the_tool_call_in_the_modes_streamed(make_agent
 def test_outside_a_run_emit_does_nothing() -> None:
     assert stream_modes() == frozenset()
     emit(plait.StreamEvent("custom", {"lost": True}, "custom"))
+
+
+def test_count_adds_usage_below_the_tool_call_as_a_nested_run_would(make_agent: Any) -> None:
+    ledgers: list[usage.RunUsage] = []
+
+    def remote_work(runtime: plait.ToolRuntime) -> str:
+        """Work done elsewhere."""
+        ledger = usage.current()
+        assert ledger is not None
+        ledgers.append(ledger)
+        count(Usage(40, 4), calls=2)
+        return "done elsewhere"
+
+    agent = make_agent(
+        [ai("", call("remote_work", "c1"), usage=Usage(10, 1)), ai("ok", usage=Usage(10, 1))],
+        tools=[remote_work],
+    )
+    result = agent.invoke("go")
+    assert result.usage == Usage(60, 6)
+    assert ledgers[0].nested == {("c1",): Usage(40, 4)}
+    assert ledgers[0].calls == 4
+    count(Usage(1, 1))  # outside a run: nothing to count in
+
+
+def test_a_usage_limit_refuses_the_calls_after_counted_usage(make_agent: Any) -> None:
+    def remote_work(runtime: plait.ToolRuntime) -> str:
+        """Work done elsewhere."""
+        count(Usage(5000, 0))
+        return "done elsewhere"
+
+    agent = make_agent(
+        [ai("", call("remote_work", "c1")), "never asked"],
+        tools=[remote_work],
+        middleware=[("usage_limit", {"run_limit": {"total_tokens": 1000}})],
+    )
+    result = agent.invoke("go")
+    assert agent.model.requests[1:] == []  # type: ignore[attr-defined]
+    assert result.usage.total_tokens >= 5000

@@ -7,7 +7,8 @@ nested in the run that started it, under the ``start_task`` call's id
 (``plait.nesting.detached_context``): its model calls count in that run's usage ledger
 and its ``usage_limit``/``model_call_limit`` refuse them, also once that run has ended;
 its events reach that run's stream while the stream is open. Its usage is also reported
-with its result.
+with its result. A durable task's run (``submit``) runs in a worker: the usage its run log
+records counts in the starting run's ledger once it has ended.
 
 Tasks are kept in memory by the middleware (``BackgroundTasks``), per main thread, and
 mirrored in the thread's ``background_tasks`` state key. A finished task's result is
@@ -32,8 +33,8 @@ import attrs
 
 from plait.agent import Agent
 from plait.checkpoint import EventLog
-from plait.messages import HumanMessage
-from plait.nesting import detached_context
+from plait.messages import HumanMessage, Usage
+from plait.nesting import count, detached_context
 from plait.runlog import END_TYPES, RunHandle, RunJob, event_log, start_run
 from plait.usage import exempt as exempt_from
 
@@ -177,8 +178,12 @@ class BackgroundTasks:
 
     async def _follow(self, record: TaskRecord, agent: Agent, handle: RunHandle | None) -> None:
         """Wait for a durable task's run and take its outcome from the run log; more
-        instructions (``update_task``) start another run on its thread."""
+        instructions (``update_task``) start another run on its thread. The usage each
+        run logged counts in the starting run's ledger (``plait.nesting.count``), as an
+        in-memory task's model calls do; a task adopted from another process (no
+        ``handle``) is not counted in the run that adopts it."""
         log = event_log(agent)
+        here = handle is not None
         while True:
             durable = record.durable or {}
             try:
@@ -192,6 +197,10 @@ class BackgroundTasks:
                 self.finish(record, "cancelled", None)
                 raise
             status, result, usage = outcome(end)
+            if here and usage:
+                # the run log records these two (``plait.runlog``)
+                given, made = usage.get("input_tokens"), usage.get("output_tokens")
+                count(Usage(input_tokens=int(given or 0), output_tokens=int(made or 0)))
             followups = self.take_followups(record)
             if followups and status == "completed":
                 handle = await _submit_run(agent, durable["thread_id"], "\n\n".join(followups))

@@ -9,7 +9,16 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import plait
+from plait.agent import AgentResult
+from plait.messages import AIMessage, ToolCall, Usage
+from plait.middleware import Middleware
+from plait.models import ScriptedChatModel
+from plait.types import RunRequest
+from plait.usage import RunUsage
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -98,3 +107,59 @@ def test_a_background_task_survives_its_workers_death(database_url: str, tmp_pat
         "Result:\nfound: tides rise twice a day"
     ]
     assert second["text"] == f"seen: {delivered[0].text}"
+
+
+class KeepLedger(Middleware):
+    """Keeps the ledger of each run, to read it once the run has ended."""
+
+    def __init__(self) -> None:
+        self.ledgers: list[RunUsage] = []
+
+    def wrap_run(
+        self, request: RunRequest, handler: Callable[[RunRequest], AgentResult]
+    ) -> AgentResult:
+        self.ledgers.append(request.usage)
+        return handler(request)
+
+
+def test_a_durable_tasks_logged_usage_counts_in_the_starting_run(database_url: str) -> None:
+    """The task's run is a workflow of a worker (here in this process): its model calls
+    are not in the starting run's ledger, so the usage its run log records is counted
+    there once it ends, under the start_task call, as an in-memory task's is."""
+    from plait_dbos import Worker
+    from plait_subagents import SubAgent, SubAgentMiddleware
+
+    spent = Usage(input_tokens=70, output_tokens=30)
+    researcher = plait.create_agent(
+        model=ScriptedChatModel([AIMessage("found: tides", usage=spent)] * 4),
+        middleware=[("dbos", {"database_url": database_url, "poll_interval": 0.05})],
+        checkpointer=database_url,
+        name="researcher",
+    )
+    keep = KeepLedger()
+    subagents = SubAgentMiddleware(
+        subagents=[SubAgent(name="researcher", description="digs", agent=researcher)],
+        background=True,
+    )
+    own = Usage(input_tokens=100, output_tokens=10)
+    start = ToolCall("start_task", {"description": "tides", "subagent_type": "researcher"}, "s1")
+    boss = plait.create_agent(
+        model=ScriptedChatModel(
+            [AIMessage("", tool_calls=[start], usage=own), AIMessage("Started.", usage=own), "ok"]
+        ),
+        middleware=[keep, subagents],
+        checkpointer="memory",
+        name="boss",
+    )
+    worker = Worker(researcher)
+    worker.start()
+    try:
+        assert boss.invoke("research tides", thread_id="p1").text == "Started."
+        assert subagents.wait_for_tasks("p1", timeout=60)
+    finally:
+        worker.stop()
+    ledger = keep.ledgers[0]
+    assert ledger.nested == {("s1",): spent}
+    assert ledger.total == own + own + spent
+    delivered = boss.invoke("news?", thread_id="p1").messages[-2]
+    assert delivered.metadata["subagents"]["usage"] == {"input_tokens": 70, "output_tokens": 30}
