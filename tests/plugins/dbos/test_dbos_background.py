@@ -4,7 +4,6 @@ still lands in the parent thread at its next run (real PostgreSQL, worker proces
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -24,22 +23,13 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
 import background_app  # noqa: E402
+from worker_process import start_worker  # noqa: E402
 
 
 def _worker(url: str, log: Path, index: int) -> tuple[subprocess.Popen[str], str]:
-    errors = log.parent / f"worker{index}.err"
-    with errors.open("a") as err:
-        process = subprocess.Popen(
-            [sys.executable, str(HERE / "background_app.py"), url, str(log)],
-            env=dict(os.environ),
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
-    assert process.stdout is not None
-    executor_id = process.stdout.readline().strip()
-    assert executor_id, errors.read_text()
-    return process, executor_id
+    return start_worker(
+        HERE / "background_app.py", url, str(log), errors=log.parent / f"worker{index}.err"
+    )
 
 
 def _researcher_workflow(client: object, deadline: float) -> tuple[str, str]:

@@ -10,7 +10,6 @@ clients users have (SSE over httpx with ``Last-Event-ID``, langgraph-sdk).
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -28,6 +27,7 @@ sys.path.insert(0, str(HERE.parent / "serve"))
 
 import served_app  # noqa: E402
 from serve_helpers import Served, run_input  # noqa: E402
+from worker_process import start_worker  # noqa: E402
 
 import plait_serve  # noqa: E402
 from plait.runlog import event_log  # noqa: E402
@@ -35,19 +35,9 @@ from plait_serve.ag_ui import project  # noqa: E402
 
 
 def _worker(url: str, log: Path, index: int) -> tuple[subprocess.Popen[str], str]:
-    errors = log.parent / f"worker{index}.err"
-    with errors.open("a") as err:
-        process = subprocess.Popen(
-            [sys.executable, str(HERE / "served_app.py"), url, str(log)],
-            env=dict(os.environ),
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
-    assert process.stdout is not None
-    executor_id = process.stdout.readline().strip()
-    assert executor_id, errors.read_text()
-    return process, executor_id
+    return start_worker(
+        HERE / "served_app.py", url, str(log), errors=log.parent / f"worker{index}.err"
+    )
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ there once, in order. Counts are printed.
 from __future__ import annotations
 
 import collections
-import os
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
 import durable_app  # noqa: E402
+from worker_process import start_worker  # noqa: E402
 
 THREADS = 8
 RUNS_PER_THREAD = 4
@@ -34,19 +34,14 @@ FROZEN_SECONDS = 6 * durable_app.HEARTBEAT + 3  # past takeover_after
 
 
 def _worker(url: str, log: Path, index: int) -> tuple[subprocess.Popen[str], str]:
-    errors = log.parent / f"worker{index}.err"
-    with errors.open("a") as err:
-        process = subprocess.Popen(
-            [sys.executable, str(HERE / "durable_app.py"), "-", url, str(log)],
-            env={**os.environ, "DURABLE_TOOL_SECONDS": "0.6"},
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
-    assert process.stdout is not None
-    executor_id = process.stdout.readline().strip()
-    assert executor_id, errors.read_text()
-    return process, executor_id
+    return start_worker(
+        HERE / "durable_app.py",
+        "-",
+        url,
+        str(log),
+        errors=log.parent / f"worker{index}.err",
+        env={"DURABLE_TOOL_SECONDS": "0.6"},
+    )
 
 
 def _running_on(client: Any, executor_id: str) -> list[str]:
