@@ -80,6 +80,7 @@ def run_result(agent: CompiledAgent, run: Run) -> AgentResult:
         usage=run.usage.total,
         thread_id=run.runtime.thread_id,
         run_id=info.run_id,
+        model_calls=run.usage.calls,
     )
 
 

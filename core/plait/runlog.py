@@ -31,10 +31,13 @@ Each event is a JSON object with a ``type``:
   after this one are the step made again; a message they stream starts with its own
   ``message_start`` (the same id again, or a new one). Every other event stands: a
   finished step is never logged twice.
-- ``run_finished`` ``{run_id, status, text, interrupts, usage}``: ``status`` is
-  ``success``, ``interrupted`` (``interrupts`` lists each pending interrupt with the tool
-  calls it reviews and the decisions each allows) or ``cancelled``; ``usage`` counts the
-  run's ``input_tokens`` and ``output_tokens``.
+- ``run_finished`` ``{run_id, status, text, interrupts, usage, model_calls}``:
+  ``status`` is ``success``, ``interrupted`` (``interrupts`` lists each pending interrupt
+  with the tool calls it reviews and the decisions each allows) or ``cancelled``;
+  ``usage`` is the run's ``plait.messages.Usage`` as persisted messages hold it (its
+  ``input_tokens`` and ``output_tokens`` always there, other fields when not zero) and
+  ``model_calls`` the model calls it counts (``AgentResult.model_calls``). A log written
+  before these had only the two token counts: ``logged_usage`` reads either.
 - ``run_error`` ``{run_id, message, code}``.
 """
 
@@ -58,6 +61,8 @@ from plait.messages import (
     AIMessageChunk,
     ToolCall,
     ToolMessage,
+    Usage,
+    converter,
     message_text,
     pending_tool_calls,
 )
@@ -80,6 +85,7 @@ __all__ = [
     "describe_error",
     "event_log",
     "jsonable",
+    "logged_usage",
     "pending_interrupts",
     "record_run",
     "start_run",
@@ -306,14 +312,29 @@ def _snapshot(agent: Agent, thread_id: str) -> dict[str, Any]:
 
 
 def _finished(agent: Agent, thread_id: str, run_id: str, result: AgentResult) -> dict[str, Any]:
-    usage = {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens}
-    end: dict[str, Any] = {"type": "run_finished", "run_id": run_id, "usage": usage}
+    # The two counts stay even at zero: readers of older logs expect them.
+    usage = {"input_tokens": 0, "output_tokens": 0} | converter.unstructure(result.usage, Usage)
+    end: dict[str, Any] = {
+        "type": "run_finished",
+        "run_id": run_id,
+        "usage": usage,
+        "model_calls": result.model_calls,
+    }
     if result.interrupts:
         pending = pending_interrupts(agent, thread_id)
         end |= {"status": "interrupted", "interrupts": [p.to_json() for p in pending]}
     else:
         end |= {"status": "success", "text": result.text}
     return dict(jsonable(end))
+
+
+def logged_usage(end: Mapping[str, Any]) -> tuple[Usage, int]:
+    """``(usage, model calls)`` a ``run_finished`` event logged: nothing for another
+    event or a cancelled run; a log written before the whole ``Usage`` and the call count
+    were logged gives its two token counts and no call."""
+    usage, calls = end.get("usage"), end.get("model_calls")
+    spent = converter.structure(usage, Usage) if isinstance(usage, Mapping) else Usage()
+    return spent, calls if isinstance(calls, int) else 0
 
 
 def _failed(run_id: str, exc: BaseException, describe: Describe | None) -> dict[str, Any]:

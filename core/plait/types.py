@@ -276,6 +276,9 @@ class AgentResult:
     usage: Usage
     thread_id: str | None
     run_id: str
+    model_calls: int = 0
+    """The model calls ``usage`` counts: the agent's, middleware's and nested runs'
+    (``plait.usage``), earlier parts of a resumed run included."""
 
     @property
     def text(self) -> str:

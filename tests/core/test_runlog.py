@@ -14,8 +14,8 @@ import plait
 from plait import effects
 from plait.checkpoint import MemoryCheckpointer
 from plait.errors import PlaitError, ThreadBusyError
-from plait.messages import AIMessage, HumanMessage, ToolCall
-from plait.runlog import LogWriter, RunHandle, RunJob, record_run, start_run
+from plait.messages import AIMessage, HumanMessage, ToolCall, Usage
+from plait.runlog import LogWriter, RunHandle, RunJob, logged_usage, record_run, start_run
 from plait.types import Command
 
 
@@ -323,3 +323,45 @@ def test_a_submit_run_hook_must_return_a_handle() -> None:
 def test_a_job_travels_as_json(value: Any) -> None:
     job = RunJob("t", value, "r", 3)
     assert RunJob.from_json(job.to_json()) == job
+
+
+def test_run_finished_logs_the_runs_whole_usage_and_its_model_calls() -> None:
+    first = Usage(input_tokens=10, output_tokens=2, cache_read_tokens=6, cost=0.5)
+    second = Usage(input_tokens=14, output_tokens=5, reasoning_tokens=3, cost=0.25)
+    call = ToolCall("add", {"a": 1, "b": 2}, id="call-1")
+    agent = plait.create_agent(
+        model=plait.ScriptedChatModel(
+            [
+                AIMessage("", tool_calls=[call], id="ai-1", usage=first),
+                AIMessage("3", id="ai-2", usage=second),
+            ]
+        ),
+        tools=[add],
+        checkpointer=MemoryCheckpointer(),
+    )
+    events: list[dict[str, Any]] = []
+    result = record_run(agent, "add", thread_id="t", run_id="r", emit=events.append)
+    assert result is not None and result.model_calls == 2
+    end = events[-1]
+    assert end["usage"] == {
+        "input_tokens": 24,
+        "output_tokens": 7,
+        "cache_read_tokens": 6,
+        "reasoning_tokens": 3,
+        "cost": 0.75,
+    }
+    assert end["model_calls"] == 2
+    assert logged_usage(end) == (first + second, 2)
+
+
+def test_logged_usage_reads_a_log_that_has_only_the_two_token_counts() -> None:
+    old = {
+        "type": "run_finished",
+        "run_id": "r",
+        "status": "success",
+        "text": "hi",
+        "usage": {"input_tokens": 7, "output_tokens": 3},
+    }
+    assert logged_usage(old) == (Usage(input_tokens=7, output_tokens=3), 0)
+    cancelled = {"type": "run_finished", "run_id": "r", "status": "cancelled"}
+    assert logged_usage(cancelled) == (Usage(), 0)

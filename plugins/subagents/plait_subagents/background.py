@@ -33,9 +33,9 @@ import attrs
 
 from plait.agent import Agent
 from plait.checkpoint import EventLog
-from plait.messages import HumanMessage, Usage
+from plait.messages import HumanMessage
 from plait.nesting import count, detached_context
-from plait.runlog import END_TYPES, RunHandle, RunJob, event_log, start_run
+from plait.runlog import END_TYPES, RunHandle, RunJob, event_log, logged_usage, start_run
 from plait.usage import exempt as exempt_from
 
 __all__ = ["BACKGROUND_KEY", "BackgroundTasks", "TaskRecord", "merge_records"]
@@ -180,8 +180,9 @@ class BackgroundTasks:
         """Wait for a durable task's run and take its outcome from the run log; more
         instructions (``update_task``) start another run on its thread. The usage each
         run logged counts in the starting run's ledger (``plait.nesting.count``), as an
-        in-memory task's model calls do; a task adopted from another process (no
-        ``handle``) is not counted in the run that adopts it."""
+        in-memory task's model calls do, with its model calls (``model_call_limit`` sees
+        them; a log from before they were logged gives its tokens only); a task adopted
+        from another process (no ``handle``) is not counted in the run that adopts it."""
         log = event_log(agent)
         here = handle is not None
         while True:
@@ -198,9 +199,8 @@ class BackgroundTasks:
                 raise
             status, result, usage = outcome(end)
             if here and usage:
-                # the run log records these two (``plait.runlog``)
-                given, made = usage.get("input_tokens"), usage.get("output_tokens")
-                count(Usage(input_tokens=int(given or 0), output_tokens=int(made or 0)))
+                spent, calls = logged_usage(end)
+                count(spent, calls=calls)
             followups = self.take_followups(record)
             if followups and status == "completed":
                 handle = await _submit_run(agent, durable["thread_id"], "\n\n".join(followups))

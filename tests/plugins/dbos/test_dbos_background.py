@@ -115,11 +115,12 @@ class KeepLedger(Middleware):
 def test_a_durable_tasks_logged_usage_counts_in_the_starting_run(database_url: str) -> None:
     """The task's run is a workflow of a worker (here in this process): its model calls
     are not in the starting run's ledger, so the usage its run log records is counted
-    there once it ends, under the start_task call, as an in-memory task's is."""
+    there once it ends, under the start_task call, as an in-memory task's is: the whole
+    Usage, and its model call, which model_call_limit counts."""
     from plait_dbos import Worker
     from plait_subagents import SubAgent, SubAgentMiddleware
 
-    spent = Usage(input_tokens=70, output_tokens=30)
+    spent = Usage(input_tokens=70, output_tokens=30, cache_read_tokens=40, cost=0.125)
     researcher = plait.create_agent(
         model=ScriptedChatModel([AIMessage("found: tides", usage=spent)] * 4),
         middleware=[("dbos", {"database_url": database_url, "poll_interval": 0.05})],
@@ -151,5 +152,11 @@ def test_a_durable_tasks_logged_usage_counts_in_the_starting_run(database_url: s
     ledger = keep.ledgers[0]
     assert ledger.nested == {("s1",): spent}
     assert ledger.total == own + own + spent
+    assert ledger.calls == 3  # the boss's two and the task's one
     delivered = boss.invoke("news?", thread_id="p1").messages[-2]
-    assert delivered.metadata["subagents"]["usage"] == {"input_tokens": 70, "output_tokens": 30}
+    assert delivered.metadata["subagents"]["usage"] == {
+        "input_tokens": 70,
+        "output_tokens": 30,
+        "cache_read_tokens": 40,
+        "cost": 0.125,
+    }
