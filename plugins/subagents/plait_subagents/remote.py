@@ -12,17 +12,22 @@ While the main run is streamed, ``task`` streams the remote run and relays its e
 into the main run's stream below the ``task`` call (``plait.nesting.emit``).
 
 A background task is a thread and run of the server: ``start_task`` creates both and
-answers at once; a watcher on the agent's loop joins the run and records its outcome
+answers at once; a watcher on the agent's loop follows the run and records its outcome
 (its last AI message, an error, or an interrupt: status ``interrupted`` with the
 interrupt's value, which ``update_task`` answers); ``update_task`` sends its message as a
 new run on the same remote thread: when the current run ends if the task is running, at
 once if it has completed or failed; ``cancel_task`` cancels the remote run. The thread's
 state records where each task runs, so a later process picks up the tasks of one that
-ended (``adopt``): a remote run outlives the process that started it.
+ended (``adopt``): a remote run outlives the process that started it. While the run that
+started the task is streamed, the watcher streams the remote run and relays it into that
+stream below the ``start_task`` call, as ``task`` does, until that stream ends (later
+events are dropped); otherwise it joins the run.
 
 The remote runs on its own server: the main agent's limits, ``pii`` and ``otel`` do not
 reach it. The usage its AI messages report is the ``task`` answer's ``usage`` (so the
-loop adds it to the main run's) and a background task's reported usage.
+loop adds it to the main run's) and a background task's reported usage, counted in the
+run that started the task (or sent it more instructions) under that call
+(``plait.nesting.count``), each AI message once.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -111,6 +116,8 @@ class RemoteSubAgent:
         attrs.field(init=False, factory=dict, eq=False, repr=False)
     )
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock, eq=False, repr=False)
+    _counted: dict[str, set[str]] = attrs.field(init=False, factory=dict, eq=False, repr=False)
+    """Per background task, the ids of the remote AI messages whose usage was counted."""
 
     def __attrs_post_init__(self) -> None:
         try:
@@ -294,14 +301,14 @@ class RemoteSubAgent:
         ``custom`` mode, its updates in ``updates`` mode (their messages as plait
         messages). Its ``values`` are not relayed: the last one is the run's outcome, as
         ``runs.wait`` would answer it."""
-        asked: list[Any] = ["values", "updates"]  # updates: an interrupt, should the values lack it
-        if "messages" in modes:
-            asked.append("messages-tuple")
-        if "custom" in modes:
-            asked.append("custom")
+        parts = client.runs.stream(thread, self.assistant_id, stream_mode=_asked(modes), **given)
+        return await self._relay_parts(parts)
+
+    async def _relay_parts(self, parts: AsyncIterator[Any]) -> dict[str, Any]:
+        """Relay a remote run's stream (``_relay``); its final values."""
         values: dict[str, Any] | None = None
         paused: Any = None
-        async for part in client.runs.stream(thread, self.assistant_id, stream_mode=asked, **given):
+        async for part in parts:
             event, data = part.event, part.data
             if event == "values" and isinstance(data, dict):
                 values = data
@@ -364,7 +371,7 @@ class RemoteSubAgent:
             raise RemoteError(self.failure(exc)) from exc
         record = tasks.new(self.name, description, parent)
         self._follow_run(record, thread, run["run_id"])
-        tasks.launch(record, self._watch(tasks, record))
+        tasks.launch(record, self._watch(tasks, record, counted=True))
         return record
 
     async def send(self, tasks: BackgroundTasks, record: TaskRecord, message: str) -> None:
@@ -385,7 +392,7 @@ class RemoteSubAgent:
         except Exception as exc:
             raise RemoteError(self.failure(exc)) from exc
         self._follow_run(record, thread, run["run_id"])
-        tasks.launch(record, self._watch(tasks, record))
+        tasks.launch(record, self._watch(tasks, record, counted=True))
 
     def _follow_run(self, record: TaskRecord, thread: str, run_id: str) -> None:
         record.remote = {"url": self.url, "thread_id": thread, "run_id": run_id}
@@ -423,9 +430,10 @@ class RemoteSubAgent:
             tasks.finish(record, "failed", self.failure(exc))
             return record
         if found is None:
-            tasks.launch(record, self._watch(tasks, record))
+            tasks.launch(record, self._watch(tasks, record, counted=False))
             return record
         values, pending = found.get("values"), _thread_interrupts(found)
+        self._count(record, values, counted=False)
         if pending:
             tasks.finish(record, "interrupted", _interrupted_text(pending))
         elif status == "interrupted":  # cancelled on the server
@@ -438,14 +446,17 @@ class RemoteSubAgent:
             tasks.finish(record, "failed", f"its run on the server at {self.url} ended {status}")
         return record
 
-    async def _watch(self, tasks: BackgroundTasks, record: TaskRecord) -> None:
-        """Join the task's remote run until it ends; send queued follow-ups as new runs on
-        the same thread; record the outcome. Cancelled: cancel the remote run too."""
+    async def _watch(self, tasks: BackgroundTasks, record: TaskRecord, *, counted: bool) -> None:
+        """Follow the task's remote run until it ends; send queued follow-ups as new runs
+        on the same thread; record the outcome. Each run's reported usage is counted in
+        the run that launched this watcher if ``counted`` (not for a task adopted from a
+        process that ended). Cancelled: cancel the remote run too."""
         try:
             client = self.client()
             while True:
                 thread, run_id = _where(record)
-                values = await self._join(client, thread, run_id)
+                values = await self._follow(client, thread, run_id)
+                self._count(record, values, counted=counted)
                 if "__error__" in values:
                     tasks.finish(record, "failed", _run_error(self, values["__error__"]))
                     return
@@ -473,6 +484,33 @@ class RemoteSubAgent:
         except Exception as exc:
             tasks.finish(record, "failed", self.failure(exc))
 
+    async def _follow(self, client: LangGraphClient, thread: str, run_id: str) -> dict[str, Any]:
+        """The run's final values. While the stream of the run that launched the watcher
+        is open the run is streamed and relayed into it below the ``start_task`` call
+        (``_relay_parts``; the watcher runs where that call nests runs); a stream quiet
+        for longer than ``timeout`` falls back to a join."""
+        import httpx
+
+        modes = nesting.stream_modes()
+        if modes:
+            parts = client.runs.join_stream(thread, run_id, stream_mode=_asked(modes))
+            try:
+                return await self._relay_parts(parts)
+            except httpx.ReadTimeout:
+                pass
+        return await self._join(client, thread, run_id)
+
+    def _count(self, record: TaskRecord, values: Any, *, counted: bool) -> None:
+        """Count the usage the remote thread's AI messages not counted yet report in the
+        run the watcher nests in (``plait.nesting.count``), or only mark them counted."""
+        messages = values.get("messages") if isinstance(values, Mapping) else None
+        seen = self._counted.setdefault(record.id, set())
+        fresh = [m for m in messages or () if isinstance(m, Mapping) and m.get("id") not in seen]
+        seen.update(str(m["id"]) for m in fresh if m.get("id"))
+        used = _usage({"messages": fresh})
+        if counted and used is not None:
+            nesting.count(used)
+
     async def _join(self, client: LangGraphClient, thread: str, run_id: str) -> dict[str, Any]:
         """The run's final values; a join that outlasts ``timeout`` is made again while the
         server says the run is still going."""
@@ -497,6 +535,17 @@ class RemoteSubAgent:
             await client.runs.cancel(thread, run_id)
         except Exception:  # finished meanwhile (409), or gone: nothing left to stop
             return
+
+
+def _asked(modes: frozenset[str]) -> list[Any]:
+    """The stream modes to ask the server for, to relay ``modes``: ``values`` for the
+    outcome, ``updates`` for an interrupt the values may lack."""
+    asked: list[Any] = ["values", "updates"]
+    if "messages" in modes:
+        asked.append("messages-tuple")
+    if "custom" in modes:
+        asked.append("custom")
+    return asked
 
 
 def _where(record: TaskRecord) -> tuple[str, str]:

@@ -23,7 +23,10 @@ import plait
 from plait.checkpoint import MemoryCheckpointer
 from plait.errors import ConfigError
 from plait.messages import AnyMessage
+from plait.middleware import Middleware
 from plait.testing import ai, call, tool_answers, transcript
+from plait.types import AgentResult, RunRequest
+from plait.usage import RunUsage
 from plait_subagents import BACKGROUND_KEY, SubAgentMiddleware
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "serve"))
@@ -160,6 +163,7 @@ def test_the_usage_the_remote_reports_counts_in_the_main_run(make_agent: Any) ->
     try:
         own = plait.Usage(input_tokens=100, output_tokens=10)
         middleware = SubAgentMiddleware(subagents=[remote(served.url, "priced")], background=True)
+        keep = KeepLedger()
         main = make_agent(
             [
                 ai("", task("t1", "Do it."), usage=own),
@@ -167,22 +171,38 @@ def test_the_usage_the_remote_reports_counts_in_the_main_run(make_agent: Any) ->
                 ai("", start("s1", "Do it again."), usage=own),
                 plait.AIMessage("Started.", usage=own),
             ],
-            middleware=[middleware],
+            middleware=[keep, middleware],
         )
         result = main.invoke("go", thread_id="m")
         answer = tool_answers(result.messages)["t1"]
         assert answer.usage == spent
         assert answer.metadata["subagents"]["usage"]["input_tokens"] == 70
         assert (result.usage.input_tokens, result.usage.output_tokens) == (270, 50)
-        # a background task's usage comes back with its result, outside the run's
+        # a background task's usage counts in the run that started it, under start_task
         later = main.invoke("again", thread_id="m")
-        assert (later.usage.input_tokens, later.usage.output_tokens) == (200, 20)
         assert middleware.wait_for_tasks("m", timeout=20)
+        ledger = keep.ledgers[-1]
+        assert ledger.nested == {("s1",): spent}
+        assert ledger.total == own + own + spent
+        assert later.usage.input_tokens in (200, 270)  # whether it ended before the task
         main.model.responses += ["ok"]  # type: ignore[attr-defined]
         delivered = main.invoke("news?", thread_id="m").messages[-2]
         assert delivered.metadata["subagents"]["usage"]["output_tokens"] == 30
     finally:
         served.stop()
+
+
+class KeepLedger(Middleware):
+    """Keeps the ledger of each run, to read it once the run has ended."""
+
+    def __init__(self) -> None:
+        self.ledgers: list[RunUsage] = []
+
+    def wrap_run(
+        self, request: RunRequest, handler: Callable[[RunRequest], AgentResult]
+    ) -> AgentResult:
+        self.ledgers.append(request.usage)
+        return handler(request)
 
 
 def test_a_streamed_remote_task_counts_its_usage_as_a_waited_one(make_agent: Any) -> None:
@@ -564,6 +584,72 @@ def test_a_background_task_is_a_remote_run_checked_updated_and_delivered(
         "Result:\nBilling answers: And what does Bob owe?",
     )
     assert later.state[BACKGROUND_KEY][task_id]["status"] == "completed"
+
+
+def test_a_remote_background_task_streams_into_the_streamed_run_that_started_it(
+    make_agent: Any,
+) -> None:
+    """While the starting run's stream is open the remote run streams into it below the
+    start_task call, as a task call's does; its reported usage counts in that run."""
+    spent = plait.Usage(input_tokens=70, output_tokens=30)
+    audited = plait.create_agent(
+        plait.ScriptedChatModel(
+            [
+                ai("", call("audit", customer="ann"), usage=spent),
+                plait.AIMessage("Audit: ann is in order.", usage=spent),
+            ]
+        ),
+        [audit],
+        name="auditor",
+        checkpointer="memory",
+    )
+    served = Served(plait_serve.app(audited, keys=[KEY]))
+    middleware = SubAgentMiddleware(subagents=[remote(served.url, "auditor")], background=True)
+
+    def wait(runtime: plait.ToolRuntime) -> str:
+        """Wait for the background tasks."""
+        assert middleware.wait_for_tasks(str(runtime.runtime.thread_id), timeout=20)
+        return "all done"
+
+    own = plait.Usage(input_tokens=100, output_tokens=10)
+    try:
+        main = make_agent(
+            [
+                ai("", start("s1", "Audit ann."), usage=own),
+                ai("", call("wait", "w1"), usage=own),
+                plait.AIMessage("Ann is fine.", usage=own),
+            ],
+            tools=[wait],
+            middleware=[middleware],
+        )
+        stream = main.stream("audit ann", thread_id="m", mode=["messages", "custom"])
+        below = [e for e in stream if e.path == ("s1",)]
+        text = [e.data.content for e in below if e.mode == "messages" and e.source == "model"]
+        assert "".join(text) == "Audit: ann is in order."
+        [tool_said] = [e.data for e in below if e.mode == "messages" and e.source == "audit"]
+        assert (tool_said.type, tool_said.text) == ("tool", "ann is in order")
+        assert [e.data for e in below if e.mode == "custom"] == [{"audited": "ann"}]
+        assert stream.result is not None and stream.result.text == "Ann is fine."
+        assert stream.result.usage == own + own + own + spent + spent
+    finally:
+        served.stop()
+
+
+def test_a_remote_background_task_outlives_the_stream_that_started_it(
+    make_agent: Any, billing: tuple[plait.Agent, Served]
+) -> None:
+    """Once the starting run's stream has ended, the remote run's events are dropped and
+    the task goes on to its outcome."""
+    _, served = billing
+    middleware = SubAgentMiddleware(subagents=[remote(served.url)], background=True)
+    main = make_agent([ai("", start("s1", "ledger: ann")), "Started."], middleware=[middleware])
+    events = list(main.stream("ledger of ann", thread_id="m", mode="messages"))
+    gate.set()  # the remote's answer comes once the stream has ended
+    assert "Billing: ann owes 12 EUR." not in [getattr(e.data, "content", None) for e in events]
+    assert middleware.wait_for_tasks("m", timeout=20)
+    main.model.responses += ["Noted."]  # type: ignore[attr-defined]
+    delivered = main.invoke("news?", thread_id="m").messages[-2]
+    assert delivered.text.endswith("Result:\nBilling: ann owes 12 EUR.")
 
 
 def test_update_task_of_a_finished_remote_task_runs_it_again_on_its_thread(
