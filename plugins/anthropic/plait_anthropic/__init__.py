@@ -7,8 +7,9 @@ imports none of the tools' dependencies, and one that names only a tool imports 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from plait.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from plait_anthropic.bash import AnthropicBashMiddleware as AnthropicBashMiddleware
@@ -38,7 +39,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'plait_anthropic' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

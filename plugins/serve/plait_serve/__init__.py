@@ -6,8 +6,9 @@ run log (the agent's checkpointer) that each protocol streams a projection of.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from plait.lazy import lazy_exports
 
 _EXPORTS = {
     "ENV_KEYS": "plait_serve._auth",
@@ -30,14 +31,7 @@ package) on every invocation, and Starlette only when ``plait serve`` runs."""
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module 'plait_serve' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
