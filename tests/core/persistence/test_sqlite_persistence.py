@@ -224,3 +224,32 @@ def test_a_finished_threads_connection_is_closed(tmp_path: Path) -> None:
     gc.collect()
     assert len(cp._db._all) == 1  # only this thread's connection is still open
     cp.close()
+
+
+def test_stores_opened_at_once_on_a_new_file_all_work(tmp_path: Path) -> None:
+    """Six threads opening one new file at once: SQLite may refuse the switch to WAL with
+    "database is locked" without waiting on its timeout; every store must still open."""
+    for trial in range(60):
+        path = str(tmp_path / f"new{trial}.db")
+        stores = [SQLiteStore(path) for _ in range(6)]
+        failures: list[BaseException] = []
+
+        threads = [
+            threading.Thread(target=_put_or_note, args=(s, i, failures))
+            for i, s in enumerate(stores)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == [], f"trial {trial}: {failures}"
+        assert len(stores[0].search(("t",))) == 6
+        for store in stores:
+            store.close()
+
+
+def _put_or_note(store: SQLiteStore, index: int, failures: list[BaseException]) -> None:
+    try:
+        store.put(("t",), f"k{index}", index)
+    except BaseException as exc:
+        failures.append(exc)
