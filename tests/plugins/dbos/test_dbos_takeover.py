@@ -67,7 +67,10 @@ def test_a_dead_workers_runs_are_finished_by_the_others(database_url: str, tmp_p
         conn.execute("create table effects (key text primary key, item text)")
     agent = durable_app.build_agent(database_url, str(log))
     client = _client(database_url)
-    workers = [_worker(database_url, log, i) for i in range(WORKERS)]
+    # The two workers that fail serve the queue alone until each holds runs (4 slots each
+    # for 8 threads: both get some); the others start once they have, so on a loaded
+    # machine a late worker is never left with nothing to be killed in.
+    workers = [_worker(database_url, log, i) for i in range(2)]
     (killed, killed_id), (frozen, frozen_id) = workers[0], workers[1]
     queued = [
         submit(agent, f"item-{thread}-{run}", thread_id=f"thread-{thread}")
@@ -83,7 +86,9 @@ def test_a_dead_workers_runs_are_finished_by_the_others(database_url: str, tmp_p
 
         frozen_runs = _wait_for_runs(client, frozen_id, deadline)
         frozen.send_signal(signal.SIGSTOP)
-        time.sleep(FROZEN_SECONDS)
+        frozen_at = time.monotonic()
+        workers += [_worker(database_url, log, i) for i in range(2, WORKERS)]
+        time.sleep(max(0.0, FROZEN_SECONDS - (time.monotonic() - frozen_at)))
         # on a loaded machine no tool may have run yet (the other workers can be starting)
         lines_before_continue = len(log.read_text().splitlines()) if log.exists() else 0
         frozen.send_signal(signal.SIGCONT)
