@@ -66,6 +66,7 @@ __all__ = [
     "show",
     "structure",
     "structure_options",
+    "tool_names_field",
 ]
 
 T = TypeVar("T")
@@ -197,6 +198,35 @@ def check_tool_names(
         f"{', '.join(described)}; the agent's tools are: {', '.join(known) or 'none'}",
         plugin=plugin,
     )
+
+
+def tool_names_field(*, kw_only: bool = False) -> Any:
+    """An option naming some of the agent's tools (``tool_retry``'s ``tools``,
+    ``tool_search``'s ``deferred``): ``None`` for every tool, or a list of names and
+    ``Tool`` objects, kept as a tuple of names. Check the names against the agent with
+    ``check_tool_names`` in ``validate_agent``."""
+    return attrs.field(
+        default=None, kw_only=kw_only, converter=_names_of_tools, validator=_check_tool_list
+    )
+
+
+def _names_of_tools(value: Any) -> Any:
+    """A ``Tool`` stands for its name; a bare string is left for the validator to refuse."""
+    if value is None or isinstance(value, str):
+        return value
+    from plait.tools import Tool
+
+    return tuple(item.name if isinstance(item, Tool) else item for item in value)
+
+
+def _check_tool_list(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, tuple) or not all(isinstance(n, str) and n for n in value):
+        raise FieldError(
+            attribute.name,
+            expected("a list of tool names or Tool objects, or None for every tool", value),
+        )
 
 
 @attrs.frozen

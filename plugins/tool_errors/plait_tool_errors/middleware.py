@@ -26,7 +26,7 @@ import plait
 from plait.errors import ConfigError, StopRun, ToolCallFailedError
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
-from plait.options import FieldError, check_tool_names, expected
+from plait.options import FieldError, check_tool_names, expected, tool_names_field
 from plait.retry import describe_error
 from plait.tools import Tool, raised_by_tool, tool_error_message
 from plait.types import AgentConfig, Command, ToolCallRequest
@@ -97,23 +97,6 @@ def _check_handler(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
-def _tool_names(value: Any) -> Any:
-    """``tools`` as names: a ``Tool`` stands for its name."""
-    if value is None or isinstance(value, str):
-        return value
-    return tuple(item.name if isinstance(item, Tool) else item for item in value)
-
-
-def _check_tools(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, tuple) or not all(isinstance(n, str) and n for n in value):
-        raise FieldError(
-            attribute.name,
-            expected("a list of tool names or Tool objects, or None for every tool", value),
-        )
-
-
 @attrs.frozen
 class ToolErrorMiddleware(Middleware):
     """Writes the error tool message for an exception a tool raised, or stops the run.
@@ -138,9 +121,7 @@ class ToolErrorMiddleware(Middleware):
     """The template (or ``"raise"``) for the other exceptions; ``None``: plait's message."""
     traceback: bool = attrs.field(default=False, kw_only=True, validator=_check_bool)
     """Append the tool's traceback to the message the model reads."""
-    tools: Sequence[str | Tool] | None = attrs.field(
-        default=None, kw_only=True, converter=_tool_names, validator=_check_tools
-    )
+    tools: Sequence[str | Tool] | None = tool_names_field(kw_only=True)
     """Only these tools' errors are handled (names or ``Tool`` objects); ``None``: all."""
 
     def __attrs_post_init__(self) -> None:

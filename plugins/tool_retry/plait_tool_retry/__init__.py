@@ -8,37 +8,18 @@ produces.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
 
 import attrs
 
 from plait.errors import ToolCallFailedError
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
-from plait.options import FieldError, check_tool_names, expected
+from plait.options import check_tool_names, tool_names_field
 from plait.retry import RetryPolicy, describe_error
 from plait.tools import Tool
 from plait.types import AgentConfig, Command, ToolCallRequest
 
 __all__ = ["ToolRetryMiddleware"]
-
-
-def _tool_names(value: Any) -> Any:
-    """``tools`` as names: a ``Tool`` stands for its name (a bare string is left for the
-    validator to refuse)."""
-    if value is None or isinstance(value, str):
-        return value
-    return tuple(item.name if isinstance(item, Tool) else item for item in value)
-
-
-def _check_tools(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, tuple) or not all(isinstance(n, str) and n for n in value):
-        raise FieldError(
-            attribute.name,
-            expected("a list of tool names or Tool objects, or None for every tool", value),
-        )
 
 
 @attrs.frozen(kw_only=True)
@@ -55,9 +36,7 @@ class ToolRetryMiddleware(RetryPolicy, Middleware):
     turns it into an error tool message, as for any tool error).
     """
 
-    tools: Sequence[str | Tool] | None = attrs.field(
-        default=None, converter=_tool_names, validator=_check_tools
-    )
+    tools: Sequence[str | Tool] | None = tool_names_field()
     """Only these tools are retried (names or ``Tool`` objects); ``None``: every tool."""
 
     def validate_agent(self, agent_config: AgentConfig) -> None:

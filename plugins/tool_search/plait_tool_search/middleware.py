@@ -19,7 +19,7 @@ import attrs
 import plait
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
-from plait.options import FieldError, check_tool_names, expected, integer
+from plait.options import FieldError, check_tool_names, expected, integer, tool_names_field
 from plait.tools import Tool, ToolRuntime
 from plait.types import AgentConfig, Command, ModelRequest, ModelResponse, StateField
 from plait_tool_search.bm25 import BM25
@@ -60,22 +60,6 @@ NATIVE: Mapping[str, Native] = {
 """The providers (plait provider names) with a tool search of their own."""
 
 
-def _tool_names(value: Any) -> Any:
-    if value is None or isinstance(value, str):
-        return value
-    return tuple(item.name if isinstance(item, Tool) else item for item in value)
-
-
-def _check_deferred(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, tuple) or not all(isinstance(n, str) and n for n in value):
-        raise FieldError(
-            attribute.name,
-            expected("a list of tool names or Tool objects, or None for every tool", value),
-        )
-
-
 def _check_mode(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value not in ("auto", "local"):
         raise FieldError(attribute.name, expected("one of 'auto', 'local'", value))
@@ -86,9 +70,7 @@ class ToolSearchMiddleware(Middleware):
     """Hides ``deferred`` tools until the model finds them: through the provider's own
     tool search where it has one (``mode="auto"``), else a local ``search_tools`` tool."""
 
-    deferred: Sequence[str | Tool] | None = attrs.field(
-        default=None, kw_only=True, converter=_tool_names, validator=_check_deferred
-    )
+    deferred: Sequence[str | Tool] | None = tool_names_field(kw_only=True)
     """The tools to hide until found (names or ``Tool`` objects); ``None``: every tool the
     agent was given."""
     mode: Literal["auto", "local"] = attrs.field(
