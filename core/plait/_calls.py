@@ -10,7 +10,6 @@ through ``plait.effects`` performers when one is installed (model calls do so in
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -209,6 +208,8 @@ def _base64_bytes(value: Any) -> Any:
     holding base64 text instead, the form every provider's image block takes and a
     thread can be saved in."""
     if isinstance(value, (bytes, bytearray, memoryview)):
+        import base64  # here: only a tool returning bytes needs it
+
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, Mapping):
         return {key: _base64_bytes(item) for key, item in value.items()}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 import os
 import threading
 import weakref
@@ -18,8 +17,6 @@ import pluggy
 from plait import hookspecs
 from plait.errors import ConfigError
 from plait.middleware import JUMPS_ATTR
-
-_trace = logging.getLogger("plait.trace")
 
 
 class _Registered:
@@ -93,6 +90,10 @@ def _caller(func: Callable[..., Any], accepted: Sequence[str], spec: tuple[str, 
 
 
 def _traced(impl_call: Callable[..., Any], middleware: str, hook: str) -> Callable[..., Any]:
+    import logging  # here: only PLAIT_TRACE needs it
+
+    _trace = logging.getLogger("plait.trace")
+
     def call(*args: Any) -> Any:
         _trace.info("%s.%s(%s)", middleware, hook, ", ".join(map(_short, args)))
         result = impl_call(*args)

@@ -8,7 +8,6 @@ caller as they happen, then hold the run's result.
 from __future__ import annotations
 
 import contextvars
-import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -21,6 +20,7 @@ from plait.types import AgentResult, StreamEvent
 
 if TYPE_CHECKING:
     import asyncio
+    import queue
 
 __all__ = [
     "STREAM_MODES",
@@ -148,6 +148,8 @@ class RunStream(Iterator[StreamEvent]):
     events are exhausted, ``result`` holds its ``AgentResult``."""
 
     def __init__(self, run: Callable[[EventSink], AgentResult], modes: frozenset[str]) -> None:
+        import queue  # here: only a streamed run needs it
+
         self._run = run
         self._events: queue.Queue[Any] = queue.Queue()
         self._sink = EventSink(modes, self._events.put)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
@@ -39,6 +38,8 @@ current_scope: ContextVar[Scope | None] = ContextVar("plait_interrupt_scope", de
 
 
 def interrupt_id(run_id: str, key: str, index: int) -> str:
+    import hashlib  # here: only a run that pauses needs it (importing it costs ~2 ms)
+
     return hashlib.sha1(f"{run_id}:{key}:{index}".encode()).hexdigest()[:16]
 
 

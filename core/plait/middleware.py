@@ -3,7 +3,6 @@ one-function middleware decorators, and ``can_jump_to``."""
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
@@ -90,6 +89,9 @@ def _checked_init(cls: type, init: Callable[..., None]) -> Callable[..., None]:
             problems.append(f"arguments: {expected(wanted, args)}")
         given = set(positional[: len(args)]) | set(kwargs)
         unknown = [] if open_keywords else [k for k in kwargs if k not in names]
+        if unknown:
+            import difflib  # here: only a misspelt option needs it
+
         for key in unknown:
             close = difflib.get_close_matches(key, names, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -14,7 +14,6 @@ argument and a structured answer all say ``expected an int >= 1, got 0`` alike.
 
 from __future__ import annotations
 
-import difflib
 import enum
 import typing
 from collections.abc import Iterable, Mapping
@@ -112,6 +111,8 @@ def _describe(problem: _convert.Problem) -> str:
     if problem.kind == "missing":
         return f"missing required option {problem.path!r}"
     if problem.kind == "unknown" and not problem.path:
+        import difflib  # here: only a misspelt option needs it
+
         parts = []
         for key in problem.keys:
             close = difflib.get_close_matches(key, problem.valid, n=1)
@@ -188,6 +189,8 @@ def check_tool_names(
     unknown = list(dict.fromkeys(name for name in given if name not in known))
     if not unknown:
         return
+    import difflib  # here: only a misspelt tool name needs it
+
     described = []
     for name in unknown:
         close = difflib.get_close_matches(name, known, n=1)

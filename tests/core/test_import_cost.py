@@ -1,0 +1,62 @@
+"""What ``import plait`` costs is paid by every process that builds an agent, so the kernel
+imports a module only where a run needs it: an agent built with a tool and middleware,
+then run synchronously to its answer, imports none of the modules below; each is imported
+by the feature that needs it (a misspelt option's suggestion, a pause, a tool returning
+bytes, ``PLAIT_TRACE``, a streamed run)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import plait
+
+NOT_FOR_A_PLAIN_RUN = ["base64", "difflib", "hashlib", "logging", "queue"]
+
+RUN = """
+import sys, plait
+from plait.messages import AIMessage, ToolCall
+
+@plait.tool
+def lookup(city: str) -> str:
+    "The weather in a city."
+    return "sunny in " + city
+
+model = plait.ScriptedChatModel([AIMessage("", tool_calls=[ToolCall("lookup", {"city": "Oslo"})]),
+                                 "it is sunny"])
+agent = plait.create_agent(model, tools=[lookup], middleware=[
+    ("model_call_limit", {"run_limit": 5}), "model_retry", "tool_retry",
+    ("tool_call_limit", {"run_limit": 5})])
+result = agent.invoke("weather in Oslo?")
+assert result.messages[-1].text == "it is sunny", result.messages
+print(sorted(set(%r) & set(sys.modules)))
+"""
+
+
+def test_a_plain_run_imports_none_of_the_modules_only_some_features_need() -> None:
+    code = RUN % (NOT_FOR_A_PLAIN_RUN,)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_each_feature_still_imports_what_it_needs() -> None:
+    """The deferred imports happen where they are used: a misspelt option still gets its
+    suggestion (difflib), a tool's bytes still become base64 text."""
+    with pytest.raises(plait.ConfigError, match="did you mean 'max_retries'"):
+        plait.create_agent(
+            plait.ScriptedChatModel(["x"]), middleware=[("model_retry", {"max_retry": 1})]
+        )
+
+    @plait.tool
+    def picture() -> list[dict[str, object]]:
+        "A picture."
+        return [{"type": "image", "data": b"\x89PNG"}]
+
+    from plait.messages import AIMessage, ToolCall
+
+    model = plait.ScriptedChatModel([AIMessage("", tool_calls=[ToolCall("picture", {})]), "seen"])
+    result = plait.create_agent(model, tools=[picture]).invoke("show me")
+    shown = next(m for m in result.messages if m.type == "tool")
+    assert shown.content == [{"type": "image", "data": "iVBORw=="}]
