@@ -15,12 +15,14 @@ if TYPE_CHECKING:
 
 WORKFLOW_NAME = "plait.run"
 APP_NAME = "plait"
-STEP_LAYOUT = "plait-2"
+STEP_LAYOUT = "plait-3"
 """DBOS's application version of plait's workflows: which steps a run records, in which
 order. A worker recovers and dequeues only runs of its own version, so a run started under
 another layout is never replayed against this one (it would end in DBOS's unexpected-step
 error). Bump it whenever the steps a run records change. plait-1: a thread save was a step
-of its own; plait-2: saves are written by their compare-and-set, not recorded."""
+of its own; plait-2: saves are written by their compare-and-set, not recorded; plait-3: a
+step's record is written in the transaction of the save that follows it (a replay of a
+plait-2 run could find a save whose step is not recorded)."""
 
 
 def find_options(agent: Agent) -> DBOSMiddleware:

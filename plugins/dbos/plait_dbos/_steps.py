@@ -9,6 +9,14 @@ path, where the loop performs effects one after another — async hooks and tool
 on replay. What a step does inside (a provider building its message, a tool running a
 sub-agent) is not recorded separately: it is part of the step, and takes its ids from a
 source named after the step so that skipping it on replay shifts no other id.
+
+A step's record is held back until the next thing that must follow it: the thread save
+after it (written in the same transaction when the checkpointer is PostgreSQL in the
+system database, so a step and the save it led to commit together, once), or the start
+of the next model call or tool (a tool never starts before the step ahead of it is
+recorded). The thread load's record may wait past the first model call: a replay that
+finds neither makes both again, reading the thread the save never changed. Records are
+committed in step order, so what a crash leaves recorded is always a run's first steps.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import contextlib
 import contextvars
 import hashlib
 import itertools
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -47,65 +56,183 @@ def _ids(seed: str) -> Callable[[], str]:
 @contextlib.contextmanager
 def workflow_ids(workflow_id: str) -> Iterator[None]:
     """One execution of a run's workflow: run, thread and message ids derived from the
-    workflow id and their order, and DBOS's look for a recorded result skipped for the
-    steps this execution reaches past the recorded ones."""
-    _skip_fresh_checks()
-    token = _execution.set(_Execution(workflow_id))
+    workflow id and their order; DBOS's look for a recorded result skipped for the steps
+    this execution reaches past the recorded ones; step records held back until the
+    next save or step (and written, at the latest, when the execution ends)."""
+    execution = _Execution(workflow_id, _system_database())
+    token = _execution.set(execution)
+    _executions[workflow_id] = execution
     try:
         with effects.id_source(_ids(workflow_id)):
             yield
+    except BaseException:
+        # The run failed: what its steps did is still recorded (a failed step's error
+        # included), unless the database itself is what failed.
+        with contextlib.suppress(Exception):
+            execution.flush()
+        raise
+    else:
+        execution.flush()
     finally:
         _execution.reset(token)
+        if _executions.get(workflow_id) is execution:
+            del _executions[workflow_id]
+
+
+LOAD_STEP = "plait.checkpoint:load"
+
+
+@attrs.frozen
+class _Record:
+    """A step's outcome as DBOS hands it to its system database, with what DBOS would
+    have read from the step's context at that moment."""
+
+    result: Any  # DBOS's OperationResultInternal
+    completed_at: int
+    owner_xid: str | None
+    shard_key: str | None
+    child_values: dict[str, Any]
+
+    @property
+    def may_wait(self) -> bool:
+        """A thread load's record may be written after the next step starts."""
+        return bool(self.result["function_name"] == LOAD_STEP)
 
 
 @attrs.define
 class _Execution:
-    """Where this execution of the workflow stopped finding recorded steps (mutable: it
-    is learnt as the execution goes)."""
+    """One execution of a workflow in this process (mutable: learnt as it goes) — where
+    it stopped finding recorded steps, and the step records it has not written yet."""
 
     workflow_id: str
+    sys_db: Any  # DBOS's system database, or None (a DBOS without the internals used)
     fresh_from: int | None = None
+    pending: list[_Record] = attrs.Factory(list)
+
+    def take(self) -> list[_Record]:
+        records, self.pending = self.pending, []
+        return records
+
+    def flush(self, *, unless_waiting: bool = False) -> None:
+        """Write the held-back records in one transaction (``unless_waiting``: only if
+        one of them may not wait for the next step)."""
+        if unless_waiting and all(record.may_wait for record in self.pending):
+            return
+        records = self.take()
+        if records:
+            with self.transaction(records):
+                pass
+
+    @contextlib.contextmanager
+    def transaction(self, records: list[_Record]) -> Iterator[Any]:
+        """A system-database transaction that writes ``records`` first (each checked, as
+        DBOS does, against the workflow's current owner) and commits when the block
+        ends; yields the SQLAlchemy connection."""
+        sys_db = self.sys_db
+        key = records[0].shard_key if records else None
+        with sys_db._own_key(self.workflow_id, key=key), sys_db.engine.begin() as conn:
+            for record in records:
+                sys_db._record_operation_result_txn(
+                    record.result,
+                    record.completed_at,
+                    conn,
+                    owner_xid=record.owner_xid,
+                    child_values=record.child_values,
+                )
+            yield conn
 
 
 _execution: contextvars.ContextVar[_Execution | None] = contextvars.ContextVar(
     "plait_dbos_execution", default=None
 )
+_executions: dict[str, _Execution] = {}
+"""This process's executions by workflow id, for DBOS's calls made on another thread
+(its event loop runs async steps) where the context variable is not set."""
 
 
-def _skip_fresh_checks() -> None:
-    """Before each step DBOS reads the system database for a result recorded by an earlier
-    execution (a transaction of two queries, ~5 ms under load). A workflow's steps run one
-    after another and each is recorded before the next starts, so once a step id is found
-    unrecorded, no later id of this execution can be recorded: the check of those ids
-    answers "none" without a query. A replay still checks each recorded step (and its
-    name) until it passes the last one. Installed once on this process's DBOS system
-    database; checks outside a plait execution (or on another thread, e.g. DBOS's event
-    loop for async steps) go to DBOS unchanged. Cancelling a run with DBOS's own tools
-    still stops it: the next step's record is refused once the run is no longer owned."""
-    # DBOS's internals: a DBOS without them keeps its own check before every step.
+def _find(workflow_id: str) -> _Execution | None:
+    execution = _execution.get()
+    if execution is None or execution.workflow_id != workflow_id:
+        execution = _executions.get(workflow_id)
+    return execution if execution is not None and execution.sys_db is not None else None
+
+
+def _system_database() -> Any:
+    """This process's DBOS system database with plait's two hooks installed (once):
+    the skipped looks and the held-back records; ``None`` for a DBOS without the
+    internals they use (which then checks and records every step itself)."""
     try:
+        from dbos._context import current_owner_xid, get_local_dbos_context
         from dbos._dbos import _get_dbos_instance
 
         sys_db: Any = _get_dbos_instance()._sys_db
+        needed = (
+            "check_operation_execution",
+            "record_operation_result",
+            "engine",
+            "_record_operation_result_txn",
+            "_own_key",
+            "_child_values",
+        )
+        if not all(hasattr(sys_db, name) for name in needed):
+            return None
     except (ImportError, AttributeError):
-        return
-    original = getattr(sys_db, "check_operation_execution", None)
-    if original is None or getattr(original, "plait_fresh_checks", False):
-        return
+        return None
+    if not getattr(sys_db.check_operation_execution, "plait_hooks", False):
+        _install(sys_db, current_owner_xid, get_local_dbos_context)
+    return sys_db
+
+
+def _install(sys_db: Any, current_owner_xid: Any, get_local_dbos_context: Any) -> None:
+    check_original = sys_db.check_operation_execution
+    record_original = sys_db.record_operation_result
 
     def check(workflow_id: str, function_id: int, function_name: str, **kwargs: Any) -> Any:
-        execution = _execution.get()
-        if execution is None or execution.workflow_id != workflow_id:
-            return original(workflow_id, function_id, function_name, **kwargs)
+        """Before each step DBOS reads the system database for a result recorded by an
+        earlier execution (a transaction of two queries). A workflow's steps run one
+        after another and are recorded in order, so once a step id is found unrecorded,
+        no later id of this execution can be recorded: the check of those ids answers
+        "none" without a query. A replay still checks each recorded step (and its name)
+        until it passes the last one. Cancelling a run with DBOS's own tools still
+        stops it: the next record is refused once the run is no longer owned. Held-back
+        records of model calls and tools are written before the next step starts."""
+        execution = _find(workflow_id)
+        if execution is None:
+            return check_original(workflow_id, function_id, function_name, **kwargs)
+        execution.flush(unless_waiting=True)
         if execution.fresh_from is not None and function_id >= execution.fresh_from:
             return None
-        recorded = original(workflow_id, function_id, function_name, **kwargs)
+        recorded = check_original(workflow_id, function_id, function_name, **kwargs)
         if recorded is None:
             execution.fresh_from = function_id
         return recorded
 
-    check.plait_fresh_checks = True  # type: ignore[attr-defined]
+    def record(result: Any, **kwargs: Any) -> None:
+        """A step's outcome, held back by a plait execution of its workflow (see the
+        module's docstring); written at once otherwise, after any held back."""
+        execution = _find(result["workflow_uuid"])
+        if execution is None:
+            return record_original(result, **kwargs)  # type: ignore[no-any-return]
+        if kwargs or result["child_workflow_id"] is not None:
+            execution.flush()
+            return record_original(result, **kwargs)  # type: ignore[no-any-return]
+        ctx = get_local_dbos_context()
+        workflow_id = result["workflow_uuid"]
+        ours = ctx is not None and ctx.workflow_id == workflow_id
+        execution.pending.append(
+            _Record(
+                result,
+                int(time.time() * 1000),
+                current_owner_xid(workflow_id, ctx),
+                ctx.shard_key if ours else None,
+                sys_db._child_values(None),
+            )
+        )
+        return None
+
+    check.plait_hooks = True  # type: ignore[attr-defined]
     sys_db.check_operation_execution = check
+    sys_db.record_operation_result = record
 
 
 def in_workflow() -> bool:
@@ -247,7 +374,7 @@ class RecordedCheckpointer:
             return self.inner.load(thread_id)
         inner = self.inner
         if not isinstance(inner, History):
-            return _step("plait.checkpoint:load", lambda: inner.load(thread_id))
+            return _step(LOAD_STEP, lambda: inner.load(thread_id))
         # With history, the step records the step number the thread was at, not the
         # thread: a long thread is not copied into the system database on every run. A
         # replay reads the thread as it was at that step from the history.
@@ -258,7 +385,7 @@ class RecordedCheckpointer:
             loaded.append(checkpoint)
             return None if checkpoint is None else checkpoint.step
 
-        recorded: Any = _step("plait.checkpoint:load", first_load)
+        recorded: Any = _step(LOAD_STEP, first_load)
         if loaded:
             return loaded[0]
         if recorded is None or isinstance(recorded, Checkpoint):
@@ -278,11 +405,47 @@ class RecordedCheckpointer:
             return
         # A worker whose lease lapsed may have been taken over: it writes nothing more.
         check_lease()
+        execution = _execution.get()
+        records = [] if execution is None else execution.take()
+        if records and execution is not None and self._joins(execution.sys_db):
+            self._save_with(execution, records, thread_id, delta)
+            return
+        if records and execution is not None:
+            with execution.transaction(records):
+                pass
         try:
             self.inner.save(thread_id, delta)
         except ThreadBusyError:
             if not self._written_by_run(thread_id, delta):
                 raise
+
+    def _joins(self, sys_db: Any) -> bool:
+        """Whether the wrapped checkpointer can write a save inside a transaction of the
+        system database (plait-postgres' ``save_in``, on the same database and user,
+        through psycopg 3)."""
+        same_database = getattr(self.inner, "same_database", None)
+        if getattr(self.inner, "save_in", None) is None or same_database is None:
+            return False
+        url = sys_db.engine.url
+        if url.get_backend_name() != "postgresql" or url.get_driver_name() != "psycopg":
+            return False
+        return bool(same_database(url.render_as_string(hide_password=False)))
+
+    def _save_with(
+        self, execution: _Execution, records: list[_Record], thread_id: str, delta: StepDelta
+    ) -> None:
+        """The save and the records of the steps that led to it in one transaction: a
+        crash leaves both or neither. A save this run already wrote (a replay) leaves
+        the records to commit alone."""
+        busy: ThreadBusyError | None = None
+        save_in: Any = getattr(self.inner, "save_in")  # noqa: B009 (checked by _joins)
+        with execution.transaction(records) as conn:
+            try:
+                save_in(conn.connection.driver_connection, thread_id, delta)
+            except ThreadBusyError as exc:  # the compare-and-set lost; nothing else failed
+                busy = exc
+        if busy is not None and not self._written_by_run(thread_id, delta):
+            raise busy
 
     def _written_by_run(self, thread_id: str, delta: StepDelta) -> bool:
         """Whether the thread already holds ``delta``'s step as written by this run: a

@@ -211,6 +211,17 @@ class _Database:
         self._pid = os.getpid()
         self._inherited: list[_Connection] = []
 
+    def same_database(self, url: str) -> bool:
+        """Whether ``url`` names this database as this user (host, port, database and
+        user as written, defaults filled in; a SQLAlchemy ``+driver`` is ignored)."""
+        scheme, sep, rest = url.partition("://")
+        try:
+            theirs = conninfo_to_dict(f"{scheme.partition('+')[0]}{sep}{rest}")
+            ours = conninfo_to_dict(self._conninfo)
+        except psycopg.Error:
+            return False
+        return _server_key(theirs) == _server_key(ours)
+
     def _scrub(self, exc: BaseException) -> str:
         text = str(exc).strip()
         return text.replace(self._password, "***") if self._password else text
@@ -362,6 +373,16 @@ class _Database:
                 conn.close()
 
 
+def _server_key(params: dict[str, Any]) -> tuple[str, str, str, str]:
+    user = str(params.get("user") or "")
+    return (
+        str(params.get("host") or ""),
+        str(params.get("port") or "5432"),
+        str(params.get("dbname") or user),
+        user,
+    )
+
+
 def _query(conn: _Connection) -> Query:
     """``plait.persistence.steps``' way to run a statement on ``conn``."""
 
@@ -469,63 +490,84 @@ class PostgresCheckpointer:
         )
 
     def save(self, thread_id: str, delta: StepDelta) -> None:
+        with self._db.transaction() as conn:
+            self._write(conn, thread_id, delta)
+
+    def save_in(self, conn: _Connection, thread_id: str, delta: StepDelta) -> None:
+        """``save`` on ``conn``: a psycopg connection to this checkpointer's database
+        (``same_database``) that the caller holds in a transaction and commits or rolls
+        back itself, so that its own writes in that transaction (a durable-execution
+        engine's record of the step that produced ``delta``) commit with the step or not
+        at all, in one commit instead of two."""
+        with self._db.errors():
+            conn.execute(
+                sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self._db.schema))
+            )
+            self._write(conn, thread_id, delta)
+
+    def same_database(self, url: str) -> bool:
+        """Whether ``url`` (a libpq or SQLAlchemy ``postgresql[+driver]://`` URL) names
+        this checkpointer's database as the same user: a transaction there can hold a
+        ``save_in``."""
+        return self._db.same_database(url)
+
+    def _write(self, conn: _Connection, thread_id: str, delta: StepDelta) -> None:
         rows = _message_rows(delta.upserts)
         values = [(thread_id, key, dump_value(value, key)) for key, value in delta.values.items()]
-        with self._db.transaction() as conn:
-            # The compare-and-set comes first: its row lock orders concurrent writers.
-            if delta.step == 1:
-                won = conn.execute(
-                    "INSERT INTO plait_threads (id, step, next_seq) VALUES (%s, 1, %s) "
-                    "ON CONFLICT (id) DO NOTHING RETURNING 0",
-                    (thread_id, len(rows)),
-                ).fetchone()
-            else:
-                won = conn.execute(
-                    "UPDATE plait_threads SET step = %s, next_seq = next_seq + %s "
-                    "WHERE id = %s AND step = %s RETURNING next_seq - %s",
-                    (delta.step, len(rows), thread_id, delta.step - 1, len(rows)),
-                ).fetchone()
-            if won is None:
-                raise self._busy(conn, thread_id, delta)
-            base = int(won[0])
-            q = _query(conn)
-            fork = _STEPS.fork_of(q, thread_id)
-            if fork is not None and not fork[2]:
-                base = _STEPS.copy_fork(q, thread_id, fork[0], fork[1], self._where)
-                conn.execute(
-                    "UPDATE plait_threads SET next_seq = %s WHERE id = %s",
-                    (base + len(rows), thread_id),
-                )
-            undo = json.dumps(
-                undo_record(delta, *_STEPS.touched(q, thread_id, delta)),
-                ensure_ascii=False,
-                separators=(",", ":"),
+        # The compare-and-set comes first: its row lock orders concurrent writers.
+        if delta.step == 1:
+            won = conn.execute(
+                "INSERT INTO plait_threads (id, step, next_seq) VALUES (%s, 1, %s) "
+                "ON CONFLICT (id) DO NOTHING RETURNING 0",
+                (thread_id, len(rows)),
+            ).fetchone()
+        else:
+            won = conn.execute(
+                "UPDATE plait_threads SET step = %s, next_seq = next_seq + %s "
+                "WHERE id = %s AND step = %s RETURNING next_seq - %s",
+                (delta.step, len(rows), thread_id, delta.step - 1, len(rows)),
+            ).fetchone()
+        if won is None:
+            raise self._busy(conn, thread_id, delta)
+        base = int(won[0])
+        q = _query(conn)
+        fork = _STEPS.fork_of(q, thread_id)
+        if fork is not None and not fork[2]:
+            base = _STEPS.copy_fork(q, thread_id, fork[0], fork[1], self._where)
+            conn.execute(
+                "UPDATE plait_threads SET next_seq = %s WHERE id = %s",
+                (base + len(rows), thread_id),
             )
-            if delta.reset:
-                conn.execute("DELETE FROM plait_messages WHERE thread = %s", (thread_id,))
-            elif delta.removed:
-                conn.execute(
-                    "DELETE FROM plait_messages WHERE thread = %s AND id = ANY(%s)",
-                    (thread_id, list(delta.removed)),
+        undo = json.dumps(
+            undo_record(delta, *_STEPS.touched(q, thread_id, delta)),
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        if delta.reset:
+            conn.execute("DELETE FROM plait_messages WHERE thread = %s", (thread_id,))
+        elif delta.removed:
+            conn.execute(
+                "DELETE FROM plait_messages WHERE thread = %s AND id = ANY(%s)",
+                (thread_id, list(delta.removed)),
+            )
+        with conn.cursor() as cur:
+            if rows:
+                cur.executemany(
+                    "INSERT INTO plait_messages (thread, id, seq, data) "
+                    "VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (thread, id) DO UPDATE SET data = EXCLUDED.data",
+                    [
+                        (thread_id, message_id, base + index, data)
+                        for index, (message_id, data) in enumerate(rows)
+                    ],
                 )
-            with conn.cursor() as cur:
-                if rows:
-                    cur.executemany(
-                        "INSERT INTO plait_messages (thread, id, seq, data) "
-                        "VALUES (%s, %s, %s, %s) "
-                        "ON CONFLICT (thread, id) DO UPDATE SET data = EXCLUDED.data",
-                        [
-                            (thread_id, message_id, base + index, data)
-                            for index, (message_id, data) in enumerate(rows)
-                        ],
-                    )
-                if values:
-                    cur.executemany(
-                        "INSERT INTO plait_values (thread, key, data) VALUES (%s, %s, %s) "
-                        "ON CONFLICT (thread, key) DO UPDATE SET data = EXCLUDED.data",
-                        values,
-                    )
-            _STEPS.record(q, thread_id, delta, undo, time.time(), self.keep_steps)
+            if values:
+                cur.executemany(
+                    "INSERT INTO plait_values (thread, key, data) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (thread, key) DO UPDATE SET data = EXCLUDED.data",
+                    values,
+                )
+        _STEPS.record(q, thread_id, delta, undo, time.time(), self.keep_steps)
 
     def list_threads(self) -> list[str]:
         rows = self._db.fetch("SELECT id FROM plait_threads ORDER BY ord")

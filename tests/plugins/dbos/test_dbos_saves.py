@@ -1,7 +1,9 @@
 """A thread save inside a durable run is not a DBOS step: it is written once by the
-checkpointer's compare-and-set. A replay after a crash that fell after the saves but
-before the later steps were recorded finds them written by this run and does not write
-them again; a save that another writer got to first still fails.
+checkpointer's compare-and-set. With the checkpointer in the system database, a step's
+record is written in the transaction of the save that follows it (one commit, not two).
+A replay after a crash that fell after the saves but before the later steps were
+recorded finds them written by this run and does not write them again; a save that
+another writer got to first still fails.
 
 Real PostgreSQL (a database of its own), a worker in this process.
 """
@@ -125,6 +127,34 @@ def test_a_replay_does_not_write_again_what_the_run_saved(
     assert sorted((i.step, i.run_id) for i in history) == [
         (n, first["run_id"]) for n in (1, 2, 3, 4)
     ]
+
+
+def test_a_step_is_recorded_in_the_transaction_of_the_save_after_it(
+    worker: plait.Agent, database_url: str
+) -> None:
+    """A run of a model call, a tool and a model call commits its four recorded steps
+    and four saves in four transactions: the thread's load and the first call with the
+    first save, the tool with the second, the last call with the third; the fourth save
+    (the run's end) commits alone. Each row's ``xmin`` is the transaction that wrote it."""
+    _run("run-1", "hello")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        steps = conn.execute(
+            "SELECT function_name, xmin::text FROM dbos.operation_outputs "
+            "WHERE workflow_uuid = 'run-1' ORDER BY function_id"
+        ).fetchall()
+        saves = conn.execute(
+            "SELECT step, xmin::text FROM plait_steps WHERE thread = 't' ORDER BY step"
+        ).fetchall()
+    assert [name for name, _ in steps] == [
+        "plait.checkpoint:load",
+        "plait.model:notes",
+        "plait.tool:note",
+        "plait.model:notes",
+    ]
+    assert [step for step, _ in saves] == [1, 2, 3, 4]
+    save_of = {xid: step for step, xid in saves}
+    assert [save_of.get(xid) for _, xid in steps] == [1, 1, 2, 3]
+    assert len({xid for _, xid in steps} | set(save_of)) == 4
 
 
 def test_a_save_another_writer_got_to_first_fails(worker: plait.Agent) -> None:

@@ -278,3 +278,46 @@ def test_closed_checkpointer_says_so(server: str, schema: str) -> None:
     cp.close()
     with pytest.raises(StoreError, match="is closed"):
         cp.step("t")
+
+
+def test_save_in_commits_and_rolls_back_with_the_callers_transaction(
+    server: str, schema: str
+) -> None:
+    """``save_in`` writes a step inside a transaction the caller holds (its own writes
+    commit with the step or not at all) and in the checkpointer's schema, whatever the
+    caller's connection's ``search_path``."""
+    checkpointer = PostgresCheckpointer(server, schema=schema)
+    assert checkpointer.same_database(server)
+    first = StepDelta(step=1, upserts=[HumanMessage("hi", id="m1")], run_id="r")
+    with psycopg.connect(server) as conn:  # not autocommit: one transaction, rolled back
+        checkpointer.save_in(conn, "t", first)
+        conn.rollback()
+    assert checkpointer.load("t") is None
+    with psycopg.connect(server) as conn:
+        before = conn.execute("SHOW search_path").fetchone()
+        checkpointer.save_in(conn, "t", first)
+        conn.commit()
+        assert conn.execute("SHOW search_path").fetchone() == before  # the caller's again
+    loaded = checkpointer.load("t")
+    assert loaded is not None and [m.text for m in loaded.messages] == ["hi"]
+    with psycopg.connect(server) as conn, pytest.raises(ThreadBusyError):
+        checkpointer.save_in(conn, "t", first)  # step 1 again: the compare-and-set loses
+    checkpointer.close()
+
+
+@pytest.mark.parametrize(
+    ("theirs", "same"),
+    [
+        ("postgresql+psycopg://bob@db:5432/app", True),
+        ("postgresql://bob@db/app", True),
+        ("postgresql://bob@db:5433/app", False),
+        ("postgresql://bob@db/other", False),
+        ("postgresql://alice@db/app", False),
+        ("postgresql://bob@elsewhere/app", False),
+    ],
+)
+def test_same_database_compares_host_port_database_and_user(theirs: str, same: bool) -> None:
+    from plait_postgres._postgres import _Database
+
+    ours = _Database("postgresql://bob:pw@db:5432/app", schema="public", connect_timeout=1)
+    assert ours.same_database(theirs) is same
