@@ -14,7 +14,6 @@ argument and a structured answer all say ``expected an int >= 1, got 0`` alike.
 
 from __future__ import annotations
 
-import enum
 import typing
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -37,11 +36,17 @@ from plait._convert import (
     structure,
 )
 from plait.errors import ConfigError
+from plait.lazy import lazy_exports
 from plait.middleware import check_arguments
-from plait.models import MODEL_FORMS, OPTIONAL_MODEL_FORMS, ChatModel, infer_provider
-from plait.schema import field_descriptions
+
+try:  # what cattrs' generated structuring functions call per field (private to cattrs)
+    from cattrs.gen._shared import find_structure_handler as _find_structure_handler
+except ImportError:  # another cattrs: every option set takes the full path
+    _find_structure_handler = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
+    from plait._model_option import ChatModelOption, chat_model
+    from plait._option_info import OptionInfo, describe_options
     from plait.tools import Tool
     from plait.types import AgentConfig
 
@@ -70,6 +75,18 @@ __all__ = [
 
 T = TypeVar("T")
 
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "ChatModelOption": "plait._model_option",
+        "chat_model": "plait._model_option",
+        "OptionInfo": "plait._option_info",
+        "describe_options": "plait._option_info",
+    },
+)
+"""Imported on first use: most agents' middleware name no model, and none describes its
+options while an agent is built (each would generate an attrs class at import)."""
+
 
 _OPTIONS_MAPPING = "a mapping of option names to values"
 
@@ -88,6 +105,9 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str, 
     """
     if not isinstance(options, Mapping):
         raise ConfigError(f"options: {expected(_OPTIONS_MAPPING, options)}", plugin=plugin)
+    quick = _built_quickly(cls, options)
+    if quick is not None:
+        return quick
     try:
         result: T = _convert.structure(dict(options), cls)
     except _convert.ConversionError as exc:
@@ -105,6 +125,57 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str, 
         exc.in_plugin(plugin)
         raise
     return result
+
+
+def _built_quickly(cls: type[T], options: Mapping[str, Any]) -> T | None:
+    """``cls`` built from ``options`` exactly as the converter's generated function for
+    ``cls`` builds it (each given option through the converter's hook for its field's type,
+    then ``cls(**converted)``), without generating and compiling that function: ``None``
+    when this path is not exact for ``cls`` or anything fails, for the full path to build
+    it or to report the problems in its words.
+
+    An agent built once per request pays the converter's function once per process; the
+    first agent would pay one for each middleware class given options."""
+    if _find_structure_handler is None or getattr(cls, "__parameters__", None):
+        return None
+    if not attrs.has(cls):
+        return None
+    try:
+        fields = attrs.fields(cls)
+        if any(isinstance(field.type, str) for field in fields):
+            attrs.resolve_types(cls)  # as the full path does
+            fields = attrs.fields(cls)
+        converter = _convert.CONVERTER
+        keys = set(options)
+        converted: dict[str, Any] = {}
+        for field in fields:
+            if not field.init:
+                continue
+            tp = field.type
+            if field.alias != field.name or isinstance(tp, TypeVar) or _is_annotated(tp):
+                return None  # renamed keys, generics and overrides: the full path's cases
+            if field.name not in options:
+                if field.default is attrs.NOTHING:
+                    return None  # a missing required option: reported by the full path
+                continue
+            keys.discard(field.name)
+            value = options[field.name]
+            handler = _find_structure_handler(field, tp, converter, False)
+            if handler is None:
+                converted[field.name] = value
+            elif handler == converter._structure_call:
+                converted[field.name] = tp(value)
+            else:
+                converted[field.name] = handler(value, tp)
+        if keys:
+            return None  # unknown options: reported by the full path
+        return typing.cast(T, cls(**converted))
+    except Exception:
+        return None
+
+
+def _is_annotated(tp: Any) -> bool:
+    return typing.get_origin(tp) is typing.Annotated
 
 
 def _describe(problem: _convert.Problem) -> str:
@@ -128,43 +199,6 @@ def _describe(problem: _convert.Problem) -> str:
 positive_or_none = integer(minimum=1, optional=True)
 """The validator of a count option that may be switched off with ``None`` (``max_files``,
 ``max_output_lines``...): an int of at least 1, or ``None``."""
-
-
-@attrs.frozen
-class ChatModelOption:
-    """A model option's check, usable as an attrs validator: a ``"provider:model"`` id, a
-    bare id whose provider is inferred (``"gpt-4o"``) or a ``ChatModel`` (made into a model
-    when the agent is built, so an unknown provider is reported there), ``None`` allowed if
-    ``optional`` (for "the agent's model").
-
-    ``expected a 'provider:model' id, a bare id whose provider is inferred (...), a
-    ChatModel or None, got 'llama3'``.
-    """
-
-    optional: bool = False
-
-    def problem(self, value: Any) -> str | None:
-        """What is wrong with ``value`` (an "expected ..., got ..." sentence), or ``None``."""
-        if (value is None and self.optional) or isinstance(value, ChatModel):
-            return None
-        if isinstance(value, str) and (":" in value or infer_provider(value) is not None):
-            return None
-        return expected(OPTIONAL_MODEL_FORMS if self.optional else MODEL_FORMS, value)
-
-    def check(self, name: str, value: Any) -> None:
-        """Raise ``FieldError(name, ...)`` if ``value`` does not fit."""
-        problem = self.problem(value)
-        if problem is not None:
-            raise FieldError(name, problem)
-
-    def __call__(self, _: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        self.check(attribute.name, value)
-
-
-def chat_model(*, optional: bool = False) -> ChatModelOption:
-    """A model option's check: ``chat_model(optional=True)`` where ``None`` means the
-    agent's model (``subagents``' ``default_model``, ``llm_tool_selector``'s ``model``)."""
-    return ChatModelOption(optional)
 
 
 def check_tool_names(
@@ -230,64 +264,3 @@ def _check_tool_list(_: Any, attribute: attrs.Attribute[Any], value: Any) -> Non
             attribute.name,
             expected("a list of tool names or Tool objects, or None for every tool", value),
         )
-
-
-@attrs.frozen
-class OptionInfo:
-    """One option of a middleware, as ``plait plugins`` lists it.
-
-    :param type: a readable spelling such as ``int | None`` or ``list[str]``.
-    :param default: the default's ``repr``, or ``None`` for a required option.
-    :param help: the field's ``metadata["help"]`` (or ``"description"``), else its attribute
-        docstring or the class docstring's ``Attributes:`` entry.
-    """
-
-    name: str
-    type: str
-    default: str | None
-    required: bool
-    help: str | None = None
-
-
-def describe_options(cls: type) -> list[OptionInfo]:
-    """The options of the middleware class ``cls``, in declaration order."""
-    if not attrs.has(cls):
-        return []
-    try:
-        hints = typing.get_type_hints(cls, include_extras=True)
-    except Exception:  # an annotation that cannot be resolved: show it as written
-        hints = {}
-    docs = field_descriptions(cls)
-    infos: list[OptionInfo] = []
-    for field in attrs.fields(cls):
-        if not field.init:
-            continue
-        tp = hints.get(field.name, field.type)
-        required = field.default is attrs.NOTHING
-        infos.append(
-            OptionInfo(
-                name=field.name,
-                type=_convert.type_repr(tp) if tp is not None else "Any",
-                default=None if required else _default_repr(field.default),
-                required=required,
-                help=field.metadata.get("help")
-                or field.metadata.get("description")
-                or docs.get(field.name),
-            )
-        )
-    return infos
-
-
-def _default_repr(default: Any) -> str:
-    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-        if default.takes_self:
-            return "(computed)"
-        try:
-            default = default.factory()
-        except Exception:
-            return f"{getattr(default.factory, '__name__', 'factory')}()"
-    if isinstance(default, enum.Enum):
-        return repr(default.value)
-    if callable(default) and hasattr(default, "__qualname__"):
-        return f"{getattr(default, '__module__', '?')}:{default.__qualname__}"
-    return repr(default)

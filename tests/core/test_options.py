@@ -83,6 +83,35 @@ def test_valid_options_build_the_middleware() -> None:
     assert isinstance(mw.ratio, float)
 
 
+def test_options_build_what_the_converter_builds_field_by_field() -> None:
+    """structure_options skips generating the converter's function for a class when it can
+    build the same instance without it: every kind of option, compared with the converter's
+    own result value by value and type by type."""
+    from plait import _convert
+
+    options: dict[str, Any] = {
+        "tool_name": "search",
+        "run_limit": 2,
+        "thread_limit": 4,
+        "ratio": 1,
+        "exclude": ("a", "b"),
+        "mode": "error",
+        "edits": [{"trigger_tokens": 5}, Edit(6)],
+        "model": "openai:gpt-4o",
+        "on_text": "textwrap:dedent",
+        "retry_on": ["builtins:TimeoutError", KeyError],
+        "matcher": shout,
+        "pattern": r"\d+",
+    }
+    built = structure_options(LimitMiddleware, options, plugin="limit")
+    converted = _convert.structure(dict(options), LimitMiddleware)
+    assert built == converted
+    for field in attrs.fields(LimitMiddleware):
+        assert type(getattr(built, field.name)) is type(getattr(converted, field.name))
+    assert isinstance(built.ratio, float)
+    assert built.exclude == ["a", "b"] and built.edits == (Edit(5), Edit(6))
+
+
 @pytest.mark.parametrize("value", ["two", 1.7, True, None, [3]])
 def test_an_int_option_takes_only_ints(value: Any) -> None:
     text = error_of(run_limit=value)

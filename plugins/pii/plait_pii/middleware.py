@@ -33,14 +33,15 @@ from plait.types import (
     StateField,
     ToolCallRequest,
 )
-from plait_pii._decoded import scan
 from plait_pii._detectors import BUILTIN, MASKS, PIIMatch, mask_custom
 from plait_pii._installed import GROUP, installed_names, load_installed
 from plait_pii._pseudonyms import KEY, Assigner, Pseudonyms, Restorer, numbering, run_numbers
 from plait_pii._pseudonyms import merge as merge_tables
 from plait_pii._rewrite import _Counter, _restored, _rewritten
-from plait_pii._stream import _StreamRedactor, _StreamRestorer
 from plait_pii._walk import map_objects, map_strings
+
+# ``_decoded`` (the encoded-text view) and ``_stream`` (token streams) are imported on
+# first use: building an agent, or running one that streams nothing, needs neither.
 
 __all__ = ["PIIMiddleware"]
 
@@ -156,7 +157,11 @@ class PIIMiddleware(Middleware):
         """Sorted, non-overlapping matches in ``text`` and in its decoded view (JSON
         ``\\u`` escapes and percent-encoding undone): ``start``/``end`` in ``text``,
         ``text`` the value, decoded where it was written encoded."""
-        return scan(self.find, text) if text else []
+        if not text:
+            return []
+        from plait_pii._decoded import scan
+
+        return scan(self.find, text)
 
     def _apply(self, text: str, found: Sequence[PIIMatch], seen: _Counter) -> str:
         if not found:
@@ -409,6 +414,8 @@ class PIIMiddleware(Middleware):
     def transform_model_stream(
         self, chunks: Iterator[AIMessageChunk], request: ModelRequest
     ) -> Iterator[AIMessageChunk]:
+        from plait_pii._stream import _StreamRedactor, _StreamRestorer
+
         if self.strategy == "pseudonymize":
             restoring = _StreamRestorer(Restorer(self.pii_type, self._table(request.state)))
             for chunk in chunks:
@@ -426,6 +433,8 @@ class PIIMiddleware(Middleware):
     async def atransform_model_stream(
         self, chunks: AsyncIterator[AIMessageChunk], request: ModelRequest
     ) -> AsyncIterator[AIMessageChunk]:
+        from plait_pii._stream import _StreamRedactor, _StreamRestorer
+
         if self.strategy == "pseudonymize":
             restoring = _StreamRestorer(Restorer(self.pii_type, self._table(request.state)))
             async for chunk in chunks:

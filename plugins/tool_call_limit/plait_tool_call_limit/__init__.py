@@ -14,7 +14,7 @@ to count or block.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import attrs
 
@@ -38,9 +38,9 @@ _LIMIT = integer(minimum=0, optional=True)
 """A limit option: an int >= 0, or None for no limit."""
 
 
-@attrs.frozen
-class _Decision:
-    """What one limiter made of the pending calls of one AI message."""
+class _Decision(NamedTuple):
+    """What one limiter made of the pending calls of one AI message (a NamedTuple: no
+    class generated when the plugin is imported, as an attrs class would be)."""
 
     allowed: tuple[ToolCall, ...]
     blocked: tuple[tuple[ToolCall, str], ...]  # each with its "run limit (2/1 calls)" text
