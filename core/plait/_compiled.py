@@ -24,11 +24,9 @@ from plait._registry import Registry
 from plait._resolve import resolve_middleware
 from plait._state import RUN_KEY
 from plait._structured import Structured
-from plait.checkpoint import Checkpointer
 from plait.errors import ConfigError
 from plait.messages import AIMessage, ToolMessage
 from plait.models import ChatModel, init_chat_model
-from plait.store import Store
 from plait.types import (
     AgentConfig,
     Command,
@@ -43,6 +41,8 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from plait._state import ThreadState
+    from plait.checkpoint import Checkpointer
+    from plait.store import Store
     from plait.tools import Tool
 
 
@@ -120,10 +120,10 @@ def compile_agent(
         fields = _collect_fields(registry)
         own_tools = tuple(_own_tool(t, index) for index, t in enumerate(tools))
         saver: Checkpointer | None = by_url(checkpointer, "plait.checkpointers", "checkpointer")
-        if saver is not None and not isinstance(saver, Checkpointer):
+        if saver is not None and not _is_checkpointer(saver):
             raise ConfigError(f"checkpointer {checkpointer!r} is not a plait Checkpointer")
         shared: Store | None = by_url(store, "plait.stores", "store")
-        if shared is not None and not isinstance(shared, Store):
+        if shared is not None and not _is_store(shared):
             raise ConfigError(
                 f"store {store!r} is not a plait Store (put, get, delete and search); "
                 "pass a store URL such as 'memory' or an instance"
@@ -225,6 +225,20 @@ def by_url(value: Any, group: str, what: str) -> Any:
     except ConfigError as exc:
         raise ConfigError(f"{what} URL {value!r}: {exc}") from None
     return factory(value)
+
+
+# The protocols are imported when an agent is given a checkpointer or store: one without
+# neither imports plait.checkpoint nor plait.store.
+def _is_checkpointer(value: object) -> TypeGuard[Checkpointer]:
+    from plait.checkpoint import Checkpointer
+
+    return isinstance(value, Checkpointer)
+
+
+def _is_store(value: object) -> TypeGuard[Store]:
+    from plait.store import Store
+
+    return isinstance(value, Store)
 
 
 _TOOL_FORMS = (

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from plait import _ids, checkpoint
+from plait import _ids
 from plait._compiled import CompiledAgent
 from plait._convert import expected
 from plait._loop import Run, RunInfo, shown_interrupts
@@ -157,7 +157,7 @@ def _run_info(thread: ThreadState, thread_id: str | None, input: Any) -> tuple[R
     else:
         if input is None and not thread.messages:
             raise PlaitError(_nothing_to_run(thread_id))
-        if info is not None and info.live_elsewhere(checkpoint.RUN_LEASE):
+        if info is not None and info.live_elsewhere(_run_lease()):
             raise _busy(thread_id, info, "invoke(None, thread_id=...)")
         if info is not None and info.status != "done":
             _cancel_unanswered(thread, info, input)
@@ -195,12 +195,20 @@ def _busy(thread_id: str | None, info: RunInfo, continue_with: str) -> ThreadBus
     )
 
 
+def _run_lease() -> float:
+    """``plait.checkpoint.RUN_LEASE``, imported when a saved run asks: an agent without a
+    checkpointer never does, and does without importing ``plait.checkpoint``."""
+    from plait.checkpoint import RUN_LEASE
+
+    return RUN_LEASE
+
+
 def dead_process_hint(continue_with: str) -> str:
     """What to do when the process running a thread's run died: ``continue_with`` names
     how the caller continues a run (``invoke(None, ...)``, a CLI command)."""
     return (
         f"If that process died, continue its run with {continue_with}, or wait "
-        f"{checkpoint.RUN_LEASE:g} s (plait.checkpoint.RUN_LEASE)"
+        f"{_run_lease():g} s (plait.checkpoint.RUN_LEASE)"
     )
 
 

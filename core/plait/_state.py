@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait._convert import expected
-from plait.checkpoint import Checkpoint, StepDelta
 from plait.messages import (
     REMOVE_ALL,
     AIMessage,
@@ -21,6 +20,9 @@ from plait.messages import (
     message_from_dict,
 )
 from plait.types import StateField
+
+if TYPE_CHECKING:
+    from plait.checkpoint import Checkpoint, StepDelta
 
 RUN_KEY = "__plait_run__"
 """The value key under which the kernel checkpoints the run in progress."""
@@ -166,6 +168,10 @@ class ThreadState:
 
     def take_delta(self) -> StepDelta:
         """The changes since the last call, as the next step's ``StepDelta``."""
+        # imported here: only an agent with a checkpointer saves steps (plait.checkpoint
+        # and its classes cost a plain agent's import ~2 ms)
+        from plait.checkpoint import StepDelta
+
         delta = StepDelta(
             step=self.step + 1,
             reset=self._reset,

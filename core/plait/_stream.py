@@ -1,36 +1,22 @@
 """Stream transport: how a run's events reach whoever streams it.
 
-The loop writes ``StreamEvent``s to an ``EventSink``; ``RunStream`` (sync, the run in a
-worker thread) and ``AsyncRunStream`` (a task on the running loop) hand them to the
-caller as they happen, then hold the run's result.
+The loop writes ``StreamEvent``s to an ``EventSink``; ``RunStream`` and ``AsyncRunStream``
+(``plait._run_streams``, imported when a run is streamed) hand them to the caller as they
+happen, then hold the run's result.
 """
 
 from __future__ import annotations
 
-import contextvars
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from plait.errors import ConfigError
-from plait.types import AgentResult, StreamEvent
+from plait.types import StreamEvent
 
-if TYPE_CHECKING:
-    import asyncio
-    import queue
-
-__all__ = [
-    "STREAM_MODES",
-    "AsyncRunStream",
-    "EventSink",
-    "GraphAsyncRunStream",
-    "GraphRunStream",
-    "RunStream",
-    "stream_sink",
-]
+__all__ = ["STREAM_MODES", "EventSink", "stream_sink"]
 
 STREAM_MODES = ("updates", "messages", "values", "custom")
 
@@ -130,178 +116,3 @@ def parse_modes(mode: str | Sequence[str]) -> frozenset[str]:
             f"unknown stream mode(s) {sorted(unknown)}; choose from {', '.join(STREAM_MODES)}"
         )
     return modes
-
-
-@attrs.frozen
-class _Failure:
-    error: BaseException
-
-
-@attrs.frozen
-class _Finished:
-    result: AgentResult
-
-
-class RunStream(Iterator[StreamEvent]):
-    """The events of a streamed run, as they happen; the run starts on the first
-    ``next()`` (in a worker thread, so tokens arrive while the model works) and, once the
-    events are exhausted, ``result`` holds its ``AgentResult``."""
-
-    def __init__(self, run: Callable[[EventSink], AgentResult], modes: frozenset[str]) -> None:
-        import queue  # here: only a streamed run needs it
-
-        self._run = run
-        self._events: queue.Queue[Any] = queue.Queue()
-        self._sink = EventSink(modes, self._events.put)
-        self._started = False
-        self.result: AgentResult | None = None
-
-    def _work(self) -> None:
-        try:
-            result = self._run(self._sink)
-        except BaseException as exc:
-            self._sink.closed = True
-            self._events.put(_Failure(exc))
-        else:
-            self._sink.closed = True
-            self._events.put(_Finished(result))
-
-    def __iter__(self) -> RunStream:
-        return self
-
-    def __next__(self) -> StreamEvent:
-        if not self._started:
-            self._started = True
-            context = contextvars.copy_context()
-            threading.Thread(
-                target=context.run, args=(self._work,), name="plait-stream", daemon=True
-            ).start()
-        if self.result is not None:
-            raise StopIteration
-        try:
-            item = self._events.get()
-        except BaseException:  # Ctrl-C while waiting: the run cannot go on for anyone
-            self._sink.abort()
-            raise
-        if isinstance(item, _Finished):
-            self.result = item.result
-            raise StopIteration
-        if isinstance(item, _Failure):
-            raise item.error
-        event: StreamEvent = item
-        return event
-
-
-class AsyncRunStream(AsyncIterator[StreamEvent]):
-    """The async form of ``RunStream``: the run is a task on the running loop, cancelled
-    if the stream is closed early."""
-
-    def __init__(
-        self, run: Callable[[EventSink], Awaitable[AgentResult]], modes: frozenset[str]
-    ) -> None:
-        self._run = run
-        self._modes = modes
-        self._events: asyncio.Queue[Any] | None = None
-        self._task: asyncio.Future[None] | None = None
-        self.result: AgentResult | None = None
-
-    def _start(self) -> asyncio.Queue[Any]:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        events: asyncio.Queue[Any] = asyncio.Queue()
-        loop_thread = threading.get_ident()
-
-        def put(event: Any) -> None:
-            if threading.get_ident() == loop_thread:
-                events.put_nowait(event)
-            else:
-                loop.call_soon_threadsafe(events.put_nowait, event)
-
-        async def work() -> None:
-            sink = EventSink(self._modes, put)
-            try:
-                result = await self._run(sink)
-            except BaseException as exc:
-                sink.closed = True
-                put(_Failure(exc))
-            else:
-                sink.closed = True
-                put(_Finished(result))
-
-        self._task = asyncio.ensure_future(work())
-        return events
-
-    def __aiter__(self) -> AsyncRunStream:
-        return self
-
-    async def __anext__(self) -> StreamEvent:
-        if self._events is None:
-            self._events = self._start()
-        if self.result is not None:
-            raise StopAsyncIteration
-        item = await self._events.get()
-        if isinstance(item, _Finished):
-            self.result = item.result
-            raise StopAsyncIteration
-        if isinstance(item, _Failure):
-            raise item.error
-        event: StreamEvent = item
-        return event
-
-    async def aclose(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-
-
-def graph_item(event: StreamEvent, several: bool) -> Any:
-    """An event as LangGraph's ``stream(stream_mode=...)`` yields it: ``messages`` mode a
-    ``(token, metadata)`` pair, other modes their data; with several modes a
-    ``(mode, item)`` pair."""
-    item: Any = event.data
-    if event.mode == "messages":
-        # LangGraph names the node: "model" for chunks, "tools" for tool messages (plait's
-        # source, the tool's name, is kept beside it).
-        node = "tools" if getattr(event.data, "type", None) == "tool" else event.source
-        item = (event.data, {"langgraph_node": node, "plait_source": event.source})
-    return (event.mode, item) if several else item
-
-
-class GraphRunStream(Iterator[Any]):
-    """``agent.stream(..., stream_mode=...)``: the run's events in LangGraph's shapes
-    (``graph_item``); ``result`` holds the ``AgentResult`` once they are exhausted."""
-
-    def __init__(self, events: RunStream, several: bool) -> None:
-        self._events = events
-        self._several = several
-
-    @property
-    def result(self) -> AgentResult | None:
-        return self._events.result
-
-    def __iter__(self) -> GraphRunStream:
-        return self
-
-    def __next__(self) -> Any:
-        return graph_item(next(self._events), self._several)
-
-
-class GraphAsyncRunStream(AsyncIterator[Any]):
-    """The async form of ``GraphRunStream``."""
-
-    def __init__(self, events: AsyncRunStream, several: bool) -> None:
-        self._events = events
-        self._several = several
-
-    @property
-    def result(self) -> AgentResult | None:
-        return self._events.result
-
-    def __aiter__(self) -> GraphAsyncRunStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        return graph_item(await self._events.__anext__(), self._several)
-
-    async def aclose(self) -> None:
-        await self._events.aclose()

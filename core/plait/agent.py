@@ -21,28 +21,24 @@ from plait._compose import chain_async, chain_sync
 from plait._config import read_config
 from plait._loop import Run, RunInfo, adrive, drive, shown_interrupts
 from plait._resolve import Built
-from plait._schemas import schema_middleware
-from plait._served import ServedCall, ToolSession
 from plait._start import record_failure, run_result, start_run
 from plait._state import RUN_KEY, ThreadState
-from plait._stream import (
-    AsyncRunStream,
-    EventSink,
-    GraphAsyncRunStream,
-    GraphRunStream,
-    RunStream,
-    parse_modes,
-    stream_sink,
-)
-from plait.checkpoint import Checkpointer, History, StepInfo
+from plait._stream import EventSink, parse_modes, stream_sink
 from plait.errors import CheckpointerRequiredError, ConfigError, PlaitError, ThreadBusyError
+from plait.lazy import lazy_exports
 from plait.models import ChatModel
-from plait.store import Store
 from plait.types import AgentConfig, AgentResult, Interrupt
 
 if TYPE_CHECKING:
     import asyncio
 
+    from plait._run_streams import AsyncRunStream as AsyncRunStream
+    from plait._run_streams import GraphAsyncRunStream, GraphRunStream
+    from plait._run_streams import RunStream as RunStream
+    from plait._served import ServedCall as ServedCall
+    from plait._served import ToolSession as ToolSession
+    from plait.checkpoint import Checkpointer, History, StepInfo
+    from plait.store import Store
     from plait.tools import Tool
 
 __all__ = [
@@ -54,6 +50,18 @@ __all__ = [
     "ToolSession",
     "create_agent",
 ]
+
+# Imported on first use: a run that is not streamed and an agent whose tools are not
+# served never pay for these classes.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "AsyncRunStream": "plait._run_streams",
+        "RunStream": "plait._run_streams",
+        "ServedCall": "plait._served",
+        "ToolSession": "plait._served",
+    },
+)
 
 THREAD_CACHE_SIZE = 256
 """Threads an agent keeps in memory between runs (the least recently served go first);
@@ -113,7 +121,11 @@ def create_agent(
     :param replay_mode: ``"strict"`` (a call must ask exactly what was recorded) or
         ``"lenient"`` (each call gets the next recorded answer of its kind).
     """
-    schemas = schema_middleware(context_schema, state_schema)
+    schemas: list[tuple[str, object]] = []
+    if context_schema is not None or state_schema is not None:
+        from plait._schemas import schema_middleware  # here: most agents have neither
+
+        schemas = schema_middleware(context_schema, state_schema)
     if record is not None or replay is not None:
         from plait.recording import RecordReplay
 
@@ -193,6 +205,8 @@ class Agent:
     def checkpointer(self, checkpointer: Checkpointer) -> None:
         """Replace the checkpointer, for runs started from now on: a plugin may wrap it
         (plait-dbos records each save as a durable step). Runs in progress keep theirs."""
+        from plait.checkpoint import Checkpointer
+
         if not isinstance(checkpointer, Checkpointer) or self.checkpointer is None:
             raise ConfigError(
                 "an agent's checkpointer can only be replaced by another plait Checkpointer"
@@ -300,6 +314,8 @@ class Agent:
         when several modes are asked for."""
         modes, several = _stream_modes(mode, stream_mode)
         thread_id, limit = read_config(config, thread_id, recursion_limit)
+        from plait._run_streams import GraphRunStream, RunStream
+
         events = RunStream(
             lambda sink: self._run_sync(input, thread_id, context, limit, sink), modes
         )
@@ -344,6 +360,8 @@ class Agent:
         """The async form of ``stream`` (``async for``; then ``.result``)."""
         modes, several = _stream_modes(mode, stream_mode)
         thread_id, limit = read_config(config, thread_id, recursion_limit)
+        from plait._run_streams import AsyncRunStream, GraphAsyncRunStream
+
         events = AsyncRunStream(
             lambda sink: self._run_async(input, thread_id, context, limit, sink), modes
         )
@@ -473,6 +491,8 @@ class Agent:
         The session is one thread and one run held in memory, so per-run and per-thread
         limits count all its calls; a call a hook would pause for a human is not run
         (``ServedCall.interrupts`` says why)."""
+        from plait._served import ToolSession
+
         return ToolSession(self.compiled, context)
 
     def get_interrupts(self, thread_id: str, *, shown: bool = True) -> list[Interrupt]:
@@ -626,6 +646,8 @@ class Agent:
         )
 
     def _history(self) -> History:
+        from plait.checkpoint import History
+
         checkpointer = self._need_checkpointer()
         if not isinstance(checkpointer, History):
             raise ConfigError(

@@ -2,7 +2,8 @@
 imports a module only where a run needs it: an agent built with a tool and middleware,
 then run synchronously to its answer, imports none of the modules below; each is imported
 by the feature that needs it (a misspelt option's suggestion, a pause, a tool returning
-bytes, ``PLAIT_TRACE``, a streamed run)."""
+bytes, ``PLAIT_TRACE``, a streamed run, a checkpointer or store, a context or state
+schema, a served tool)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ import pytest
 
 import plait
 
-NOT_FOR_A_PLAIN_RUN = ["base64", "difflib", "hashlib", "logging", "queue"]
+NOT_FOR_A_PLAIN_RUN = [
+    *("base64", "difflib", "hashlib", "logging", "queue"),
+    # the kernel's own: checkpointer and store, typed context/state, served tools, streams
+    *("plait.checkpoint", "plait.history", "plait.store", "plait._schemas"),
+    *("plait._served", "plait._run_streams"),
+]
 
 RUN = """
 import sys, plait
