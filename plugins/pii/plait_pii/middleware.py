@@ -4,7 +4,6 @@ results; streaming in ``_stream``, message rewriting in ``_rewrite``."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -40,8 +39,8 @@ from plait_pii._pseudonyms import merge as merge_tables
 from plait_pii._rewrite import _Counter, _restored, _rewritten
 from plait_pii._walk import map_objects, map_strings
 
-# ``_decoded`` (the encoded-text view) and ``_stream`` (token streams) are imported on
-# first use: building an agent, or running one that streams nothing, needs neither.
+# ``_decoded`` (the encoded-text view), ``_stream`` (token streams) and ``hashlib`` are
+# imported on first use: building an agent needs none of them.
 
 __all__ = ["PIIMiddleware"]
 
@@ -148,6 +147,8 @@ class PIIMiddleware(Middleware):
         if self.strategy == "redact":
             return f"[REDACTED_{self.pii_type.upper()}]"
         if self.strategy == "hash":
+            import hashlib  # here: OpenSSL's bindings cost ms to import, and only 'hash' uses them
+
             digest = hashlib.sha256(value.encode()).hexdigest()[:8]
             return f"<{self.pii_type}_hash:{digest}>"
         mask = MASKS.get(self.pii_type, mask_custom) if self.detector is None else mask_custom

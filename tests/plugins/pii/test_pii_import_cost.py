@@ -1,0 +1,36 @@
+"""Building an agent with pii pays only for what its configuration uses: OpenSSL's
+bindings (``hashlib``) load for the ``hash`` strategy, the stream rewriter for a streamed
+answer, the encoded-text view when a text is first scanned. A server building an agent
+per request, or a short script, does not load them for an agent that never uses them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+RUN = """
+import sys, plait
+agent = plait.create_agent(plait.ScriptedChatModel(["noted"]), middleware=[
+    ("pii", {"pii_type": "email", "strategy": %r})])
+built = sorted(m for m in %r if m in sys.modules)
+result = agent.invoke("mail me at ana@example.org")
+ran = sorted(m for m in %r if m in sys.modules)
+print(built, ran, result.messages[0].text)
+"""
+
+DEFERRED = ["hashlib", "plait_pii._decoded", "plait_pii._stream"]
+
+
+def _run(strategy: str) -> str:
+    code = RUN % (strategy, DEFERRED, DEFERRED)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_building_a_redacting_agent_loads_none_of_them_and_its_run_only_the_scanner() -> None:
+    assert _run("redact") == ("[] ['plait_pii._decoded'] mail me at [REDACTED_EMAIL]")
+
+
+def test_the_hash_strategy_still_hashes_with_hashlib_loaded_when_it_runs() -> None:
+    out = _run("hash")
+    assert out.startswith("[] ['hashlib', 'plait_pii._decoded'] mail me at <email_hash:")
