@@ -125,7 +125,9 @@ def disabled() -> frozenset[str]:
 def _key(name: str) -> str:
     """importlib.metadata's identity of a distribution: its name, PEP 503 normalized with
     underscores, so ``Foo.Bar``, ``foo-bar`` and ``foo_bar`` are one distribution."""
-    return _SEPARATORS.sub("_", name).lower()
+    key = name.lower().replace("-", "_").replace(".", "_")
+    # a run of separators is one underscore; most names have none, and skip the pattern
+    return _SEPARATORS.sub("_", key) if "__" in key else key
 
 
 _SEPARATORS = re.compile(r"[-_.]+")
@@ -237,7 +239,10 @@ def _plait_entry_points(where: str | Distribution) -> str | None:
     except OSError:
         return None
     try:
-        data = b"".join(iter(functools.partial(os.read, fd, 1 << 16), b""))
+        data = chunk = os.read(fd, 1 << 16)
+        while chunk:  # most files are read whole by the first read
+            chunk = os.read(fd, 1 << 16)
+            data += chunk
     except OSError:
         return None
     finally:

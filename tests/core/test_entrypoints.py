@@ -4,6 +4,7 @@ on the path wins, and the result matches ``importlib.metadata.entry_points()``."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -169,6 +170,16 @@ def test_every_plait_group_matches_importlib_metadata() -> None:
             for name, ep in _entrypoints.installed(group).items()
         }
         assert got == expected, group
+
+
+@pytest.mark.parametrize(
+    "name", ["plait_pii", "Plait-PII", "foo.bar", "foo--bar", "a-._b", "x__y", "zope.interface"]
+)
+def test_a_distribution_name_is_normalized_as_pep_503_says(name: str) -> None:
+    """Two spellings of one distribution are one key (the first on the path wins): runs of
+    ``-``, ``_`` and ``.`` are one separator, letters are lower case."""
+    pep_503 = re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
+    assert _entrypoints._key(name) == pep_503
 
 
 def test_a_sync_agent_from_names_imports_neither_importlib_metadata_nor_asyncio() -> None:
