@@ -35,6 +35,7 @@ from dbos import DBOS
 from plait import effects
 from plait.checkpoint import Checkpoint, Checkpointer, History, StepDelta, StepInfo
 from plait.errors import ConfigError, ThreadBusyError
+from plait_dbos._records import Record, write_records
 from plait_dbos._takeover import check_lease
 
 __all__ = ["STREAM_KEY", "RecordedCheckpointer", "StepPerformer", "publishing", "workflow_ids"]
@@ -82,21 +83,9 @@ def workflow_ids(workflow_id: str) -> Iterator[None]:
 LOAD_STEP = "plait.checkpoint:load"
 
 
-@attrs.frozen
-class _Record:
-    """A step's outcome as DBOS hands it to its system database, with what DBOS would
-    have read from the step's context at that moment."""
-
-    result: Any  # DBOS's OperationResultInternal
-    completed_at: int
-    owner_xid: str | None
-    shard_key: str | None
-    child_values: dict[str, Any]
-
-    @property
-    def may_wait(self) -> bool:
-        """A thread load's record may be written after the next step starts."""
-        return bool(self.result["function_name"] == LOAD_STEP)
+def _may_wait(record: Record) -> bool:
+    """A thread load's record may be written after the next step starts."""
+    return bool(record.result["function_name"] == LOAD_STEP)
 
 
 @attrs.define
@@ -107,16 +96,16 @@ class _Execution:
     workflow_id: str
     sys_db: Any  # DBOS's system database, or None (a DBOS without the internals used)
     fresh_from: int | None = None
-    pending: list[_Record] = attrs.Factory(list)
+    pending: list[Record] = attrs.Factory(list)
 
-    def take(self) -> list[_Record]:
+    def take(self) -> list[Record]:
         records, self.pending = self.pending, []
         return records
 
     def flush(self, *, unless_waiting: bool = False) -> None:
         """Write the held-back records in one transaction (``unless_waiting``: only if
         one of them may not wait for the next step)."""
-        if unless_waiting and all(record.may_wait for record in self.pending):
+        if unless_waiting and all(_may_wait(record) for record in self.pending):
             return
         records = self.take()
         if records:
@@ -124,21 +113,14 @@ class _Execution:
                 pass
 
     @contextlib.contextmanager
-    def transaction(self, records: list[_Record]) -> Iterator[Any]:
+    def transaction(self, records: list[Record]) -> Iterator[Any]:
         """A system-database transaction that writes ``records`` first (each checked, as
         DBOS does, against the workflow's current owner) and commits when the block
         ends; yields the SQLAlchemy connection."""
         sys_db = self.sys_db
         key = records[0].shard_key if records else None
         with sys_db._own_key(self.workflow_id, key=key), sys_db.engine.begin() as conn:
-            for record in records:
-                sys_db._record_operation_result_txn(
-                    record.result,
-                    record.completed_at,
-                    conn,
-                    owner_xid=record.owner_xid,
-                    child_values=record.child_values,
-                )
+            write_records(sys_db, conn, self.workflow_id, records)
             yield conn
 
 
@@ -220,7 +202,7 @@ def _install(sys_db: Any, current_owner_xid: Any, get_local_dbos_context: Any) -
         workflow_id = result["workflow_uuid"]
         ours = ctx is not None and ctx.workflow_id == workflow_id
         execution.pending.append(
-            _Record(
+            Record(
                 result,
                 int(time.time() * 1000),
                 current_owner_xid(workflow_id, ctx),
@@ -368,6 +350,8 @@ class RecordedCheckpointer:
     run and skips it. Outside a workflow it is the wrapped checkpointer."""
 
     inner: Checkpointer
+    _joined: dict[Any, bool] = attrs.field(factory=dict, init=False, eq=False, repr=False)
+    """Per DBOS system database: whether saves join its transactions (found once)."""
 
     def load(self, thread_id: str) -> Checkpoint | None:
         if not in_workflow():
@@ -423,6 +407,12 @@ class RecordedCheckpointer:
         """Whether the wrapped checkpointer can write a save inside a transaction of the
         system database (plait-postgres' ``save_in``, on the same database and user,
         through psycopg 3)."""
+        joined = self._joined.get(sys_db)
+        if joined is None:
+            joined = self._joined[sys_db] = self._can_join(sys_db)
+        return joined
+
+    def _can_join(self, sys_db: Any) -> bool:
         same_database = getattr(self.inner, "same_database", None)
         if getattr(self.inner, "save_in", None) is None or same_database is None:
             return False
@@ -432,7 +422,7 @@ class RecordedCheckpointer:
         return bool(same_database(url.render_as_string(hide_password=False)))
 
     def _save_with(
-        self, execution: _Execution, records: list[_Record], thread_id: str, delta: StepDelta
+        self, execution: _Execution, records: list[Record], thread_id: str, delta: StepDelta
     ) -> None:
         """The save and the records of the steps that led to it in one transaction: a
         crash leaves both or neither. A save this run already wrote (a replay) leaves

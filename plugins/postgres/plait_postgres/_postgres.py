@@ -499,7 +499,8 @@ class PostgresCheckpointer:
         back itself, so that its own writes in that transaction (a durable-execution
         engine's record of the step that produced ``delta``) commit with the step or not
         at all, in one commit instead of two."""
-        with self._db.errors():
+        with self._db.errors(), conn.pipeline():
+            # Pipelined: the schema is set in the round trip of the compare-and-set.
             conn.execute(
                 sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self._db.schema))
             )

@@ -1,0 +1,136 @@
+"""Writing held-back step records into a system-database transaction plait holds (see
+``_steps``): each row as DBOS's own ``record_operation_result`` writes it, checked
+against the workflow's current owner the same way.
+
+DBOS builds and compiles that insert anew for every step (SQLAlchemy does not cache a
+PostgreSQL insert), a large share of a durable step's client CPU. On PostgreSQL without
+sharding, plait compiles the same statements once through DBOS's own compile-once path
+(``_execute_prepared``, over DBOS's table definitions) and checks the owner once per
+transaction; elsewhere, or with a DBOS lacking those internals, each record goes through
+DBOS's own code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["Record", "write_records"]
+
+
+@attrs.frozen
+class Record:
+    """A step's outcome as DBOS hands it to its system database, with what DBOS would
+    have read from the step's context at that moment."""
+
+    result: Any  # DBOS's OperationResultInternal
+    completed_at: int
+    owner_xid: str | None
+    shard_key: str | None
+    child_values: dict[str, Any]
+
+
+def write_records(sys_db: Any, conn: Any, workflow_id: str, records: list[Record]) -> None:
+    """Insert ``records`` (all of ``workflow_id``, in step order) on ``conn``, a
+    SQLAlchemy connection in a transaction of DBOS's system database."""
+    if not _compiled_once(sys_db, workflow_id, records):
+        for record in records:
+            sys_db._record_operation_result_txn(
+                record.result,
+                record.completed_at,
+                conn,
+                owner_xid=record.owner_xid,
+                child_values=record.child_values,
+            )
+        return
+    import sqlalchemy as sa
+    from dbos._error import DBOSStepNondeterminismError, DBOSWorkflowConflictIDError
+
+    status = sys_db.tables.workflow_status
+    outputs = sys_db.tables.operation_outputs
+
+    def owner_check() -> Any:
+        # FOR NO KEY UPDATE, as DBOS: no hand-off (cancel, recovery) before the commit
+        return (
+            sa.select(status.c.owner_xid)
+            .where(status.c.workflow_uuid == sa.bindparam("workflow_uuid"))
+            .with_for_update(key_share=True)
+        )
+
+    def insert() -> Any:
+        return sys_db.dialect.insert(outputs).values(retention_timestamp=sys_db._now_ms_sql())
+
+    for owner in {record.owner_xid for record in records} - {None}:
+        current = sys_db._execute_prepared(
+            conn,
+            "plait.step_owner",
+            {"workflow_uuid": workflow_id},
+            owner_check,
+            insert_columns=False,
+        ).scalar()
+        if current != owner:
+            raise DBOSWorkflowConflictIDError(workflow_id)
+    for record in records:
+        result = record.result
+        row = {
+            "workflow_uuid": workflow_id,
+            "function_id": result["function_id"],
+            "function_name": result["function_name"],
+            "started_at_epoch_ms": result["started_at_epoch_ms"],
+            "completed_at_epoch_ms": record.completed_at,
+            "output": result["output"],
+            "error": result["error"],
+            "child_workflow_id": result["child_workflow_id"],
+            "serialization": result["serialization"],
+            "application_name": sys_db.app_name,
+        }
+        try:
+            sys_db._execute_prepared(conn, "plait.step_record", row, insert)
+        except sa.exc.DBAPIError as exc:
+            # A step of this execution recorded already (this transaction is not retried,
+            # so it is not a retry of this record): DBOS's word for it.
+            if sys_db._is_unique_constraint_violation(exc):
+                raise DBOSStepNondeterminismError(workflow_id, result["function_id"]) from None
+            raise
+
+
+_NEEDED = (
+    "_execute_prepared",
+    "_now_ms_sql",
+    "_is_unique_constraint_violation",
+    "_wf",
+    "_wf_values",
+    "tables",
+    "dialect",
+    "app_name",
+)
+_COLUMNS = {
+    "workflow_uuid",
+    "function_id",
+    "function_name",
+    "started_at_epoch_ms",
+    "completed_at_epoch_ms",
+    "output",
+    "error",
+    "child_workflow_id",
+    "serialization",
+    "application_name",
+    "retention_timestamp",
+}
+
+
+def _compiled_once(sys_db: Any, workflow_id: str, records: list[Record]) -> bool:
+    """Whether plait may write these records itself: PostgreSQL, no sharding (a
+    workflow's rows found by its id alone), and the table holding the columns DBOS 3
+    writes (every one of them, so no column of a newer DBOS is left out)."""
+    if (
+        not all(hasattr(sys_db, name) for name in _NEEDED)
+        or sys_db.engine.dialect.name != "postgresql"
+    ):
+        return False
+    if any(record.child_values or record.result["child_workflow_id"] for record in records):
+        return False
+    if sys_db._wf_values(workflow_id) or len(sys_db._wf(sys_db.tables.workflow_status, "x")) != 1:
+        return False
+    return {column.name for column in sys_db.tables.operation_outputs.columns} == _COLUMNS
