@@ -18,7 +18,6 @@ import inspect
 import itertools
 import json
 import re
-import textwrap
 import types
 import typing
 from collections.abc import Mapping
@@ -443,6 +442,8 @@ def field_descriptions(cls: type) -> dict[str, str]:
 def _attribute_docstrings(cls: type) -> dict[str, str]:
     if cls.__module__ in ("builtins", "typing", "abc") or cls is object:
         return {}
+    import textwrap  # here: only a class's field docstrings need it
+
     try:
         source = textwrap.dedent(inspect.getsource(cls))
         tree = ast.parse(source)

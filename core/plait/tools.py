@@ -130,8 +130,8 @@ class Tool:
     connection, tkinter, COM). Such a call cannot be abandoned, so it takes no ``timeout``
     (nor the agent's ``tool_timeout``). No effect on an async ``func``, which always runs
     on the event loop."""
-    _arguments: type | None = attrs.field(default=None, alias="_arguments", repr=False)
-    """An attrs class built from the function's parameters (``None``: schema checks only)."""
+    _arguments: _Arguments | None = attrs.field(default=None, alias="_arguments", repr=False)
+    """The attrs class of the function's parameters (``None``: schema checks only)."""
     _runtime_parameter: str | None = attrs.field(
         default=None, alias="runtime_parameter", repr=False, kw_only=True
     )
@@ -239,13 +239,14 @@ class Tool:
             problem = _convert.Problem("", _convert.expected("an object of named arguments", args))
             raise ToolArgumentError(self.name, [problem])
         if self._arguments is not None:
+            arguments = self._arguments.made()
             try:
-                values: Any = _convert.structure(dict(args), self._arguments)
+                values: Any = _convert.structure(dict(args), arguments)
             except _convert.ConversionError as exc:
                 raise ToolArgumentError(self.name, exc.problems) from None
             kwargs = {
                 field.name: getattr(values, field.name)
-                for field in attrs.fields(self._arguments)
+                for field in attrs.fields(arguments)
                 if getattr(values, field.name) is not _OMITTED
             }
         else:
@@ -258,13 +259,30 @@ class Tool:
         return kwargs
 
 
+class _Arguments:
+    """The attrs class a tool's arguments are structured into, made on the tool's first
+    call: a tool the model never calls never compiles one (a class costs ~0.3 ms to make,
+    paid at import for a tool defined at module level). Two threads making it at once make
+    two equal classes, and either serves."""
+
+    def __init__(self, name: str, fields: dict[str, Any]) -> None:
+        self._name = name
+        self._fields = fields
+        self._made: type | None = None
+
+    def made(self) -> type:
+        if self._made is None:
+            self._made = attrs.make_class(self._name, self._fields, frozen=True)
+        return self._made
+
+
 @functools.lru_cache(maxsize=512)
 def _read_function(
     func: Callable[..., Any], tool_name: str, parse_docstring: bool
-) -> tuple[str, dict[str, Any], list[str], type, str | None]:
+) -> tuple[str, dict[str, Any], list[str], _Arguments, str | None]:
     """What a tool function says of itself — summary, argument schemas, the attrs class its
-    arguments are structured into, the runtime parameter — read once per function, so an
-    agent built per request does not parse docstrings and compile classes every time."""
+    arguments are structured into (made on first call), the runtime parameter — read once
+    per function, so an agent built per request does not parse docstrings every time."""
     label = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
     doc = inspect.getdoc(func)
     if parse_docstring:
@@ -309,7 +327,7 @@ def _read_function(
             fields[param.name] = attrs.field(type=hint, default=_OMITTED, kw_only=True)
         properties[param.name] = prop
 
-    arguments = attrs.make_class(f"{tool_name}_arguments", fields, frozen=True)
+    arguments = _Arguments(f"{tool_name}_arguments", fields)
     return summary, properties, required, arguments, runtime_parameter
 
 

@@ -3,7 +3,7 @@ imports a module only where a run needs it: an agent built with a tool and middl
 then run synchronously to its answer, imports none of the modules below; each is imported
 by the feature that needs it (a misspelt option's suggestion, a pause, a tool returning
 bytes, ``PLAIT_TRACE``, a streamed run, a checkpointer or store, a context or state
-schema, a served tool)."""
+schema, a served tool, a class's field docstrings)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 import plait
 
 NOT_FOR_A_PLAIN_RUN = [
-    *("base64", "difflib", "hashlib", "logging", "queue"),
+    *("base64", "difflib", "hashlib", "logging", "queue", "textwrap"),
     # the kernel's own: checkpointer and store, typed context/state, served tools, streams
     *("plait.checkpoint", "plait.history", "plait.store", "plait._schemas"),
     *("plait._served", "plait._run_streams"),
