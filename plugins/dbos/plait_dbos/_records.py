@@ -7,7 +7,8 @@ PostgreSQL insert), a large share of a durable step's client CPU. On PostgreSQL 
 sharding, plait compiles the same statements once through DBOS's own compile-once path
 (``_execute_prepared``, over DBOS's table definitions) and checks the owner once per
 transaction; elsewhere, or with a DBOS lacking those internals, each record goes through
-DBOS's own code.
+DBOS's own code. The look for a recorded step (``find_record``) is likewise one compiled
+statement in autocommit where DBOS runs a transaction of two queries.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Record", "write_records"]
+__all__ = ["Record", "find_record", "write_records"]
 
 
 @attrs.frozen
@@ -121,16 +122,82 @@ _COLUMNS = {
 
 
 def _compiled_once(sys_db: Any, workflow_id: str, records: list[Record]) -> bool:
-    """Whether plait may write these records itself: PostgreSQL, no sharding (a
-    workflow's rows found by its id alone), and the table holding the columns DBOS 3
-    writes (every one of them, so no column of a newer DBOS is left out)."""
-    if (
-        not all(hasattr(sys_db, name) for name in _NEEDED)
-        or sys_db.engine.dialect.name != "postgresql"
-    ):
-        return False
+    """Whether plait may write these records itself (no child workflow among them)."""
     if any(record.child_values or record.result["child_workflow_id"] for record in records):
+        return False
+    return _plain_postgres(sys_db, workflow_id)
+
+
+def _plain_postgres(sys_db: Any, workflow_id: str) -> bool:
+    """PostgreSQL, no sharding (a workflow's rows found by its id alone), and the step
+    table holding the columns DBOS 3 writes (every one, so no column of a newer DBOS is
+    left out)."""
+    if not all(hasattr(sys_db, name) for name in _NEEDED):
+        return False
+    if sys_db.engine.dialect.name != "postgresql":
         return False
     if sys_db._wf_values(workflow_id) or len(sys_db._wf(sys_db.tables.workflow_status, "x")) != 1:
         return False
     return {column.name for column in sys_db.tables.operation_outputs.columns} == _COLUMNS
+
+
+def find_record(sys_db: Any, workflow_id: str, function_id: int, function_name: str) -> Any:
+    """What DBOS's ``check_operation_execution`` answers (the recorded result, ``None``,
+    or its errors for a cancelled workflow and a step recorded under another name), in
+    one statement; ``NotImplemented`` where plait leaves the look to DBOS (another
+    database, sharding, a DBOS without these internals, a database error it retries)."""
+    if not _plain_postgres(sys_db, workflow_id):
+        return NotImplemented
+    import sqlalchemy as sa
+    from dbos._error import DBOSUnexpectedStepError, DBOSWorkflowCancelledError
+
+    status = sys_db.tables.workflow_status
+    outputs = sys_db.tables.operation_outputs
+
+    def build() -> Any:
+        step = sa.and_(
+            outputs.c.workflow_uuid == status.c.workflow_uuid,
+            outputs.c.function_id == sa.bindparam("function_id"),
+        )
+        return (
+            sa.select(
+                status.c.status,
+                outputs.c.function_name,
+                outputs.c.output,
+                outputs.c.error,
+                outputs.c.serialization,
+                outputs.c.child_workflow_id,
+            )
+            .select_from(status.outerjoin(outputs, step))
+            .where(status.c.workflow_uuid == sa.bindparam("workflow_uuid"))
+        )
+
+    values = {"workflow_uuid": workflow_id, "function_id": function_id}
+    try:
+        with sys_db.engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+            row = sys_db._execute_prepared(
+                conn, "plait.step_check", values, build, insert_columns=False
+            ).first()
+    except sa.exc.DBAPIError:
+        return NotImplemented  # DBOS's own look retries what can be retried
+    assert row is not None, f"Error: Workflow {workflow_id} does not exist"
+    state, recorded_name, output, error, serialization, child = row
+    if state == "CANCELLED":
+        raise DBOSWorkflowCancelledError(f"Workflow {workflow_id} is cancelled. Aborting function.")
+    if recorded_name is None:
+        return None
+    if recorded_name != function_name:
+        raise DBOSUnexpectedStepError(
+            workflow_id=workflow_id,
+            step_id=function_id,
+            expected_name=function_name,
+            recorded_name=recorded_name,
+        )
+    return {
+        "output": output,
+        "error": error,
+        "serialization": serialization,
+        "child_workflow_id": child,
+        "child_shard_key": None,
+    }

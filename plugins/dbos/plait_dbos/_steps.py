@@ -35,7 +35,7 @@ from dbos import DBOS
 from plait import effects
 from plait.checkpoint import Checkpoint, Checkpointer, History, StepDelta, StepInfo
 from plait.errors import ConfigError, ThreadBusyError
-from plait_dbos._records import Record, write_records
+from plait_dbos._records import Record, find_record, write_records
 from plait_dbos._takeover import check_lease
 
 __all__ = ["STREAM_KEY", "RecordedCheckpointer", "StepPerformer", "publishing", "workflow_ids"]
@@ -184,7 +184,11 @@ def _install(sys_db: Any, current_owner_xid: Any, get_local_dbos_context: Any) -
         execution.flush(unless_waiting=True)
         if execution.fresh_from is not None and function_id >= execution.fresh_from:
             return None
-        recorded = check_original(workflow_id, function_id, function_name, **kwargs)
+        recorded = NotImplemented
+        if not kwargs:
+            recorded = find_record(sys_db, workflow_id, function_id, function_name)
+        if recorded is NotImplemented:
+            recorded = check_original(workflow_id, function_id, function_name, **kwargs)
         if recorded is None:
             execution.fresh_from = function_id
         return recorded
