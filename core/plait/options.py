@@ -14,7 +14,6 @@ argument and a structured answer all say ``expected an int >= 1, got 0`` alike.
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,14 +34,10 @@ from plait._convert import (
     show,
     structure,
 )
+from plait._option_plan import built_quickly
 from plait.errors import ConfigError
 from plait.lazy import lazy_exports
 from plait.middleware import check_arguments
-
-try:  # what cattrs' generated structuring functions call per field (private to cattrs)
-    from cattrs.gen._shared import find_structure_handler as _find_structure_handler
-except ImportError:  # another cattrs: every option set takes the full path
-    _find_structure_handler = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from plait._model_option import ChatModelOption, chat_model
@@ -105,7 +100,7 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str, 
     """
     if not isinstance(options, Mapping):
         raise ConfigError(f"options: {expected(_OPTIONS_MAPPING, options)}", plugin=plugin)
-    quick = _built_quickly(cls, options)
+    quick = built_quickly(cls, options)
     if quick is not None:
         return quick
     try:
@@ -125,57 +120,6 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str, 
         exc.in_plugin(plugin)
         raise
     return result
-
-
-def _built_quickly(cls: type[T], options: Mapping[str, Any]) -> T | None:
-    """``cls`` built from ``options`` exactly as the converter's generated function for
-    ``cls`` builds it (each given option through the converter's hook for its field's type,
-    then ``cls(**converted)``), without generating and compiling that function: ``None``
-    when this path is not exact for ``cls`` or anything fails, for the full path to build
-    it or to report the problems in its words.
-
-    An agent built once per request pays the converter's function once per process; the
-    first agent would pay one for each middleware class given options."""
-    if _find_structure_handler is None or getattr(cls, "__parameters__", None):
-        return None
-    if not attrs.has(cls):
-        return None
-    try:
-        fields = attrs.fields(cls)
-        if any(isinstance(field.type, str) for field in fields):
-            attrs.resolve_types(cls)  # as the full path does
-            fields = attrs.fields(cls)
-        converter = _convert.CONVERTER
-        keys = set(options)
-        converted: dict[str, Any] = {}
-        for field in fields:
-            if not field.init:
-                continue
-            tp = field.type
-            if field.alias != field.name or isinstance(tp, TypeVar) or _is_annotated(tp):
-                return None  # renamed keys, generics and overrides: the full path's cases
-            if field.name not in options:
-                if field.default is attrs.NOTHING:
-                    return None  # a missing required option: reported by the full path
-                continue
-            keys.discard(field.name)
-            value = options[field.name]
-            handler = _find_structure_handler(field, tp, converter, False)
-            if handler is None:
-                converted[field.name] = value
-            elif handler == converter._structure_call:
-                converted[field.name] = tp(value)
-            else:
-                converted[field.name] = handler(value, tp)
-        if keys:
-            return None  # unknown options: reported by the full path
-        return typing.cast(T, cls(**converted))
-    except Exception:
-        return None
-
-
-def _is_annotated(tp: Any) -> bool:
-    return typing.get_origin(tp) is typing.Annotated
 
 
 def _describe(problem: _convert.Problem) -> str:
