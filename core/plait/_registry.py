@@ -36,6 +36,11 @@ class _Registered:
     def __repr__(self) -> str:
         return f"<middleware {self.__name!r}>"
 
+    def __dir__(self) -> list[str]:
+        """Only the marked methods: pluggy looks at each name ``dir()`` gives (an
+        ordinary object's thirty-odd dunders would each be fetched and rejected)."""
+        return [attr for attr in self.__dict__ if attr != "_Registered__name"]
+
 
 def _static_attributes(target: object) -> dict[str, object]:
     """Every attribute of ``target`` as ``inspect.getattr_static`` would find it (the
