@@ -9,7 +9,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 import pluggy
@@ -113,10 +113,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-@attrs.frozen
-class _Found:
+class _Found(NamedTuple):
     """One hook implementation a middleware class provides: the attribute that holds it,
-    the hook it implements, its pluggy options and the arguments it accepts."""
+    the hook it implements, its pluggy options and the arguments it accepts. A named tuple
+    rather than an attrs class: made at import, a tuple class costs a fifth of an attrs
+    class."""
 
     attr: str
     hook: str

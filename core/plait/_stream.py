@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -75,10 +75,10 @@ class NestedSink(EventSink):
         super().__init__((own.modes if own is not None else frozenset()) | outer.modes, put)
 
 
-@attrs.frozen
-class ToolCallScope:
+class ToolCallScope(NamedTuple):
     """Where a run starting in this context nests: below a tool call in progress (or a
-    name given to ``plait.nesting.nest``) of a run."""
+    name given to ``plait.nesting.nest``) of a run. A named tuple rather than an attrs
+    class, as the loop's steps are (``plait._loop``): one is made for each tool call."""
 
     below: tuple[str, ...]
     """The path below the run whose ``sink`` this is: ``(tool call id,)``."""
