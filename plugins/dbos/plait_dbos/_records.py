@@ -5,8 +5,8 @@ against the workflow's current owner the same way.
 DBOS builds and compiles that insert anew for every step (SQLAlchemy does not cache a
 PostgreSQL insert), a large share of a durable step's client CPU. On PostgreSQL without
 sharding, plait compiles the same statements once through DBOS's own compile-once path
-(``_execute_prepared``, over DBOS's table definitions) and checks the owner once per
-transaction; elsewhere, or with a DBOS lacking those internals, each record goes through
+(``_execute_prepared``, over DBOS's table definitions), and checks the owner inside the
+transaction's first insert rather than in a query of its own; elsewhere, or with a DBOS lacking those internals, each record goes through
 DBOS's own code. The look for a recorded step (``find_record``) is likewise one compiled
 statement in autocommit where DBOS runs a transaction of two queries.
 """
@@ -50,50 +50,82 @@ def write_records(sys_db: Any, conn: Any, workflow_id: str, records: list[Record
 
     status = sys_db.tables.workflow_status
     outputs = sys_db.tables.operation_outputs
-
-    def owner_check() -> Any:
-        # FOR NO KEY UPDATE, as DBOS: no hand-off (cancel, recovery) before the commit
-        return (
-            sa.select(status.c.owner_xid)
-            .where(status.c.workflow_uuid == sa.bindparam("workflow_uuid"))
-            .with_for_update(key_share=True)
-        )
+    columns = [*_ROW, "retention_timestamp"]
 
     def insert() -> Any:
         return sys_db.dialect.insert(outputs).values(retention_timestamp=sys_db._now_ms_sql())
 
-    for owner in {record.owner_xid for record in records} - {None}:
-        current = sys_db._execute_prepared(
-            conn,
-            "plait.step_owner",
-            {"workflow_uuid": workflow_id},
-            owner_check,
-            insert_columns=False,
-        ).scalar()
-        if current != owner:
-            raise DBOSWorkflowConflictIDError(workflow_id)
+    def checked_insert() -> Any:
+        # The owner check of DBOS's record in the insert's own round trip: the row is
+        # inserted only while ``owner`` owns the workflow, whose status row stays locked
+        # (FOR NO KEY UPDATE, as DBOS) until the commit, so no hand-off (cancel,
+        # recovery) lands before it — and the rest of the transaction needs no check.
+        owned = (
+            sa.select(sa.literal(1))
+            .select_from(status)
+            .where(
+                status.c.workflow_uuid == sa.bindparam("owned_workflow", type_=sa.Text()),
+                status.c.owner_xid == sa.bindparam("owner", type_=sa.Text()),
+            )
+            .with_for_update(key_share=True)
+        )
+        row = sa.select(
+            *[sa.bindparam(name, type_=outputs.c[name].type) for name in _ROW],
+            sys_db._now_ms_sql(),
+        ).where(sa.exists(owned))
+        return (
+            sys_db.dialect.insert(outputs)
+            .from_select(columns, row)
+            .returning(sa.literal_column("1"))
+        )
+
+    checked: set[str] = set()
     for record in records:
         result = record.result
         row = {
             "workflow_uuid": workflow_id,
             "function_id": result["function_id"],
             "function_name": result["function_name"],
-            "started_at_epoch_ms": result["started_at_epoch_ms"],
-            "completed_at_epoch_ms": record.completed_at,
             "output": result["output"],
             "error": result["error"],
             "child_workflow_id": result["child_workflow_id"],
+            "started_at_epoch_ms": result["started_at_epoch_ms"],
+            "completed_at_epoch_ms": record.completed_at,
             "serialization": result["serialization"],
             "application_name": sys_db.app_name,
         }
+        owner = record.owner_xid
         try:
-            sys_db._execute_prepared(conn, "plait.step_record", row, insert)
+            if owner is None or owner in checked:
+                sys_db._execute_prepared(conn, "plait.step_record", row, insert)
+                continue
+            values = {**row, "owned_workflow": workflow_id, "owner": owner}
+            inserted = sys_db._execute_prepared(
+                conn, "plait.owned_step_record", values, checked_insert, insert_columns=False
+            ).first()
         except sa.exc.DBAPIError as exc:
             # A step of this execution recorded already (this transaction is not retried,
             # so it is not a retry of this record): DBOS's word for it.
             if sys_db._is_unique_constraint_violation(exc):
                 raise DBOSStepNondeterminismError(workflow_id, result["function_id"]) from None
             raise
+        if inserted is None:  # no longer this execution's workflow
+            raise DBOSWorkflowConflictIDError(workflow_id)
+        checked.add(owner)
+
+
+_ROW = (
+    "workflow_uuid",
+    "function_id",
+    "function_name",
+    "output",
+    "error",
+    "child_workflow_id",
+    "started_at_epoch_ms",
+    "completed_at_epoch_ms",
+    "serialization",
+    "application_name",
+)
 
 
 _NEEDED = (
@@ -106,19 +138,7 @@ _NEEDED = (
     "dialect",
     "app_name",
 )
-_COLUMNS = {
-    "workflow_uuid",
-    "function_id",
-    "function_name",
-    "started_at_epoch_ms",
-    "completed_at_epoch_ms",
-    "output",
-    "error",
-    "child_workflow_id",
-    "serialization",
-    "application_name",
-    "retention_timestamp",
-}
+_COLUMNS = {*_ROW, "retention_timestamp"}
 
 
 def _compiled_once(sys_db: Any, workflow_id: str, records: list[Record]) -> bool:

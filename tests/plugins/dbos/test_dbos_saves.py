@@ -10,9 +10,12 @@ Real PostgreSQL (a database of its own), a worker in this process.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import attrs
 import psycopg
 import pytest
 
@@ -43,6 +46,12 @@ class NoteModel(ChatModel):
 
 def note(text: str) -> str:
     """Note ``text``; the prompt ``intrude`` makes another writer save to the thread first."""
+    if text == "usurp":  # as a takeover does: the run's workflow gets another owner
+        with psycopg.connect(_database_of_test, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE dbos.workflow_status SET owner_xid = 'another' "
+                "WHERE workflow_uuid = 'run-1'"
+            )
     if text == "intrude":
         agent = _agent_of_test
         assert agent is not None and agent.checkpointer is not None
@@ -53,11 +62,12 @@ def note(text: str) -> str:
 
 _agent_of_test: plait.Agent | None = None
 _executor_of_test = ""
+_database_of_test = ""
 
 
 @pytest.fixture
 def worker(database_url: str) -> Iterator[plait.Agent]:
-    global _agent_of_test, _executor_of_test
+    global _agent_of_test, _executor_of_test, _database_of_test
     from plait_dbos import Worker
 
     options = {"database_url": database_url, "poll_interval": 0.05}
@@ -71,6 +81,7 @@ def worker(database_url: str) -> Iterator[plait.Agent]:
     running = Worker(agent, executor_id="saves")
     running.start()
     _agent_of_test, _executor_of_test = agent, running.executor_id
+    _database_of_test = database_url
     calls.clear()
     try:
         yield agent
@@ -155,6 +166,59 @@ def test_a_step_is_recorded_in_the_transaction_of_the_save_after_it(
     save_of = {xid: step for step, xid in saves}
     assert [save_of.get(xid) for _, xid in steps] == [1, 1, 2, 3]
     assert len({xid for _, xid in steps} | set(save_of)) == 4
+
+
+def test_a_run_no_longer_owned_records_neither_its_step_nor_its_save(
+    worker: plait.Agent, database_url: str
+) -> None:
+    """The tool's record and the save after it are one transaction, refused together
+    when the run's workflow has passed to another owner meanwhile (a takeover, a cancel):
+    the thread keeps only what the run wrote while it owned it."""
+    from plait_dbos._steps import RecordedCheckpointer
+
+    refused: list[BaseException] = []
+
+    @attrs.frozen
+    class Watched(RecordedCheckpointer):
+        def save(self, thread_id: str, delta: StepDelta) -> None:
+            try:
+                super().save(thread_id, delta)
+            except BaseException as exc:
+                refused.append(exc)
+                raise
+
+    assert isinstance(worker.checkpointer, RecordedCheckpointer)
+    worker.checkpointer = Watched(worker.checkpointer.inner)
+    # DBOS parks an execution that lost its workflow until the owner records an outcome
+    ended: list[BaseException] = []
+
+    def parked() -> None:
+        try:
+            _run("run-1", "usurp")
+        except BaseException as exc:
+            ended.append(exc)
+
+    run = threading.Thread(target=parked, daemon=True)
+    run.start()
+    deadline = time.monotonic() + 30
+    while not refused and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # the tool's save, then the run's record of its failure: each refused
+    assert refused and {type(e).__name__ for e in refused} == {"DBOSWorkflowConflictIDError"}
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        steps = conn.execute(
+            "SELECT function_name FROM dbos.operation_outputs "
+            "WHERE workflow_uuid = 'run-1' ORDER BY function_id"
+        ).fetchall()
+        saves = conn.execute("SELECT step FROM plait_steps WHERE thread = 't'").fetchall()
+        # the "owner" ends the run, which lets the parked execution go
+        conn.execute(
+            "UPDATE dbos.workflow_status SET status = 'CANCELLED' WHERE workflow_uuid = 'run-1'"
+        )
+    run.join(30)
+    assert [type(e).__name__ for e in ended] == ["DBOSAwaitedWorkflowCancelledError"]
+    assert steps == [("plait.checkpoint:load",), ("plait.model:notes",)]
+    assert saves == [(1,)]
 
 
 def test_a_save_another_writer_got_to_first_fails(worker: plait.Agent) -> None:
