@@ -6,9 +6,10 @@ DBOS builds and compiles that insert anew for every step (SQLAlchemy does not ca
 PostgreSQL insert), a large share of a durable step's client CPU. On PostgreSQL without
 sharding, plait compiles the same statements once through DBOS's own compile-once path
 (``_execute_prepared``, over DBOS's table definitions), and checks the owner inside the
-transaction's first insert rather than in a query of its own; elsewhere, or with a DBOS lacking those internals, each record goes through
-DBOS's own code. The look for a recorded step (``find_record``) is likewise one compiled
-statement in autocommit where DBOS runs a transaction of two queries.
+transaction's first insert rather than in a query of its own; elsewhere, or with a DBOS
+lacking those internals, each record goes through DBOS's own code. The look for a
+recorded step (``find_record``) is likewise one compiled statement in autocommit where
+DBOS runs a transaction of two queries.
 """
 
 from __future__ import annotations
