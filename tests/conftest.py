@@ -1,5 +1,5 @@
 """Suite-wide ordering: tests marked ``slow`` (fresh virtual environments, minutes each) are
-collected first, so that under pytest-xdist (tox runs ``-n auto``) they start at once and
+collected first, so that under pytest-xdist (tox runs ``-n 3``) they start at once and
 overlap the rest of the suite instead of running alone at its end."""
 
 from __future__ import annotations
