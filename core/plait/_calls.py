@@ -25,7 +25,6 @@ from plait.types import (
     Command,
     ModelRequest,
     ModelResponse,
-    StreamEvent,
     ToolCallRequest,
     ToolRun,
     ToolRuntime,
@@ -53,6 +52,8 @@ class Innermost:
         kwargs = _model_kwargs(request)
         if sink is None:
             return ModelResponse([request.model.invoke(request.messages, **kwargs)])
+        from plait._stream_event import StreamEvent  # a streamed run's: made on first use
+
         chunks = request.model.stream(request.messages, **kwargs)
         collected = []
         for chunk in transform_sync(self.stream_layers, iter(chunks), request, self.loops):
@@ -66,6 +67,8 @@ class Innermost:
         kwargs = _model_kwargs(request)
         if sink is None:
             return ModelResponse([await request.model.ainvoke(request.messages, **kwargs)])
+        from plait._stream_event import StreamEvent  # a streamed run's: made on first use
+
         chunks = request.model.astream(request.messages, **kwargs)
         collected = []
         async for chunk in transform_async(self.stream_layers, aiter(chunks), request):

@@ -25,7 +25,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
 import cattrs
@@ -44,6 +44,10 @@ from cattrs.gen import make_dict_structure_fn, make_hetero_tuple_structure_fn
 from cattrs.gen.typeddicts import make_dict_structure_fn as make_typeddict_structure_fn
 
 from plait.errors import ConfigError, FieldError
+from plait.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from plait._problem import Problem as Problem
 
 __all__ = [
     "MAPPING_ORIGINS",
@@ -73,6 +77,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+# Made only when a value is refused: imported on first use.
+__getattr__ = lazy_exports(__name__, {"Problem": "plait._problem"})
 Hook = Callable[[Any, Any], Any]
 
 _repr = reprlib.Repr()
@@ -92,28 +99,6 @@ MAPPING_ORIGINS = _MAPPING_ORIGINS
 
 
 # --------------------------------------------------------------------------- errors
-
-
-@attrs.frozen
-class Problem:
-    """One thing wrong with a value.
-
-    :param path: where, relative to the root: ``""`` (the root), ``"run_limit"``,
-        ``"edits[0].trigger_tokens"``, ``"labels['x']"``.
-    :param message: what was expected, e.g. ``"expected an int, got 'two'"``.
-    :param kind: ``"invalid"``, ``"missing"`` (a required key is absent) or ``"unknown"``
-        (keys the type does not have, in ``keys``; its valid keys in ``valid``).
-    """
-
-    path: str
-    message: str
-    kind: Literal["invalid", "missing", "unknown"] = "invalid"
-    keys: tuple[str, ...] = ()
-    valid: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        where = "$" + (self.path if self.path.startswith("[") or not self.path else "." + self.path)
-        return f"{where}: {self.message}"
 
 
 class ConversionError(ValueError):
@@ -846,6 +831,8 @@ def pydantic_problems(model: Any, errors: typing.Sequence[Mapping[str, Any]]) ->
     """pydantic's error dicts in the converter's words: ``Input should be a valid integer``
     becomes ``expected a valid integer, got 'x'``; a missing field and extra keys become
     ``missing`` and ``unknown`` problems, as for attrs classes."""
+    from plait._problem import Problem
+
     found: list[Problem] = []
     unknown: dict[str, list[str]] = {}
     for error in errors:
@@ -1045,6 +1032,8 @@ def problems(exc: BaseException) -> list[Problem]:
 
 
 def _problem_of(error: BaseException, tp: Any) -> Problem:
+    from plait._problem import Problem
+
     if isinstance(error, _Mismatch):
         return Problem("", error.message)
     named = _option(error)

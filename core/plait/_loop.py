@@ -52,7 +52,6 @@ from plait.types import (
     ModelResponse,
     RunRequest,
     Runtime,
-    StreamEvent,
     ToolCallRequest,
 )
 from plait.usage import RunUsage
@@ -63,6 +62,14 @@ if TYPE_CHECKING:
 
     from plait._compiled import CompiledAgent
     from plait._stream import EventSink
+    from plait._stream_event import StreamEvent
+
+
+def _event(mode: str, data: Any, source: str, *, step: int | None = None) -> StreamEvent:
+    """A ``StreamEvent`` for the run's sink (its class is made when a run first streams)."""
+    from plait._stream_event import StreamEvent
+
+    return StreamEvent(mode, data, source, step=step)
 
 
 @attrs.define
@@ -246,7 +253,7 @@ class Run:
                 yield from self.save()
             if ran and self.sink is not None and self.sink.wants("values"):
                 step = self.thread.step if self.agent.keeps(self.runtime.thread_id) else None
-                self.sink(StreamEvent("values", self.thread.public(), node, step=step))
+                self.sink(_event("values", self.thread.public(), node, step=step))
 
     def save(self) -> Steps:
         if self.agent.keeps(self.runtime.thread_id):
@@ -286,7 +293,7 @@ class Run:
         yield from self.save()
         if self.sink is not None:
             shown = shown_interrupts(self.agent, interrupts, self.thread.view)
-            self.sink(StreamEvent("updates", {"__interrupt__": shown}, "interrupt"))
+            self.sink(_event("updates", {"__interrupt__": shown}, "interrupt"))
 
     # -- nodes -----------------------------------------------------------------------------
 
@@ -351,7 +358,7 @@ class Run:
     def apply_update(self, update: Mapping[str, Any], source: str) -> None:
         self.thread.update(update, source)
         if self.sink is not None and self.sink.wants("updates"):
-            self.sink(StreamEvent("updates", {source: dict(update)}, source))
+            self.sink(_event("updates", {source: dict(update)}, source))
 
     def jump_target(self, jump: str, hook: str) -> str:
         if jump == "end":
@@ -546,11 +553,11 @@ class Run:
             return
         for message in response.messages:
             if isinstance(message, AIMessage):
-                sink(StreamEvent("messages", message, "model"))
+                sink(_event("messages", message, "model"))
 
     def emit_message(self, message: Message, source: str) -> None:
         if self.sink is not None:
-            self.sink(StreamEvent("messages", message, source))
+            self.sink(_event("messages", message, source))
 
     def final_answer(self, call: ToolCall) -> ToolMessage:
         structured = self.agent.structured

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 
 from plait.errors import ConfigError
-from plait.types import StreamEvent
+
+if TYPE_CHECKING:
+    from plait._stream_event import StreamEvent
 
 __all__ = ["STREAM_MODES", "EventSink", "stream_sink"]
 
@@ -48,6 +50,8 @@ class EventSink:
 
     def writer(self) -> Callable[[Any], None]:
         """``runtime.stream_writer``: what hooks and tools write, as ``custom`` events."""
+
+        from plait._stream_event import StreamEvent  # a streamed run's: made on first use
 
         def write(data: Any) -> None:
             self(StreamEvent("custom", data, "custom"))

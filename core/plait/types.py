@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
 import attrs
 
 from plait import usage as _usage
 from plait._performers import Effect
+from plait.lazy import lazy_exports
 from plait.messages import AIMessage, AnyMessage, Message, RemoveMessage, ToolCall, Usage
 from plait.tools import Runtime, Tool, ToolRuntime
 
 if TYPE_CHECKING:
+    from plait._stream_event import StreamEvent as StreamEvent
     from plait.checkpoint import Checkpointer
     from plait.models.base import ChatModel
     from plait.store import Store
@@ -39,6 +41,9 @@ __all__ = [
 
 JumpTarget: TypeAlias = Literal["model", "tools", "end"]
 State: TypeAlias = Mapping[str, Any]
+
+# Made by streamed runs alone: imported on first use.
+__getattr__ = lazy_exports(__name__, {"StreamEvent": "plait._stream_event"})
 
 
 @attrs.frozen
@@ -87,31 +92,6 @@ class Interrupt:
 
     id: str
     value: Any
-
-
-def _path(ids: Iterable[str]) -> tuple[str, ...]:
-    return tuple(ids)
-
-
-@attrs.frozen
-class StreamEvent:
-    """One item of ``agent.stream``: ``mode`` (updates, messages, values, custom), the
-    ``data`` and the ``source`` (the node, middleware or tool that produced it).
-
-    ``path`` says which run produced it: ``()`` for the streamed run itself; for a run
-    nested in it, the ids of the tool calls it was started in, outermost first
-    (``("call_1",)``, ``("call_1", "call_7")``): a ``task`` sub-agent's or a background
-    task's is its ``task``/``start_task`` call, a handoff's receiving agent's the
-    ``transfer_to_<name>`` call (``plait.nesting.nest`` names any other).
-    """
-
-    mode: str
-    data: Any
-    source: str
-    path: tuple[str, ...] = attrs.field(default=(), converter=_path)
-    step: int | None = attrs.field(default=None, kw_only=True)
-    """A ``values`` event of a saved thread: the step it is the state after (what
-    ``agent.get_state(thread_id, step)`` reads back)."""
 
 
 @attrs.frozen

@@ -2,7 +2,7 @@
 imports a module only where a run needs it: an agent built with a tool and middleware,
 then run synchronously to its answer, imports none of the modules below; each is imported
 by the feature that needs it (a misspelt option's suggestion, a pause, a tool returning
-bytes, ``PLAIT_TRACE``, a streamed run, a checkpointer or store, a context or state
+bytes, ``PLAIT_TRACE``, a streamed run, a refused value, a checkpointer or store, a context or state
 schema, a served tool, a class's field docstrings)."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ NOT_FOR_A_PLAIN_RUN = [
     # the kernel's own: checkpointer and store, typed context/state, served tools, streams
     *("plait.checkpoint", "plait.history", "plait.store", "plait._schemas"),
     *("plait._served", "plait._run_streams"),
+    # the classes of a streamed run's events and of a refused value's problems
+    *("plait._stream_event", "plait._problem"),
 ]
 
 RUN = """
@@ -66,3 +68,35 @@ def test_each_feature_still_imports_what_it_needs() -> None:
     result = plait.create_agent(model, tools=[picture]).invoke("show me")
     shown = next(m for m in result.messages if m.type == "tool")
     assert shown.content == [{"type": "image", "data": "iVBORw=="}]
+
+
+def test_a_streamed_run_and_a_refused_argument_make_their_classes_where_used() -> None:
+    """``StreamEvent`` and ``Problem`` are made on first use, under their public names: a
+    plain run made neither, a streamed run yields ``plait.StreamEvent``s, a bad tool
+    argument is still reported problem by problem."""
+    code = """
+import sys, plait
+from plait.messages import AIMessage, ToolCall
+
+@plait.tool
+def lookup(city: str) -> str:
+    "The weather in a city."
+    return "sunny in " + city
+
+bad = AIMessage("", tool_calls=[ToolCall("lookup", {"city": 3})])
+model = plait.ScriptedChatModel(["plain", bad, "streamed"])
+agent = plait.create_agent(model, tools=[lookup])
+agent.invoke("hi")
+print(sorted({"plait._stream_event", "plait._problem"} & set(sys.modules)))
+events = list(agent.stream("hi", mode="updates"))
+tool = events[1].data["lookup"]["messages"][0]
+print(all(isinstance(e, plait.StreamEvent) for e in events), [e.source for e in events])
+print(tool.status, tool.text)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        "[]",
+        "True ['model', 'lookup', 'model']",
+        "error Error: invalid arguments for tool 'lookup': argument 'city': expected a string,"
+        " got 3. Call it again with corrected arguments.",
+    ], out.stdout
