@@ -680,10 +680,10 @@ def _perform(effect: Step, agent: CompiledAgent) -> Any:
     return None
 
 
-@attrs.frozen
-class MiddlewareFailure:
+class MiddlewareFailure(NamedTuple):
     """A tool call's outcome when a ``wrap_tool_call`` middleware around it raised: the
-    tools step raises ``error`` to the caller once the step's calls are done."""
+    tools step raises ``error`` to the caller once the step's calls are done. A named
+    tuple rather than an attrs class, as the loop's steps are."""
 
     error: Exception
 

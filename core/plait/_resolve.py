@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -49,10 +49,10 @@ def build(name: str, options: Mapping[str, Any]) -> object:
         raise ConfigError(str(exc), plugin=name) from None
 
 
-@attrs.frozen
-class Built:
+class Built(NamedTuple):
     """A middleware already built from the entry point ``name`` (an agent file builds each
-    one to check its options, then hands that instance on instead of building it again)."""
+    one to check its options, then hands that instance on instead of building it again).
+    A named tuple rather than an attrs class: ``import plait`` compiles no methods for it."""
 
     name: str
     obj: object
