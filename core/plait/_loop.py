@@ -40,10 +40,10 @@ from plait.messages import (
     ToolCall,
     ToolMessage,
     Usage,
+    persisted_converter,
     structure_message,
     unstructure_message,
 )
-from plait.messages import converter as _converter
 from plait.tools import raised_by_tool, tool_error_message
 from plait.types import (
     Command,
@@ -114,11 +114,11 @@ class RunInfo:
         return self.owner.partition("/")[0] == PROCESS
 
     def dump(self) -> Any:
-        return _converter.unstructure(self)
+        return persisted_converter().unstructure(self)
 
     @classmethod
     def load(cls, data: Any) -> RunInfo:
-        return _converter.structure(data, cls)
+        return persisted_converter().structure(data, cls)
 
 
 PROCESS = ""

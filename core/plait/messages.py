@@ -6,9 +6,10 @@ dict that is persisted with it. ``to_json``/``from_json`` round-trip any list ex
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 import attrs
 import cattrs
@@ -417,8 +418,24 @@ _TYPES: dict[str, type[Message]] = {
     cls.type: cls for cls in (SystemMessage, HumanMessage, AIMessage, ToolMessage)
 }
 
-converter = cattrs.Converter()
-"""The one converter for plait's persisted types (messages and what they hold)."""
+if TYPE_CHECKING:
+    converter: cattrs.Converter
+    """The one converter for plait's persisted types (messages and what they hold), made
+    when first used (``__getattr__``): a run that saves no message never makes it."""
+
+
+@functools.cache
+def persisted_converter() -> cattrs.Converter:
+    """``converter``, made (and its hooks registered) on the first call."""
+    made = cattrs.Converter()
+    _register(made)
+    return made
+
+
+def __getattr__(name: str) -> Any:
+    if name == "converter":
+        return persisted_converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _structure_content(value: Any, _: Any) -> Content:
@@ -468,12 +485,9 @@ def _register(conv: cattrs.Converter) -> None:
     )
 
 
-_register(converter)
-
-
 def unstructure_message(message: Message) -> dict[str, Any]:
     """One message as a JSON-ready dict with its ``type`` tag."""
-    data: dict[str, Any] = converter.unstructure(message, type(message))
+    data: dict[str, Any] = persisted_converter().unstructure(message, type(message))
     data["type"] = message.type
     return data
 
@@ -488,7 +502,7 @@ def structure_message(data: Mapping[str, Any]) -> AnyMessage:
         raise ValueError(
             f"unknown message type {kind!r}; expected one of {sorted(_TYPES)}"
         ) from None
-    message: AnyMessage = converter.structure(fields, cls)  # type: ignore[assignment]
+    message: AnyMessage = persisted_converter().structure(fields, cls)  # type: ignore[assignment]
     return message
 
 

@@ -100,3 +100,22 @@ print(tool.status, tool.text)
         "error Error: invalid arguments for tool 'lookup': argument 'city': expected a string,"
         " got 3. Call it again with corrected arguments.",
     ], out.stdout
+
+
+def test_the_persisted_types_converter_is_made_by_the_first_save() -> None:
+    """A run that saves nothing makes no converter for messages (cattrs' ``Converter``
+    and its hooks); a thread saved with a checkpointer makes it, and reads back."""
+    code = """
+import plait
+from plait import messages
+agent = plait.create_agent(plait.ScriptedChatModel(["one"]))
+agent.invoke("hi")
+print(messages.persisted_converter.cache_info().currsize)
+kept = plait.create_agent(plait.ScriptedChatModel(["two"]), checkpointer="memory")
+kept.invoke("hi", thread_id="t")
+made = messages.persisted_converter
+print(made.cache_info().currsize, messages.converter is made())
+print([m.text for m in kept.get_state("t")["messages"]])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["0", "1 True", "['hi', 'two']"], out.stdout
