@@ -47,7 +47,6 @@ from plait.messages import (
 from plait.tools import raised_by_tool, tool_error_message
 from plait.types import (
     Command,
-    Interrupt,
     ModelRequest,
     ModelResponse,
     RunRequest,
@@ -61,6 +60,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from plait._compiled import CompiledAgent
+    from plait._interrupt import Interrupt
     from plait._stream import EventSink
     from plait._stream_event import StreamEvent
 
@@ -114,11 +114,23 @@ class RunInfo:
         return self.owner.partition("/")[0] == PROCESS
 
     def dump(self) -> Any:
+        _resolve_run_info()
         return persisted_converter().unstructure(self)
 
     @classmethod
     def load(cls, data: Any) -> RunInfo:
+        _resolve_run_info()
         return persisted_converter().structure(data, cls)
+
+
+def _resolve_run_info() -> None:
+    """``RunInfo``'s field types resolved before the converter reads them: ``Interrupt``
+    is imported on first use (``plait._interrupt``), so it is not in this module's
+    namespace, where the converter would look for it. attrs resolves them once and
+    returns at once after."""
+    from plait._interrupt import Interrupt
+
+    attrs.resolve_types(RunInfo, localns={"Interrupt": Interrupt})
 
 
 PROCESS = ""

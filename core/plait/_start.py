@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait import _ids
 from plait._compiled import CompiledAgent
@@ -20,8 +20,11 @@ from plait._state import RUN_KEY, ThreadState
 from plait._stream import EventSink, in_tool_call, nested_sink
 from plait.errors import PlaitError, ThreadBusyError
 from plait.messages import HumanMessage, Message, ToolMessage, is_role_pair
-from plait.types import AgentResult, Command, Interrupt, Runtime
+from plait.types import AgentResult, Command, Runtime
 from plait.usage import RunUsage
+
+if TYPE_CHECKING:
+    from plait._interrupt import Interrupt
 
 
 def start_run(

@@ -27,11 +27,12 @@ from plait._stream import EventSink, parse_modes, stream_sink
 from plait.errors import CheckpointerRequiredError, ConfigError, PlaitError, ThreadBusyError
 from plait.lazy import lazy_exports
 from plait.models import ChatModel
-from plait.types import AgentConfig, AgentResult, Interrupt
+from plait.types import AgentConfig, AgentResult
 
 if TYPE_CHECKING:
     import asyncio
 
+    from plait._interrupt import Interrupt
     from plait._run_streams import AsyncRunStream as AsyncRunStream
     from plait._run_streams import GraphAsyncRunStream, GraphRunStream
     from plait._run_streams import RunStream as RunStream

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from plait.errors import PlaitError
-from plait.types import Interrupt
+
+if TYPE_CHECKING:
+    from plait._interrupt import Interrupt
 
 __all__ = ["interrupt"]
 
@@ -58,4 +60,6 @@ def interrupt(value: Any) -> Any:
     scope.counter += 1
     if iid in scope.resume:
         return scope.resume[iid]
+    from plait._interrupt import Interrupt  # a pausing run's: made on first use
+
     raise InterruptSignal(Interrupt(iid, value))

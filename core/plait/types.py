@@ -14,6 +14,7 @@ from plait.messages import AIMessage, AnyMessage, Message, RemoveMessage, ToolCa
 from plait.tools import Runtime, Tool, ToolRuntime
 
 if TYPE_CHECKING:
+    from plait._interrupt import Interrupt as Interrupt
     from plait._stream_event import StreamEvent as StreamEvent
     from plait.checkpoint import Checkpointer
     from plait.models.base import ChatModel
@@ -42,8 +43,10 @@ __all__ = [
 JumpTarget: TypeAlias = Literal["model", "tools", "end"]
 State: TypeAlias = Mapping[str, Any]
 
-# Made by streamed runs alone: imported on first use.
-__getattr__ = lazy_exports(__name__, {"StreamEvent": "plait._stream_event"})
+# Made by streamed runs and paused ones alone: imported on first use.
+__getattr__ = lazy_exports(
+    __name__, {"Interrupt": "plait._interrupt", "StreamEvent": "plait._stream_event"}
+)
 
 
 @attrs.frozen
@@ -83,15 +86,6 @@ class StateField:
     )
     shared: bool = False
     private: bool = False
-
-
-@attrs.frozen
-class Interrupt:
-    """A pending question from ``plait.interrupt(value)``; answer it with
-    ``Command(resume=...)`` (or ``{interrupt.id: answer}``)."""
-
-    id: str
-    value: Any
 
 
 @attrs.frozen

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,8 +20,8 @@ NOT_FOR_A_PLAIN_RUN = [
     # the kernel's own: checkpointer and store, typed context/state, served tools, streams
     *("plait.checkpoint", "plait.history", "plait.store", "plait._schemas"),
     *("plait._served", "plait._run_streams"),
-    # the classes of a streamed run's events and of a refused value's problems
-    *("plait._stream_event", "plait._problem"),
+    # the classes of a streamed run's events, a refused value's problems, a pause
+    *("plait._stream_event", "plait._problem", "plait._interrupt"),
 ]
 
 RUN = """
@@ -119,3 +120,39 @@ print([m.text for m in kept.get_state("t")["messages"]])
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == ["0", "1 True", "['hi', 'two']"], out.stdout
+
+
+PAUSE = """
+import sys, plait
+from plait.messages import AIMessage, ToolCall
+
+@plait.tool
+def ask(q: str) -> str:
+    "Ask the user."
+    return "user said " + str(plait.interrupt(q))
+
+script = [AIMessage("", tool_calls=[ToolCall("ask", {"q": "ok?"}, "c1")]), "done"]
+model = plait.ScriptedChatModel(script[1:] if sys.argv[2] == "resume" else script)
+agent = plait.create_agent(model, tools=[ask], checkpointer="sqlite:///" + sys.argv[1])
+if sys.argv[2] == "pause":
+    paused = agent.invoke("go", thread_id="t").interrupts
+    print(isinstance(paused[0], plait.Interrupt), [i.value for i in paused])
+else:
+    print("plait._interrupt" in sys.modules, [i.value for i in agent.get_interrupts("t")])
+    print([m.text for m in agent.invoke(plait.Command(resume="yes"), thread_id="t").messages])
+"""
+
+
+def test_a_pause_is_saved_and_read_back_by_a_fresh_process(tmp_path: Path) -> None:
+    """``Interrupt`` is made on first use: a run that pauses saves its question, and a
+    new process that has made no ``Interrupt`` yet reads it back and resumes."""
+    db = str(tmp_path / "threads.db")
+
+    def run(step: str) -> list[str]:
+        out = subprocess.run(
+            [sys.executable, "-c", PAUSE, db, step], capture_output=True, text=True, check=True
+        )
+        return out.stdout.splitlines()
+
+    assert run("pause") == ["True ['ok?']"]
+    assert run("resume") == ["False ['ok?']", "['go', '', 'user said yes', 'done']"]

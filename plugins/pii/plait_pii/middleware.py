@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -24,7 +24,6 @@ from plait.middleware import Middleware
 from plait.options import FieldError, expected
 from plait.types import (
     Command,
-    Interrupt,
     ModelRequest,
     ModelResponse,
     RunRequest,
@@ -38,6 +37,9 @@ from plait_pii._pseudonyms import KEY, Assigner, Pseudonyms, Restorer, numbering
 from plait_pii._pseudonyms import merge as merge_tables
 from plait_pii._rewrite import _Counter, _restored, _rewritten
 from plait_pii._walk import map_objects, map_strings
+
+if TYPE_CHECKING:
+    from plait.types import Interrupt
 
 # ``_decoded`` (the encoded-text view), ``_stream`` (token streams) and ``hashlib`` are
 # imported on first use: building an agent needs none of them.

@@ -1,0 +1,20 @@
+"""``Interrupt``, a pending question of a paused run (``plait.types`` exports it). Only a
+run that pauses, or reads a paused one back, makes any, so the class is made then, not
+when ``plait`` is imported."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["Interrupt"]
+
+
+@attrs.frozen
+class Interrupt:
+    """A pending question from ``plait.interrupt(value)``; answer it with
+    ``Command(resume=...)`` (or ``{interrupt.id: answer}``)."""
+
+    id: str
+    value: Any
