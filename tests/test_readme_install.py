@@ -1,5 +1,6 @@
 """The README's first two commands, and the plugin READMEs' install lines, run literally in
-fresh virtual environments (slow: each builds plait and its plugins from PyPI's setuptools).
+fresh virtual environments (slow: each builds plait with PyPI's setuptools and its plugins
+with flit_core).
 
 Marked ``slow``: tox's ``tests`` env runs it once; ``pytest -m 'not slow'`` leaves it out.
 """

@@ -60,8 +60,8 @@ def plugin_names(name: str) -> PluginNames:
 
 _PYPROJECT = """\
 [build-system]
-requires = ["setuptools>=69"]
-build-backend = "setuptools.build_meta"
+requires = ["flit_core>=3.12,<5"]
+build-backend = "flit_core.buildapi"
 
 [project]
 name = "$distribution"
@@ -76,12 +76,6 @@ test = ["pytest"]
 
 [project.entry-points."plait.middleware"]
 $entry_point = "$package:$class_name"
-
-[tool.setuptools]
-packages = ["$package"]
-
-[tool.setuptools.package-data]
-$package = ["py.typed"]
 """
 
 _INIT = '''\
