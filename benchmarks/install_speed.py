@@ -5,10 +5,12 @@ Rows, each printed as wall and CPU seconds (the CPU of every process the install
 and as a ratio to the README's command measured in the same run:
 
 - ``pip install . ./plugins/*``: the README's line, one pip invocation (pip builds each
-  local folder in its own isolated build environment, installing setuptools into each);
+  local folder in its own isolated build environment, installing its build backend into
+  each: setuptools for plait, flit_core for a plugin);
 - ``pip install .`` then ``pip install ./plugins/X`` for each plugin: one invocation each;
-- ``pip install --no-build-isolation``: setuptools>=69 installed first, then every folder
-  built with it (two commands, and the user must know the build requirements);
+- ``pip install --no-build-isolation``: the build backends (setuptools>=69, flit_core)
+  installed first, then every folder built with them (two commands, and the user must know
+  the build requirements);
 - ``uv pip install . ./plugins/*``: uv (PyPI's ``uv``) when it is on PATH or importable,
   with an empty cache (``cold``: dependencies downloaded) and again with that cache
   (``warm``). pip's own runs use the machine's pip cache as it is (dependencies are not
@@ -122,7 +124,7 @@ def main() -> None:
             _sh(f"pip install -q {folder}", tree, env)
 
     def no_isolation(tree: Path, venv: Path, env: dict[str, str]) -> None:
-        _sh("pip install -q 'setuptools>=69'", tree, env)
+        _sh("pip install -q 'setuptools>=69' 'flit_core>=3.12,<5'", tree, env)
         _sh("pip install -q --no-build-isolation . ./plugins/*", tree, env)
 
     def uv_install(tree: Path, venv: Path, env: dict[str, str]) -> None:
@@ -132,7 +134,7 @@ def main() -> None:
 
     rows: dict[str, tuple[str, Callable[[Path, Path, dict[str, str]], None]]] = {
         "README": ("pip install . ./plugins/*", readme),
-        "no-isolation": ("pip install --no-build-isolation (setuptools first)", no_isolation),
+        "no-isolation": ("pip install --no-build-isolation (backends first)", no_isolation),
     }
     if uv is not None:
         rows["uv-cold"] = ("uv pip install . ./plugins/* (empty cache)", uv_install)
