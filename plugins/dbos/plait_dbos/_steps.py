@@ -113,15 +113,19 @@ class _Execution:
                 pass
 
     @contextlib.contextmanager
-    def transaction(self, records: list[Record]) -> Iterator[Any]:
-        """A system-database transaction that writes ``records`` first (each checked, as
-        DBOS does, against the workflow's current owner) and commits when the block
-        ends; yields the SQLAlchemy connection."""
+    def transaction(self, records: list[Record], *, records_last: bool = False) -> Iterator[Any]:
+        """A system-database transaction that writes ``records`` (each checked, as DBOS
+        does, against the workflow's current owner) first, or after the block with
+        ``records_last``, and commits when the block ends; yields the SQLAlchemy
+        connection."""
         sys_db = self.sys_db
         key = records[0].shard_key if records else None
         with sys_db._own_key(self.workflow_id, key=key), sys_db.engine.begin() as conn:
-            write_records(sys_db, conn, self.workflow_id, records)
+            if not records_last:
+                write_records(sys_db, conn, self.workflow_id, records)
             yield conn
+            if records_last:
+                write_records(sys_db, conn, self.workflow_id, records)
 
 
 _execution: contextvars.ContextVar[_Execution | None] = contextvars.ContextVar(
@@ -433,7 +437,11 @@ class RecordedCheckpointer:
         the records to commit alone."""
         busy: ThreadBusyError | None = None
         save_in: Any = getattr(self.inner, "save_in")  # noqa: B009 (checked by _joins)
-        with execution.transaction(records) as conn:
+        # The save first: its pipeline carries the transaction's BEGIN in the round trip
+        # of its compare-and-set (one round trip fewer than BEGIN on its own before the
+        # records). The records follow in the same transaction, the first one checking
+        # that this worker still owns the run: if it does not, nothing commits.
+        with execution.transaction(records, records_last=True) as conn:
             try:
                 save_in(conn.connection.driver_connection, thread_id, delta)
             except ThreadBusyError as exc:  # the compare-and-set lost; nothing else failed
