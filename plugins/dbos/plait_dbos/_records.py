@@ -15,12 +15,11 @@ DBOS runs a transaction of two queries.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import attrs
 
-__all__ = ["Record", "find_record", "nondeterminism", "send_records", "write_records"]
+__all__ = ["Record", "find_record", "write_records"]
 
 
 @attrs.frozen
@@ -82,37 +81,6 @@ def write_records(sys_db: Any, conn: Any, workflow_id: str, records: list[Record
             .returning(sa.literal_column("1"))
         )
 
-    for record, (name, values) in zip(
-        records, _statements(sys_db, workflow_id, records), strict=True
-    ):
-        try:
-            if name == _INSERT:
-                sys_db._execute_prepared(conn, name, values, insert)
-                continue
-            inserted = sys_db._execute_prepared(
-                conn, name, values, checked_insert, insert_columns=False
-            ).first()
-        except sa.exc.DBAPIError as exc:
-            # A step of this execution recorded already (this transaction is not retried,
-            # so it is not a retry of this record): DBOS's word for it.
-            if sys_db._is_unique_constraint_violation(exc):
-                function_id = record.result["function_id"]
-                raise DBOSStepNondeterminismError(workflow_id, function_id) from None
-            raise
-        if inserted is None:  # no longer this execution's workflow
-            raise DBOSWorkflowConflictIDError(workflow_id)
-
-
-_INSERT = "plait.step_record"
-_CHECKED_INSERT = "plait.owned_step_record"
-
-
-def _statements(
-    sys_db: Any, workflow_id: str, records: list[Record]
-) -> list[tuple[str, dict[str, Any]]]:
-    """Per record, which compiled statement writes it (the first of each owner checks
-    that the owner still owns the workflow) and its values."""
-    statements: list[tuple[str, dict[str, Any]]] = []
     checked: set[str] = set()
     for record in records:
         result = record.result
@@ -129,72 +97,23 @@ def _statements(
             "application_name": sys_db.app_name,
         }
         owner = record.owner_xid
-        if owner is None or owner in checked:
-            statements.append((_INSERT, row))
-        else:
-            statements.append(
-                (_CHECKED_INSERT, {**row, "owned_workflow": workflow_id, "owner": owner})
-            )
-            checked.add(owner)
-    return statements
-
-
-def send_records(
-    sys_db: Any, driver: Any, workflow_id: str, records: list[Record]
-) -> Callable[[], None] | None:
-    """``write_records`` in the pipeline ``driver`` (the psycopg connection under the
-    system-database transaction) is in: the inserts are sent, not waited for, so they
-    ride in the round trip of what follows them. Returns the owner check to call once
-    the pipeline has synced (it raises as ``write_records`` would); ``None`` where
-    plait cannot send them so (statements not compiled yet in this process, another
-    database, a DBOS without these internals): the caller writes them itself."""
-    if not records or not _compiled_once(sys_db, workflow_id, records):
-        return None
-    prepared_statements = getattr(sys_db, "_prepared_statements", None)
-    if not isinstance(prepared_statements, dict):
-        return None
-    sent: list[tuple[str, Any]] = []
-    statements = _statements(sys_db, workflow_id, records)
-    prepared: list[Any] = [
-        prepared_statements.get((name, tuple(values))) for name, values in statements
-    ]
-    if any(statement is None for statement in prepared):
-        return None
-    for (name, values), (sql, processors, constants) in zip(statements, prepared, strict=True):
-        params = {
-            key: processors[key](value) if key in processors else value
-            for key, value in {**constants, **values}.items()
-        }
-        cursor = driver.cursor()
-        cursor.execute(sql, params)
-        sent.append((name, cursor))
-
-    def check() -> None:
-        from dbos._error import DBOSWorkflowConflictIDError
-
-        for name, cursor in sent:
-            if name == _CHECKED_INSERT and cursor.fetchone() is None:
-                raise DBOSWorkflowConflictIDError(workflow_id)
-
-    return check
-
-
-def nondeterminism(exc: BaseException, workflow_id: str, records: list[Record]) -> Exception | None:
-    """DBOS's error for a record refused as a duplicate (a step of this execution
-    recorded already), if ``exc`` (or what it was raised from) is that refusal."""
-    import psycopg
-    from dbos._error import DBOSStepNondeterminismError
-
-    cause: BaseException | None = exc
-    while cause is not None and not isinstance(cause, psycopg.Error):
-        cause = cause.__cause__
-    if not isinstance(cause, psycopg.errors.UniqueViolation):
-        return None
-    if cause.diag.table_name != "operation_outputs":
-        return None
-    detail = cause.diag.message_detail or ""
-    refused = next((r for r in records if f", {r.result['function_id']})" in detail), records[0])
-    return DBOSStepNondeterminismError(workflow_id, refused.result["function_id"])
+        try:
+            if owner is None or owner in checked:
+                sys_db._execute_prepared(conn, "plait.step_record", row, insert)
+                continue
+            values = {**row, "owned_workflow": workflow_id, "owner": owner}
+            inserted = sys_db._execute_prepared(
+                conn, "plait.owned_step_record", values, checked_insert, insert_columns=False
+            ).first()
+        except sa.exc.DBAPIError as exc:
+            # A step of this execution recorded already (this transaction is not retried,
+            # so it is not a retry of this record): DBOS's word for it.
+            if sys_db._is_unique_constraint_violation(exc):
+                raise DBOSStepNondeterminismError(workflow_id, result["function_id"]) from None
+            raise
+        if inserted is None:  # no longer this execution's workflow
+            raise DBOSWorkflowConflictIDError(workflow_id)
+        checked.add(owner)
 
 
 _ROW = (

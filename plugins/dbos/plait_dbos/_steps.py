@@ -35,13 +35,7 @@ from dbos import DBOS
 from plait import effects
 from plait.checkpoint import Checkpoint, Checkpointer, History, StepDelta, StepInfo
 from plait.errors import ConfigError, ThreadBusyError
-from plait_dbos._records import (
-    Record,
-    find_record,
-    nondeterminism,
-    send_records,
-    write_records,
-)
+from plait_dbos._records import Record, find_record, write_records
 from plait_dbos._takeover import check_lease
 
 __all__ = ["STREAM_KEY", "RecordedCheckpointer", "StepPerformer", "publishing", "workflow_ids"]
@@ -443,27 +437,15 @@ class RecordedCheckpointer:
         the records to commit alone."""
         busy: ThreadBusyError | None = None
         save_in: Any = getattr(self.inner, "save_in")  # noqa: B009 (checked by _joins)
+        # The save first: its pipeline carries the transaction's BEGIN in the round trip
+        # of its compare-and-set (one round trip fewer than BEGIN on its own before the
+        # records). The records follow in the same transaction, the first one checking
+        # that this worker still owns the run: if it does not, nothing commits.
         with execution.transaction(records, records_last=True) as conn:
-            driver = conn.connection.driver_connection
-            # One pipeline: the transaction's BEGIN and the records' inserts ride in the
-            # round trip of the save's compare-and-set (they were three or four round
-            # trips of their own). The first insert checks that this worker still owns
-            # the run; its answer is read once the pipeline has synced, and if it does
-            # not, the transaction is rolled back and nothing commits.
-            with driver.pipeline():
-                check = send_records(execution.sys_db, driver, execution.workflow_id, records)
-                try:
-                    save_in(driver, thread_id, delta)
-                except ThreadBusyError as exc:  # the compare-and-set lost; nothing else failed
-                    busy = exc
-                except Exception as exc:
-                    refused = check and nondeterminism(exc, execution.workflow_id, records)
-                    if refused:
-                        raise refused from None
-                    raise
-            if check is not None:
-                check()
-                records.clear()  # written: nothing left for the end of the transaction
+            try:
+                save_in(conn.connection.driver_connection, thread_id, delta)
+            except ThreadBusyError as exc:  # the compare-and-set lost; nothing else failed
+                busy = exc
         if busy is not None and not self._written_by_run(thread_id, delta):
             raise busy
 
