@@ -10,29 +10,17 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from app_support import append_line, dbos, serve_queue
 
 import plait
 from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from plait.models import ScriptedChatModel
 
 DIG_SECONDS = 3.0
-HEARTBEAT = 1.0
-
-
-def _dbos(database_url: str) -> tuple[str, dict[str, Any]]:
-    return (
-        "dbos",
-        {
-            "database_url": database_url,
-            "poll_interval": 0.1,
-            "heartbeat_interval": HEARTBEAT,
-            "takeover_after": 6 * HEARTBEAT,
-        },
-    )
 
 
 def researcher_answers(messages: Sequence[AnyMessage], tools: Any) -> AIMessage:
@@ -56,15 +44,15 @@ def boss_answers(messages: Sequence[AnyMessage], tools: Any) -> AIMessage:
 def build_agents(database_url: str, log: str) -> tuple[plait.Agent, plait.Agent]:
     def dig(topic: str) -> str:
         """Dig into ``topic`` (slowly)."""
-        _log(log, f"start {topic} {os.getpid()}")
+        append_line(log, f"start {topic} {os.getpid()}")
         time.sleep(DIG_SECONDS)
-        _log(log, f"done {topic} {os.getpid()}")
+        append_line(log, f"done {topic} {os.getpid()}")
         return f"{topic} rise twice a day"
 
     researcher = plait.create_agent(
         model=ScriptedChatModel([researcher_answers] * 100),
         tools=[dig],
-        middleware=[_dbos(database_url)],
+        middleware=[dbos(database_url)],
         checkpointer=database_url,
         name="researcher",
     )
@@ -73,7 +61,7 @@ def build_agents(database_url: str, log: str) -> tuple[plait.Agent, plait.Agent]
     boss = plait.create_agent(
         model=ScriptedChatModel([boss_answers] * 100),
         middleware=[
-            _dbos(database_url),
+            dbos(database_url),
             (
                 "subagents",
                 {
@@ -90,19 +78,6 @@ def build_agents(database_url: str, log: str) -> tuple[plait.Agent, plait.Agent]
     return boss, researcher
 
 
-def _log(path: str, line: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (line + "\n").encode())
-    finally:
-        os.close(fd)
-
-
 if __name__ == "__main__":
     url, log_file = sys.argv[1:3]
-    from plait_dbos import Worker
-
-    worker = Worker(list(build_agents(url, log_file)))
-    worker.start()
-    print(worker.executor_id, flush=True)
-    threading.Event().wait()
+    serve_queue(list(build_agents(url, log_file)))

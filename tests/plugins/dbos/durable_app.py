@@ -11,19 +11,20 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from app_support import HEARTBEAT, append_line, dbos, serve_queue
 
 import plait
 from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from plait.models.base import ChatModel
 
+__all__ = ["HEARTBEAT", "build_agent", "make_record"]
+
 TOOL_SECONDS = float(os.environ.get("DURABLE_TOOL_SECONDS", "0.3"))
 MODEL_SECONDS = float(os.environ.get("DURABLE_MODEL_SECONDS", "0.05"))
-# heartbeats every HEARTBEAT seconds; a worker silent for six of them is taken over
-HEARTBEAT = float(os.environ.get("DURABLE_HEARTBEAT", "1.0"))
 
 
 class EchoModel(ChatModel):
@@ -46,21 +47,13 @@ def make_record(database_url: str, log: str) -> Any:
     def record(item: str, runtime: plait.ToolRuntime) -> str:
         """Record ``item`` (slowly), once per call."""
         key = runtime.idempotency_key
-        _log(log, f"start {key} {item} {os.getpid()}")
+        append_line(log, f"start {key} {item} {os.getpid()}")
         time.sleep(TOOL_SECONDS)
         fresh = _effect_once(database_url, key, item)
-        _log(log, f"done {key} {item} {'new' if fresh else 'again'} {os.getpid()}")
+        append_line(log, f"done {key} {item} {'new' if fresh else 'again'} {os.getpid()}")
         return f"recorded {item}"
 
     return record
-
-
-def _log(path: str, line: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (line + "\n").encode())
-    finally:
-        os.close(fd)
 
 
 def _effect_once(database_url: str, key: str, item: str) -> bool:
@@ -92,16 +85,7 @@ def build_agent(database_url: str, log: str, checkpointer: str | None = None) ->
         model=EchoModel(),
         tools=[make_record(database_url, log)],
         middleware=[
-            (
-                "dbos",
-                {
-                    "database_url": database_url,
-                    "worker_concurrency": 4,
-                    "poll_interval": 0.1,
-                    "heartbeat_interval": HEARTBEAT,
-                    "takeover_after": 6 * HEARTBEAT,
-                },
-            ),
+            dbos(database_url, worker_concurrency=4),
             *approval,
         ],
         checkpointer=checkpointer or _threads_url(database_url),
@@ -116,9 +100,4 @@ def _threads_url(database_url: str) -> str:
 
 if __name__ == "__main__":
     worker_id, url, log_file = sys.argv[1:4]
-    from plait_dbos import Worker
-
-    worker = Worker(build_agent(url, log_file), executor_id=None if worker_id == "-" else worker_id)
-    worker.start()
-    print(worker.executor_id, flush=True)  # the test learns which DBOS executor this is
-    threading.Event().wait()
+    serve_queue(build_agent(url, log_file), executor_id=None if worker_id == "-" else worker_id)

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from app_support import append_line, dbos, serve_queue
 
 import plait
 from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from plait.models import ScriptedChatModel
 
 TOOL_SECONDS = float(os.environ.get("SERVED_TOOL_SECONDS", "2.0"))
-HEARTBEAT = 1.0  # a worker silent for six heartbeats is taken over
 
 
 def respond(messages: Sequence[AnyMessage], tools: Any) -> AIMessage:
@@ -34,38 +34,20 @@ def respond(messages: Sequence[AnyMessage], tools: Any) -> AIMessage:
 def make_lookup(log: str) -> Any:
     def lookup(item: str, runtime: plait.ToolRuntime) -> str:
         """Look ``item`` up in the catalogue (slowly)."""
-        _log(log, f"start {item} {os.getpid()}")
+        append_line(log, f"start {item} {os.getpid()}")
         runtime.stream_writer({"looking_up": item, "worker": os.getpid()})
         time.sleep(TOOL_SECONDS)
-        _log(log, f"done {item} {os.getpid()}")
+        append_line(log, f"done {item} {os.getpid()}")
         return f"{item} is in stock"
 
     return lookup
-
-
-def _log(path: str, line: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (line + "\n").encode())
-    finally:
-        os.close(fd)
 
 
 def build_agent(database_url: str, log: str) -> plait.Agent:
     return plait.create_agent(
         model=ScriptedChatModel([respond] * 1000),
         tools=[make_lookup(log)],
-        middleware=[
-            (
-                "dbos",
-                {
-                    "database_url": database_url,
-                    "poll_interval": 0.1,
-                    "heartbeat_interval": HEARTBEAT,
-                    "takeover_after": 6 * HEARTBEAT,
-                },
-            )
-        ],
+        middleware=[dbos(database_url)],
         checkpointer=database_url,
         name="shop",
     )
@@ -73,9 +55,4 @@ def build_agent(database_url: str, log: str) -> plait.Agent:
 
 if __name__ == "__main__":
     url, log_file = sys.argv[1:3]
-    from plait_dbos import Worker
-
-    worker = Worker(build_agent(url, log_file))
-    worker.start()
-    print(worker.executor_id, flush=True)
-    threading.Event().wait()
+    serve_queue(build_agent(url, log_file))
