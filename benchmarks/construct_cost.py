@@ -12,7 +12,9 @@ Each framework runs in a fresh interpreter, once per round, rounds interleaved:
 A first round is not counted (it compiles what has no bytecode yet). Medians over
 ``--repeat`` rounds are printed, with ratios to the best peer measured in
 the same run (the lowest figure of the frameworks other than plait). A framework that
-is not installed is skipped with a line saying so. Goals (issue 38), for plait with
+is not installed is skipped with a line saying so. A "floor" row imports only attrs, cattrs
+and pluggy, the libraries the kernel is built on, to show how much of plait's import is
+theirs. Goals (issue 38), for plait with
 five middleware: warm <= 1 ms, cold <= 5 ms, import + cold <= 0.15x the best peer.
 
     python benchmarks/construct_cost.py [--repeat 5] [--builds 100]
@@ -35,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 CASES = {
     "plait, 5 middleware": ("_build_plait", "", "plait"),
     "plait, no middleware": ("_build_plait", "middleware=False", "plait"),
+    "floor: attrs+cattrs+pluggy": ("_build_floor", "", "cattrs"),
     "LangChain": ("_build_langchain", "", "langchain"),
     "pydantic-ai": ("_build_pydantic_ai", "", "pydantic-ai-slim"),
     "OpenAI Agents": ("_build_openai_agents", "", "openai-agents"),
@@ -42,6 +45,8 @@ CASES = {
     "smolagents": ("_build_smolagents", "", "smolagents"),
 }
 PLAIT = "plait, 5 middleware"
+OURS = {label for label in CASES if label.startswith(("plait", "floor"))}
+"""Rows that are not peers: plait's own, and the floor under it."""
 
 CHILD = """
 import json, time
@@ -110,18 +115,18 @@ def main() -> None:
     }
     for got in median.values():
         got["total"] = got["import"] + got["cold"]
-    peers = {label: got for label, got in median.items() if not label.startswith("plait")}
+    peers = {label: got for label, got in median.items() if label not in OURS}
     keys = ("warm", "total", "cpu")
     best = {key: min(got[key] for got in peers.values()) for key in keys} if peers else {}
     print(
         f"\nmedians of {args.repeat} fresh interpreters, warm = mean of {args.builds} builds; "
         "ms of wall-clock time except cpu (import + cold, CPU time: what a busy machine's "
         "waiting for a core does not inflate)\n"
-        f"{'':<22}{'import':>9}{'cold':>9}{'imp+cold':>10}{'cpu':>8}{'warm':>9}"
+        f"{'':<28}{'import':>9}{'cold':>9}{'imp+cold':>10}{'cpu':>8}{'warm':>9}"
         f"{'warm/best':>11}{'imp+cold/best':>15}{'cpu/best':>10}"
     )
     for label, got in median.items():
-        row = f"{label:<22}" + "".join(
+        row = f"{label:<28}" + "".join(
             f"{got[key] * 1e3:>{width}.{digits}f}"
             for key, width, digits in (
                 ("import", 9, 1),
@@ -138,7 +143,7 @@ def main() -> None:
     print()
     for label, (_module, _args, dist) in CASES.items():
         if label in what:
-            print(f"  {label:<22}{dist} {_version(dist)}: {what[label]}")
+            print(f"  {label:<28}{dist} {_version(dist)}: {what[label]}")
     for label, reason in skipped.items():
         print(f"  skipped {label}: {reason}")
     if PLAIT in median and best:
