@@ -193,14 +193,20 @@ def _in_path_entry(entry: str) -> Iterator[tuple[str, str | Distribution]]:
         return
     except OSError:
         return
+    prefix = os.path.join(root, "")  # joined by hand below: a site-packages lists hundreds
     eggs: list[str] = []
     is_egg = os.path.basename(entry).lower().endswith(".egg")
     for child in children:
+        # most children are packages and modules: one look at the last five characters
+        # (in any case) passes them by
+        tail = child[-5:]
+        if tail != "-info" and tail.lower() != "-info":
+            continue
         low = child.lower()
         if low.endswith(_META_SUFFIXES):
-            yield _key(low.rpartition(".")[0].partition("-")[0]), os.path.join(root, child)
+            yield _key(low.rpartition(".")[0].partition("-")[0]), prefix + child
         elif is_egg and low == "egg-info":
-            eggs.append(os.path.join(root, child))
+            eggs.append(prefix + child)
     if eggs:
         from importlib.metadata import Distribution
 
@@ -226,6 +232,10 @@ def _everywhere() -> Iterator[tuple[str, str | Distribution]]:
                 yield _key(dist.name), dist
 
 
+_ENTRY_POINTS = os.sep + "entry_points.txt"
+_CHUNK = 1 << 16
+
+
 def _plait_entry_points(where: str | Distribution) -> str | None:
     """The ``entry_points.txt`` of a distribution if it names a ``plait.`` group (the
     bytes are searched before decoding: most installed distributions name none)."""
@@ -235,13 +245,13 @@ def _plait_entry_points(where: str | Distribution) -> str | None:
     # Plain descriptors: most distributions have no entry_points.txt, and a failed
     # os.open costs half what a failed open() does.
     try:
-        fd = os.open(os.path.join(where, "entry_points.txt"), os.O_RDONLY)
+        fd = os.open(where + _ENTRY_POINTS, os.O_RDONLY)
     except OSError:
         return None
     try:
-        data = chunk = os.read(fd, 1 << 16)
+        data = chunk = os.read(fd, _CHUNK)
         while chunk:  # most files are read whole by the first read
-            chunk = os.read(fd, 1 << 16)
+            chunk = os.read(fd, _CHUNK)
             data += chunk
     except OSError:
         return None
