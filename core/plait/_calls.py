@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 
@@ -35,9 +35,10 @@ if TYPE_CHECKING:
     from plait.tools import Tool
 
 
-@attrs.frozen
-class Innermost:
-    """The calls at the centre of the wrap chains, for one compiled agent."""
+class Innermost(NamedTuple):
+    """The calls at the centre of the wrap chains, for one compiled agent. A named tuple
+    rather than an attrs class: one is made per agent and never compared or shown, and a
+    tuple class costs a fifth of an attrs class to make at import."""
 
     tools_by_name: Mapping[str, Tool]
     tool_timeout: float | None

@@ -139,24 +139,36 @@ def _number(bound: float) -> str:
     return str(int(bound)) if float(bound).is_integer() else str(bound)
 
 
-@attrs.frozen
 class Bounded:
     """A number option's check, usable as an attrs validator: an int (``integral``) or any
-    number, within the bounds given, ``None`` allowed if ``optional``.
+    number, within the bounds given (``minimum`` and ``maximum`` inclusive, ``above``
+    exclusive), ``None`` allowed if ``optional``.
 
     A wrong kind gets the converter's sentence (``expected an int or None, got 'two'``), a
     value out of bounds names them (``expected an int >= 1 or None, got 0``), so a value
     checked here and one structured by the converter read the same.
     """
 
-    integral: bool
-    minimum: float | None = None
-    """Inclusive lower bound."""
-    above: float | None = None
-    """Exclusive lower bound."""
-    maximum: float | None = None
-    """Inclusive upper bound."""
-    optional: bool = False
+    # A plain class, not an attrs one (which compiles its methods when made, at import),
+    # nor a named tuple (attrs reads a tuple given as a validator as a list of validators).
+    __slots__ = ("above", "integral", "maximum", "minimum", "optional")
+
+    def __init__(
+        self,
+        integral: bool,
+        minimum: float | None = None,
+        above: float | None = None,
+        maximum: float | None = None,
+        optional: bool = False,
+    ) -> None:
+        self.integral = integral
+        self.minimum = minimum
+        self.above = above
+        self.maximum = maximum
+        self.optional = optional
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self.wanted}>"
 
     @property
     def kind(self) -> str:
@@ -229,13 +241,18 @@ def number(
     return Bounded(False, minimum=minimum, above=above, maximum=maximum, optional=optional)
 
 
-@attrs.frozen
 class NonEmptyString:
     """A text option's check, usable as an attrs validator: a string with more than
     whitespace in it, ``None`` allowed if ``optional`` (``expected a non-empty string,
     got '  '``)."""
 
-    optional: bool = False
+    __slots__ = ("optional",)  # a plain class, as ``Bounded`` is
+
+    def __init__(self, optional: bool = False) -> None:
+        self.optional = optional
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {'optional' if self.optional else 'required'}>"
 
     def problem(self, value: Any) -> str | None:
         """What is wrong with ``value`` (an "expected ..., got ..." sentence), or ``None``."""

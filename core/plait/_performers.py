@@ -10,17 +10,17 @@ import contextvars
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol, TypeVar
 
-import attrs
-
 __all__ = ["Effect", "Performer", "active", "aperform", "perform", "performing"]
 
 T = TypeVar("T")
 
 
-@attrs.frozen
 class Effect:
     """What the kernel hands a performer: a model call (``ModelCall``) or a tool run
-    (``ToolRun``)."""
+    (``ToolRun``). A plain base (the effects are attrs classes): it has no fields, and an
+    attrs class compiles methods at import that would compare and show none."""
+
+    __slots__ = ()
 
 
 class Performer(Protocol):

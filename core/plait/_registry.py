@@ -11,7 +11,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-import attrs
 import pluggy
 
 from plait import hookspecs
@@ -63,17 +62,18 @@ def _is_data_descriptor(value: object) -> bool:
     return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
 
 
-@attrs.frozen
-class Impl:
+class Impl(NamedTuple):
     """One middleware's implementation of one hook, callable with the spec's arguments in
-    order (``call``), whatever subset of them the implementation accepts."""
+    order (``call``), whatever subset of them the implementation accepts. A named tuple
+    rather than an attrs class, as ``_Found`` is: nothing compares or shows one, and a
+    tuple class costs a fifth of an attrs class to make at import."""
 
     middleware: str
     hook: str
     call: Callable[..., Any]
     is_async: bool
     jumps: frozenset[str]
-    owner: object = attrs.field(eq=False, repr=False)
+    owner: object
     """The middleware object, for naming its plugin in the errors it raises."""
 
 

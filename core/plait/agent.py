@@ -213,8 +213,7 @@ class Agent:
                 "an agent's checkpointer can only be replaced by another plait Checkpointer"
             )
         with self._lock:
-            self.compiled = attrs.evolve(
-                self.compiled,
+            self.compiled = self.compiled._replace(
                 checkpointer=checkpointer,
                 config=attrs.evolve(self.compiled.config, checkpointer=checkpointer),
             )

@@ -13,9 +13,8 @@ sync name and an ``a``-prefixed async name; the kernel bridges whichever is miss
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import attrs
 import pluggy
 
 if TYPE_CHECKING:
@@ -328,9 +327,10 @@ def submit_run(job: RunJob, agent: Any) -> RunHandle | None:
     raise AssertionError  # pragma: no cover
 
 
-@attrs.frozen
-class HookFacts:
-    """What the kernel knows of one hook besides its signature (read from pluggy).
+class HookFacts(NamedTuple):
+    """What the kernel knows of one hook besides its signature (read from pluggy). A named
+    tuple rather than an attrs class: the table below is made at import, and a tuple class
+    costs a fifth of an attrs class, which compiles its methods.
 
     :param stage: ``"build"`` (once in ``create_agent``), ``"run"`` (around a whole run),
         ``"node"`` (a step of the loop), ``"wrap"``/``"stream"`` (around one call) or

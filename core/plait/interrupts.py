@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from plait.errors import PlaitError
 
 if TYPE_CHECKING:
@@ -25,15 +23,19 @@ class InterruptSignal(BaseException):
         self.interrupt = interrupt
 
 
-@attrs.define
 class Scope:
     """Where ``interrupt`` is being called: its ids derive from ``key``, and answers
-    given on resume are found in ``resume`` by id."""
+    given on resume are found in ``resume`` by id; ``counter`` counts the calls so far.
+    A plain class rather than an attrs class: nothing compares or shows one, and it is
+    made at import, where an attrs class compiles its methods."""
 
-    run_id: str
-    key: str
-    resume: Mapping[str, Any]
-    counter: int = 0
+    __slots__ = ("counter", "key", "resume", "run_id")
+
+    def __init__(self, run_id: str, key: str, resume: Mapping[str, Any]) -> None:
+        self.run_id = run_id
+        self.key = key
+        self.resume = resume
+        self.counter = 0
 
 
 current_scope: ContextVar[Scope | None] = ContextVar("plait_interrupt_scope", default=None)
