@@ -156,3 +156,33 @@ def test_a_pause_is_saved_and_read_back_by_a_fresh_process(tmp_path: Path) -> No
 
     assert run("pause") == ["True ['ok?']"]
     assert run("resume") == ["False ['ok?']", "['go', '', 'user said yes', 'done']"]
+
+
+PII_RUN = """
+import sys, plait
+agent = plait.create_agent(plait.ScriptedChatModel(["noted"]), middleware=[
+    ("pii", {"pii_type": "email", "strategy": "redact"})])
+result = agent.invoke("write to ann@example.com")
+print(sorted(m for m in sys.modules if m.startswith("plait_pii.")))
+print(result.messages[0].text)
+model = plait.ScriptedChatModel(["noted"])
+kept = plait.create_agent(model, middleware=[
+    ("pii", {"pii_type": "email", "strategy": "pseudonymize"})])
+kept.invoke("write to ann@example.com")
+print(model.requests[0].messages[0].text)
+"""
+
+
+def test_an_agent_that_redacts_imports_only_the_pii_modules_it_uses() -> None:
+    """Building and running an agent that redacts emails imports pii's detectors and its
+    middleware only: the pseudonymize strategy's modules, the tool-argument walker and
+    the installed-detector lookup are imported by the first agent that needs them (here
+    the pseudonymizing one, whose model still sees the address numbered)."""
+    out = subprocess.run(
+        [sys.executable, "-c", PII_RUN], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.splitlines() == [
+        "['plait_pii._decoded', 'plait_pii._detectors', 'plait_pii.middleware']",
+        "write to [REDACTED_EMAIL]",
+        "write to <EMAIL_1>",
+    ], out.stdout

@@ -1,4 +1,5 @@
-"""Rewriting a message's text and tool-call arguments, and counting what was found."""
+"""Rewriting a message's text and tool-call arguments (the pseudonymize strategy's
+placeholders put in and taken out)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,6 @@ import attrs
 from plait.messages import AIMessage, AnyMessage, Content
 from plait_pii._pseudonyms import Restorer
 from plait_pii._walk import map_strings
-
-
-class _Counter:
-    """Matches seen by one hook call, for the ``block`` strategy's error."""
-
-    def __init__(self) -> None:
-        self.count = 0
 
 
 def _map_content(content: Content, rewrite: Callable[[str], str]) -> Content:

@@ -11,7 +11,7 @@ import attrs
 
 from plait.messages import AIMessageChunk, ToolCallChunk
 from plait_pii._pseudonyms import Restorer
-from plait_pii._rewrite import _Counter
+from plait_pii.middleware import _Counter
 
 if TYPE_CHECKING:
     from plait_pii.middleware import PIIMiddleware

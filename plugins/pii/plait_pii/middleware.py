@@ -32,28 +32,38 @@ from plait.types import (
     ToolCallRequest,
 )
 from plait_pii._detectors import BUILTIN, MASKS, PIIMatch, mask_custom
-from plait_pii._installed import GROUP, installed_names, load_installed
-from plait_pii._pseudonyms import KEY, Assigner, Pseudonyms, Restorer, numbering, run_numbers
-from plait_pii._pseudonyms import merge as merge_tables
-from plait_pii._rewrite import _Counter, _restored, _rewritten
-from plait_pii._walk import map_objects, map_strings
 
 if TYPE_CHECKING:
     from plait.types import Interrupt
+    from plait_pii._pseudonyms import Assigner
 
-# ``_decoded`` (the encoded-text view), ``_stream`` (token streams) and ``hashlib`` are
-# imported on first use: building an agent needs none of them.
+# Imported on first use, as building an agent needs none of them: ``_decoded`` (the
+# encoded-text view), ``_stream`` (token streams), ``_pseudonyms`` and ``_rewrite`` (the
+# pseudonymize strategy), ``_walk`` (tool-call arguments), ``_installed`` (a type no
+# built-in detector finds) and ``hashlib``.
 
 __all__ = ["PIIMiddleware"]
 
 Strategy = Literal["block", "redact", "mask", "hash", "pseudonymize"]
 DetectorSpec = str | re.Pattern[str] | Callable[[str], Sequence[PIIMatch]]
 
-_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+
+class _Counter:
+    """Matches seen by one hook call, for the ``block`` strategy's error."""
+
+    def __init__(self) -> None:
+        self.count = 0
 
 
 def _type_name(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
-    if not _TYPE_NAME.match(value):
+    # an ASCII letter, then ASCII letters, digits and underscores (string methods: a
+    # pattern compiled at import would cost every agent that names pii)
+    if not (
+        isinstance(value, str)
+        and value[:1].isalpha()
+        and value.isascii()
+        and value.replace("_", "a").isalnum()
+    ):
         raise FieldError(
             attribute.name, expected("a name of letters, digits and underscores", value)
         )
@@ -89,6 +99,8 @@ class PIIMiddleware(Middleware):
         if detector is None:
             if self.pii_type in BUILTIN:
                 return BUILTIN[self.pii_type]
+            from plait_pii._installed import GROUP, installed_names, load_installed
+
             detector = load_installed(self.pii_type)
             if detector is None:
                 installed = ", ".join(installed_names()) or "none"
@@ -188,6 +200,8 @@ class PIIMiddleware(Middleware):
         """``text`` with this type handled by ``strategy`` (``block`` raises
         ``PIIDetectionError``): the same rewrite the hooks apply, for direct use."""
         if self.strategy == "pseudonymize":
+            from plait_pii._pseudonyms import Assigner
+
             return Assigner(self.pii_type, {}, self.matches, True).text(text)
         seen = _Counter()
         result = self.text(text, seen)
@@ -206,6 +220,8 @@ class PIIMiddleware(Middleware):
 
     def _value(self, value: Any, seen: _Counter) -> Any:
         """A JSON value with every string leaf redacted: keys, numbers and shape stay."""
+        from plait_pii._walk import map_strings
+
         return map_strings(value, lambda text: self.text(text, seen))
 
     def message(self, message: AnyMessage, seen: _Counter) -> AnyMessage:
@@ -262,11 +278,16 @@ class PIIMiddleware(Middleware):
     def state_fields(self) -> dict[str, StateField]:
         if self.strategy != "pseudonymize":
             return {}
+        from plait_pii._pseudonyms import KEY, Pseudonyms
+        from plait_pii._pseudonyms import merge as merge_tables
+
         return {KEY: StateField(default=Pseudonyms(), reducer=merge_tables, private=True)}
 
     def _table(self, state: Mapping[str, Any]) -> Mapping[str, int]:
         """The thread's table of this type, with the numbers this run handed out that
         the state does not hold yet (``RunNumbers``)."""
+        from plait_pii._pseudonyms import KEY, run_numbers
+
         tables = state.get(KEY) or {}
         return run_numbers().known(self.pii_type, tables.get(self.pii_type, {}))
 
@@ -274,6 +295,8 @@ class PIIMiddleware(Middleware):
     def _assigning(self, state: Mapping[str, Any], new_allowed: bool) -> Iterator[Assigner]:
         """An ``Assigner`` on the run's numbers: what it hands out is recorded for the
         run's other numberings, under the run's lock."""
+        from plait_pii._pseudonyms import Assigner, run_numbers
+
         numbers = run_numbers()
         with numbers.lock:
             assigner = Assigner(self.pii_type, self._table(state), self.matches, new_allowed)
@@ -282,9 +305,13 @@ class PIIMiddleware(Middleware):
 
     def _assigned(self, assigner: Assigner, message: AnyMessage) -> AnyMessage:
         """``message`` with its values replaced by placeholders (the same object if none)."""
+        from plait_pii._rewrite import _rewritten
+
         return _rewritten(message, assigner.text)
 
     def _update(self, changed: list[AnyMessage], assigner: Assigner) -> dict[str, Any] | None:
+        from plait_pii._pseudonyms import KEY, Pseudonyms
+
         update: dict[str, Any] = {}
         if changed:
             update["messages"] = changed
@@ -326,6 +353,10 @@ class PIIMiddleware(Middleware):
     def _restore_result(self, result: Any) -> Any:
         """What the caller gets: messages and the structured answer with real values; the
         thread keeps placeholders. (Interrupts are shown by ``show_interrupts``.)"""
+        from plait_pii._pseudonyms import Restorer
+        from plait_pii._rewrite import _restored
+        from plait_pii._walk import map_objects
+
         restorer = Restorer(self.pii_type, self._table(result.state))
         if not restorer.values:
             return result
@@ -343,6 +374,9 @@ class PIIMiddleware(Middleware):
         reviewer approves the real call. The checkpoint keeps placeholders."""
         if self.strategy != "pseudonymize":
             return interrupts
+        from plait_pii._pseudonyms import Restorer
+        from plait_pii._walk import map_objects
+
         restorer = Restorer(self.pii_type, self._table(state))
         if not restorer.values:
             return interrupts
@@ -351,6 +385,8 @@ class PIIMiddleware(Middleware):
     def wrap_run(self, request: RunRequest, handler: Callable[[RunRequest], Any]) -> Any:
         if self.strategy != "pseudonymize":
             return handler(request)
+        from plait_pii._pseudonyms import numbering
+
         with numbering(request.runtime.run_id):
             return self._restore_result(handler(request))
 
@@ -359,10 +395,14 @@ class PIIMiddleware(Middleware):
     ) -> Any:
         if self.strategy != "pseudonymize":
             return await handler(request)
+        from plait_pii._pseudonyms import numbering
+
         with numbering(request.runtime.run_id):
             return self._restore_result(await handler(request))
 
     def _real_arguments(self, request: ToolCallRequest) -> ToolCallRequest:
+        from plait_pii._pseudonyms import Restorer
+
         restorer = Restorer(self.pii_type, self._table(request.state))
         if not restorer.values:
             return request
@@ -417,6 +457,7 @@ class PIIMiddleware(Middleware):
     def transform_model_stream(
         self, chunks: Iterator[AIMessageChunk], request: ModelRequest
     ) -> Iterator[AIMessageChunk]:
+        from plait_pii._pseudonyms import Restorer
         from plait_pii._stream import _StreamRedactor, _StreamRestorer
 
         if self.strategy == "pseudonymize":
@@ -436,6 +477,7 @@ class PIIMiddleware(Middleware):
     async def atransform_model_stream(
         self, chunks: AsyncIterator[AIMessageChunk], request: ModelRequest
     ) -> AsyncIterator[AIMessageChunk]:
+        from plait_pii._pseudonyms import Restorer
         from plait_pii._stream import _StreamRedactor, _StreamRestorer
 
         if self.strategy == "pseudonymize":
@@ -486,6 +528,9 @@ class PIIMiddleware(Middleware):
         """The tool's answer with placeholders before it enters state, so nothing that
         reads the state — a summary written before pii's own ``before_model``, a
         checkpoint — meets a real value. New numbers travel with it as a state update."""
+        from plait_pii._pseudonyms import KEY
+        from plait_pii._pseudonyms import merge as merge_tables
+
         update = dict(result.update or {}) if isinstance(result, Command) else {}
         items: Any = result if isinstance(result, ToolMessage) else update.get("messages")
         single = isinstance(items, Message)
