@@ -103,6 +103,8 @@ def _checked_init(cls: type, init: Callable[..., None]) -> Callable[..., None]:
             raise ConfigError(f"{cls.__name__}: {'; '.join(problems)}")
         init(self, *args, **kwargs)
 
+    # the class's own name even when the checked __init__ is a base class's
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__
 
 
