@@ -1,5 +1,12 @@
 """Registering an agent's middleware with pluggy, and collecting its hook implementations
-in middleware order (pluggy validates; the kernel orders and calls)."""
+in middleware order (pluggy validates; the kernel orders and calls).
+
+A middleware class whose hooks are plain methods, marked without options, of the names
+and arguments of plait's specs is read without pluggy (``_plain_hooks``): pluggy could
+only accept it, and finds the same implementations, after reading every spec and every
+method's signature with ``inspect`` — most of what the first agent of a process spends
+on its middleware's hooks. Anything else is registered with pluggy, which accepts it or
+says what is wrong."""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import functools
 import inspect
 import os
 import threading
+import types
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -148,9 +156,76 @@ plugin manager."""
 
 @functools.cache
 def _spec_args() -> dict[str, tuple[str, ...]]:
-    """Each hook's arguments in order, as its spec declares them."""
-    hook = _checker().hook
-    return {name: tuple(getattr(hook, name).spec.argnames) for name in hookspecs.ALL_HOOKS}
+    """Each hook's arguments in order, as its spec declares them (its positional
+    parameters without a default, as pluggy reads a spec; ``test_registry`` checks them
+    against pluggy's)."""
+    return {name: _positional(getattr(hookspecs, name)) for name in hookspecs.ALL_HOOKS}
+
+
+def _positional(func: types.FunctionType) -> tuple[str, ...]:
+    """A plain function's positional parameters that have no default, from its code."""
+    code = func.__code__
+    names = code.co_varnames[: code.co_argcount]
+    defaults = len(func.__defaults__ or ())
+    return names[: len(names) - defaults]
+
+
+_PLAIN_OPTS = {
+    "wrapper": False,
+    "hookwrapper": False,
+    "optionalhook": False,
+    "tryfirst": False,
+    "trylast": False,
+    "specname": None,
+}
+"""The options of a method marked ``@hookimpl`` with no arguments (as
+``plait.Middleware`` marks methods named after hooks)."""
+
+_SIGNATURE_ATTRS = ("__wrapped__", "__signature__", "__partialmethod__")
+"""What makes ``inspect.signature`` read a function other than by its code."""
+
+
+@functools.cache
+def _plain_specs() -> frozenset[str]:
+    """The hooks whose spec adds no check of its own (historic, warnings on use)."""
+    plain = set()
+    for name in hookspecs.ALL_HOOKS:
+        opts = getattr(getattr(hookspecs, name), "plait_spec", None) or {}
+        if not (opts.get("historic") or opts.get("warn_on_impl") or opts.get("warn_on_impl_args")):
+            plain.add(name)
+    return frozenset(plain)
+
+
+def _plain_hooks(obj: object) -> tuple[_Found, ...] | None:
+    """What ``_validated`` finds in ``obj``, when pluggy could only accept it: every
+    marked attribute a method of its class (a plain function), marked with no options,
+    named after a spec without checks of its own, its arguments (read from its code, as
+    ``inspect.signature`` would read them) among the spec's. ``None`` otherwise."""
+    cls = type(obj)
+    if cls.__getattribute__ is not object.__getattribute__:
+        return None  # attributes may not be what the class dictionaries say
+    spec_args = _spec_args()
+    plain = _plain_specs()
+    by_hook: dict[str, _Found] = {}
+    for attr, static in _static_attributes(obj).items():
+        func = getattr(static, "__func__", static)
+        if not callable(func):
+            continue
+        opts = getattr(func, "plait_impl", None)
+        if opts is None:
+            continue
+        if (
+            type(static) is not types.FunctionType
+            or opts != _PLAIN_OPTS
+            or attr not in plain
+            or any(name in static.__dict__ for name in _SIGNATURE_ATTRS)
+        ):
+            return None
+        args = _positional(static)[1:]  # bound to the instance: pluggy leaves self out
+        if not set(args) <= set(spec_args[attr]):
+            return None  # pluggy says which argument no spec has
+        by_hook[attr] = _Found(attr, attr, dict(opts), args)
+    return tuple(by_hook[hook] for hook in hookspecs.ALL_HOOKS if hook in by_hook)
 
 
 def _own_callables(obj: object) -> bool:
@@ -198,7 +273,12 @@ def _hooks_of(name: str, obj: object) -> tuple[_Found, ...]:
         return _validated(name, obj)
     found = _BY_CLASS.get(cls)
     if found is None:
-        found = _validated(name, obj)
+        plain = _plain_hooks(obj)
+        if plain is None:
+            found = _validated(name, obj)
+        else:
+            _check_unmarked(name, obj)
+            found = plain
         _BY_CLASS[cls] = found
     return found
 
