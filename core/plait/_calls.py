@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -35,16 +35,26 @@ if TYPE_CHECKING:
     from plait.tools import Tool
 
 
-class Innermost(NamedTuple):
-    """The calls at the centre of the wrap chains, for one compiled agent. A named tuple
-    rather than an attrs class: one is made per agent and never compared or shown, and a
-    tuple class costs a fifth of an attrs class to make at import."""
+class Innermost:
+    """The calls at the centre of the wrap chains, for one compiled agent;
+    ``stream_layers`` are the ``transform_model_stream`` hooks a streamed model call's
+    chunks pass through. A plain class: one is made per agent and never compared or
+    shown, and at import a plain class is made in a few microseconds (an attrs class
+    compiles its methods, a named tuple each field's annotation)."""
 
-    tools_by_name: Mapping[str, Tool]
-    tool_timeout: float | None
-    stream_layers: Layers
-    """The ``transform_model_stream`` hooks a streamed model call's chunks pass through."""
-    loops: LoopThread
+    __slots__ = ("loops", "stream_layers", "tool_timeout", "tools_by_name")
+
+    def __init__(
+        self,
+        tools_by_name: Mapping[str, Tool],
+        tool_timeout: float | None,
+        stream_layers: Layers,
+        loops: LoopThread,
+    ) -> None:
+        self.tools_by_name = tools_by_name
+        self.tool_timeout = tool_timeout
+        self.stream_layers = stream_layers
+        self.loops = loops
 
     # -- model -----------------------------------------------------------------------------
 

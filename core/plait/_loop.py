@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -152,40 +152,65 @@ _drives = itertools.count(1)
 
 
 # -- steps: what the loop asks its driver to do -------------------------------------------
-# Named tuples rather than attrs classes: one is made at every step of every run (a tuple
-# in a third of the time of a frozen attrs instance), and a tuple class is made at import
-# in a fifth of the time of an attrs class, which compiles its methods.
+# Plain classes with slots rather than attrs classes or named tuples: one is made at every
+# step of every run, and at import a plain class is made in a few microseconds, where an
+# attrs class compiles its methods and a named tuple compiles each field's annotation.
 
 
-class AwaitHook(NamedTuple):
+class AwaitHook:
     """An ``async def`` node hook to await (sync ones the loop calls inline)."""
 
-    call: Callable[..., Any]
-    args: tuple[Any, ...]
+    __slots__ = ("args", "call")
+
+    def __init__(self, call: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.call = call
+        self.args = args
 
 
-class AskModel(NamedTuple):
-    request: ModelRequest
+class AskModel:
+    __slots__ = ("request",)
+
+    def __init__(self, request: ModelRequest) -> None:
+        self.request = request
 
 
-class RunTools(NamedTuple):
-    requests: tuple[ToolCallRequest, ...]
-    scopes: tuple[Scope, ...]
-    finished: Callable[[ToolCallRequest, Any], SaveStep | None] = lambda _request, _outcome: None
-    """Called by the driver with each call's outcome as it comes; a ``SaveStep`` it returns
-    is performed at once."""
-    path: tuple[str, ...] = ()
-    """The run's path (``RunUsage.path``): a run started inside a call nests below it."""
-    sink: EventSink | None = None
+def _no_save(_request: ToolCallRequest, _outcome: Any) -> SaveStep | None:
+    return None
+
+
+class RunTools:
+    """The calls of a tools step, each with its interrupt scope. ``finished`` is called by
+    the driver with each call's outcome as it comes; a ``SaveStep`` it returns is performed
+    at once. ``path`` is the run's path (``RunUsage.path``): a run started inside a call
+    nests below it."""
+
+    __slots__ = ("finished", "path", "requests", "scopes", "sink")
+
+    def __init__(
+        self,
+        requests: tuple[ToolCallRequest, ...],
+        scopes: tuple[Scope, ...],
+        finished: Callable[[ToolCallRequest, Any], SaveStep | None] = _no_save,
+        path: tuple[str, ...] = (),
+        sink: EventSink | None = None,
+    ) -> None:
+        self.requests = requests
+        self.scopes = scopes
+        self.finished = finished
+        self.path = path
+        self.sink = sink
 
     def nest(self, request: ToolCallRequest) -> ToolCallScope:
         call_id = request.tool_call.id
         return ToolCallScope((call_id,), (*self.path, call_id), self.sink)
 
 
-class SaveStep(NamedTuple):
-    thread_id: str
-    state: ThreadState
+class SaveStep:
+    __slots__ = ("state", "thread_id")
+
+    def __init__(self, thread_id: str, state: ThreadState) -> None:
+        self.thread_id = thread_id
+        self.state = state
 
 
 Step = AwaitHook | AskModel | RunTools | SaveStep
@@ -481,9 +506,13 @@ class Run:
                 scopes.append(self.tool_scope(call.id))
         if requests:
             durable = self.agent.keeps(self.runtime.thread_id)
-            effect = RunTools(tuple(requests), tuple(scopes), path=self.usage.path, sink=self.sink)
-            if durable and len(requests) > 1:
-                effect = effect._replace(finished=self.tool_finished)
+            effect = RunTools(
+                tuple(requests),
+                tuple(scopes),
+                self.tool_finished if durable and len(requests) > 1 else _no_save,
+                self.usage.path,
+                self.sink,
+            )
             outcomes = yield effect
             for request, outcome in zip(requests, outcomes, strict=True):
                 answers[request.tool_call.id] = outcome
@@ -692,12 +721,15 @@ def _perform(effect: Step, agent: CompiledAgent) -> Any:
     return None
 
 
-class MiddlewareFailure(NamedTuple):
+class MiddlewareFailure:
     """A tool call's outcome when a ``wrap_tool_call`` middleware around it raised: the
-    tools step raises ``error`` to the caller once the step's calls are done. A named
-    tuple rather than an attrs class, as the loop's steps are."""
+    tools step raises ``error`` to the caller once the step's calls are done. A plain
+    class, as the loop's steps are."""
 
-    error: Exception
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
 
 
 def _outcome_of(error: Exception | InterruptSignal, request: ToolCallRequest) -> Any:

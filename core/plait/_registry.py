@@ -17,7 +17,7 @@ import threading
 import types
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import pluggy
 
@@ -70,19 +70,31 @@ def _is_data_descriptor(value: object) -> bool:
     return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
 
 
-class Impl(NamedTuple):
+class Impl:
     """One middleware's implementation of one hook, callable with the spec's arguments in
-    order (``call``), whatever subset of them the implementation accepts. A named tuple
-    rather than an attrs class, as ``_Found`` is: nothing compares or shows one, and a
-    tuple class costs a fifth of an attrs class to make at import."""
+    order (``call``), whatever subset of them the implementation accepts; ``owner`` is the
+    middleware object, for naming its plugin in the errors it raises. A plain class, as
+    ``_Found`` is: nothing compares or shows one, and at import a plain class is made in a
+    few microseconds (an attrs class compiles its methods, a named tuple each field's
+    annotation)."""
 
-    middleware: str
-    hook: str
-    call: Callable[..., Any]
-    is_async: bool
-    jumps: frozenset[str]
-    owner: object
-    """The middleware object, for naming its plugin in the errors it raises."""
+    __slots__ = ("call", "hook", "is_async", "jumps", "middleware", "owner")
+
+    def __init__(
+        self,
+        middleware: str,
+        hook: str,
+        call: Callable[..., Any],
+        is_async: bool,
+        jumps: frozenset[str],
+        owner: object,
+    ) -> None:
+        self.middleware = middleware
+        self.hook = hook
+        self.call = call
+        self.is_async = is_async
+        self.jumps = jumps
+        self.owner = owner
 
 
 def _caller(func: Callable[..., Any], accepted: Sequence[str], spec: tuple[str, ...]) -> Any:
@@ -121,16 +133,20 @@ def _short(value: Any) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-class _Found(NamedTuple):
+class _Found:
     """One hook implementation a middleware class provides: the attribute that holds it,
-    the hook it implements, its pluggy options and the arguments it accepts. A named tuple
-    rather than an attrs class: made at import, a tuple class costs a fifth of an attrs
-    class."""
+    the hook it implements, its pluggy options and the arguments it accepts. A plain class,
+    as ``Impl`` is."""
 
-    attr: str
-    hook: str
-    opts: dict[str, Any]
-    argnames: tuple[str, ...]
+    __slots__ = ("argnames", "attr", "hook", "opts")
+
+    def __init__(
+        self, attr: str, hook: str, opts: dict[str, Any], argnames: tuple[str, ...]
+    ) -> None:
+        self.attr = attr
+        self.hook = hook
+        self.opts = opts
+        self.argnames = argnames
 
 
 _BY_CLASS: weakref.WeakKeyDictionary[type, tuple[_Found, ...]] = weakref.WeakKeyDictionary()

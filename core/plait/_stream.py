@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -79,16 +79,21 @@ class NestedSink(EventSink):
         super().__init__((own.modes if own is not None else frozenset()) | outer.modes, put)
 
 
-class ToolCallScope(NamedTuple):
+class ToolCallScope:
     """Where a run starting in this context nests: below a tool call in progress (or a
-    name given to ``plait.nesting.nest``) of a run. A named tuple rather than an attrs
-    class, as the loop's steps are (``plait._loop``): one is made for each tool call."""
+    name given to ``plait.nesting.nest``) of a run. ``below`` is the path below the run
+    whose ``sink`` this is (``(tool call id,)``); ``path`` the path from the outermost run
+    (``RunUsage.path``): the run's own plus ``below``. A plain class, as the loop's steps
+    are (``plait._loop``): one is made for each tool call."""
 
-    below: tuple[str, ...]
-    """The path below the run whose ``sink`` this is: ``(tool call id,)``."""
-    path: tuple[str, ...]
-    """The path from the outermost run (``RunUsage.path``): the run's own plus ``below``."""
-    sink: EventSink | None
+    __slots__ = ("below", "path", "sink")
+
+    def __init__(
+        self, below: tuple[str, ...], path: tuple[str, ...], sink: EventSink | None
+    ) -> None:
+        self.below = below
+        self.path = path
+        self.sink = sink
 
 
 in_tool_call: ContextVar[ToolCallScope | None] = ContextVar("plait_in_tool_call", default=None)

@@ -13,7 +13,7 @@ sync name and an ``a``-prefixed async name; the kernel bridges whichever is miss
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -327,10 +327,10 @@ def submit_run(job: RunJob, agent: Any) -> RunHandle | None:
     raise AssertionError  # pragma: no cover
 
 
-class HookFacts(NamedTuple):
-    """What the kernel knows of one hook besides its signature (read from pluggy). A named
-    tuple rather than an attrs class: the table below is made at import, and a tuple class
-    costs a fifth of an attrs class, which compiles its methods.
+class HookFacts:
+    """What the kernel knows of one hook besides its signature (read from pluggy). A plain
+    class: the table below is made at import, where an attrs class compiles its methods
+    and a named tuple each field's annotation.
 
     :param stage: ``"build"`` (once in ``create_agent``), ``"run"`` (around a whole run),
         ``"node"`` (a step of the loop), ``"wrap"``/``"stream"`` (around one call) or
@@ -342,11 +342,21 @@ class HookFacts(NamedTuple):
     :param jumps: where ``Command(jump_to=...)`` may send the loop from this hook.
     """
 
-    stage: str
-    twin: str | None = None
-    is_async: bool = False
-    unwinds: bool = False
-    jumps: bool = False
+    __slots__ = ("is_async", "jumps", "stage", "twin", "unwinds")
+
+    def __init__(
+        self,
+        stage: str,
+        twin: str | None = None,
+        is_async: bool = False,
+        unwinds: bool = False,
+        jumps: bool = False,
+    ) -> None:
+        self.stage = stage
+        self.twin = twin
+        self.is_async = is_async
+        self.unwinds = unwinds
+        self.jumps = jumps
 
 
 HOOKS: dict[str, HookFacts] = {
