@@ -4,22 +4,26 @@ against the workflow's current owner the same way.
 
 DBOS builds and compiles that insert anew for every step (SQLAlchemy does not cache a
 PostgreSQL insert), a large share of a durable step's client CPU. On PostgreSQL without
-sharding, plait compiles the same statements once through DBOS's own compile-once path
-(``_execute_prepared``, over DBOS's table definitions), and checks the owner inside the
-transaction's first insert rather than in a query of its own; elsewhere, or with a DBOS
+sharding, through psycopg, plait compiles its statements once from DBOS's own table
+definitions and sends them on a psycopg connection of DBOS's pool, bypassing
+SQLAlchemy's per-statement execution (about a tenth of a millisecond of CPU each): the
+records go in the pipeline of the save they ride on, and the owner is checked inside the
+transaction's first insert rather than in a query of its own. Elsewhere, or with a DBOS
 lacking those internals, each record goes through DBOS's own code. The look for a
-recorded step (``find_record``) is likewise one compiled statement in autocommit where
-DBOS runs a transaction of two queries.
+recorded step (``find_record``) is likewise one statement in autocommit where DBOS runs
+a transaction of two queries.
 """
 
 from __future__ import annotations
 
+import contextlib
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
-__all__ = ["Record", "find_record", "write_records"]
+__all__ = ["Record", "commit_records", "find_record"]
 
 
 @attrs.frozen
@@ -34,86 +38,17 @@ class Record:
     child_values: dict[str, Any]
 
 
-def write_records(sys_db: Any, conn: Any, workflow_id: str, records: list[Record]) -> None:
-    """Insert ``records`` (all of ``workflow_id``, in step order) on ``conn``, a
-    SQLAlchemy connection in a transaction of DBOS's system database."""
-    if not _compiled_once(sys_db, workflow_id, records):
-        for record in records:
-            sys_db._record_operation_result_txn(
-                record.result,
-                record.completed_at,
-                conn,
-                owner_xid=record.owner_xid,
-                child_values=record.child_values,
-            )
-        return
-    import sqlalchemy as sa
-    from dbos._error import DBOSStepNondeterminismError, DBOSWorkflowConflictIDError
-
-    status = sys_db.tables.workflow_status
-    outputs = sys_db.tables.operation_outputs
-    columns = [*_ROW, "retention_timestamp"]
-
-    def insert() -> Any:
-        return sys_db.dialect.insert(outputs).values(retention_timestamp=sys_db._now_ms_sql())
-
-    def checked_insert() -> Any:
-        # The owner check of DBOS's record in the insert's own round trip: the row is
-        # inserted only while ``owner`` owns the workflow, whose status row stays locked
-        # (FOR NO KEY UPDATE, as DBOS) until the commit, so no hand-off (cancel,
-        # recovery) lands before it — and the rest of the transaction needs no check.
-        owned = (
-            sa.select(sa.literal(1))
-            .select_from(status)
-            .where(
-                status.c.workflow_uuid == sa.bindparam("owned_workflow", type_=sa.Text()),
-                status.c.owner_xid == sa.bindparam("owner", type_=sa.Text()),
-            )
-            .with_for_update(key_share=True)
-        )
-        row = sa.select(
-            *[sa.bindparam(name, type_=outputs.c[name].type) for name in _ROW],
-            sys_db._now_ms_sql(),
-        ).where(sa.exists(owned))
-        return (
-            sys_db.dialect.insert(outputs)
-            .from_select(columns, row)
-            .returning(sa.literal_column("1"))
-        )
-
-    checked: set[str] = set()
+def _write_each(sys_db: Any, conn: Any, workflow_id: str, records: list[Record]) -> None:
+    """DBOS's own writing of ``records`` on ``conn``, a SQLAlchemy connection in a
+    transaction of the system database (each checked against the workflow's owner)."""
     for record in records:
-        result = record.result
-        row = {
-            "workflow_uuid": workflow_id,
-            "function_id": result["function_id"],
-            "function_name": result["function_name"],
-            "output": result["output"],
-            "error": result["error"],
-            "child_workflow_id": result["child_workflow_id"],
-            "started_at_epoch_ms": result["started_at_epoch_ms"],
-            "completed_at_epoch_ms": record.completed_at,
-            "serialization": result["serialization"],
-            "application_name": sys_db.app_name,
-        }
-        owner = record.owner_xid
-        try:
-            if owner is None or owner in checked:
-                sys_db._execute_prepared(conn, "plait.step_record", row, insert)
-                continue
-            values = {**row, "owned_workflow": workflow_id, "owner": owner}
-            inserted = sys_db._execute_prepared(
-                conn, "plait.owned_step_record", values, checked_insert, insert_columns=False
-            ).first()
-        except sa.exc.DBAPIError as exc:
-            # A step of this execution recorded already (this transaction is not retried,
-            # so it is not a retry of this record): DBOS's word for it.
-            if sys_db._is_unique_constraint_violation(exc):
-                raise DBOSStepNondeterminismError(workflow_id, result["function_id"]) from None
-            raise
-        if inserted is None:  # no longer this execution's workflow
-            raise DBOSWorkflowConflictIDError(workflow_id)
-        checked.add(owner)
+        sys_db._record_operation_result_txn(
+            record.result,
+            record.completed_at,
+            conn,
+            owner_xid=record.owner_xid,
+            child_values=record.child_values,
+        )
 
 
 _ROW = (
@@ -131,9 +66,7 @@ _ROW = (
 
 
 _NEEDED = (
-    "_execute_prepared",
     "_now_ms_sql",
-    "_is_unique_constraint_violation",
     "_wf",
     "_wf_values",
     "tables",
@@ -143,25 +76,18 @@ _NEEDED = (
 _COLUMNS = {*_ROW, "retention_timestamp"}
 
 
-def _compiled_once(sys_db: Any, workflow_id: str, records: list[Record]) -> bool:
-    """Whether plait may write these records itself (no child workflow among them)."""
-    if any(record.child_values or record.result["child_workflow_id"] for record in records):
-        return False
-    return _plain_postgres(sys_db, workflow_id)
-
-
-def _plain_postgres(sys_db: Any, workflow_id: str) -> bool:
-    """PostgreSQL, no sharding (a workflow's rows found by its id alone), and the step
-    table holding the columns DBOS 3 writes (every one, so no column of a newer DBOS is
-    left out). What does not depend on the workflow is found once per system database
-    (it was a fifth of plait's own CPU in a durable run's bookkeeping)."""
-    plain = _plain_databases.get(sys_db)
-    if plain is None:
-        plain = _plain_databases[sys_db] = _plain_database(sys_db)
-    return plain and not sys_db._wf_values(workflow_id)
-
-
-_plain_databases: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+def _statements(sys_db: Any, workflow_id: str) -> _Statements | None:
+    """plait's compiled statements, if it may read and write ``workflow_id``'s rows
+    itself: PostgreSQL through psycopg, no sharding (a workflow's rows found by its id
+    alone), and the step table holding the columns DBOS 3 writes (every one, so no
+    column of a newer DBOS is left out); compiled and checked once per system database."""
+    if sys_db in _compiled:
+        statements = _compiled[sys_db]
+    else:
+        statements = _compiled[sys_db] = _compile(sys_db) if _plain_database(sys_db) else None
+    if statements is None or sys_db._wf_values(workflow_id):
+        return None
+    return statements
 
 
 def _plain_database(sys_db: Any) -> bool:
@@ -178,42 +104,27 @@ def find_record(sys_db: Any, workflow_id: str, function_id: int, function_name: 
     """What DBOS's ``check_operation_execution`` answers (the recorded result, ``None``,
     or its errors for a cancelled workflow and a step recorded under another name), in
     one statement; ``NotImplemented`` where plait leaves the look to DBOS (another
-    database, sharding, a DBOS without these internals, a database error it retries)."""
-    if not _plain_postgres(sys_db, workflow_id):
+    database or driver, sharding, a DBOS without these internals, a database error it
+    retries)."""
+    statements = _statements(sys_db, workflow_id)
+    if statements is None:
         return NotImplemented
-    import sqlalchemy as sa
+    import psycopg
     from dbos._error import DBOSUnexpectedStepError, DBOSWorkflowCancelledError
 
-    status = sys_db.tables.workflow_status
-    outputs = sys_db.tables.operation_outputs
-
-    def build() -> Any:
-        step = sa.and_(
-            outputs.c.workflow_uuid == status.c.workflow_uuid,
-            outputs.c.function_id == sa.bindparam("function_id"),
-        )
-        return (
-            sa.select(
-                status.c.status,
-                outputs.c.function_name,
-                outputs.c.output,
-                outputs.c.error,
-                outputs.c.serialization,
-                outputs.c.child_workflow_id,
-            )
-            .select_from(status.outerjoin(outputs, step))
-            .where(status.c.workflow_uuid == sa.bindparam("workflow_uuid"))
-        )
-
     values = {"workflow_uuid": workflow_id, "function_id": function_id}
+    raw = sys_db.engine.raw_connection()
     try:
-        with sys_db.engine.connect() as conn:
-            conn.execution_options(isolation_level="AUTOCOMMIT")
-            row = sys_db._execute_prepared(
-                conn, "plait.step_check", values, build, insert_columns=False
-            ).first()
-    except sa.exc.DBAPIError:
+        driver = raw.driver_connection
+        driver.autocommit = True
+        try:
+            row = statements.find.run(driver, values).fetchone()
+        finally:
+            driver.autocommit = False
+    except psycopg.Error:
         return NotImplemented  # DBOS's own look retries what can be retried
+    finally:
+        raw.close()
     assert row is not None, f"Error: Workflow {workflow_id} does not exist"
     state, recorded_name, output, error, serialization, child = row
     if state == "CANCELLED":
@@ -234,3 +145,192 @@ def find_record(sys_db: Any, workflow_id: str, function_id: int, function_name: 
         "child_workflow_id": child,
         "child_shard_key": None,
     }
+
+
+def commit_records(
+    sys_db: Any,
+    workflow_id: str,
+    records: list[Record],
+    *,
+    save: Callable[[Any], None] | None = None,
+) -> None:
+    """One transaction of the system database, committed: ``save`` first (called with
+    the transaction's psycopg connection: a thread save joining it), then ``records``,
+    the first of each owner checking that the worker still owns the workflow — if it
+    does not, or a step is recorded already, nothing commits and DBOS's error is raised."""
+    children = any(record.child_values or record.result["child_workflow_id"] for record in records)
+    statements = None if children else _statements(sys_db, workflow_id)
+    if statements is None:
+        key = records[0].shard_key if records else None
+        with sys_db._own_key(workflow_id, key=key), sys_db.engine.begin() as conn:
+            if save is not None:
+                save(conn.connection.driver_connection)
+            _write_each(sys_db, conn, workflow_id, records)
+        return
+    raw = sys_db.engine.raw_connection()
+    try:
+        driver = raw.driver_connection
+        try:
+            # One pipeline: the save's last statements, the records and the sync that
+            # reads their answers share a round trip; BEGIN rides with the first of them.
+            with driver.pipeline():
+                if save is not None:
+                    save(driver)
+                sent = _send(driver, statements, workflow_id, records, sys_db.app_name)
+            _check(driver, statements, workflow_id, sent)
+            driver.commit()
+        except BaseException:
+            if not driver.closed:
+                with contextlib.suppress(Exception):
+                    driver.rollback()
+            raise
+    finally:
+        raw.close()
+
+
+@attrs.frozen
+class _Statement:
+    """One statement compiled for psycopg: SQL with named parameters, and the constants
+    its compilation made parameters of."""
+
+    sql: str
+    constants: dict[str, Any]
+
+    def run(self, driver: Any, values: dict[str, Any]) -> Any:
+        cursor = driver.cursor()
+        cursor.execute(self.sql, {**self.constants, **values} if self.constants else values)
+        return cursor
+
+
+@attrs.frozen
+class _Statements:
+    """plait's statements on one system database, compiled once."""
+
+    insert: _Statement
+    """A step's record (``RETURNING 1``; no row if the step is recorded already)."""
+    checked_insert: _Statement
+    """The same, inserted only while ``owner`` owns the workflow (whose status row it
+    locks until the commit, FOR NO KEY UPDATE as DBOS does, so no hand-off — a cancel,
+    a recovery — lands before it)."""
+    owned: _Statement
+    """Whether ``owner`` owns the workflow (read only when a checked insert wrote no row)."""
+    find: _Statement
+    """The workflow's status and the step ``function_id``'s record, if any."""
+
+
+_compiled: weakref.WeakKeyDictionary[Any, _Statements | None] = weakref.WeakKeyDictionary()
+
+
+def _compile(sys_db: Any) -> _Statements | None:
+    import sqlalchemy as sa
+
+    dialect = sys_db.engine.dialect
+    if dialect.driver != "psycopg":
+        return None
+    status = sys_db.tables.workflow_status
+    outputs = sys_db.tables.operation_outputs
+    columns = [*_ROW, "retention_timestamp"]
+    row = [sa.bindparam(name, type_=outputs.c[name].type) for name in _ROW]
+    owner = sa.bindparam("owner", type_=status.c.owner_xid.type)
+    workflow = sa.bindparam("workflow_uuid", type_=status.c.workflow_uuid.type)
+    owned: Any = sa.select(sa.literal_column("1")).where(
+        status.c.workflow_uuid == workflow, status.c.owner_xid == owner
+    )
+
+    def insert(where: Any = None) -> Any:
+        select = sa.select(*row, sys_db._now_ms_sql())
+        return (
+            sys_db.dialect.insert(outputs)
+            .from_select(columns, select if where is None else select.where(where))
+            .on_conflict_do_nothing()
+            .returning(sa.literal_column("1"))
+        )
+
+    step = sa.and_(
+        outputs.c.workflow_uuid == status.c.workflow_uuid,
+        outputs.c.function_id == sa.bindparam("function_id", type_=outputs.c.function_id.type),
+    )
+    find = (
+        sa.select(
+            status.c.status,
+            outputs.c.function_name,
+            outputs.c.output,
+            outputs.c.error,
+            outputs.c.serialization,
+            outputs.c.child_workflow_id,
+        )
+        .select_from(status.outerjoin(outputs, step))
+        .where(status.c.workflow_uuid == workflow)
+    )
+    names = {*_ROW, "owner"}
+    translate = sys_db.engine.get_execution_options().get("schema_translate_map")
+    compiled: list[_Statement] = []
+    for statement in (
+        insert(),
+        insert(sa.exists(owned.with_for_update(key_share=True))),
+        owned,
+        find,
+    ):
+        sql = statement.compile(
+            dialect=dialect, schema_translate_map=translate, render_schema_translate=True
+        )
+        constants: dict[str, Any] = {}
+        for name, bind in sql.binds.items():
+            if bind.type.dialect_impl(dialect).bind_processor(dialect) is not None:
+                return None
+            if name not in names:
+                constants[name] = bind.value
+        compiled.append(_Statement(str(sql), constants))
+    return _Statements(*compiled)
+
+
+def _send(
+    driver: Any, statements: _Statements, workflow_id: str, records: list[Record], app_name: str
+) -> list[tuple[Record, str | None, Any]]:
+    """Send the records' inserts in the pipeline ``driver`` is in (the first of each
+    owner checked); per record, the owner it was checked against and its cursor."""
+    sent: list[tuple[Record, str | None, Any]] = []
+    checked: set[str] = set()
+    for record in records:
+        result = record.result
+        values = {
+            "workflow_uuid": workflow_id,
+            "function_id": result["function_id"],
+            "function_name": result["function_name"],
+            "output": result["output"],
+            "error": result["error"],
+            "child_workflow_id": result["child_workflow_id"],
+            "started_at_epoch_ms": result["started_at_epoch_ms"],
+            "completed_at_epoch_ms": record.completed_at,
+            "serialization": result["serialization"],
+            "application_name": app_name,
+        }
+        owner = record.owner_xid
+        if owner is None or owner in checked:
+            sent.append((record, None, statements.insert.run(driver, values)))
+            continue
+        checked.add(owner)
+        cursor = statements.checked_insert.run(driver, {**values, "owner": owner})
+        sent.append((record, owner, cursor))
+    return sent
+
+
+def _check(
+    driver: Any,
+    statements: _Statements,
+    workflow_id: str,
+    sent: list[tuple[Record, str | None, Any]],
+) -> None:
+    """Raise DBOS's error if a record was not written: the worker no longer owns the
+    workflow (``DBOSWorkflowConflictIDError``), or its step was recorded already
+    (``DBOSStepNondeterminismError``, as DBOS says when its own insert is refused)."""
+    from dbos._error import DBOSStepNondeterminismError, DBOSWorkflowConflictIDError
+
+    for record, owner, cursor in sent:
+        if cursor.fetchone() is not None:
+            continue
+        if owner is not None:
+            values = {"workflow_uuid": workflow_id, "owner": owner}
+            if statements.owned.run(driver, values).fetchone() is None:
+                raise DBOSWorkflowConflictIDError(workflow_id)
+        raise DBOSStepNondeterminismError(workflow_id, record.result["function_id"])

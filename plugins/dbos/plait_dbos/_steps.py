@@ -35,7 +35,7 @@ from dbos import DBOS
 from plait import effects
 from plait.checkpoint import Checkpoint, Checkpointer, History, StepDelta, StepInfo
 from plait.errors import ConfigError, ThreadBusyError
-from plait_dbos._records import Record, find_record, write_records
+from plait_dbos._records import Record, commit_records, find_record
 from plait_dbos._takeover import check_lease
 
 __all__ = ["STREAM_KEY", "RecordedCheckpointer", "StepPerformer", "publishing", "workflow_ids"]
@@ -109,23 +109,7 @@ class _Execution:
             return
         records = self.take()
         if records:
-            with self.transaction(records):
-                pass
-
-    @contextlib.contextmanager
-    def transaction(self, records: list[Record], *, records_last: bool = False) -> Iterator[Any]:
-        """A system-database transaction that writes ``records`` (each checked, as DBOS
-        does, against the workflow's current owner) first, or after the block with
-        ``records_last``, and commits when the block ends; yields the SQLAlchemy
-        connection."""
-        sys_db = self.sys_db
-        key = records[0].shard_key if records else None
-        with sys_db._own_key(self.workflow_id, key=key), sys_db.engine.begin() as conn:
-            if not records_last:
-                write_records(sys_db, conn, self.workflow_id, records)
-            yield conn
-            if records_last:
-                write_records(sys_db, conn, self.workflow_id, records)
+            commit_records(self.sys_db, self.workflow_id, records)
 
 
 _execution: contextvars.ContextVar[_Execution | None] = contextvars.ContextVar(
@@ -403,8 +387,7 @@ class RecordedCheckpointer:
             self._save_with(execution, records, thread_id, delta)
             return
         if records and execution is not None:
-            with execution.transaction(records):
-                pass
+            commit_records(execution.sys_db, execution.workflow_id, records)
         try:
             self.inner.save(thread_id, delta)
         except ThreadBusyError:
@@ -435,19 +418,21 @@ class RecordedCheckpointer:
         """The save and the records of the steps that led to it in one transaction: a
         crash leaves both or neither. A save this run already wrote (a replay) leaves
         the records to commit alone."""
-        busy: ThreadBusyError | None = None
+        busy: list[ThreadBusyError] = []
         save_in: Any = getattr(self.inner, "save_in")  # noqa: B009 (checked by _joins)
-        # The save first: its pipeline carries the transaction's BEGIN in the round trip
-        # of its compare-and-set (one round trip fewer than BEGIN on its own before the
-        # records). The records follow in the same transaction, the first one checking
-        # that this worker still owns the run: if it does not, nothing commits.
-        with execution.transaction(records, records_last=True) as conn:
+
+        def save(conn: Any) -> None:
+            # The save first: the transaction's BEGIN rides with its compare-and-set.
+            # The records follow, the first one checking that this worker still owns
+            # the run: if it does not, nothing commits.
             try:
-                save_in(conn.connection.driver_connection, thread_id, delta)
+                save_in(conn, thread_id, delta)
             except ThreadBusyError as exc:  # the compare-and-set lost; nothing else failed
-                busy = exc
-        if busy is not None and not self._written_by_run(thread_id, delta):
-            raise busy
+                busy.append(exc)
+
+        commit_records(execution.sys_db, execution.workflow_id, records, save=save)
+        if busy and not self._written_by_run(thread_id, delta):
+            raise busy[0]
 
     def _written_by_run(self, thread_id: str, delta: StepDelta) -> bool:
         """Whether the thread already holds ``delta``'s step as written by this run: a

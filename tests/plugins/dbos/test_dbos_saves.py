@@ -52,6 +52,15 @@ def note(text: str) -> str:
                 "UPDATE dbos.workflow_status SET owner_xid = 'another' "
                 "WHERE workflow_uuid = 'run-1'"
             )
+    if text == "duplicate":  # a record of this very step is there already
+        from dbos import DBOS
+
+        with psycopg.connect(_database_of_test, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO dbos.operation_outputs (workflow_uuid, function_id, function_name) "
+                "VALUES ('run-1', %s, 'plait.tool:note')",
+                (DBOS.step_id,),
+            )
     if text == "intrude":
         agent = _agent_of_test
         assert agent is not None and agent.checkpointer is not None
@@ -300,3 +309,28 @@ def test_a_replay_still_checks_each_recorded_step_by_name(
         handle.get_result()
     assert type(raised.value).__name__ == "DBOSUnexpectedStepError"
     assert calls == []  # the model was not called in place of the recorded step
+
+
+def test_a_step_recorded_twice_is_refused_with_dbos_error_and_its_save_with_it(
+    worker: plait.Agent, database_url: str
+) -> None:
+    """A record that finds its step recorded already fails with DBOS's nondeterminism
+    error naming the step, and the save riding with it (the tool's answer) does not
+    commit."""
+    from dbos._error import DBOSStepNondeterminismError
+
+    with pytest.raises(DBOSStepNondeterminismError) as refused:
+        _run("run-1", "duplicate")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT function_id FROM dbos.operation_outputs "
+            "WHERE workflow_uuid = 'run-1' AND function_name = 'plait.tool:note'"
+        ).fetchone()
+    assert row is not None
+    assert f"Step {row[0]} of workflow run-1 was recorded twice" in str(refused.value)
+    assert worker.checkpointer is not None
+    checkpoint = worker.checkpointer.load("t")
+    assert checkpoint is not None
+    texts = [m.text for m in checkpoint.messages]
+    assert "duplicate" in texts  # the prompt's save committed
+    assert "noted duplicate" not in texts  # the tool's did not
