@@ -8,22 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import attrs
-
 from plait.messages import AIMessage
-from plait.middleware import Middleware
+from plait.middleware import Middleware, check_arguments
 from plait.retry import RetryPolicy, describe_error
 from plait.types import ModelRequest, ModelResponse
 
 __all__ = ["ModelRetryMiddleware"]
 
 
-# Its options are exactly RetryPolicy's, so it keeps RetryPolicy's generated __init__,
-# __repr__, __eq__ and __hash__ (each reads the instance's class) instead of generating
-# and compiling copies: a quarter of what the first agent naming it costs to build.
-# plait.Middleware gives the __init__ named here its argument check, as it does an
-# attrs-made one.
-@attrs.frozen(kw_only=True, init=False, repr=False, eq=False)
+# Its options, and so its attrs fields, __init__, __repr__, __eq__ and __hash__, are
+# exactly RetryPolicy's: it inherits them (the generated methods read the instance's class)
+# rather than being an attrs class of its own, which would generate and compile copies of
+# each, a quarter of what the first agent naming it costs to build. check_arguments gives
+# the __init__ the argument check of every attrs-made middleware.
+@check_arguments
 class ModelRetryMiddleware(RetryPolicy, Middleware):
     """Retries a failing model call: ``max_retries`` more attempts, waiting
     ``initial_delay * backoff_factor ** n`` seconds (capped at ``max_delay``, ±25% jitter,
