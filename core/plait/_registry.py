@@ -17,7 +17,7 @@ import threading
 import types
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import pluggy
 
@@ -73,9 +73,9 @@ def _is_data_descriptor(value: object) -> bool:
 class Impl:
     """One middleware's implementation of one hook, callable with the spec's arguments in
     order (``call``), whatever subset of them the implementation accepts; ``owner`` is the
-    middleware object, for naming its plugin in the errors it raises. A plain class, as
-    ``_Found`` is: nothing compares or shows one, and at import a plain class is made in a
-    few microseconds (an attrs class compiles its methods, a named tuple each field's
+    middleware object, for naming its plugin in the errors it raises. A plain class:
+    nothing compares or shows one, and at import a plain class is made in a few
+    microseconds (an attrs class compiles its methods, a named tuple each field's
     annotation)."""
 
     __slots__ = ("call", "hook", "is_async", "jumps", "middleware", "owner")
@@ -133,20 +133,16 @@ def _short(value: Any) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-class _Found:
+class _Found(NamedTuple):
     """One hook implementation a middleware class provides: the attribute that holds it,
-    the hook it implements, its pluggy options and the arguments it accepts. A plain class,
-    as ``Impl`` is."""
+    the hook it implements, its pluggy options and the arguments it accepts. A named tuple
+    (not a plain class, as ``Impl`` is): what is read from a class's methods without pluggy
+    is compared, field by field, with what pluggy finds."""
 
-    __slots__ = ("argnames", "attr", "hook", "opts")
-
-    def __init__(
-        self, attr: str, hook: str, opts: dict[str, Any], argnames: tuple[str, ...]
-    ) -> None:
-        self.attr = attr
-        self.hook = hook
-        self.opts = opts
-        self.argnames = argnames
+    attr: str
+    hook: str
+    opts: dict[str, Any]
+    argnames: tuple[str, ...]
 
 
 _BY_CLASS: weakref.WeakKeyDictionary[type, tuple[_Found, ...]] = weakref.WeakKeyDictionary()
