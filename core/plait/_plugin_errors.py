@@ -28,7 +28,7 @@ NAMEABLE = (ConfigError, FieldError)
 """What the kernel names the plugin in."""
 
 _NOBODYS = "_plait_not_a_plugins"
-_REPEAT = re.compile(r"#\d+$")
+_REPEAT = r"#\d+$"  # compiled (and cached by re) when an error is first named
 _BY_CLASS: weakref.WeakKeyDictionary[type, str | None] = weakref.WeakKeyDictionary()
 
 
@@ -43,7 +43,7 @@ def plugin_name(name: str, owner: object) -> str | None:
 
     if isinstance(owner, FunctionMiddleware):
         return None
-    base = _REPEAT.sub("", name)
+    base = re.sub(_REPEAT, "", name)
     if base != type(owner).__name__:
         return base if base in _entrypoints.available("plait.middleware") else None
     cls = type(owner)

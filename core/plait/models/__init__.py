@@ -44,13 +44,14 @@ _LAZY = {
 
 
 _BARE_IDS = (
-    (re.compile(r"(gpt-|chatgpt-|o[134](-|$))"), "openai"),
-    (re.compile(r"claude-"), "anthropic"),
-    (re.compile(r"gemini-"), "google"),
+    (r"(gpt-|chatgpt-|o[134](-|$))", "openai"),
+    (r"claude-", "anthropic"),
+    (r"gemini-", "google"),
 )
 """The provider a bare model id belongs to, by its start (as LangChain's
 ``init_chat_model`` infers it); the provider is then found by its ``plait.models``
-entry point like any ``"provider:model"`` id."""
+entry point like any ``"provider:model"`` id. The patterns are compiled (and cached by
+``re``) when a bare id is first read, not when ``plait`` is imported."""
 
 _BARE = (
     "a bare id whose provider is inferred (gpt-*, o1*, o3*, o4* for openai, claude-* for "
@@ -65,7 +66,7 @@ OPTIONAL_MODEL_FORMS = f"a 'provider:model' id, {_BARE}, a ChatModel or None"
 def infer_provider(model_id: str) -> str | None:
     """The provider of a bare model id (``"gpt-4o"`` → ``"openai"``), or ``None``."""
     for pattern, provider in _BARE_IDS:
-        if pattern.match(model_id):
+        if re.match(pattern, model_id):
             return provider
     return None
 
