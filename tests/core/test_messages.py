@@ -214,3 +214,29 @@ def test_an_error_answer_names_its_call_and_keeps_the_text_as_given() -> None:
     )
     assert message.metadata == {"why": "limit"}
     assert ToolMessage.error(call, "Error: no.", name="find").name == "find"
+
+
+@pytest.mark.parametrize("cls", [SystemMessage, HumanMessage])
+def test_system_and_human_messages_are_frozen_attrs_values_of_their_own_class(cls: Any) -> None:
+    """They keep ``Message``'s generated methods (no field of their own): each still shows
+    and compares as its own class, is frozen, takes no new attribute, is read by attrs
+    (fields, evolve), pickles and round-trips through JSON."""
+    import pickle
+
+    import attrs
+
+    message = cls("hi", id="m1", metadata={"k": 1})
+    assert repr(message) == f"{cls.__name__}(content='hi', id='m1', metadata={{'k': 1}})"
+    assert message == cls("hi", id="m1", metadata={"k": 1})
+    other = HumanMessage if cls is SystemMessage else SystemMessage
+    assert message != other("hi", id="m1", metadata={"k": 1})
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        message.content = "changed"
+    with pytest.raises((attrs.exceptions.FrozenInstanceError, AttributeError)):
+        message.extra = 1
+    assert attrs.has(cls) and [f.name for f in attrs.fields(cls)] == ["content", "id", "metadata"]
+    changed = attrs.evolve(message, content="yo")
+    assert type(changed) is cls and changed.text == "yo" and changed.id == "m1"
+    assert pickle.loads(pickle.dumps(message)) == message
+    assert from_json(to_json([message])) == [message]
+    assert json.loads(to_json([message]))[0]["type"] == cls.type
