@@ -65,10 +65,35 @@ def check_arguments(cls: C) -> C:
 
 
 def _checked_init(cls: type, init: Callable[..., None]) -> Callable[..., None]:
-    """An attrs ``__init__`` whose arguments are checked first, so a wrong call reads like
-    a wrong option in an agent file (``ConfigError``: ``SummarizationMiddleware: unknown
+    """An attrs ``__init__`` whose arguments are checked, so a wrong call reads like a
+    wrong option in an agent file (``ConfigError``: ``SummarizationMiddleware: unknown
     option 'trigerr' (did you mean 'trigger'?); valid options: ...``) rather than Python's
-    bare ``TypeError`` about ``__init__``."""
+    bare ``TypeError`` about ``__init__``.
+
+    Python refuses such a call before the ``__init__`` runs, with a ``TypeError``: the
+    arguments are looked at then, against its signature (a ``TypeError`` from a call
+    whose arguments are right, a validator's, passes unchanged), so a class pays nothing
+    for the check when it is made or called rightly."""
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, *args, **kwargs)
+        except TypeError:
+            problems = _argument_problems(cls, init, args, kwargs)
+            if not problems:
+                raise
+            raise ConfigError(f"{cls.__name__}: {'; '.join(problems)}") from None
+
+    # the class's own name even when the checked __init__ is a base class's
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
+def _argument_problems(
+    cls: type, init: Callable[..., None], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[str]:
+    """What is wrong with calling ``init`` with these arguments, in an option's words."""
     params = list(inspect.signature(init).parameters.values())[1:]
     variadic = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
     names = [p.name for p in params if p.kind not in variadic]
@@ -76,36 +101,27 @@ def _checked_init(cls: type, init: Callable[..., None]) -> Callable[..., None]:
     required = [p.name for p in params if p.default is p.empty and p.kind not in variadic]
     open_keywords = any(p.kind is p.VAR_KEYWORD for p in params)
     open_positional = any(p.kind is p.VAR_POSITIONAL for p in params)
+    problems: list[str] = []
+    if len(args) > len(positional) and not open_positional:
+        wanted = (
+            f"at most {len(positional)} positional argument(s), the rest by name"
+            if positional
+            else f"options by name ({cls.__name__}(option=value, ...))"
+        )
+        problems.append(f"arguments: {expected(wanted, args)}")
+    given = set(positional[: len(args)]) | set(kwargs)
+    unknown = [] if open_keywords else [k for k in kwargs if k not in names]
+    if unknown:
+        import difflib  # here: only a misspelt option needs it
 
-    @functools.wraps(init)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        problems: list[str] = []
-        if len(args) > len(positional) and not open_positional:
-            wanted = (
-                f"at most {len(positional)} positional argument(s), the rest by name"
-                if positional
-                else f"options by name ({cls.__name__}(option=value, ...))"
-            )
-            problems.append(f"arguments: {expected(wanted, args)}")
-        given = set(positional[: len(args)]) | set(kwargs)
-        unknown = [] if open_keywords else [k for k in kwargs if k not in names]
-        if unknown:
-            import difflib  # here: only a misspelt option needs it
-
-        for key in unknown:
-            close = difflib.get_close_matches(key, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            problems.append(f"unknown option {key!r}{hint}")
-        if unknown:
-            problems[-1] += f"; valid options: {', '.join(names) or 'none'}"
-        problems += [f"missing required option {n!r}" for n in required if n not in given]
-        if problems:
-            raise ConfigError(f"{cls.__name__}: {'; '.join(problems)}")
-        init(self, *args, **kwargs)
-
-    # the class's own name even when the checked __init__ is a base class's
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    return __init__
+    for key in unknown:
+        close = difflib.get_close_matches(key, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        problems.append(f"unknown option {key!r}{hint}")
+    if unknown:
+        problems[-1] += f"; valid options: {', '.join(names) or 'none'}"
+    problems += [f"missing required option {n!r}" for n in required if n not in given]
+    return problems
 
 
 class RequestMiddleware(Middleware):

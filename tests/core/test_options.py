@@ -359,3 +359,37 @@ def test_chat_model_takes_ids_and_models_and_words_the_rest_like_every_option() 
         f"plugin 'picker': option 'model': expected a 'provider:model' id, {BARE}, a ChatModel "
         "or None, got 'llama3'"
     )
+
+
+def _no_negative_size(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if value < 0:
+        raise TypeError("a size below zero cannot be laid out")
+
+
+@attrs.frozen
+class Picky(plait.Middleware):
+    name: str
+    size: int = attrs.field(default=1, validator=_no_negative_size)
+
+
+def test_a_middleware_called_wrongly_reads_like_a_wrong_option() -> None:
+    """The argument check of an attrs middleware's ``__init__``: each wrong call says what
+    is wrong in an option's words; a ``TypeError`` of a call whose arguments are right (a
+    validator's) passes unchanged."""
+    with pytest.raises(ConfigError) as missing:
+        Picky()  # type: ignore[call-arg]
+    assert str(missing.value) == "Picky: missing required option 'name'"
+    with pytest.raises(ConfigError) as misspelt:
+        Picky(name="a", sise=2)  # type: ignore[call-arg]
+    assert str(misspelt.value) == (
+        "Picky: unknown option 'sise' (did you mean 'size'?); valid options: name, size"
+    )
+    with pytest.raises(ConfigError) as too_many:
+        Picky("a", 2, 3)  # type: ignore[call-arg]
+    assert str(too_many.value).startswith(
+        "Picky: arguments: expected at most 2 positional argument(s), the rest by name, got"
+    )
+    with pytest.raises(TypeError, match=r"^a size below zero cannot be laid out$"):
+        Picky("a", size=-1)
+    assert Picky("a", size=2) == Picky(name="a", size=2)
+    assert Picky.__init__.__qualname__ == "Picky.__init__"
