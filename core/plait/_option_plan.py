@@ -9,10 +9,17 @@ short script, builds each class once. Here the same instance is built from the s
 found once per class and field; when this is not exact for a class (renamed fields, type
 variables, ``Annotated`` overrides), or anything goes wrong, the caller takes the full path,
 which builds the instance or reports every problem in its words.
+
+Only the annotations of the options given are evaluated (``_field_type``), where the
+full path evaluates every annotation of the class and its bases at once
+(``attrs.resolve_types``): most of what the first build with options cost.
 """
 
 from __future__ import annotations
 
+import inspect
+import sys
+import types
 import typing
 import weakref
 from collections.abc import Callable, Mapping
@@ -33,9 +40,10 @@ T = TypeVar("T")
 Hook = Callable[[Any], Any]
 
 
-_Plan = tuple[dict[str, "attrs.Attribute[Any]"], frozenset[str], dict[str, Hook]]
+_Plan = tuple[dict[str, "attrs.Attribute[Any]"], frozenset[str], dict[str, Hook | None]]
 """A class's options (its init fields by name), the required ones, and the hook of each
-option an agent has given (a plain tuple: a class here would be generated at import)."""
+option an agent has given, ``None`` for an option only the full path builds exactly (a
+plain tuple: a class here would be generated at import)."""
 
 
 _PLANS: weakref.WeakKeyDictionary[type, _Plan | None] = weakref.WeakKeyDictionary()
@@ -59,12 +67,15 @@ def built_quickly(cls: type[T], options: Mapping[str, Any]) -> T | None:
     try:
         converted: dict[str, Any] = {}
         for name, value in options.items():
-            hook = hooks.get(name)
+            try:
+                hook = hooks[name]
+            except KeyError:
+                hook = hooks[name] = _hook(cls, fields[name])
             if hook is None:
-                hook = hooks[name] = _hook(fields[name])
+                return None
             converted[name] = hook(value)
         return cls(**converted)
-    except Exception:
+    except Exception:  # an unusable annotation too: the full path says so
         return None
 
 
@@ -73,29 +84,42 @@ def _plan(cls: type) -> _Plan | None:
         return None  # generic classes: the full path's case
     if not attrs.has(cls):
         return None
-    try:
-        if any(isinstance(field.type, str) for field in attrs.fields(cls)):
-            attrs.resolve_types(cls)  # as the full path does
-    except Exception:
-        return None  # unusable annotations: the full path says so
     fields: dict[str, attrs.Attribute[Any]] = {}
     for field in attrs.fields(cls):
         if not field.init:
             continue
-        tp = field.type
-        if field.alias != field.name or isinstance(tp, TypeVar):
-            return None  # renamed keys and type variables: the full path's cases
-        if typing.get_origin(tp) is typing.Annotated:
-            return None  # may carry a cattrs override
+        if field.alias != field.name:
+            return None  # renamed keys: the full path's case
         fields[field.name] = field
     required = frozenset(n for n, f in fields.items() if f.default is attrs.NOTHING)
     return fields, required, {}
 
 
-def _hook(field: attrs.Attribute[Any]) -> Hook:
-    """What the generated function does with this field's value."""
-    converter = _convert.CONVERTER
+def _field_type(cls: type, field: attrs.Attribute[Any]) -> Any:
+    """``field``'s type, a string annotation evaluated as ``typing.get_type_hints``
+    evaluates a class's (names looked up in the module of the class that declares it,
+    then in that class's namespace), for this field alone."""
     tp = field.type
+    if not isinstance(tp, str):
+        return tp
+    owner = next(k for k in cls.__mro__ if field.name in inspect.get_annotations(k))
+    module = sys.modules.get(owner.__module__)
+    hints = typing.get_type_hints(
+        types.SimpleNamespace(__annotations__={field.name: tp}),
+        globalns=dict(vars(owner)),
+        localns=vars(module) if module is not None else {},
+        include_extras=True,
+    )
+    return hints[field.name]
+
+
+def _hook(cls: type, field: attrs.Attribute[Any]) -> Hook | None:
+    """What the generated function does with this field's value (``None``: what only
+    the full path does)."""
+    tp = _field_type(cls, field)
+    if isinstance(tp, TypeVar) or typing.get_origin(tp) is typing.Annotated:
+        return None  # a type variable, or an Annotated that may carry a cattrs override
+    converter = _convert.CONVERTER
     assert find_structure_handler is not None
     handler = find_structure_handler(field, tp, converter, False)
     if handler is None:

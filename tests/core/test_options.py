@@ -13,6 +13,7 @@ import plait
 from plait.errors import ConfigError
 from plait.models import ChatModel, ScriptedChatModel
 from plait.options import OptionInfo, check_tool_names, describe_options, structure_options
+from plait.retry import RetryPolicy
 from plait.types import AgentConfig
 
 BARE = (
@@ -393,3 +394,31 @@ def test_a_middleware_called_wrongly_reads_like_a_wrong_option() -> None:
         Picky("a", size=-1)
     assert Picky("a", size=2) == Picky(name="a", size=2)
     assert Picky.__init__.__qualname__ == "Picky.__init__"
+
+
+@attrs.frozen(kw_only=True)
+class PolicyMiddleware(RetryPolicy, plait.Middleware):
+    """Options declared in another module (``on_failure: OnFailure`` names an alias this
+    module never imports) and one of its own."""
+
+    mode: Literal["end", "error"] = "end"
+
+
+def test_given_options_are_typed_where_their_class_declares_them() -> None:
+    """Building from options evaluates the annotation of each option given, in the
+    module of the class that declares it, as the converter's full path does."""
+    from plait import _convert
+
+    options: dict[str, Any] = {"on_failure": "error", "max_retries": 1, "mode": "error"}
+    built = structure_options(PolicyMiddleware, options, plugin="policy")
+    assert built == _convert.structure(dict(options), PolicyMiddleware)
+    assert (built.on_failure, built.max_retries, built.mode) == ("error", 1, "error")
+    assert error_of_policy(on_failure="stop").startswith(
+        "plugin 'policy': option 'on_failure': expected one of 'continue', 'error'"
+    )
+
+
+def error_of_policy(**options: Any) -> str:
+    with pytest.raises(ConfigError) as info:
+        structure_options(PolicyMiddleware, options, plugin="policy")
+    return str(info.value)
