@@ -36,10 +36,10 @@ from plait.messages import (
     AIMessage,
     HumanMessage,
     Message,
-    RemoveMessage,
     ToolCall,
     ToolMessage,
     Usage,
+    is_removal,
     persisted_converter,
     structure_message,
     unstructure_message,
@@ -566,7 +566,7 @@ class Run:
         assert isinstance(outcome, Command)
         update = dict(outcome.update or {})
         messages = update.get("messages", [])
-        if isinstance(messages, (Message, RemoveMessage)):
+        if isinstance(messages, Message) or is_removal(messages):
             messages = [messages]
         answered = any(isinstance(m, ToolMessage) and m.tool_call_id == call.id for m in messages)
         if not answered:
@@ -644,7 +644,7 @@ def _dump_outcome(call: ToolCall, outcome: Any) -> dict[str, Any] | None:
     messages = update.get("messages", [])
     if isinstance(messages, Message):
         messages = [messages]
-    if any(isinstance(m, RemoveMessage) for m in messages):
+    if any(not isinstance(m, Message) and is_removal(m) for m in messages):
         return None
     update["messages"] = [unstructure_message(m) for m in messages]
     return {"update": update, "jump_to": outcome.jump_to}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import attrs
 
@@ -49,13 +49,17 @@ def build(name: str, options: Mapping[str, Any]) -> object:
         raise ConfigError(str(exc), plugin=name) from None
 
 
-class Built(NamedTuple):
+class Built:
     """A middleware already built from the entry point ``name`` (an agent file builds each
     one to check its options, then hands that instance on instead of building it again).
-    A named tuple rather than an attrs class: ``import plait`` compiles no methods for it."""
+    A plain class: ``import plait`` compiles no methods (attrs) nor field annotations
+    (a named tuple) for it."""
 
-    name: str
-    obj: object
+    __slots__ = ("name", "obj")
+
+    def __init__(self, name: str, obj: object) -> None:
+        self.name = name
+        self.obj = obj
 
 
 def _one(item: Any) -> tuple[str, object]:

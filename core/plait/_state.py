@@ -13,9 +13,9 @@ from plait.messages import (
     AnyMessage,
     HumanMessage,
     Message,
-    RemoveMessage,
     ToolCall,
     _last_calls,
+    is_removal,
     is_role_pair,
     message_from_dict,
 )
@@ -23,6 +23,7 @@ from plait.types import StateField
 
 if TYPE_CHECKING:
     from plait.checkpoint import Checkpoint, StepDelta
+
 
 RUN_KEY = "__plait_run__"
 """The value key under which the kernel checkpoints the run in progress."""
@@ -117,22 +118,24 @@ class ThreadState:
             self.set(key, value)
 
     def add_messages(self, new: Any, source: str) -> None:
-        if isinstance(new, (Message, RemoveMessage)):
+        if isinstance(new, Message):
             new = (new,)
         elif isinstance(new, str):  # {"messages": "hi"}, as LangGraph's add_messages takes
             new = (HumanMessage(new),)
-        elif not isinstance(new, Iterable) or isinstance(new, (str, bytes, Mapping)):
-            wanted = "a message or a list of messages"
-            raise TypeError(f"{source}: 'messages': {expected(wanted, new)}")
+        elif not isinstance(new, Iterable) or isinstance(new, (bytes, Mapping)):
+            if not is_removal(new):
+                wanted = "a message or a list of messages"
+                raise TypeError(f"{source}: 'messages': {expected(wanted, new)}")
+            new = (new,)
         for message in new:
-            if isinstance(message, RemoveMessage):
-                self._remove(message.id, source)
-            elif isinstance(message, Message):
+            if isinstance(message, Message):
                 self._put(message)  # type: ignore[arg-type]
             elif isinstance(message, Mapping) and ("role" in message or "type" in message):
                 self._put(message_from_dict(message))
             elif is_role_pair(message):
                 self._put(message_from_dict({"role": message[0], "content": message[1]}))
+            elif is_removal(message):
+                self._remove(message.id, source)
             else:
                 raise TypeError(f"{source}: 'messages' item: {expected('a message', message)}")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, TypeGuard
 
 import attrs
 import cattrs
@@ -17,6 +17,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from plait._convert import expected
 from plait._ids import new_id
+from plait.lazy import lazy_exports
 
 __all__ = [
     "REMOVE_ALL",
@@ -241,14 +242,6 @@ class ToolMessage(Message):
         )
 
 
-@attrs.frozen
-class RemoveMessage:
-    """A state update that deletes the message with ``id`` (``REMOVE_ALL``: every one)."""
-
-    id: str
-    type: ClassVar[str] = "remove"
-
-
 AnyMessage: TypeAlias = SystemMessage | HumanMessage | AIMessage | ToolMessage
 
 
@@ -425,6 +418,8 @@ _TYPES: dict[str, type[Message]] = {
 }
 
 if TYPE_CHECKING:
+    from plait._remove import RemoveMessage as RemoveMessage
+
     converter: cattrs.Converter
     """The one converter for plait's persisted types (messages and what they hold), made
     when first used (``__getattr__``): a run that saves no message never makes it."""
@@ -438,10 +433,22 @@ def persisted_converter() -> cattrs.Converter:
     return made
 
 
+_made_when_used = lazy_exports(__name__, {"RemoveMessage": "plait._remove"})
+"""``RemoveMessage``, made on first use: a run that deletes no message never makes it."""
+
+
+def is_removal(value: Any) -> TypeGuard[RemoveMessage]:
+    """Whether ``value`` is a ``RemoveMessage``. The kernel asks it only of what is no
+    ``Message``, so a run that deletes nothing never makes the class."""
+    from plait._remove import RemoveMessage
+
+    return isinstance(value, RemoveMessage)
+
+
 def __getattr__(name: str) -> Any:
     if name == "converter":
         return persisted_converter()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _made_when_used(name)
 
 
 def _structure_content(value: Any, _: Any) -> Content:

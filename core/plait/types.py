@@ -10,13 +10,14 @@ import attrs
 from plait import usage as _usage
 from plait._performers import Effect
 from plait.lazy import lazy_exports
-from plait.messages import AIMessage, AnyMessage, Message, RemoveMessage, ToolCall, Usage
+from plait.messages import AIMessage, AnyMessage, Message, ToolCall, Usage
 from plait.tools import Runtime, Tool, ToolRuntime
 
 if TYPE_CHECKING:
     from plait._interrupt import Interrupt as Interrupt
     from plait._stream_event import StreamEvent as StreamEvent
     from plait.checkpoint import Checkpointer
+    from plait.messages import RemoveMessage
     from plait.models.base import ChatModel
     from plait.store import Store
     from plait.usage import RunUsage

@@ -20,8 +20,8 @@ NOT_FOR_A_PLAIN_RUN = [
     # the kernel's own: checkpointer and store, typed context/state, served tools, streams
     *("plait.checkpoint", "plait.history", "plait.store", "plait._schemas"),
     *("plait._served", "plait._run_streams"),
-    # the classes of a streamed run's events, a refused value's problems, a pause
-    *("plait._stream_event", "plait._problem", "plait._interrupt"),
+    # the classes of a streamed run's events, a refused value's problems, a pause, a deletion
+    *("plait._stream_event", "plait._problem", "plait._interrupt", "plait._remove"),
 ]
 
 RUN = """
@@ -186,3 +186,52 @@ def test_an_agent_that_redacts_imports_only_the_pii_modules_it_uses() -> None:
         "write to [REDACTED_EMAIL]",
         "write to <EMAIL_1>",
     ], out.stdout
+
+
+def test_a_deleted_message_is_made_where_used() -> None:
+    """``RemoveMessage`` is made on first use, under its public names: a run whose hook
+    deletes a message makes it (``plait.RemoveMessage`` is ``plait.messages.RemoveMessage``)
+    and the message is gone; ``REMOVE_ALL`` still clears the thread; what is no message is
+    still refused in the same words."""
+    code = """
+import sys, plait
+from plait import messages
+
+print("plait._remove" in sys.modules)
+
+@plait.before_model
+def trim(state):
+    first = state["messages"][0]
+    return {"messages": messages.RemoveMessage(first.id)} if len(state["messages"]) > 2 else None
+
+agent = plait.create_agent(plait.ScriptedChatModel(["one", "two"]), middleware=[trim],
+                           checkpointer="memory")
+agent.invoke("a", thread_id="t")
+print([m.text for m in agent.invoke("b", thread_id="t").messages])
+print(plait.RemoveMessage is messages.RemoveMessage, repr(plait.RemoveMessage("x")))
+
+@plait.before_model
+def clear(state):
+    return {"messages": [plait.RemoveMessage(messages.REMOVE_ALL), plait.HumanMessage("only")]}
+
+print([m.text for m in plait.create_agent(plait.ScriptedChatModel(["ok"]),
+                                          middleware=[clear]).invoke("x").messages])
+
+@plait.before_model
+def bad(state):
+    return {"messages": 3}
+
+try:
+    plait.create_agent(plait.ScriptedChatModel(["no"]), middleware=[bad]).invoke("x")
+except TypeError as exc:
+    print(exc)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    assert lines[:4] == [
+        "False",
+        "['one', 'b', 'two']",
+        "True RemoveMessage(id='x')",
+        "['only', 'ok']",
+    ], out.stdout
+    assert "'messages': expected a message or a list of messages, got 3" in lines[4], out.stdout
