@@ -243,9 +243,13 @@ def _plait_entry_points(where: str | Distribution) -> str | None:
         text = where.read_text("entry_points.txt")
         return text if text is not None and "[plait." in text else None
     # Plain descriptors: most distributions have no entry_points.txt, and a failed
-    # os.open costs half what a failed open() does.
+    # os.open costs half what a failed open() does; os.access, which raises nothing, tells
+    # them apart for less than the error a failed os.open raises.
+    path = where + _ENTRY_POINTS
+    if not os.access(path, os.F_OK):
+        return None
     try:
-        fd = os.open(where + _ENTRY_POINTS, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     try:
