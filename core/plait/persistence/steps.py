@@ -17,9 +17,11 @@ from typing import Any
 from plait.checkpoint import StepDelta
 from plait.history import HistoryError, Rows, StepInfo, missing_step, prune_cutoff, rewind
 
-__all__ = ["Query", "StepSQL"]
+__all__ = ["Query", "Statement", "StepSQL"]
 
 Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+Statement = tuple[str, Sequence[Any]]
+"""A statement in the dialect's placeholders, and its parameters."""
 
 
 class StepSQL:
@@ -54,9 +56,17 @@ class StepSQL:
 
     def fork_of(self, q: Query, thread_id: str) -> tuple[str, int, bool] | None:
         """``(parent, step, has its own rows)`` if the thread is a fork."""
-        rows = self.run(
-            q, "SELECT parent, step, copied FROM plait_forks WHERE thread = ?", (thread_id,)
+        return self.fork_from(q(*self.fork_query(thread_id)))
+
+    def fork_query(self, thread_id: str) -> Statement:
+        """``fork_of``'s statement, for a caller that sends it ahead of reading its rows
+        (a pipeline) and hands them to ``fork_from``."""
+        return self._sql("SELECT parent, step, copied FROM plait_forks WHERE thread = ?"), (
+            thread_id,
         )
+
+    @staticmethod
+    def fork_from(rows: Sequence[tuple[Any, ...]]) -> tuple[str, int, bool] | None:
         return None if not rows else (str(rows[0][0]), int(rows[0][1]), bool(rows[0][2]))
 
     def current_step(self, q: Query, thread_id: str) -> int | None:
@@ -118,34 +128,55 @@ class StepSQL:
         self, q: Query, thread_id: str, delta: StepDelta
     ) -> tuple[dict[str, tuple[int, str]], dict[str, str]]:
         """The stored rows ``delta`` replaces: what its undo record keeps."""
+        messages, values = self.touched_queries(thread_id, delta)
+        return self.touched_from(
+            q(*messages) if messages is not None else [],
+            q(*values) if values is not None else [],
+        )
+
+    def touched_queries(
+        self, thread_id: str, delta: StepDelta
+    ) -> tuple[Statement | None, Statement | None]:
+        """``touched``'s two statements (messages, values; ``None`` where nothing is
+        read), for a caller that sends them ahead of reading their rows (a pipeline) and
+        hands the rows to ``touched_from``."""
         if delta.reset:
-            found = self.run(
-                q, "SELECT id, seq, data FROM plait_messages WHERE thread = ?", (thread_id,)
+            messages: Statement | None = (
+                self._sql("SELECT id, seq, data FROM plait_messages WHERE thread = ?"),
+                (thread_id,),
             )
         else:
             ids = [m.id for m in delta.upserts] + list(delta.removed)
-            found = (
-                self.run(
-                    q,
-                    "SELECT id, seq, data FROM plait_messages WHERE thread = ? AND "
-                    + self._in("id"),
+            messages = (
+                (
+                    self._sql(
+                        "SELECT id, seq, data FROM plait_messages WHERE thread = ? AND "
+                        + self._in("id")
+                    ),
                     (thread_id, self._list(ids)),
                 )
                 if ids
-                else []
+                else None
             )
         keys = list(delta.values)
-        values = (
-            self.run(
-                q,
-                "SELECT key, data FROM plait_values WHERE thread = ? AND " + self._in("key"),
+        values: Statement | None = (
+            (
+                self._sql(
+                    "SELECT key, data FROM plait_values WHERE thread = ? AND " + self._in("key")
+                ),
                 (thread_id, self._list(keys)),
             )
             if keys
-            else []
+            else None
         )
+        return messages, values
+
+    @staticmethod
+    def touched_from(
+        messages: Sequence[tuple[Any, ...]], values: Sequence[tuple[Any, ...]]
+    ) -> tuple[dict[str, tuple[int, str]], dict[str, str]]:
         return (
-            {str(i): (int(seq), str(data)) for i, seq, data in found},
+            {str(i): (int(seq), str(data)) for i, seq, data in messages},
             {str(k): str(data) for k, data in values},
         )
 

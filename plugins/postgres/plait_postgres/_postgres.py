@@ -20,7 +20,7 @@ from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
-from psycopg import sql
+from psycopg import pq, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
@@ -384,13 +384,22 @@ def _server_key(params: dict[str, Any]) -> tuple[str, str, str, str]:
 
 
 def _query(conn: _Connection) -> Query:
-    """``plait.persistence.steps``' way to run a statement on ``conn``."""
+    """``plait.persistence.steps``' way to run a statement on ``conn``. In a pipeline a
+    statement's result may not have arrived when it returns, so one that yields rows
+    waits for them, and a write does not wait at all (its error, if any, is raised at
+    the pipeline's next sync)."""
 
     def run(text: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         cursor = conn.execute(text, params)
+        if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+            return cursor.fetchall() if _yields_rows(text) else []
         return cursor.fetchall() if cursor.description is not None else []
 
     return run
+
+
+def _yields_rows(text: str) -> bool:
+    return text.lstrip()[:6].upper() == "SELECT" or "RETURNING" in text.upper()
 
 
 def _message_rows(upserts: Sequence[AnyMessage]) -> list[tuple[str, str]]:
@@ -498,9 +507,12 @@ class PostgresCheckpointer:
         (``same_database``) that the caller holds in a transaction and commits or rolls
         back itself, so that its own writes in that transaction (a durable-execution
         engine's record of the step that produced ``delta``) commit with the step or not
-        at all, in one commit instead of two."""
-        with self._db.errors(), conn.pipeline():
-            # Pipelined: the schema is set in the round trip of the compare-and-set.
+        at all, in one commit instead of two. Its statements are pipelined: the schema
+        is set, and the reads the undo record needs are sent, in the round trip of the
+        compare-and-set. On a ``conn`` in a pipeline already, the writes are left in it,
+        sent with the caller's next sync (which raises their error, if any)."""
+        pipelined = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
+        with self._db.errors(), contextlib.nullcontext() if pipelined else conn.pipeline():
             conn.execute(
                 sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self._db.schema))
             )
@@ -515,35 +527,44 @@ class PostgresCheckpointer:
     def _write(self, conn: _Connection, thread_id: str, delta: StepDelta) -> None:
         rows = _message_rows(delta.upserts)
         values = [(thread_id, key, dump_value(value, key)) for key, value in delta.values.items()]
-        # The compare-and-set comes first: its row lock orders concurrent writers.
+        # The compare-and-set comes first: its row lock orders concurrent writers. The
+        # reads the undo record needs are sent right behind it, before its answer is
+        # read: in a pipeline all of them cost one round trip.
         if delta.step == 1:
-            won = conn.execute(
+            cas = conn.execute(
                 "INSERT INTO plait_threads (id, step, next_seq) VALUES (%s, 1, %s) "
                 "ON CONFLICT (id) DO NOTHING RETURNING 0",
                 (thread_id, len(rows)),
-            ).fetchone()
+            )
         else:
-            won = conn.execute(
+            cas = conn.execute(
                 "UPDATE plait_threads SET step = %s, next_seq = next_seq + %s "
                 "WHERE id = %s AND step = %s RETURNING next_seq - %s",
                 (delta.step, len(rows), thread_id, delta.step - 1, len(rows)),
-            ).fetchone()
+            )
+        fork_read = conn.execute(*_STEPS.fork_query(thread_id))
+        touched_reads = [
+            None if statement is None else conn.execute(*statement)
+            for statement in _STEPS.touched_queries(thread_id, delta)
+        ]
+        won = cas.fetchone()
         if won is None:
             raise self._busy(conn, thread_id, delta)
         base = int(won[0])
         q = _query(conn)
-        fork = _STEPS.fork_of(q, thread_id)
+        fork = _STEPS.fork_from(fork_read.fetchall())
         if fork is not None and not fork[2]:
             base = _STEPS.copy_fork(q, thread_id, fork[0], fork[1], self._where)
             conn.execute(
                 "UPDATE plait_threads SET next_seq = %s WHERE id = %s",
                 (base + len(rows), thread_id),
             )
-        undo = json.dumps(
-            undo_record(delta, *_STEPS.touched(q, thread_id, delta)),
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
+            touched = _STEPS.touched(q, thread_id, delta)  # the fork's own rows, just copied
+        else:
+            touched = _STEPS.touched_from(
+                *[[] if read is None else read.fetchall() for read in touched_reads]
+            )
+        undo = json.dumps(undo_record(delta, *touched), ensure_ascii=False, separators=(",", ":"))
         if delta.reset:
             conn.execute("DELETE FROM plait_messages WHERE thread = %s", (thread_id,))
         elif delta.removed:

@@ -305,6 +305,44 @@ def test_save_in_commits_and_rolls_back_with_the_callers_transaction(
     checkpointer.close()
 
 
+def test_save_in_keeps_the_history_save_keeps_and_writes_a_fork_its_own_rows(
+    server: str, schema: str
+) -> None:
+    """``save_in`` sends its statements in a pipeline; the rows the undo record keeps
+    are read all the same, so a thread saved through it rewinds to each earlier step as
+    one saved by ``save`` does, and a fork's first save through it copies the parent's
+    rows first."""
+    checkpointer = PostgresCheckpointer(server, schema=schema)
+    steps = [
+        StepDelta(1, upserts=[HumanMessage("hi", id="m1")], values={"x": 1}, run_id="r"),
+        StepDelta(2, upserts=[HumanMessage("edited", id="m1")], values={"x": 2}, run_id="r"),
+        StepDelta(3, upserts=[HumanMessage("more", id="m2")], values={"y": 3}, run_id="r"),
+    ]
+
+    def save_in(thread_id: str, delta: StepDelta) -> None:
+        with psycopg.connect(server) as conn:
+            checkpointer.save_in(conn, thread_id, delta)
+            conn.commit()
+
+    for delta in steps:
+        checkpointer.save("plain", delta)
+        save_in("joined", delta)
+
+    def seen(checkpoint: Checkpoint) -> tuple[list[str], dict[str, object]]:
+        return [m.text for m in checkpoint.messages], dict(checkpoint.values)
+
+    for step in (1, 2):
+        plain = seen(checkpointer.load_step("plain", step))
+        assert seen(checkpointer.load_step("joined", step)) == plain
+    assert seen(checkpointer.load_step("joined", 1)) == (["hi"], {"x": 1})
+    checkpointer.fork("joined", 2, "fork")
+    save_in("fork", StepDelta(3, upserts=[HumanMessage("forked", id="m3")], values={"x": 9}))
+    loaded = checkpointer.load("fork")
+    assert loaded is not None and seen(loaded) == (["edited", "forked"], {"x": 9})
+    assert seen(checkpointer.load_step("fork", 2)) == (["edited"], {"x": 2})
+    checkpointer.close()
+
+
 @pytest.mark.parametrize(
     ("theirs", "same"),
     [
