@@ -48,8 +48,10 @@ if TYPE_CHECKING:
 
 class CompiledAgent(NamedTuple):
     """What ``create_agent`` built. Frozen: a run reads it, nothing changes it. A named
-    tuple rather than an attrs class: nothing compares or shows one, and a tuple class
-    costs a fifth of an attrs class to make at import (made with keywords only)."""
+    tuple rather than an attrs class: nothing compares or shows one, and the tuple class
+    costs half what the attrs class did to make at import (0.33 against 0.71 ms; it
+    compiles each field's annotation, where attrs compiles methods). Made with keywords
+    only."""
 
     name: str
     model: ChatModel

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
 import attrs
 
+from plait import messages as _messages  # ``RemoveMessage``, made on first use, through it
 from plait import usage as _usage
 from plait._performers import Effect
 from plait.lazy import lazy_exports
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
     from plait._interrupt import Interrupt as Interrupt
     from plait._stream_event import StreamEvent as StreamEvent
     from plait.checkpoint import Checkpointer
-    from plait.messages import RemoveMessage
     from plait.models.base import ChatModel
     from plait.store import Store
     from plait.usage import RunUsage
@@ -184,7 +184,7 @@ class ModelResponse:
     """What a model call produced: the messages to append (normally one ``AIMessage``)
     and, with a ``response_format``, the validated structured answer."""
 
-    messages: Sequence[Message | RemoveMessage]
+    messages: Sequence[Message | _messages.RemoveMessage]
     structured_response: Any = None
 
     @property

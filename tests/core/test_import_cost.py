@@ -235,3 +235,16 @@ except TypeError as exc:
         "['only', 'ok']",
     ], out.stdout
     assert "'messages': expected a message or a list of messages, got 3" in lines[4], out.stdout
+
+
+def test_a_response_s_field_types_still_resolve() -> None:
+    """``ModelResponse`` names ``RemoveMessage`` through ``plait.messages``, so its field
+    types resolve as they did when the class was made at import."""
+    import typing
+    from collections.abc import Sequence
+
+    from plait.messages import Message, RemoveMessage
+    from plait.types import ModelResponse
+
+    hints = typing.get_type_hints(ModelResponse)
+    assert hints["messages"] == Sequence[Message | RemoveMessage]
