@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import attrs
@@ -153,11 +154,15 @@ def commit_records(
     records: list[Record],
     *,
     save: Callable[[Any], None] | None = None,
+    transaction: Callable[[], AbstractContextManager[Any]] | None = None,
 ) -> None:
     """One transaction of the system database, committed: ``save`` first (called with
     the transaction's psycopg connection: a thread save joining it), then ``records``,
     the first of each owner checking that the worker still owns the workflow — if it
-    does not, or a step is recorded already, nothing commits and DBOS's error is raised."""
+    does not, or a step is recorded already, nothing commits and DBOS's error is raised.
+    ``transaction``: where to hold it, a pipelined transaction on a connection to the
+    same database that commits when its block ends (the checkpointer's own, which
+    spares a connection from DBOS's pool); else on a connection from that pool."""
     children = any(record.child_values or record.result["child_workflow_id"] for record in records)
     statements = None if children else _statements(sys_db, workflow_id)
     if statements is None:
@@ -166,6 +171,13 @@ def commit_records(
             if save is not None:
                 save(conn.connection.driver_connection)
             _write_each(sys_db, conn, workflow_id, records)
+        return
+    if transaction is not None:
+        with transaction() as driver:
+            if save is not None:
+                save(driver)
+            sent = _send(driver, statements, workflow_id, records, sys_db.app_name)
+            _check(driver, statements, workflow_id, sent)
         return
     raw = sys_db.engine.raw_connection()
     try:

@@ -430,7 +430,10 @@ class RecordedCheckpointer:
             except ThreadBusyError as exc:  # the compare-and-set lost; nothing else failed
                 busy.append(exc)
 
-        commit_records(execution.sys_db, execution.workflow_id, records, save=save)
+        transaction = getattr(self.inner, "transaction", None)
+        commit_records(
+            execution.sys_db, execution.workflow_id, records, save=save, transaction=transaction
+        )
         if busy and not self._written_by_run(thread_id, delta):
             raise busy[0]
 

@@ -15,6 +15,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeAlias
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -210,6 +211,8 @@ class _Database:
         self._closed = False
         self._pid = os.getpid()
         self._inherited: list[_Connection] = []
+        self.own: weakref.WeakSet[_Connection] = weakref.WeakSet()
+        """The connections made here (their ``search_path`` is the plait schema)."""
 
     def same_database(self, url: str) -> bool:
         """Whether ``url`` names this database as this user (host, port, database and
@@ -238,6 +241,7 @@ class _Database:
         except psycopg.Error as exc:
             conn.close()
             raise StoreError(f"PostgreSQL at {self.url}: {self._scrub(exc)}") from None
+        self.own.add(conn)
         return conn
 
     @contextlib.contextmanager
@@ -508,15 +512,39 @@ class PostgresCheckpointer:
         back itself, so that its own writes in that transaction (a durable-execution
         engine's record of the step that produced ``delta``) commit with the step or not
         at all, in one commit instead of two. Its statements are pipelined: the schema
-        is set, and the reads the undo record needs are sent, in the round trip of the
-        compare-and-set. On a ``conn`` in a pipeline already, the writes are left in it,
-        sent with the caller's next sync (which raises their error, if any)."""
+        is set (on a connection not of this checkpointer's ``transaction``), and the
+        reads the undo record needs are sent, in the round trip of the compare-and-set.
+        On a ``conn`` in a pipeline already, the writes are left in it, sent with the
+        caller's next sync (which raises their error, if any)."""
         pipelined = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
         with self._db.errors(), contextlib.nullcontext() if pipelined else conn.pipeline():
-            conn.execute(
-                sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self._db.schema))
-            )
+            if conn not in self._db.own:
+                conn.execute(
+                    sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self._db.schema))
+                )
             self._write(conn, thread_id, delta)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[_Connection]:
+        """A transaction on one of this checkpointer's own connections, its statements
+        pipelined, committed when the block ends (in the round trip of its last
+        statements) and rolled back if it raises: for a caller that writes a ``save_in``
+        and rows of its own (a durable-execution engine's record of the step) in one
+        commit, without a connection of its own. Driver errors are ``StoreError``s."""
+        conn = self._db._begin()
+        try:
+            with self._db.errors():
+                try:
+                    with conn.pipeline():
+                        yield conn
+                        conn.execute("COMMIT")
+                except BaseException:
+                    if not conn.broken:
+                        with contextlib.suppress(psycopg.Error):
+                            conn.execute("ROLLBACK")
+                    raise
+        finally:
+            self._db._release(conn)
 
     def same_database(self, url: str) -> bool:
         """Whether ``url`` (a libpq or SQLAlchemy ``postgresql[+driver]://`` URL) names

@@ -305,6 +305,38 @@ def test_save_in_commits_and_rolls_back_with_the_callers_transaction(
     checkpointer.close()
 
 
+def test_transaction_commits_a_save_in_and_the_callers_rows_together_or_neither(
+    server: str, schema: str
+) -> None:
+    """``transaction`` holds a save and the caller's own writes (here in the
+    checkpointer's schema, the connection's ``search_path``) in one transaction:
+    committed when the block ends, neither written when the block raises."""
+    checkpointer = PostgresCheckpointer(server, schema=schema)
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE TABLE {}.mine (x int)").format(sql.Identifier(schema)))
+
+    def mine() -> int:
+        with psycopg.connect(server) as conn:
+            query = sql.SQL("SELECT count(*) FROM {}.mine").format(sql.Identifier(schema))
+            row = conn.execute(query).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    first = StepDelta(step=1, upserts=[HumanMessage("hi", id="m1")], run_id="r")
+    with pytest.raises(RuntimeError, match="the caller failed"), checkpointer.transaction() as tx:
+        checkpointer.save_in(tx, "t", first)
+        tx.execute("INSERT INTO mine VALUES (1)")
+        raise RuntimeError("the caller failed")
+    assert checkpointer.load("t") is None and mine() == 0
+    with checkpointer.transaction() as tx:
+        checkpointer.save_in(tx, "t", first)
+        tx.execute("INSERT INTO mine VALUES (1)")
+    loaded = checkpointer.load("t")
+    assert loaded is not None and [m.text for m in loaded.messages] == ["hi"]
+    assert mine() == 1
+    checkpointer.close()
+
+
 def test_save_in_keeps_the_history_save_keeps_and_writes_a_fork_its_own_rows(
     server: str, schema: str
 ) -> None:
