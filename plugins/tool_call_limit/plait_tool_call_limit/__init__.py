@@ -14,7 +14,7 @@ to count or block.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import attrs
 
@@ -38,13 +38,22 @@ _LIMIT = integer(minimum=0, optional=True)
 """A limit option: an int >= 0, or None for no limit."""
 
 
-class _Decision(NamedTuple):
-    """What one limiter made of the pending calls of one AI message (a NamedTuple: no
-    class generated when the plugin is imported, as an attrs class would be)."""
+class _Decision:
+    """What one limiter made of the pending calls of one AI message (a plain class: an
+    attrs class generates its methods and a NamedTuple compiles each annotation when the
+    plugin is imported; this takes microseconds)."""
 
-    allowed: tuple[ToolCall, ...]
-    blocked: tuple[tuple[ToolCall, str], ...]  # each with its "run limit (2/1 calls)" text
-    exceeded: str  # the limits the whole batch exceeds, with the counts it reaches
+    __slots__ = ("allowed", "blocked", "exceeded")
+
+    def __init__(
+        self,
+        allowed: tuple[ToolCall, ...],
+        blocked: tuple[tuple[ToolCall, str], ...],
+        exceeded: str,
+    ) -> None:
+        self.allowed = allowed
+        self.blocked = blocked  # each with its "run limit (2/1 calls)" text
+        self.exceeded = exceeded  # the limits the whole batch exceeds, with its counts
 
 
 @attrs.frozen(kw_only=True)
