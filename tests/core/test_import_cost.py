@@ -248,3 +248,18 @@ def test_a_response_s_field_types_still_resolve() -> None:
 
     hints = typing.get_type_hints(ModelResponse)
     assert hints["messages"] == Sequence[Message | RemoveMessage]
+
+
+def test_an_agent_of_the_built_in_middleware_makes_no_plugin_manager() -> None:
+    """Pluggy's manager (reading every spec) is made by the first middleware it must
+    check, not by an agent of the built-ins."""
+    code = (
+        "import plait\n"
+        "from plait import _registry\n"
+        "plait.create_agent(plait.ScriptedChatModel(['ok']), middleware=[\n"
+        "    ('model_call_limit', {'run_limit': 5}), 'model_retry', 'tool_retry',\n"
+        "    ('tool_call_limit', {'run_limit': 5}), ('pii', {'pii_type': 'email'})])\n"
+        "print(_registry._checker.cache_info().currsize)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0"

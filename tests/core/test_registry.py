@@ -5,8 +5,6 @@ is still registered with pluggy, which accepts it or refuses it in its words."""
 from __future__ import annotations
 
 import functools
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -157,18 +155,3 @@ def test_a_hook_left_to_pluggy_is_still_read_or_refused_in_its_words(make_agent:
         match=r"(?s)middleware 'TooMany': .*Argument\(s\) \{'request'\} are declared",
     ):
         make_agent(["ok"], middleware=[TooMany()])
-
-
-def test_an_agent_of_plain_middleware_makes_no_plugin_manager() -> None:
-    """Pluggy's manager (reading every spec) is made by the first middleware it must
-    check, not by an agent of the built-ins."""
-    code = (
-        "import plait\n"
-        "from plait import _registry\n"
-        "plait.create_agent(plait.ScriptedChatModel(['ok']), middleware=[\n"
-        "    ('model_call_limit', {'run_limit': 5}), 'model_retry', 'tool_retry',\n"
-        "    ('tool_call_limit', {'run_limit': 5}), ('pii', {'pii_type': 'email'})])\n"
-        "print(_registry._checker.cache_info().currsize)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "0"
