@@ -5,13 +5,13 @@ against the workflow's current owner the same way.
 DBOS builds and compiles that insert anew for every step (SQLAlchemy does not cache a
 PostgreSQL insert), a large share of a durable step's client CPU. On PostgreSQL without
 sharding, through psycopg, plait compiles its statements once from DBOS's own table
-definitions and sends them on a psycopg connection of DBOS's pool, bypassing
-SQLAlchemy's per-statement execution (about a tenth of a millisecond of CPU each): the
-records go in the pipeline of the save they ride on, and the owner is checked inside the
-transaction's first insert rather than in a query of its own. Elsewhere, or with a DBOS
-lacking those internals, each record goes through DBOS's own code. The look for a
-recorded step (``find_record``) is likewise one statement in autocommit where DBOS runs
-a transaction of two queries.
+definitions and sends them with psycopg, bypassing SQLAlchemy's per-statement execution
+(about a tenth of a millisecond of CPU each): the records go in the pipeline of the save
+they ride on (on the checkpointer's own connection, or one of DBOS's pool), and the
+owner is checked inside the transaction's first insert rather than in a query of its
+own. Elsewhere, or with a DBOS lacking those internals, each record goes through
+DBOS's own code. The look for a recorded step (``find_record``) is likewise one
+statement in autocommit where DBOS runs a transaction of two queries.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import attrs
@@ -154,15 +153,16 @@ def commit_records(
     records: list[Record],
     *,
     save: Callable[[Any], None] | None = None,
-    transaction: Callable[[], AbstractContextManager[Any]] | None = None,
+    transaction: Callable[[Callable[[Any], None]], None] | None = None,
 ) -> None:
     """One transaction of the system database, committed: ``save`` first (called with
     the transaction's psycopg connection: a thread save joining it), then ``records``,
     the first of each owner checking that the worker still owns the workflow — if it
     does not, or a step is recorded already, nothing commits and DBOS's error is raised.
-    ``transaction``: where to hold it, a pipelined transaction on a connection to the
-    same database that commits when its block ends (the checkpointer's own, which
-    spares a connection from DBOS's pool); else on a connection from that pool."""
+    ``transaction``: where to hold it, a function that runs a block in a pipelined
+    transaction on a connection to the same database and commits (the checkpointer's
+    own, which spares a connection from DBOS's pool; it may run the block again on a
+    new connection if the first was dead); else on a connection from that pool."""
     children = any(record.child_values or record.result["child_workflow_id"] for record in records)
     statements = None if children else _statements(sys_db, workflow_id)
     if statements is None:
@@ -173,11 +173,14 @@ def commit_records(
             _write_each(sys_db, conn, workflow_id, records)
         return
     if transaction is not None:
-        with transaction() as driver:
+
+        def block(driver: Any) -> None:
             if save is not None:
                 save(driver)
             sent = _send(driver, statements, workflow_id, records, sys_db.app_name)
             _check(driver, statements, workflow_id, sent)
+
+        transaction(block)
         return
     raw = sys_db.engine.raw_connection()
     try:

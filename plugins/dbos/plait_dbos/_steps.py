@@ -383,7 +383,7 @@ class RecordedCheckpointer:
         check_lease()
         execution = _execution.get()
         records = [] if execution is None else execution.take()
-        if records and execution is not None and self._joins(execution.sys_db):
+        if execution is not None and self._joins(execution.sys_db):
             self._save_with(execution, records, thread_id, delta)
             return
         if records and execution is not None:
@@ -415,9 +415,9 @@ class RecordedCheckpointer:
     def _save_with(
         self, execution: _Execution, records: list[Record], thread_id: str, delta: StepDelta
     ) -> None:
-        """The save and the records of the steps that led to it in one transaction: a
-        crash leaves both or neither. A save this run already wrote (a replay) leaves
-        the records to commit alone."""
+        """The save and the records of the steps that led to it (if any) in one
+        transaction of the system database: a crash leaves both or neither. A save this
+        run already wrote (a replay) leaves the records to commit alone."""
         busy: list[ThreadBusyError] = []
         save_in: Any = getattr(self.inner, "save_in")  # noqa: B009 (checked by _joins)
 
@@ -425,12 +425,23 @@ class RecordedCheckpointer:
             # The save first: the transaction's BEGIN rides with its compare-and-set.
             # The records follow, the first one checking that this worker still owns
             # the run: if it does not, nothing commits.
+            busy.clear()  # run again on a new connection: only this attempt counts
             try:
                 save_in(conn, thread_id, delta)
             except ThreadBusyError as exc:  # the compare-and-set lost; nothing else failed
                 busy.append(exc)
 
-        transaction = getattr(self.inner, "transaction", None)
+        inner_transaction = getattr(self.inner, "transaction", None)
+        transaction: Any = None
+        if inner_transaction is not None:
+
+            def transaction(block: Any) -> None:
+                # A save with no step's record can be made again from the recorded
+                # steps (a replay recomputes it): its commit need not wait for the disk,
+                # as the next commit that does — the run's outcome, or the next save
+                # carrying a record — flushes it too, being later in the log.
+                inner_transaction(block, flush=bool(records))
+
         commit_records(
             execution.sys_db, execution.workflow_id, records, save=save, transaction=transaction
         )

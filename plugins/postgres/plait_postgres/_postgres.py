@@ -16,8 +16,8 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
-from typing import Any, TypeAlias
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeAlias, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -57,6 +57,7 @@ SCHEMA_VERSION = 1
 """The schema this plugin writes; a database with another number is refused."""
 
 _Connection: TypeAlias = "psycopg.Connection[tuple[Any, ...]]"
+_T = TypeVar("_T")
 _SCHEMES = ("postgresql", "postgres")
 _SCHEMA_LOCK = 0x706C616974  # "plait": serializes table creation across processes
 
@@ -524,27 +525,46 @@ class PostgresCheckpointer:
                 )
             self._write(conn, thread_id, delta)
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[_Connection]:
-        """A transaction on one of this checkpointer's own connections, its statements
-        pipelined, committed when the block ends (in the round trip of its last
-        statements) and rolled back if it raises: for a caller that writes a ``save_in``
-        and rows of its own (a durable-execution engine's record of the step) in one
-        commit, without a connection of its own. Driver errors are ``StoreError``s."""
-        conn = self._db._begin()
-        try:
-            with self._db.errors():
-                try:
-                    with conn.pipeline():
-                        yield conn
-                        conn.execute("COMMIT")
-                except BaseException:
-                    if not conn.broken:
-                        with contextlib.suppress(psycopg.Error):
-                            conn.execute("ROLLBACK")
-                    raise
-        finally:
-            self._db._release(conn)
+    def transaction(self, block: Callable[[_Connection], _T], *, flush: bool = True) -> _T:
+        """Run ``block`` in a transaction on one of this checkpointer's own connections,
+        its statements pipelined (BEGIN goes with the first of them), and commit in the
+        round trip of its last statements; roll back if it raises: for a caller that
+        writes a ``save_in`` and rows of its own (a durable-execution engine's record of
+        the step) in one commit, without a connection of its own. A pooled connection
+        found dead inside ``block`` (before the commit was sent: nothing of it can have
+        committed) is replaced and ``block`` run again, once, from the start. Driver
+        errors are ``StoreError``s.
+
+        ``flush=False``: the commit does not wait for PostgreSQL to flush it to disk
+        (``synchronous_commit`` off for this transaction), for a write the caller can
+        make again should the server crash before the next commit that waits for the
+        flush (which flushes this one too, being later in the log)."""
+        for attempt in (0, 1):
+            conn, pooled = self._db._acquire(fresh=attempt > 0)
+            committing = False
+            try:
+                with self._db.errors():
+                    try:
+                        with conn.pipeline():
+                            conn.execute("BEGIN")
+                            if not flush:
+                                conn.execute("SET LOCAL synchronous_commit TO OFF")
+                            result = block(conn)
+                            committing = True
+                            conn.execute("COMMIT")
+                        return result
+                    except BaseException:
+                        if not conn.broken:
+                            with contextlib.suppress(psycopg.Error):
+                                conn.execute("ROLLBACK")
+                        raise
+            except StoreError:
+                if pooled and attempt == 0 and conn.broken and not committing:
+                    continue
+                raise
+            finally:
+                self._db._release(conn)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def same_database(self, url: str) -> bool:
         """Whether ``url`` (a libpq or SQLAlchemy ``postgresql[+driver]://`` URL) names

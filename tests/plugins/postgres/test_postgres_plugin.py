@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from importlib.metadata import entry_points
+from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit
 
 import psycopg
@@ -308,9 +309,10 @@ def test_save_in_commits_and_rolls_back_with_the_callers_transaction(
 def test_transaction_commits_a_save_in_and_the_callers_rows_together_or_neither(
     server: str, schema: str
 ) -> None:
-    """``transaction`` holds a save and the caller's own writes (here in the
+    """``transaction`` runs a save and the caller's own writes (here in the
     checkpointer's schema, the connection's ``search_path``) in one transaction:
-    committed when the block ends, neither written when the block raises."""
+    committed when the block returns, neither written when the block raises; a pooled
+    connection that died while idle is replaced (the block run again if it had begun)."""
     checkpointer = PostgresCheckpointer(server, schema=schema)
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE TABLE {}.mine (x int)").format(sql.Identifier(schema)))
@@ -322,18 +324,48 @@ def test_transaction_commits_a_save_in_and_the_callers_rows_together_or_neither(
         assert row is not None
         return int(row[0])
 
+    runs: list[int] = []
+
+    def save_and_mine(delta: StepDelta, *, fail: bool = False) -> Any:
+        def block(tx: Any) -> str:
+            runs.append(delta.step)
+            checkpointer.save_in(tx, "t", delta)
+            tx.execute("INSERT INTO mine VALUES (1)")
+            if fail:
+                raise RuntimeError("the caller failed")
+            return "done"
+
+        return checkpointer.transaction(block)
+
     first = StepDelta(step=1, upserts=[HumanMessage("hi", id="m1")], run_id="r")
-    with pytest.raises(RuntimeError, match="the caller failed"), checkpointer.transaction() as tx:
-        checkpointer.save_in(tx, "t", first)
-        tx.execute("INSERT INTO mine VALUES (1)")
-        raise RuntimeError("the caller failed")
+    with pytest.raises(RuntimeError, match="the caller failed"):
+        save_and_mine(first, fail=True)
     assert checkpointer.load("t") is None and mine() == 0
-    with checkpointer.transaction() as tx:
-        checkpointer.save_in(tx, "t", first)
-        tx.execute("INSERT INTO mine VALUES (1)")
+    assert save_and_mine(first) == "done"
     loaded = checkpointer.load("t")
     assert loaded is not None and [m.text for m in loaded.messages] == ["hi"]
     assert mine() == 1
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(
+            # waiting (up to 10 s) for each backend to be gone
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND application_name = 'plait'"
+        )
+    runs.clear()
+    second = StepDelta(step=2, upserts=[HumanMessage("again", id="m2")], run_id="r")
+    assert save_and_mine(second) == "done"  # on a new connection (the block's writes once)
+    assert runs[-1] == 2
+
+    def setting(tx: Any) -> str:
+        row = tx.execute("SHOW synchronous_commit").fetchone()
+        return str(row[0])
+
+    # flush=False: this transaction's commit does not wait for the disk
+    assert checkpointer.transaction(setting, flush=False) == "off"
+    assert checkpointer.transaction(setting) == "on"
+    loaded = checkpointer.load("t")
+    assert loaded is not None and [m.text for m in loaded.messages] == ["hi", "again"]
+    assert mine() == 2
     checkpointer.close()
 
 
