@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Record", "commit_records", "find_record"]
+__all__ = ["Record", "commit_records", "find_record", "look_for_any_step"]
 
 
 @attrs.frozen
@@ -147,6 +147,30 @@ def find_record(sys_db: Any, workflow_id: str, function_id: int, function_name: 
     }
 
 
+def look_for_any_step(sys_db: Any, workflow_id: str) -> Callable[[Any], Any] | None:
+    """For an execution's first look, sent with other reads (in the pipeline of a
+    connection to the same database): a function that sends the look whether any step
+    of ``workflow_id`` is recorded and returns what reads its answer — ``True`` when
+    none is and the workflow is not cancelled, so no step of this execution can find a
+    record and DBOS's look before each may be skipped. ``None`` where plait leaves the
+    looks to DBOS."""
+    statements = _statements(sys_db, workflow_id)
+    if statements is None:
+        return None
+    any_step = statements.any_step
+
+    def send(driver: Any) -> Callable[[], bool]:
+        cursor = any_step.run(driver, {"workflow_uuid": workflow_id})
+
+        def fresh() -> bool:
+            row = cursor.fetchone()
+            return row is not None and row[0] != "CANCELLED" and not row[1]
+
+        return fresh
+
+    return send
+
+
 def commit_records(
     sys_db: Any,
     workflow_id: str,
@@ -231,6 +255,8 @@ class _Statements:
     """Whether ``owner`` owns the workflow (read only when a checked insert wrote no row)."""
     find: _Statement
     """The workflow's status and the step ``function_id``'s record, if any."""
+    any_step: _Statement
+    """The workflow's status and whether any step of it is recorded."""
 
 
 _compiled: weakref.WeakKeyDictionary[Any, _Statements | None] = weakref.WeakKeyDictionary()
@@ -277,6 +303,12 @@ def _compile(sys_db: Any) -> _Statements | None:
         .select_from(status.outerjoin(outputs, step))
         .where(status.c.workflow_uuid == workflow)
     )
+    recorded: Any = sa.select(sa.literal_column("1")).where(
+        outputs.c.workflow_uuid == status.c.workflow_uuid
+    )
+    any_step = sa.select(status.c.status, sa.exists(recorded)).where(
+        status.c.workflow_uuid == workflow
+    )
     names = {*_ROW, "owner"}
     translate = sys_db.engine.get_execution_options().get("schema_translate_map")
     compiled: list[_Statement] = []
@@ -285,6 +317,7 @@ def _compile(sys_db: Any) -> _Statements | None:
         insert(sa.exists(owned.with_for_update(key_share=True))),
         owned,
         find,
+        any_step,
     ):
         sql = statement.compile(
             dialect=dialect, schema_translate_map=translate, render_schema_translate=True

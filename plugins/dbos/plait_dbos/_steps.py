@@ -35,7 +35,7 @@ from dbos import DBOS
 from plait import effects
 from plait.checkpoint import Checkpoint, Checkpointer, History, StepDelta, StepInfo
 from plait.errors import ConfigError, ThreadBusyError
-from plait_dbos._records import Record, commit_records, find_record
+from plait_dbos._records import Record, commit_records, find_record, look_for_any_step
 from plait_dbos._takeover import check_lease
 
 __all__ = ["STREAM_KEY", "RecordedCheckpointer", "StepPerformer", "publishing", "workflow_ids"]
@@ -355,9 +355,10 @@ class RecordedCheckpointer:
         # thread: a long thread is not copied into the system database on every run. A
         # replay reads the thread as it was at that step from the history.
         loaded: list[Checkpoint | None] = []
+        fresh = self._fresh_load(thread_id)
 
         def first_load() -> int | None:
-            checkpoint = inner.load(thread_id)
+            checkpoint = fresh[0] if fresh else inner.load(thread_id)
             loaded.append(checkpoint)
             return None if checkpoint is None else checkpoint.step
 
@@ -367,6 +368,36 @@ class RecordedCheckpointer:
         if recorded is None or isinstance(recorded, Checkpoint):
             return recorded  # a thread that did not exist; or a run recorded whole before
         return inner.load_step(thread_id, int(recorded))
+
+    def _fresh_load(self, thread_id: str) -> list[Checkpoint | None]:
+        """At an execution's first look, with the checkpointer in the system database:
+        the thread, read in one round trip with the look whether the run has any step
+        recorded; when it has none (a run's first execution), no step of this execution
+        can find a record, so DBOS's look before each is skipped from here on and the
+        thread just read is the load step's. Empty otherwise (a replay, or no such
+        checkpointer): the load step is looked for and made as usual."""
+        execution = _execution.get()
+        if execution is None or execution.fresh_from is not None:
+            return []
+        if not self._joins(execution.sys_db):
+            return []
+        look = look_for_any_step(execution.sys_db, execution.workflow_id)
+        transaction: Any = getattr(self.inner, "transaction", None)
+        load_in: Any = getattr(self.inner, "load_in", None)
+        if look is None or transaction is None or load_in is None:
+            return []
+
+        def read(conn: Any) -> tuple[bool, Checkpoint | None]:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            fresh = look(conn)
+            checkpoint = load_in(conn, thread_id)
+            return fresh(), checkpoint
+
+        fresh, checkpoint = transaction(read)
+        if not fresh:
+            return []
+        execution.fresh_from = 0
+        return [checkpoint]
 
     def step(self, thread_id: str) -> int:
         if not in_workflow():

@@ -108,6 +108,8 @@ _LEASES_DDL = (
 _EVENTS_LOCK = 0x706C6576  # "plev": with the thread's hash, serializes appends to one log
 
 _STEPS = StepSQL(postgres=True, value_order="ord")
+_MESSAGES = "SELECT data FROM plait_messages WHERE thread = %s ORDER BY seq"
+_VALUES = "SELECT key, data FROM plait_values WHERE thread = %s ORDER BY ord"
 
 _STORE_DDL = (
     """CREATE TABLE plait_store (
@@ -474,13 +476,44 @@ class PostgresCheckpointer:
             if fork is not None and not fork[2]:  # a fork not written to yet: its parent's
                 rows = _STEPS.rows_at(_query(conn), fork[0], fork[1])
                 return None if rows is None else self._checkpoint(thread_id, fork[1], rows)
-            message_rows = conn.execute(
-                "SELECT data FROM plait_messages WHERE thread = %s ORDER BY seq", (thread_id,)
-            ).fetchall()
-            value_rows = conn.execute(
-                "SELECT key, data FROM plait_values WHERE thread = %s ORDER BY ord",
-                (thread_id,),
-            ).fetchall()
+            message_rows = conn.execute(_MESSAGES, (thread_id,)).fetchall()
+            value_rows = conn.execute(_VALUES, (thread_id,)).fetchall()
+        return self._loaded(thread_id, int(row[0]), message_rows, value_rows)
+
+    def load_in(self, conn: _Connection, thread_id: str) -> Checkpoint | None:
+        """``load`` on ``conn``, a psycopg connection to this checkpointer's database in a
+        transaction the caller holds (start it ``REPEATABLE READ`` for one snapshot), so
+        that the caller's own reads of that moment ride with it (a durable-execution
+        engine's look for what an earlier attempt recorded). Pipelined: the thread's
+        reads are all sent before any is waited for, so they cost one round trip."""
+        pipelined = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
+        with self._db.errors(), contextlib.nullcontext() if pipelined else conn.pipeline():
+            if conn not in self._db.own:
+                conn.execute(
+                    sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self._db.schema))
+                )
+            step_read = conn.execute("SELECT step FROM plait_threads WHERE id = %s", (thread_id,))
+            fork_read = conn.execute(*_STEPS.fork_query(thread_id))
+            message_read = conn.execute(_MESSAGES, (thread_id,))
+            value_read = conn.execute(_VALUES, (thread_id,))
+            row = step_read.fetchone()
+            if row is None:
+                return None
+            fork = _STEPS.fork_from(fork_read.fetchall())
+            if fork is not None and not fork[2]:  # a fork not written to yet: its parent's
+                rows = _STEPS.rows_at(_query(conn), fork[0], fork[1])
+                return None if rows is None else self._checkpoint(thread_id, fork[1], rows)
+            message_rows = message_read.fetchall()
+            value_rows = value_read.fetchall()
+        return self._loaded(thread_id, int(row[0]), message_rows, value_rows)
+
+    def _loaded(
+        self,
+        thread_id: str,
+        step: int,
+        message_rows: Sequence[tuple[Any, ...]],
+        value_rows: Sequence[tuple[Any, ...]],
+    ) -> Checkpoint:
         try:
             messages = [load_message(data) for (data,) in message_rows]
             values = {str(key): load_value(data) for key, data in value_rows}
@@ -489,7 +522,7 @@ class PostgresCheckpointer:
                 f"PostgreSQL at {self.url}: thread {thread_id!r} holds a record this "
                 f"plait cannot read: {exc}"
             ) from exc
-        return Checkpoint(int(row[0]), messages, values)
+        return Checkpoint(step, messages, values)
 
     def step(self, thread_id: str) -> int:
         rows = self._db.fetch("SELECT step FROM plait_threads WHERE id = %s", (thread_id,))

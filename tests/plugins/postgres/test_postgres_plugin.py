@@ -313,7 +313,10 @@ def test_transaction_commits_a_save_in_and_the_callers_rows_together_or_neither(
     checkpointer's schema, the connection's ``search_path``) in one transaction:
     committed when the block returns, neither written when the block raises; a pooled
     connection that died while idle is replaced (the block run again if it had begun)."""
-    checkpointer = PostgresCheckpointer(server, schema=schema)
+    # its connections named apart, so that only they are ended below
+    name = f"plait-{schema}"
+    url = server + ("&" if "?" in server else "?") + f"application_name={name}"
+    checkpointer = PostgresCheckpointer(url, schema=schema)
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE TABLE {}.mine (x int)").format(sql.Identifier(schema)))
 
@@ -349,7 +352,8 @@ def test_transaction_commits_a_save_in_and_the_callers_rows_together_or_neither(
         admin.execute(
             # waiting (up to 10 s) for each backend to be gone
             "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
-            "WHERE pid <> pg_backend_pid() AND application_name = 'plait'"
+            "WHERE application_name = %s",
+            (name,),
         )
     runs.clear()
     second = StepDelta(step=2, upserts=[HumanMessage("again", id="m2")], run_id="r")
@@ -404,6 +408,30 @@ def test_save_in_keeps_the_history_save_keeps_and_writes_a_fork_its_own_rows(
     loaded = checkpointer.load("fork")
     assert loaded is not None and seen(loaded) == (["edited", "forked"], {"x": 9})
     assert seen(checkpointer.load_step("fork", 2)) == (["edited"], {"x": 2})
+    checkpointer.close()
+
+
+def test_load_in_reads_what_load_reads_in_the_callers_transaction(server: str, schema: str) -> None:
+    """``load_in`` (all of a thread's reads sent at once in the caller's pipelined
+    transaction) returns what ``load`` does: nothing for a thread that does not exist,
+    the thread, and a fork not written to yet as its parent's step."""
+    checkpointer = PostgresCheckpointer(server, schema=schema)
+    checkpointer.save("t", StepDelta(1, upserts=[HumanMessage("hi", id="m1")], values={"x": 1}))
+    checkpointer.save("t", StepDelta(2, upserts=[HumanMessage("on", id="m2")], values={"x": 2}))
+    checkpointer.fork("t", 1, "f")
+
+    def load_in(thread_id: str) -> Checkpoint | None:
+        def read(tx: Any) -> Checkpoint | None:
+            tx.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return checkpointer.load_in(tx, thread_id)
+
+        return checkpointer.transaction(read)
+
+    for thread_id in ("t", "f", "none"):
+        assert load_in(thread_id) == checkpointer.load(thread_id)
+    forked = load_in("f")
+    assert forked is not None and [m.text for m in forked.messages] == ["hi"]
+    assert forked.values == {"x": 1}
     checkpointer.close()
 
 
