@@ -197,15 +197,22 @@ def test_a_writer_waiting_on_the_row_lock_then_gets_thread_busy(server: str, sch
 
 
 def test_a_dropped_connection_is_replaced(server: str, schema: str) -> None:
-    cp = PostgresCheckpointer(server, schema=schema)
-    store = PostgresStore(server, schema=schema)
+    # named apart, so that only this test's connections are ended below (other tests
+    # running beside it on the same server keep theirs)
+    name = f"plait-{schema}"
+    url = server + ("&" if "?" in server else "?") + f"application_name={name}"
+    cp = PostgresCheckpointer(url, schema=schema)
+    store = PostgresStore(url, schema=schema)
     cp.save("t", StepDelta(1, upserts=(HumanMessage("a", id="a"),)))
     store.put(("ns",), "k", 1)
     with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE pid <> pg_backend_pid() AND application_name = 'plait'"
-        )
+        ended = admin.execute(
+            # waiting (up to 10 s) for each backend to be gone
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+            "WHERE application_name = %s",
+            (name,),
+        ).fetchall()
+    assert ended and all(row[0] for row in ended)
     # The pooled connections are dead; each call below transparently uses a new one.
     assert cp.step("t") == 1
     cp.save("t", StepDelta(2, upserts=(HumanMessage("b", id="b"),)))
