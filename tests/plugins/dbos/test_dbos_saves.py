@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -75,16 +76,21 @@ _database_of_test = ""
 
 
 @pytest.fixture
-def worker(database_url: str) -> Iterator[plait.Agent]:
+def worker(
+    database_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[plait.Agent]:
+    """A worker whose threads are in the system database; or, parametrized with
+    ``"sqlite"``, in a SQLite file (the records then commit on DBOS's pool)."""
     global _agent_of_test, _executor_of_test, _database_of_test
     from plait_dbos import Worker
 
     options = {"database_url": database_url, "poll_interval": 0.05}
+    elsewhere = getattr(request, "param", None) == "sqlite"
     agent = plait.create_agent(
         model=NoteModel(),
         tools=[note],
         middleware=[("dbos", options)],
-        checkpointer=database_url,
+        checkpointer=f"sqlite:///{tmp_path / 'threads.db'}" if elsewhere else database_url,
         name="saves",
     )
     running = Worker(agent, executor_id="saves")
@@ -334,3 +340,32 @@ def test_a_step_recorded_twice_is_refused_with_dbos_error_and_its_save_with_it(
     texts = [m.text for m in checkpoint.messages]
     assert "duplicate" in texts  # the prompt's save committed
     assert "noted duplicate" not in texts  # the tool's did not
+
+
+@pytest.mark.parametrize("worker", ["sqlite"], indirect=True)
+def test_with_the_thread_elsewhere_records_commit_on_their_own_before_each_save(
+    worker: plait.Agent, database_url: str
+) -> None:
+    """With the thread in SQLite, the held-back records are written in a transaction of
+    their own on DBOS's pool just before each save: the run records its four steps and
+    saves its four messages; a record of a step recorded already is refused with DBOS's
+    error, and the save it came before is not written."""
+    from dbos._error import DBOSStepNondeterminismError
+
+    from plait_dbos._submit import _client
+
+    assert _run("run-0", "hello")["text"] == "noted: noted hello"
+    steps = [s["function_name"] for s in _client(database_url).list_workflow_steps("run-0")]
+    load, model, tool = "plait.checkpoint:load", "plait.model:notes", "plait.tool:note"
+    assert steps == [load, model, tool, model]
+    assert worker.checkpointer is not None
+    saved = worker.checkpointer.load("t")
+    assert saved is not None and [m.text for m in saved.messages][-1] == "noted: noted hello"
+
+    with pytest.raises(DBOSStepNondeterminismError, match="was recorded twice"):
+        _run("run-1", "duplicate")
+    checkpoint = worker.checkpointer.load("t")
+    assert checkpoint is not None
+    texts = [m.text for m in checkpoint.messages]
+    assert "duplicate" in texts  # the prompt's save was written
+    assert "noted duplicate" not in texts  # the tool's was not
