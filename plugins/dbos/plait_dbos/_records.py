@@ -196,35 +196,40 @@ def commit_records(
                 save(conn.connection.driver_connection)
             _write_each(sys_db, conn, workflow_id, records)
         return
-    if transaction is not None:
 
-        def block(driver: Any) -> None:
-            if save is not None:
-                save(driver)
-            sent = _send(driver, statements, workflow_id, records, sys_db.app_name)
-            _check(driver, statements, workflow_id, sent)
+    def block(driver: Any) -> None:
+        # The save first: the transaction's BEGIN rides with its compare-and-set; the
+        # records and the sync that reads their answers share its round trip.
+        if save is not None:
+            save(driver)
+        sent = _send(driver, statements, workflow_id, records, sys_db.app_name)
+        _check(driver, statements, workflow_id, sent)
 
-        transaction(block)
-        return
-    raw = sys_db.engine.raw_connection()
-    try:
-        driver = raw.driver_connection
+    (transaction or _on_pool(sys_db))(block)
+
+
+def _on_pool(sys_db: Any) -> Callable[[Callable[[Any], None]], None]:
+    """Where ``commit_records`` holds its transaction when the caller gives none: a
+    pipelined transaction on a connection of DBOS's pool, committed when the block ends,
+    rolled back if it raises."""
+
+    def transaction(block: Callable[[Any], None]) -> None:
+        raw = sys_db.engine.raw_connection()
         try:
-            # One pipeline: the save's last statements, the records and the sync that
-            # reads their answers share a round trip; BEGIN rides with the first of them.
-            with driver.pipeline():
-                if save is not None:
-                    save(driver)
-                sent = _send(driver, statements, workflow_id, records, sys_db.app_name)
-            _check(driver, statements, workflow_id, sent)
-            driver.commit()
-        except BaseException:
-            if not driver.closed:
-                with contextlib.suppress(Exception):
-                    driver.rollback()
-            raise
-    finally:
-        raw.close()
+            driver = raw.driver_connection
+            try:
+                with driver.pipeline():
+                    block(driver)
+                driver.commit()
+            except BaseException:
+                if not driver.closed:
+                    with contextlib.suppress(Exception):
+                        driver.rollback()
+                raise
+        finally:
+            raw.close()
+
+    return transaction
 
 
 @attrs.frozen

@@ -382,18 +382,17 @@ class RecordedCheckpointer:
         if not self._joins(execution.sys_db):
             return []
         look = look_for_any_step(execution.sys_db, execution.workflow_id)
-        transaction: Any = getattr(self.inner, "transaction", None)
-        load_in: Any = getattr(self.inner, "load_in", None)
-        if look is None or transaction is None or load_in is None:
+        if look is None:
             return []
+        joined: Any = self.inner  # has the joining methods (``_joins``)
 
         def read(conn: Any) -> tuple[bool, Checkpoint | None]:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             fresh = look(conn)
-            checkpoint = load_in(conn, thread_id)
+            checkpoint = joined.load_in(conn, thread_id)
             return fresh(), checkpoint
 
-        fresh, checkpoint = transaction(read)
+        fresh, checkpoint = joined.transaction(read)
         if not fresh:
             return []
         execution.fresh_from = 0
@@ -426,22 +425,26 @@ class RecordedCheckpointer:
                 raise
 
     def _joins(self, sys_db: Any) -> bool:
-        """Whether the wrapped checkpointer can write a save inside a transaction of the
-        system database (plait-postgres' ``save_in``, on the same database and user,
-        through psycopg 3)."""
+        """Whether the wrapped checkpointer can read and write a thread inside a
+        transaction of the system database: plait-postgres' ``transaction``, ``save_in``
+        and ``load_in``, on the same database and user (``same_database``), through
+        psycopg 3."""
         joined = self._joined.get(sys_db)
         if joined is None:
             joined = self._joined[sys_db] = self._can_join(sys_db)
         return joined
 
     def _can_join(self, sys_db: Any) -> bool:
-        same_database = getattr(self.inner, "same_database", None)
-        if getattr(self.inner, "save_in", None) is None or same_database is None:
+        if not all(
+            callable(getattr(self.inner, name, None))
+            for name in ("transaction", "save_in", "load_in", "same_database")
+        ):
             return False
         url = sys_db.engine.url
         if url.get_backend_name() != "postgresql" or url.get_driver_name() != "psycopg":
             return False
-        return bool(same_database(url.render_as_string(hide_password=False)))
+        joined: Any = self.inner
+        return bool(joined.same_database(url.render_as_string(hide_password=False)))
 
     def _save_with(
         self, execution: _Execution, records: list[Record], thread_id: str, delta: StepDelta
@@ -450,7 +453,7 @@ class RecordedCheckpointer:
         transaction of the system database: a crash leaves both or neither. A save this
         run already wrote (a replay) leaves the records to commit alone."""
         busy: list[ThreadBusyError] = []
-        save_in: Any = getattr(self.inner, "save_in")  # noqa: B009 (checked by _joins)
+        joined: Any = self.inner  # has the joining methods (``_joins``)
 
         def save(conn: Any) -> None:
             # The save first: the transaction's BEGIN rides with its compare-and-set.
@@ -458,20 +461,16 @@ class RecordedCheckpointer:
             # the run: if it does not, nothing commits.
             busy.clear()  # run again on a new connection: only this attempt counts
             try:
-                save_in(conn, thread_id, delta)
+                joined.save_in(conn, thread_id, delta)
             except ThreadBusyError as exc:  # the compare-and-set lost; nothing else failed
                 busy.append(exc)
 
-        inner_transaction = getattr(self.inner, "transaction", None)
-        transaction: Any = None
-        if inner_transaction is not None:
-
-            def transaction(block: Any) -> None:
-                # A save with no step's record can be made again from the recorded
-                # steps (a replay recomputes it): its commit need not wait for the disk,
-                # as the next commit that does — the run's outcome, or the next save
-                # carrying a record — flushes it too, being later in the log.
-                inner_transaction(block, flush=bool(records))
+        def transaction(block: Any) -> None:
+            # A save with no step's record can be made again from the recorded steps (a
+            # replay recomputes it): its commit need not wait for the disk, as the next
+            # commit that does — the run's outcome, or the next save carrying a record —
+            # flushes it too, being later in the log.
+            joined.transaction(block, flush=bool(records))
 
         commit_records(
             execution.sys_db, execution.workflow_id, records, save=save, transaction=transaction
