@@ -255,6 +255,21 @@ class _Database:
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL at {self.url}: {self._scrub(exc)}") from exc
 
+    @contextlib.contextmanager
+    def callers(self, conn: _Connection) -> Iterator[None]:
+        """For statements on ``conn``, a connection in a transaction its caller holds
+        (``load_in``, ``save_in``): driver errors as ``StoreError``s, the statements
+        pipelined (in the caller's pipeline if it is in one, else in one of their own),
+        and this schema set for the transaction on a connection that is not one of ours
+        (ours have it set for good)."""
+        pipelined = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
+        with self.errors(), contextlib.nullcontext() if pipelined else conn.pipeline():
+            if conn not in self.own:
+                conn.execute(
+                    sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self.schema))
+                )
+            yield
+
     def _acquire(self, *, fresh: bool) -> tuple[_Connection, bool]:
         """A connection and whether it came from the pool (it may have died while idle)."""
         if self._closed:
@@ -486,12 +501,7 @@ class PostgresCheckpointer:
         that the caller's own reads of that moment ride with it (a durable-execution
         engine's look for what an earlier attempt recorded). Pipelined: the thread's
         reads are all sent before any is waited for, so they cost one round trip."""
-        pipelined = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
-        with self._db.errors(), contextlib.nullcontext() if pipelined else conn.pipeline():
-            if conn not in self._db.own:
-                conn.execute(
-                    sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self._db.schema))
-                )
+        with self._db.callers(conn):
             step_read = conn.execute("SELECT step FROM plait_threads WHERE id = %s", (thread_id,))
             fork_read = conn.execute(*_STEPS.fork_query(thread_id))
             message_read = conn.execute(_MESSAGES, (thread_id,))
@@ -550,12 +560,7 @@ class PostgresCheckpointer:
         reads the undo record needs are sent, in the round trip of the compare-and-set.
         On a ``conn`` in a pipeline already, the writes are left in it, sent with the
         caller's next sync (which raises their error, if any)."""
-        pipelined = conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
-        with self._db.errors(), contextlib.nullcontext() if pipelined else conn.pipeline():
-            if conn not in self._db.own:
-                conn.execute(
-                    sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self._db.schema))
-                )
+        with self._db.callers(conn):
             self._write(conn, thread_id, delta)
 
     def transaction(self, block: Callable[[_Connection], _T], *, flush: bool = True) -> _T:
