@@ -12,6 +12,7 @@ to a provider or a tool, whoever makes it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import threading
@@ -58,6 +59,8 @@ from plait.usage import _current as current_usage
 
 if TYPE_CHECKING:
     import asyncio
+
+    import cattrs
 
     from plait._compiled import CompiledAgent
     from plait._interrupt import Interrupt
@@ -114,23 +117,23 @@ class RunInfo:
         return self.owner.partition("/")[0] == PROCESS
 
     def dump(self) -> Any:
-        _resolve_run_info()
-        return persisted_converter().unstructure(self)
+        return _run_info_converter().unstructure(self)
 
     @classmethod
     def load(cls, data: Any) -> RunInfo:
-        _resolve_run_info()
-        return persisted_converter().structure(data, cls)
+        return _run_info_converter().structure(data, cls)
 
 
-def _resolve_run_info() -> None:
-    """``RunInfo``'s field types resolved before the converter reads them: ``Interrupt``
-    is imported on first use (``plait._interrupt``), so it is not in this module's
-    namespace, where the converter would look for it. attrs resolves them once and
-    returns at once after."""
+@functools.cache
+def _run_info_converter() -> cattrs.Converter:
+    """The persisted converter, once ``RunInfo``'s field types are resolved (a run's
+    every save dumps it; this is done at its first): ``Interrupt`` is imported on first
+    use (``plait._interrupt``), so it is not in this module's namespace, where the
+    converter would look for it."""
     from plait._interrupt import Interrupt
 
     attrs.resolve_types(RunInfo, localns={"Interrupt": Interrupt})
+    return persisted_converter()
 
 
 PROCESS = ""
