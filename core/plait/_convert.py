@@ -74,6 +74,7 @@ __all__ = [
     "show",
     "structure",
     "type_repr",
+    "with_suggestion",
 ]
 
 T = TypeVar("T")
@@ -119,6 +120,15 @@ def expected(what: str, value: Any, detail: str | None = None) -> str:
     a tool argument, a structured answer): ``expected an int >= 1, got 0``."""
     text = f"expected {what}, got {show(value)}"
     return f"{text} ({detail})" if detail else text
+
+
+def with_suggestion(name: str, valid: typing.Iterable[str]) -> str:
+    """A wrong name as every refusal of one shows it, with the closest valid name if one
+    is close: ``'modle' (did you mean 'model'?)``."""
+    import difflib  # here: only a misspelt name needs it
+
+    close = difflib.get_close_matches(name, list(valid), n=1)
+    return f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
 
 
 class _Mismatch(ValueError):

@@ -19,7 +19,6 @@ is reported with the file, the table and the key, and what was expected there.
 
 from __future__ import annotations
 
-import difflib
 import re
 import sys
 import tomllib
@@ -188,7 +187,7 @@ def _problems(exc: BaseException, path: str) -> list[tuple[str, str]]:
 
 
 def _unknown(problem: _convert.Problem) -> str:
-    keys = ", ".join(_with_suggestion(k, problem.valid) for k in problem.keys)
+    keys = ", ".join(_convert.with_suggestion(k, problem.valid) for k in problem.keys)
     noun = "keys" if len(problem.keys) > 1 else "key"
     valid = ", ".join(problem.valid)
     text = f"unknown {noun} {keys}" + (f" (expected one of: {valid})" if valid else "")
@@ -198,12 +197,6 @@ def _unknown(problem: _convert.Problem) -> str:
             '[[middleware]] with use = "NAME" and its options'
         )
     return text
-
-
-def _with_suggestion(key: str, valid: Sequence[str]) -> str:
-    """``'modle' (did you mean 'model'?)``: the closest valid key, if one is close."""
-    close = difflib.get_close_matches(key, valid, n=1)
-    return f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key)
 
 
 def _where(path: str, data: Mapping[str, Any]) -> str:

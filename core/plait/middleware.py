@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, get_args, overload
 
-from plait._convert import expected
+from plait._convert import expected, with_suggestion
 from plait.errors import ConfigError
 from plait.hookspecs import ALL_HOOKS, HOOKS, hookimpl
 from plait.types import JumpTarget
@@ -111,13 +111,7 @@ def _argument_problems(
         problems.append(f"arguments: {expected(wanted, args)}")
     given = set(positional[: len(args)]) | set(kwargs)
     unknown = [] if open_keywords else [k for k in kwargs if k not in names]
-    if unknown:
-        import difflib  # here: only a misspelt option needs it
-
-    for key in unknown:
-        close = difflib.get_close_matches(key, names, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        problems.append(f"unknown option {key!r}{hint}")
+    problems += [f"unknown option {with_suggestion(key, names)}" for key in unknown]
     if unknown:
         problems[-1] += f"; valid options: {', '.join(names) or 'none'}"
     problems += [f"missing required option {n!r}" for n in required if n not in given]

@@ -126,13 +126,9 @@ def _describe(problem: _convert.Problem) -> str:
     if problem.kind == "missing":
         return f"missing required option {problem.path!r}"
     if problem.kind == "unknown" and not problem.path:
-        import difflib  # here: only a misspelt option needs it
-
-        parts = []
-        for key in problem.keys:
-            close = difflib.get_close_matches(key, problem.valid, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            parts.append(f"unknown option {key!r}{hint}")
+        parts = [
+            f"unknown option {_convert.with_suggestion(key, problem.valid)}" for key in problem.keys
+        ]
         valid = ", ".join(problem.valid) if problem.valid else "none"
         return "; ".join(parts) + f"; valid options: {valid}"
     if not problem.path:
@@ -167,12 +163,7 @@ def check_tool_names(
     unknown = list(dict.fromkeys(name for name in given if name not in known))
     if not unknown:
         return
-    import difflib  # here: only a misspelt tool name needs it
-
-    described = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, known, n=1)
-        described.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    described = [_convert.with_suggestion(name, known) for name in unknown]
     raise ConfigError(
         f"option {option!r} names "
         f"{'a tool' if len(unknown) == 1 else 'tools'} the agent does not have: "
