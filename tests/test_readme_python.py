@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from plait_env import outside_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -19,8 +20,8 @@ def test_readme_python_blocks_run_as_written(tmp_path: Path) -> None:
     script.write_text("\n".join(blocks), encoding="utf-8")
     env = {
         k: v
-        for k, v in os.environ.items()
-        if not k.startswith("PLAIT_") and not k.endswith("_API_KEY") and "PROXY" not in k.upper()
+        for k, v in outside_env().items()
+        if not k.endswith("_API_KEY") and "PROXY" not in k.upper()
     }
     done = subprocess.run(
         [sys.executable, str(script)],

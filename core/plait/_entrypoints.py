@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import importlib
 import os
 import re
@@ -11,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from importlib.machinery import PathFinder
 from typing import TYPE_CHECKING, Any
 
+from plait import _entrypoint_cache
 from plait.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -282,10 +282,8 @@ def _plait_points(text: str, where: str | Distribution) -> Iterator[EntryPoint]:
             yield EntryPoint(name.strip(), value.strip(), group, where)
 
 
-@functools.cache
-def _installed() -> dict[str, dict[str, EntryPoint]]:
-    """Every installed entry point of a ``plait.*`` group, by group then name, read once
-    per process (``refresh`` forgets it).
+def _scan() -> dict[str, dict[str, EntryPoint]]:
+    """Every installed entry point of a ``plait.*`` group, by group then name.
 
     What ``importlib.metadata.entry_points()`` would select, for a fraction of its cost:
     only ``entry_points.txt`` is read, and only one naming a ``plait.`` group is parsed.
@@ -306,6 +304,55 @@ def _installed() -> dict[str, dict[str, EntryPoint]]:
     return found
 
 
+def _lookup(*, from_disk: bool) -> tuple[dict[str, dict[str, EntryPoint]], bool]:
+    """The entry points, from the copy on disk when it is current (``from_disk``) or by a
+    scan whose result is then kept there; and whether they came from the disk."""
+    key = _entrypoint_cache.key()
+    if key is not None and from_disk:
+        copy = _entrypoint_cache.read(key)
+        if copy is not None:
+            return {
+                group: {
+                    name: EntryPoint(name, value, group, meta)
+                    for name, (value, meta) in named.items()
+                }
+                for group, named in copy.items()
+            }, True
+    found = _scan()
+    if key is not None:
+        kept: dict[str, dict[str, tuple[str, str]]] = {}
+        for group, named in found.items():
+            kept[group] = {}
+            for name, point in named.items():
+                if not isinstance(point._where, str):
+                    return found, False  # a distribution a path's stamps do not follow
+                kept[group][name] = (point.value, point._where)
+        _entrypoint_cache.write(key, kept)
+    return found, False
+
+
+_found: dict[str, dict[str, EntryPoint]] | None = None
+_from_disk = False
+
+
+def _installed() -> dict[str, dict[str, EntryPoint]]:
+    """Every installed entry point of a ``plait.*`` group, by group then name, found once
+    per process (``refresh`` forgets it): from the copy on disk when nothing it came from
+    has changed (``_entrypoint_cache``), else by a scan."""
+    global _found, _from_disk
+    if _found is None:
+        _found, _from_disk = _lookup(from_disk=True)
+    return _found
+
+
+def _rescan() -> None:
+    """Scan again, past the copy on disk (which is then replaced), and forget the import
+    system's listings of folders, which may be as old as the copy."""
+    global _found, _from_disk
+    importlib.invalidate_caches()
+    _found, _from_disk = _lookup(from_disk=False)
+
+
 def installed(group: str) -> Mapping[str, EntryPoint]:
     """The installed entry points of ``group`` by name, disabled ones included."""
     return _installed().get(group, {})
@@ -318,7 +365,21 @@ def available(group: str) -> dict[str, EntryPoint]:
 
 
 def load(group: str, name: str, *, what: str) -> Any:
-    """Import the object ``name`` stands for in ``group``; unknown names list the known."""
+    """Import the object ``name`` stands for in ``group``; unknown names list the known.
+
+    Entry points read from the copy on disk may be stale in a way its key cannot show (an
+    entry point added in place to a distribution's metadata): a name missing there, or one
+    whose import fails, is looked for again by a scan before its error is raised."""
+    try:
+        return _load(group, name, what)
+    except ConfigError:
+        if not _from_disk or name in disabled():
+            raise
+    _rescan()
+    return _load(group, name, what)
+
+
+def _load(group: str, name: str, what: str) -> Any:
     eps = available(group)
     try:
         ep = eps[name]
@@ -340,5 +401,8 @@ def load(group: str, name: str, *, what: str) -> Any:
 
 
 def refresh() -> None:
-    """Forget cached entry points (after installing a distribution at run time)."""
-    _installed.cache_clear()
+    """Forget the entry points found, in this process and on disk (after installing a
+    distribution at run time)."""
+    global _found, _from_disk
+    _found, _from_disk = None, False
+    _entrypoint_cache.forget()

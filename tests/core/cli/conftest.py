@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from plait_env import outside_env
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
@@ -17,7 +18,7 @@ CLI = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
 def _env(extra: dict[str, str] | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    env = outside_env()
     for name in ("EDITOR", "VISUAL"):
         env.pop(name, None)
     env["PYTHONIOENCODING"] = "utf-8"

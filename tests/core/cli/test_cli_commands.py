@@ -3,18 +3,18 @@ approval menu's words, through the real command in a subprocess."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from plait import __version__
+from plait_env import outside_env
 
 
 def _env(_: None) -> dict[str, str]:
     """The environment without PLAIT_* settings from outside."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    env = outside_env()
     env["PYTHONIOENCODING"] = "utf-8"
     return env
 

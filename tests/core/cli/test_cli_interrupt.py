@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from plait_env import outside_env
+
 CLI = Callable[..., "subprocess.CompletedProcess[str]"]
 
 TOOLS = '''
@@ -67,7 +69,7 @@ def _start(args: list[str], tmp_path: Path, stdin: str = "") -> subprocess.Popen
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")},
+        env=outside_env(),
     )
     assert process.stdin is not None
     process.stdin.write(stdin)

@@ -14,6 +14,8 @@ import tomllib
 import venv
 from pathlib import Path
 
+from plait_env import outside_env
+
 
 def _venv_with_this_environment(path: Path) -> Path:
     """A new venv that also sees this interpreter's packages (plait, pytest...), through
@@ -33,7 +35,7 @@ def _venv_with_this_environment(path: Path) -> Path:
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    env = outside_env()
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return subprocess.run(list(args), capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
 

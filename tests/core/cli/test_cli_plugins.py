@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -11,6 +10,7 @@ from importlib.metadata import entry_points
 import pytest
 
 from plait.options import describe_options
+from plait_env import outside_env
 
 
 def _middleware_eps():
@@ -87,7 +87,7 @@ def test_the_plain_listing_reads_metadata_and_imports_no_plugin(tmp_path) -> Non
         "plait.cli.main(['plugins'])\n"
         "print('IMPORTED', sorted(m for m in sys.modules if m.startswith('plait_')))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    env = outside_env()
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env
     )
@@ -115,7 +115,7 @@ def test_help_lists_plugin_commands_and_imports_no_third_party_package(tmp_path)
         "    pass\n"
         "print('IMPORTED', sorted(set(sys.modules) - before))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    env = outside_env()
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env
     )

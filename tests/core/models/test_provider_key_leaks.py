@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sqlite3
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from plait.messages import AIMessage, HumanMessage, ToolCall
 from plait.models.openai import OpenAIChatModel
 from plait.testing import ScriptedChatModel
 from plait_anthropic import AnthropicChatModel
+from plait_env import outside_env
 from plait_openai_responses import OpenAIResponsesModel
 
 KEY = "sk-live-0123456789abcdefLEAKCHECK"
@@ -236,7 +236,7 @@ def test_plait_run_output_does_not_carry_the_key(
     }[provider]
     agent = tmp_path / "agent.toml"
     agent.write_text(f'[agent]\nmodel = "{model}"\n', encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    env = outside_env()
     env.update(
         OPENAI_API_KEY=BARE_KEY,
         OPENAI_BASE_URL=server.url + "/v1",

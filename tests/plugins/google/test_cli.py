@@ -4,13 +4,14 @@ on loopback (``GOOGLE_GEMINI_BASE_URL``; a keyless server needs no key)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import recorded
 from replay_server import ReplayServer, Reply
+
+from plait_env import outside_env
 
 REPO = Path(__file__).resolve().parents[3]
 pytestmark = recorded.needs(recorded.GEMINI)
@@ -21,7 +22,7 @@ def test_plait_run_an_agent_file_on_gemini(server: ReplayServer) -> None:
     for name in ("gem_function_call", "gem_function_response_roundtrip"):
         response = interactions[name]["response"]
         server.reply(Reply(response["status"], response["body"].encode(), response["headers"]))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    env = outside_env()
     env["GOOGLE_GEMINI_BASE_URL"] = server.url
     done = subprocess.run(
         [

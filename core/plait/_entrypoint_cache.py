@@ -1,0 +1,196 @@
+"""A copy on disk of the entry-point scan, so that a process's first agent skips it.
+
+Finding plait's entry points lists every ``sys.path`` entry and looks into each installed
+distribution's metadata folder (~2 ms with a few hundred distributions installed); a
+process that builds an agent and exits (a CLI call, a worker, a script) pays it at every
+start. The scan's result depends only on what it reads, so it is kept on disk and used
+again while all of this is as it was when it was written (the copy's *key*):
+
+- the interpreter (``sys.executable``, ``sys.prefix``), ``sys.path`` in order, and the
+  working directory when an entry is relative (``''`` is the working directory);
+- each path entry's inode and modification time: installing, removing, upgrading or
+  reinstalling a distribution adds or removes a metadata folder there, which changes its
+  folder's time (pip moves an old folder away before it writes the new one);
+- each ``entry_points.txt`` that names a plait group: its inode, time and size, as a file
+  rewritten in place changes no folder (``setup.py develop`` rewrites its ``.egg-info``'s).
+
+No copy is written where a change could be missed: while a stamp is under two seconds old
+(a file system stamps times in steps, up to two seconds on FAT: a change in the step the
+copy was made in would leave it looking current), when a path entry is a file (a zip) or
+an ``.egg``, or when a finder on ``sys.meta_path`` other than the path finder finds
+distributions. What the key cannot see, an entry point added in place to a distribution
+that named no plait group before, ``_entrypoints.load`` heals: a name missing from a copy
+read from disk, or one whose import fails, is looked for again by a scan before the error.
+
+One JSON file per interpreter, in ``$PLAIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/plait``,
+else ``~/.cache/plait``; ``PLAIT_NO_CACHE=1`` turns the copy off. Reading or writing it
+never fails a user: any error (no home, a read-only or foreign folder, a corrupt file)
+means a scan, as without a copy.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+from collections.abc import Mapping
+from importlib.machinery import PathFinder
+from typing import Any
+
+FORMAT = 1
+"""Changed whenever what the scan returns or the file holds changes shape."""
+
+_RACY_NS = 2_000_000_000
+"""A stamp this recent (ns) may share its time step with a change still to come."""
+
+Points = Mapping[str, Mapping[str, tuple[str, str]]]
+"""What is cached: group → name → (value, metadata folder)."""
+
+
+def folder() -> str | None:
+    """The folder of plait's cache, or None when it is turned off or there is no home."""
+    if os.environ.get("PLAIT_NO_CACHE"):
+        return None
+    chosen = os.environ.get("PLAIT_CACHE_DIR")
+    if chosen:
+        return chosen
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec: a relative path is to be ignored
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "plait")
+
+
+def _file(where: str) -> str:
+    """The copy of this interpreter: one file each, so that two virtual environments do
+    not overwrite each other's (their key holds the interpreter, so a shared name would
+    only cost a scan)."""
+    import zlib  # imported by plait already (through tempfile, shutil)
+
+    interpreter = f"{sys.executable}\0{sys.prefix}".encode("utf-8", "surrogateescape")
+    return os.path.join(where, f"entry-points-{zlib.crc32(interpreter):08x}.json")
+
+
+def key() -> dict[str, Any] | None:
+    """The key of a copy made now (stamps read before the scan, so that a change during
+    it shows as a different key later), or None when no copy is to be used."""
+    if folder() is None:
+        return None
+    for finder in sys.meta_path:
+        if finder is not PathFinder and getattr(finder, "find_distributions", None):
+            return None
+    path: list[list[Any]] = []
+    relative = False
+    for entry in sys.path:
+        if not isinstance(entry, str):
+            return None
+        relative = relative or not os.path.isabs(entry)
+        try:
+            got = os.stat(entry or ".")
+        except OSError:
+            path.append([entry, -1, -1])  # absent: if it appears, its stamp differs
+            continue
+        if not stat.S_ISDIR(got.st_mode) or entry.lower().endswith(".egg"):
+            return None
+        path.append([entry, got.st_ino, got.st_mtime_ns])
+    try:
+        cwd = os.getcwd() if relative else None
+    except OSError:
+        return None
+    return {
+        "format": FORMAT,
+        "executable": sys.executable,
+        "prefix": sys.prefix,
+        "cwd": cwd,
+        "path": path,
+    }
+
+
+def _stamp(path: str) -> list[Any]:
+    got = os.stat(path)
+    return [path, got.st_ino, got.st_mtime_ns, got.st_size]
+
+
+def read(current: dict[str, Any]) -> Points | None:
+    """The copy's entry points if its key is ``current`` and its files are unchanged."""
+    where = folder()
+    if where is None:
+        return None
+    try:
+        fd = os.open(_file(where), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        # a copy another user could have written names what this process imports
+        if hasattr(os, "getuid") and os.fstat(fd).st_uid != os.getuid():
+            return None
+        data = chunk = os.read(fd, 1 << 16)
+        while chunk:
+            chunk = os.read(fd, 1 << 16)
+            data += chunk
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    import json
+
+    try:
+        copy = json.loads(data)
+        if copy["key"] != current:
+            return None
+        for stamped in copy["files"]:
+            if _stamp(stamped[0]) != stamped:
+                return None
+        points: dict[str, dict[str, tuple[str, str]]] = {}
+        for group, named in copy["points"].items():
+            points[group] = {}
+            for name, (value, meta) in named.items():
+                if not isinstance(value, str) or not isinstance(meta, str):
+                    return None
+                points[group][name] = (value, meta)
+    except Exception:  # a corrupt or foreign file, a file gone: any of these is a scan
+        return None
+    return points
+
+
+def write(current: dict[str, Any], points: Points) -> None:
+    """Keep ``points``, found by a scan that began at key ``current``, unless a stamp is
+    too recent to tell a later change from its own (then the next process scans)."""
+    where = folder()
+    if where is None:
+        return
+    import json
+    import tempfile
+
+    try:
+        metas = {meta for named in points.values() for _, meta in named.values()}
+        files = [_stamp(os.path.join(meta, "entry_points.txt")) for meta in sorted(metas)]
+        recent = time.time_ns() - _RACY_NS
+        if any(stamped[2] > recent for stamped in (*current["path"], *files)):
+            return
+        text = json.dumps({"key": current, "files": files, "points": points})
+        os.makedirs(where, mode=0o700, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=".entry-points-", suffix=".tmp", dir=where)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(temporary, _file(where))
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except Exception:  # a read-only or full disk, no permission: the next process scans
+        return
+
+
+def forget() -> None:
+    """Remove this interpreter's copy (``_entrypoints.refresh``)."""
+    where = folder()
+    if where is None:
+        return
+    try:
+        os.unlink(_file(where))
+    except OSError:
+        pass
