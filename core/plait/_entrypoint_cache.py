@@ -34,7 +34,6 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Mapping
 from importlib.machinery import PathFinder
 from typing import Any
 
@@ -44,8 +43,9 @@ FORMAT = 1
 _RACY_NS = 2_000_000_000
 """A stamp this recent (ns) may share its time step with a change still to come."""
 
-Points = Mapping[str, Mapping[str, tuple[str, str]]]
-"""What is cached: group → name → (value, metadata folder)."""
+Point = tuple[str, str, str, str]
+"""What is kept of an entry point: group, name, value and metadata folder; a scan's are
+kept in the order it found them, so that read back they make the same mappings."""
 
 
 def folder() -> str | None:
@@ -109,12 +109,13 @@ def key() -> dict[str, Any] | None:
     }
 
 
-def _stamp(path: str) -> list[Any]:
-    got = os.stat(path)
-    return [path, got.st_ino, got.st_mtime_ns, got.st_size]
+def _stamp(meta: str) -> list[Any]:
+    """A metadata folder and its ``entry_points.txt``'s inode, time and size."""
+    got = os.stat(os.path.join(meta, "entry_points.txt"))
+    return [meta, got.st_ino, got.st_mtime_ns, got.st_size]
 
 
-def read(current: dict[str, Any]) -> Points | None:
+def read(current: dict[str, Any]) -> list[Point] | None:
     """The copy's entry points if its key is ``current`` and its files are unchanged."""
     where = folder()
     if where is None:
@@ -135,28 +136,28 @@ def read(current: dict[str, Any]) -> Points | None:
         return None
     finally:
         os.close(fd)
-    import json
+    import json  # imported for every agent already (the kernel's _calls)
 
     try:
         copy = json.loads(data)
         if copy["key"] != current:
             return None
-        for stamped in copy["files"]:
+        metas: list[str] = []
+        for stamped in copy["dists"]:
             if _stamp(stamped[0]) != stamped:
                 return None
-        points: dict[str, dict[str, tuple[str, str]]] = {}
-        for group, named in copy["points"].items():
-            points[group] = {}
-            for name, (value, meta) in named.items():
-                if not isinstance(value, str) or not isinstance(meta, str):
-                    return None
-                points[group][name] = (value, meta)
+            metas.append(stamped[0])
+        points: list[Point] = []
+        for group, name, value, index in copy["points"]:
+            if not (isinstance(group, str) and isinstance(name, str) and isinstance(value, str)):
+                return None
+            points.append((group, name, value, metas[index]))
     except Exception:  # a corrupt or foreign file, a file gone: any of these is a scan
         return None
     return points
 
 
-def write(current: dict[str, Any], points: Points) -> None:
+def write(current: dict[str, Any], points: list[Point]) -> None:
     """Keep ``points``, found by a scan that began at key ``current``, unless a stamp is
     too recent to tell a later change from its own (then the next process scans)."""
     where = folder()
@@ -166,12 +167,15 @@ def write(current: dict[str, Any], points: Points) -> None:
     import tempfile
 
     try:
-        metas = {meta for named in points.values() for _, meta in named.values()}
-        files = [_stamp(os.path.join(meta, "entry_points.txt")) for meta in sorted(metas)]
+        index: dict[str, int] = {}
+        for *_, meta in points:
+            index.setdefault(meta, len(index))
+        dists = [_stamp(meta) for meta in index]
         recent = time.time_ns() - _RACY_NS
-        if any(stamped[2] > recent for stamped in (*current["path"], *files)):
+        if any(stamped[2] > recent for stamped in (*current["path"], *dists)):
             return
-        text = json.dumps({"key": current, "files": files, "points": points})
+        kept = [[group, name, value, index[meta]] for group, name, value, meta in points]
+        text = json.dumps({"key": current, "dists": dists, "points": kept})
         os.makedirs(where, mode=0o700, exist_ok=True)
         fd, temporary = tempfile.mkstemp(prefix=".entry-points-", suffix=".tmp", dir=where)
         try:

@@ -308,25 +308,21 @@ def _lookup(*, from_disk: bool) -> tuple[dict[str, dict[str, EntryPoint]], bool]
     """The entry points, from the copy on disk when it is current (``from_disk``) or by a
     scan whose result is then kept there; and whether they came from the disk."""
     key = _entrypoint_cache.key()
+    found: dict[str, dict[str, EntryPoint]] = {}
     if key is not None and from_disk:
         copy = _entrypoint_cache.read(key)
         if copy is not None:
-            return {
-                group: {
-                    name: EntryPoint(name, value, group, meta)
-                    for name, (value, meta) in named.items()
-                }
-                for group, named in copy.items()
-            }, True
+            for group, name, value, meta in copy:
+                found.setdefault(group, {})[name] = EntryPoint(name, value, group, meta)
+            return found, True
     found = _scan()
     if key is not None:
-        kept: dict[str, dict[str, tuple[str, str]]] = {}
+        kept: list[_entrypoint_cache.Point] = []
         for group, named in found.items():
-            kept[group] = {}
             for name, point in named.items():
                 if not isinstance(point._where, str):
                     return found, False  # a distribution a path's stamps do not follow
-                kept[group][name] = (point.value, point._where)
+                kept.append((group, name, point.value, point._where))
         _entrypoint_cache.write(key, kept)
     return found, False
 
