@@ -175,7 +175,7 @@ def write(current: dict[str, Any], points: list[Point]) -> None:
         if any(stamped[2] > recent for stamped in (*current["path"], *dists)):
             return
         kept = [[group, name, value, index[meta]] for group, name, value, meta in points]
-        text = json.dumps({"key": current, "dists": dists, "points": kept})
+        text = json.dumps({"key": current, "dists": dists, "points": kept}, separators=(",", ":"))
         os.makedirs(where, mode=0o700, exist_ok=True)
         fd, temporary = tempfile.mkstemp(prefix=".entry-points-", suffix=".tmp", dir=where)
         try:
