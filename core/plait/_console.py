@@ -12,6 +12,7 @@ from typing import IO, TYPE_CHECKING
 import attrs
 
 from plait._text import short
+from plait.lazy import define
 from plait.middleware import Middleware
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class Spinner:
         self._thread = None
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class Console:
     """What the live display writes to, and the ids of what it has already shown."""
 
@@ -85,7 +86,7 @@ class Console:
         return [ModelDisplay(self)], [ToolDisplay(self)]
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class ModelDisplay(Middleware):
     """First in the list, so outermost around model calls: the spinner covers the whole
     call (retries and fallbacks included), and the model's words beside its tool calls
@@ -131,7 +132,7 @@ class ModelDisplay(Middleware):
             yield chunk
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class ToolDisplay(Middleware):
     """Last in the list, so innermost around tool calls: it shows the call that really
     runs (after an approval edited it, say) and what the tool itself returned."""

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
+from plait.lazy import frozen
 
 __all__ = ["Interrupt"]
 
 
-@attrs.frozen
+@frozen
 class Interrupt:
     """A pending question from ``plait.interrupt(value)``; answer it with
     ``Command(resume=...)`` (or ``{interrupt.id: answer}``)."""

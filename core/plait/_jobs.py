@@ -8,16 +8,15 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
-import attrs
-
 from plait.errors import PlaitError
+from plait.lazy import frozen
 from plait.messages import structure_message, unstructure_message
 from plait.types import Command
 
 __all__ = ["RunHandle", "RunJob"]
 
 
-@attrs.frozen
+@frozen
 class RunJob:
     """A run to start whose events go to its thread's run log.
 

@@ -33,6 +33,7 @@ from plait.errors import (
     StructuredOutputError,
 )
 from plait.interrupts import InterruptSignal, Scope, current_scope
+from plait.lazy import define
 from plait.messages import (
     AIMessage,
     HumanMessage,
@@ -75,7 +76,7 @@ def _event(mode: str, data: Any, source: str, *, step: int | None = None) -> Str
     return StreamEvent(mode, data, source, step=step)
 
 
-@attrs.define
+@define
 class RunInfo:
     """The run in progress, checkpointed under ``RUN_KEY`` so it survives a crash."""
 

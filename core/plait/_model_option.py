@@ -9,12 +9,13 @@ from typing import Any
 import attrs
 
 from plait._convert import FieldError, expected
+from plait.lazy import frozen
 from plait.models import MODEL_FORMS, OPTIONAL_MODEL_FORMS, ChatModel, infer_provider
 
 __all__ = ["ChatModelOption", "chat_model"]
 
 
-@attrs.frozen
+@frozen
 class ChatModelOption:
     """A model option's check, usable as an attrs validator: a ``"provider:model"`` id, a
     bare id whose provider is inferred (``"gpt-4o"``) or a ``ChatModel`` (made into a model

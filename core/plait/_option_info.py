@@ -11,12 +11,13 @@ from typing import Any
 import attrs
 
 from plait import _convert
+from plait.lazy import frozen
 from plait.schema import field_descriptions
 
 __all__ = ["OptionInfo", "describe_options"]
 
 
-@attrs.frozen
+@frozen
 class OptionInfo:
     """One option of a middleware, as ``plait plugins`` lists it.
 

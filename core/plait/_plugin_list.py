@@ -9,6 +9,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import attrs
 
+from plait.lazy import frozen
+
 if TYPE_CHECKING:
     from plait._entrypoints import EntryPoint
     from plait.options import OptionInfo
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["PluginInfo", "collect_plugins", "list_plugins"]
 
 
-@attrs.frozen
+@frozen
 class PluginInfo:
     """One installed entry point of a plait group, as ``plait plugins`` lists it."""
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-import attrs
+from plait.lazy import frozen
 
 __all__ = ["Problem"]
 
 
-@attrs.frozen
+@frozen
 class Problem:
     """One thing wrong with a value.
 

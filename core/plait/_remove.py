@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import attrs
+from plait.lazy import frozen
 
 __all__ = ["RemoveMessage"]
 
 
-@attrs.frozen
+@frozen
 class RemoveMessage:
     """A state update that deletes the message with ``id`` (``REMOVE_ALL``: every one)."""
 

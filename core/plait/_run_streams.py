@@ -14,9 +14,8 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from plait._stream import EventSink
+from plait.lazy import frozen
 from plait.types import AgentResult, StreamEvent
 
 if TYPE_CHECKING:
@@ -25,12 +24,12 @@ if TYPE_CHECKING:
 __all__ = ["AsyncRunStream", "GraphAsyncRunStream", "GraphRunStream", "RunStream", "graph_item"]
 
 
-@attrs.frozen
+@frozen
 class _Failure:
     error: BaseException
 
 
-@attrs.frozen
+@frozen
 class _Finished:
     result: AgentResult
 

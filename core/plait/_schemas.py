@@ -21,6 +21,7 @@ import attrs
 from plait import _convert, schema
 from plait._structured import is_schema_class
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.middleware import Middleware
 from plait.types import AgentResult, RunRequest, StateField
 
@@ -38,7 +39,7 @@ def _need_class(option: str, value: Any) -> None:
         raise ConfigError(f"{option}: {_convert.expected(_CLASSES, value)}")
 
 
-@attrs.frozen
+@frozen
 class ContextSchema(Middleware):
     """Checks each run's ``context`` against ``create_agent(context_schema=...)``."""
 
@@ -73,7 +74,7 @@ class ContextSchema(Middleware):
         return result
 
 
-@attrs.frozen
+@frozen
 class StateSchema(Middleware):
     """Declares the keys of ``create_agent(state_schema=...)`` as state fields."""
 

@@ -16,11 +16,10 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from plait import _ids
 from plait._loop import Run, RunInfo, adrive, drive
 from plait._state import ThreadState
+from plait.lazy import frozen
 from plait.messages import AIMessage, ToolCall, ToolMessage
 from plait.types import Interrupt, Runtime
 
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["ServedCall", "ToolSession"]
 
 
-@attrs.frozen
+@frozen
 class ServedCall:
     """What became of one served call: the ``message`` answering it (``None`` when it did
     not run), or the ``interrupts`` the run paused at instead (the call was not run)."""

@@ -9,6 +9,8 @@ from typing import Any
 
 import attrs
 
+from plait.lazy import frozen
+
 __all__ = ["StreamEvent"]
 
 
@@ -16,7 +18,7 @@ def _path(ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(ids)
 
 
-@attrs.frozen
+@frozen
 class StreamEvent:
     """One item of ``agent.stream``: ``mode`` (updates, messages, values, custom), the
     ``data`` and the ``source`` (the node, middleware or tool that produced it).

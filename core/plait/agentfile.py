@@ -32,6 +32,7 @@ import cattrs
 from plait import _convert
 from plait._convert import expected, integer, non_empty_string, number
 from plait.errors import ConfigError, StoreError
+from plait.lazy import frozen
 from plait.tools import Tool
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class _AgentFileStoreError(AgentFileError, StoreError):
 # --------------------------------------------------------------------------- the file's shape
 
 
-@attrs.frozen
+@frozen
 class AgentSection:
     """The ``[agent]`` table."""
 
@@ -87,7 +88,7 @@ class AgentSection:
     output_retries: int = attrs.field(default=1, validator=integer(minimum=0))
 
 
-@attrs.frozen
+@frozen
 class MiddlewareTable:
     """One ``[[middleware]]`` table: ``use`` names the entry point, the rest are options."""
 
@@ -95,7 +96,7 @@ class MiddlewareTable:
     options: dict[str, Any] = attrs.Factory(dict)
 
 
-@attrs.frozen
+@frozen
 class AgentFile:
     """The whole file."""
 
@@ -103,7 +104,7 @@ class AgentFile:
     middleware: list[MiddlewareTable] = attrs.Factory(list)
 
 
-@attrs.frozen
+@frozen
 class ScriptedToolCall:
     """A tool call in a scripted response: ``{name = "...", args = {...}}``."""
 
@@ -112,7 +113,7 @@ class ScriptedToolCall:
     id: str | None = None
 
 
-@attrs.frozen
+@frozen
 class ScriptedResponse:
     """A scripted model answer written as a table.
 
@@ -282,7 +283,7 @@ def _scripted_responses(file: Path, data: Mapping[str, Any], raw: Any, base: Pat
 # --------------------------------------------------------------------------- the spec
 
 
-@attrs.frozen
+@frozen
 class AgentSpec:
     """An agent file, read and checked: ``kwargs`` are ``create_agent``'s arguments,
     ``recursion_limit`` goes to ``invoke``. Names are resolved, the agent not yet built."""

@@ -28,6 +28,7 @@ from plait.history import (
     rewind,
     undo_record,
 )
+from plait.lazy import define, frozen
 from plait.messages import AnyMessage, structure_message, unstructure_message
 
 __all__ = [
@@ -75,7 +76,7 @@ a ``run_error``, and new input may take the thread) — seconds after it died, n
 ``RUN_LEASE`` after its last save."""
 
 
-@attrs.frozen
+@frozen
 class RunLease:
     """The lease a thread's run in progress holds: the run (as whoever runs it names it,
     e.g. ``plait serve``'s run id), and until when (Unix seconds)."""
@@ -100,7 +101,7 @@ class RunLeases(Protocol):
         """Drop the thread's lease if ``run_id`` holds it (the run ended)."""
 
 
-@attrs.frozen
+@frozen
 class StepDelta:
     """What one step changed, applied in this order: if ``reset``, every message is
     removed; then the ``removed`` ids are deleted; then each of ``upserts`` replaces the
@@ -123,7 +124,7 @@ class StepDelta:
     ``as_node``, kept in history."""
 
 
-@attrs.frozen
+@frozen
 class Checkpoint:
     """A thread's saved state: its step number, messages in order, and other keys."""
 
@@ -270,7 +271,7 @@ def load_message(text: str) -> AnyMessage:
     return structure_message(json.loads(text))
 
 
-@attrs.frozen
+@frozen
 class _Record:
     """One step's history entry: who wrote it, when, and its undo record."""
 
@@ -280,7 +281,7 @@ class _Record:
     undo: dict[str, Any]
 
 
-@attrs.define
+@define
 class _MemoryThread:
     step: int = 0
     next_seq: int = 0

@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-import attrs
-
 from plait._convert import expected
 from plait.errors import MalformedURLError, PlaitError
+from plait.lazy import frozen
 
 
 class _Delta(Protocol):
@@ -63,7 +62,7 @@ class HistoryError(PlaitError, ValueError):
     no history."""
 
 
-@attrs.frozen
+@frozen
 class StepInfo:
     """One saved step of a thread: its number, the run and the loop node that wrote it
     (``"update_state"`` or the ``as_node`` given for a manual update), and when (Unix

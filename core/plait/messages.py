@@ -17,7 +17,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from plait._convert import expected
 from plait._ids import new_id
-from plait.lazy import lazy_exports
+from plait.lazy import frozen, lazy_exports
 
 __all__ = [
     "REMOVE_ALL",
@@ -61,7 +61,7 @@ def _counts(value: Mapping[str, int] | None) -> dict[str, int]:
     return dict(value or {})
 
 
-@attrs.frozen
+@frozen
 class Usage:
     """Token counts of one model call (or, summed with ``+``, of a run). ``cost`` is its
     price in US dollars when a plugin or the provider knows it, else ``None``.
@@ -117,7 +117,7 @@ class Usage:
     __radd__ = __add__
 
 
-@attrs.frozen
+@frozen
 class ToolCall:
     """A call the model asks for. ``error`` is set when the model's arguments were not
     valid JSON (truncated or malformed); the kernel answers such a call with an error
@@ -129,7 +129,7 @@ class ToolCall:
     error: str | None = None
 
 
-@attrs.frozen
+@frozen
 class ToolCallChunk:
     """A fragment of a streamed tool call; fragments with the same ``index`` concatenate."""
 
@@ -174,7 +174,7 @@ def _call_chunks(value: Iterable[ToolCallChunk]) -> tuple[ToolCallChunk, ...]:
     return tuple(value)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Message:
     """Fields shared by every message. ``content`` is the only positional argument."""
 
@@ -204,7 +204,7 @@ class HumanMessage(Message):
     type: ClassVar[str] = "human"
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class AIMessage(Message):
     type: ClassVar[str] = "ai"
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_calls)
@@ -212,7 +212,7 @@ class AIMessage(Message):
     response_metadata: dict[str, Any] = attrs.field(factory=dict)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ToolMessage(Message):
     """A tool's answer. ``usage`` is model usage spent producing it that plait did not see
     (a model called outside plait); the loop adds it to the run's ``result.usage``. Calls
@@ -309,7 +309,7 @@ def _blocks(value: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
     return tuple(value)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class AIMessageChunk:
     """A piece of a streamed AI message. Chunks add up (``+``) to the whole message.
 

@@ -40,7 +40,9 @@ _TARGETS: tuple[str, ...] = get_args(JumpTarget)
 class Middleware:
     """Base class for middleware: methods named after hooks are hooks, unmarked.
 
-    Subclasses are usually ``@attrs.frozen`` so their fields are their options.
+    Subclasses are usually ``@attrs.frozen`` (or ``plait.lazy.frozen``, the same with its
+    ``__repr__``, ``__eq__`` and ``__hash__`` made on first use) so their fields are their
+    options.
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -37,6 +37,7 @@ from plait import effects
 from plait._convert import expected
 from plait.errors import ConfigError, PlaitError
 from plait.interrupts import InterruptSignal
+from plait.lazy import define
 from plait.messages import (
     AIMessage,
     AIMessageChunk,
@@ -185,7 +186,7 @@ def _load_result(data: Mapping[str, Any]) -> Any:
 # -- recording -----------------------------------------------------------------------------
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class Recorder:
     """The performer that writes each call to ``path`` (created, or emptied, on the first
     call)."""
@@ -297,7 +298,7 @@ def read_recording(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return rows[0], rows[1:]
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class Replayer:
     """The performer that answers each call from a recording."""
 

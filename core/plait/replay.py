@@ -20,10 +20,12 @@ from typing import Any
 
 import attrs
 
+from plait.lazy import frozen
+
 __all__ = ["Received", "ReplayServer", "Reply", "split_bytes"]
 
 
-@attrs.frozen
+@frozen
 class Received:
     """One request the server got."""
 
@@ -33,7 +35,7 @@ class Received:
     body: Any
 
 
-@attrs.frozen
+@frozen
 class Reply:
     """What the server answers next.
 

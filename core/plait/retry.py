@@ -25,6 +25,7 @@ import attrs
 
 from plait._convert import FieldError, expected, integer, number
 from plait.errors import ProviderError, StopRun
+from plait.lazy import frozen
 
 __all__ = [
     "FailureMode",
@@ -176,7 +177,7 @@ def _as_retry_on(value: Any) -> Any:
 # -- the policy ---------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class RetryPolicy:
     """The options and the loop of a retrying middleware (each field is an option; a
     subclass adds its own and says, in its give-up function, what ``on_failure`` means)."""

@@ -51,11 +51,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from plait._jobs import RunHandle, RunJob
 from plait.checkpoint import EventLog
 from plait.errors import ConfigError, PlaitError
+from plait.lazy import frozen
 from plait.messages import (
     AIMessage,
     AIMessageChunk,
@@ -215,7 +214,7 @@ class Recorder:
 # -- what a paused run waits for --------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class ReviewedCall:
     """A tool call an approval interrupt holds back, and the decisions it allows."""
 
@@ -225,7 +224,7 @@ class ReviewedCall:
     allowed_decisions: tuple[str, ...]
 
 
-@attrs.frozen
+@frozen
 class Pending:
     """One interrupt a paused thread waits for; ``calls`` is empty for a question that
     reviews no tool call (any answer is passed to the run as it is)."""

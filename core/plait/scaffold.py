@@ -18,13 +18,14 @@ from pathlib import Path
 import attrs
 
 from plait.errors import ConfigError
+from plait.lazy import frozen
 
 __all__ = ["CreatedPlugin", "create_plugin", "plugin_names"]
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
 
-@attrs.frozen
+@frozen
 class PluginNames:
     """The spellings of one plugin's name."""
 
@@ -34,7 +35,7 @@ class PluginNames:
     class_name: str  # CamelCaseMiddleware
 
 
-@attrs.frozen
+@frozen
 class CreatedPlugin:
     root: Path
     entry_point: str

@@ -6,14 +6,13 @@ import copy
 import threading
 from typing import Any, Protocol, runtime_checkable
 
-import attrs
-
 from plait.checkpoint import check_memory_url
+from plait.lazy import frozen
 
 __all__ = ["MemoryStore", "Store", "StoreItem"]
 
 
-@attrs.frozen
+@frozen
 class StoreItem:
     """One stored value with its namespace and key."""
 

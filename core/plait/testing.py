@@ -19,6 +19,7 @@ import pytest
 from plait.agent import Agent, create_agent
 from plait.checkpoint import MemoryCheckpointer
 from plait.hookspecs import NODE_HOOKS
+from plait.lazy import define
 from plait.messages import AIMessage, Message, ToolCall, ToolMessage
 from plait.middleware import Middleware
 from plait.models.base import ChatModel
@@ -81,7 +82,7 @@ class FakeSleeper:
         self.delays.append(seconds)
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class HookRecorder(Middleware):
     """A middleware recording every node hook call as ``(label, hook)`` in ``calls``;
     wrap hooks are recorded around the handler as ``wrap_model_call:enter``/``:exit``."""

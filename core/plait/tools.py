@@ -28,6 +28,7 @@ from typing_extensions import TypeVar
 
 from plait import _convert, schema
 from plait.errors import ConfigError, PlaitError
+from plait.lazy import frozen
 from plait.messages import ToolCall, ToolMessage
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def _parameters_dict(value: Mapping[str, Any]) -> dict[str, Any]:
     return dict(value)
 
 
-@attrs.frozen(eq=False)
+@frozen(eq=False)
 class Tool:
     """A tool the model may call.
 
@@ -272,7 +273,10 @@ class _Arguments:
 
     def made(self) -> type:
         if self._made is None:
-            self._made = attrs.make_class(self._name, self._fields, frozen=True)
+            # read field by field, never shown or compared: only its __init__ is compiled
+            self._made = attrs.make_class(
+                self._name, self._fields, frozen=True, repr=False, eq=False
+            )
         return self._made
 
 
@@ -331,7 +335,7 @@ def _read_function(
     return summary, properties, required, arguments, runtime_parameter
 
 
-@attrs.frozen
+@frozen
 class Runtime(Generic[ContextT]):
     """What a run knows about itself, passed to node hooks and inside requests.
     ``Runtime[Context]`` types ``context`` (LangChain's ``Runtime[Context]``)."""
@@ -346,7 +350,7 @@ class Runtime(Generic[ContextT]):
     agent_name: str = "agent"
 
 
-@attrs.frozen
+@frozen
 class ToolRuntime(Generic[ContextT]):
     """Injected into a tool parameter annotated ``ToolRuntime`` (hidden from the model).
     ``ToolRuntime[Context]`` types ``context`` as the agent's ``context_schema``."""

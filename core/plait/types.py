@@ -10,7 +10,7 @@ import attrs
 from plait import messages as _messages  # ``RemoveMessage``, made on first use, through it
 from plait import usage as _usage
 from plait._performers import Effect
-from plait.lazy import lazy_exports
+from plait.lazy import frozen, lazy_exports
 from plait.messages import AIMessage, AnyMessage, Message, ToolCall, Usage
 from plait.tools import Runtime, Tool, ToolRuntime
 
@@ -50,7 +50,7 @@ __getattr__ = lazy_exports(
 )
 
 
-@attrs.frozen
+@frozen
 class Command:
     """A state update that may also move the loop (``jump_to``) or answer interrupts.
 
@@ -66,7 +66,7 @@ class Command:
 StateUpdate: TypeAlias = "dict[str, Any] | Command | None"
 
 
-@attrs.frozen
+@frozen
 class StateField:
     """A state key a middleware owns, declared through the ``state_fields`` hook.
 
@@ -89,7 +89,7 @@ class StateField:
     private: bool = False
 
 
-@attrs.frozen
+@frozen
 class RunRequest:
     """One run as ``wrap_run`` sees it, before it starts."""
 
@@ -111,7 +111,7 @@ class RunRequest:
         return self.runtime.agent_name
 
 
-@attrs.frozen
+@frozen
 class ModelRequest:
     """One model call as ``wrap_model_call`` sees it. Frozen: use ``override``."""
 
@@ -179,7 +179,7 @@ class ModelRequest:
         return self.override(system_prompt=f"{base}\n\n{section}" if base else section)
 
 
-@attrs.frozen
+@frozen
 class ModelResponse:
     """What a model call produced: the messages to append (normally one ``AIMessage``)
     and, with a ``response_format``, the validated structured answer."""
@@ -196,7 +196,7 @@ class ModelResponse:
         return None
 
 
-@attrs.frozen
+@frozen
 class ToolCallRequest:
     """One tool call as ``wrap_tool_call`` sees it; ``tool`` is ``None`` for a name the
     agent does not have. Frozen: use ``override``."""
@@ -210,7 +210,7 @@ class ToolCallRequest:
         return attrs.evolve(self, **changes)
 
 
-@attrs.frozen
+@frozen
 class ToolRun(Effect):
     """One run of a tool function, inside every ``wrap_tool_call`` hook, as performers
     see it (``plait.effects``); ``proceed()`` returns the ``ToolMessage`` or ``Command``
@@ -219,7 +219,7 @@ class ToolRun(Effect):
     request: ToolCallRequest
 
 
-@attrs.frozen
+@frozen
 class AgentConfig:
     """The agent as ``agent_tools`` and ``validate_agent`` see it at build time."""
 
@@ -240,7 +240,7 @@ class AgentState(TypedDict, total=False):
     messages: list[AnyMessage]
 
 
-@attrs.frozen
+@frozen
 class AgentResult:
     """What a run returns. ``messages`` is the thread's whole list after the run."""
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import types
 from collections.abc import Iterator
+from typing import Any
 
+import attrs
 import pytest
 
-from plait.lazy import lazy_exports
+from plait.lazy import define, frozen, lazy_exports
 
 
 @pytest.fixture
@@ -46,3 +49,132 @@ def test_the_built_in_plugins_export_their_names_lazily() -> None:
     assert plait_serve.app.__module__ == "plait_serve._app"
     with pytest.raises(AttributeError, match="module 'plait_serve' has no attribute 'nope'"):
         plait_serve.nope  # noqa: B018
+
+
+# --- frozen and define: attrs' classes, their __repr__, __eq__ and __hash__ made on first use
+
+
+def _twins(decorate: Any, attrs_decorate: Any) -> tuple[type, type]:
+    """One class, made by ``decorate`` (plait.lazy's) and by ``attrs_decorate`` (attrs')."""
+
+    def make(deco: Any) -> type:
+        @deco
+        class Order:
+            item: str
+            qty: int = 1
+            notes: list[str] = attrs.field(factory=list, eq=False)
+            code: str = attrs.field(default="x", repr=lambda v: f"<{v}>")
+            price: float = attrs.field(default=1.0, eq=str)
+            seen: dict[str, int] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+
+        return Order
+
+    return make(decorate), make(attrs_decorate)
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        (frozen, attrs.frozen),
+        (frozen(kw_only=True), attrs.frozen(kw_only=True)),
+        (define, attrs.define),
+        (frozen(eq=False), attrs.frozen(eq=False)),
+        (define(repr=False), attrs.define(repr=False)),
+    ],
+    ids=["frozen", "frozen-kw-only", "define", "frozen-eq-false", "define-repr-false"],
+)
+def test_frozen_and_define_give_the_methods_attrs_gives(ours: Any, theirs: Any) -> None:
+    lazy_class, attrs_class = _twins(ours, theirs)
+    kw = {"item": "tea", "qty": 2, "notes": ["a"], "code": "c", "price": 2.0}
+    other = {**kw, "notes": ["b"], "price": 2.00}  # equal: notes not compared, price by str
+    differs = {**kw, "qty": 3}
+    for made in (lazy_class, attrs_class):
+        assert attrs.has(made)
+    a, b, c = lazy_class(**kw), lazy_class(**other), lazy_class(**differs)
+    x, y, z = attrs_class(**kw), attrs_class(**other), attrs_class(**differs)
+    if attrs_class.__repr__ is object.__repr__:
+        assert lazy_class.__repr__ is object.__repr__
+    else:
+        assert repr(a) == repr(x)
+    assert (a == b, a != b, a == c, a != c) == (x == y, x != y, x == z, x != z)
+    assert (a == x) is False  # another class, as for attrs
+    hashable = attrs_class.__hash__ is not None
+    assert (lazy_class.__hash__ is not None) == hashable
+    if hashable:
+        assert (hash(a) == hash(b)) == (hash(x) == hash(y))
+        assert ({a: 1}.get(b) == 1) == (x == y)
+    else:
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(a)
+
+
+def test_a_subclass_without_fields_reads_its_own_name_and_class() -> None:
+    @frozen
+    class Base:
+        name: str
+
+    class Child(Base):
+        __slots__ = ()
+
+    assert repr(Child("x")) == "Child(name='x')"
+    assert Child("x") == Child("x")
+    assert Child("x") != Base("x")
+    assert len({Child("x"), Child("x"), Base("x")}) == 2
+
+
+def test_a_class_writing_its_own_methods_keeps_them() -> None:
+    @frozen
+    class Named:
+        name: str
+
+        def __repr__(self) -> str:
+            return f"<{self.name}>"
+
+    assert repr(Named("x")) == "<x>"
+    assert Named("x") == Named("x")
+
+
+def test_a_class_is_made_without_compiling_its_repr_eq_or_hash() -> None:
+    """Building and running an agent compiles no ``__repr__``, ``__eq__`` or ``__hash__`` of
+    plait's classes (nor the five middleware's); the first ``repr`` and ``==`` of a tool call
+    compile its class's, once (``__hash__`` with ``__eq__``, as attrs makes them together)."""
+    code = """
+import builtins
+compiled = []
+real = builtins.compile
+def compile(source, filename, *args, **kwargs):
+    if isinstance(source, str) and "plait" in filename:  # attrs names the class compiled for
+        compiled.extend(n for n in ("__repr__", "__eq__", "__hash__") if "def " + n in source)
+    return real(source, filename, *args, **kwargs)
+builtins.compile = compile
+
+import plait
+from plait.messages import AIMessage, ToolCall
+
+@plait.tool
+def lookup(city: str) -> str:
+    "The weather in a city."
+    return "sunny in " + city
+
+model = plait.ScriptedChatModel([AIMessage("", tool_calls=[ToolCall("lookup", {"city": "Oslo"})]),
+                                 "it is sunny"])
+agent = plait.create_agent(model, tools=[lookup], middleware=[
+    ("model_call_limit", {"run_limit": 5}), "model_retry", "tool_retry",
+    ("tool_call_limit", {"run_limit": 5}), ("pii", {"pii_type": "email"})])
+result = agent.invoke("weather in Oslo?")
+print(compiled)
+call = result.messages[1].tool_calls[0]
+print(repr(call), compiled)
+print(call == ToolCall("lookup", {"city": "Oslo"}, id=call.id), compiled)
+print(repr(call) == repr(call), call != call, compiled)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    call = "ToolCall(name='lookup', args={'city': 'Oslo'}, id='%s', error=None)"
+    lines = out.stdout.splitlines()
+    made_id = lines[1].split("id='")[1].split("'")[0]
+    assert lines == [
+        "[]",
+        f"{call % made_id} ['__repr__']",
+        "True ['__repr__', '__eq__', '__hash__']",
+        "True False ['__repr__', '__eq__', '__hash__']",
+    ], out.stdout

@@ -20,6 +20,7 @@ from plait.backends.protocol import (
     GrepMatch,
     WriteResult,
 )
+from plait.lazy import frozen
 from plait.types import ToolRuntime
 
 __all__ = ["CompositeBackend"]
@@ -45,7 +46,7 @@ def _check_backend(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise TypeError(f"{attribute.name}: {expected(_BACKEND, value)}")
 
 
-@attrs.frozen
+@frozen
 class CompositeBackend:
     """Paths under a route prefix (``{"/memories/": StoreBackend()}``) go to that
     backend, the longest matching prefix winning, with the prefix stripped (the route

@@ -27,6 +27,7 @@ from plait.backends._base import FileOps
 from plait.backends.format import line_window
 from plait.backends.paths import check_path
 from plait.backends.protocol import BackendError, FileInfo, WriteResult
+from plait.lazy import frozen
 from plait.types import ToolRuntime
 
 __all__ = ["DiskBackend"]
@@ -50,7 +51,7 @@ def _root(value: str | os.PathLike[str]) -> Path:
     return root
 
 
-@attrs.frozen
+@frozen
 class DiskBackend:
     """Files under ``root`` on disk; "/" is ``root``. Paths pass the path guard, then are
     walked component by component through directory descriptors without following links;

@@ -9,6 +9,7 @@ import attrs
 from plait.backends.options import check_store, resolve_backend
 from plait.backends.protocol import FileSystem
 from plait.backends.state import FILES, FILES_FIELD, StateBackend
+from plait.lazy import frozen
 from plait.middleware import Middleware
 from plait.types import AgentConfig, StateField, ToolRuntime
 
@@ -19,7 +20,7 @@ def _backend_or_state(value: Any) -> Any:
     return StateBackend() if value is None else resolve_backend(value)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BackendMiddleware(Middleware):
     """A ``backend`` option (an object, or "state" / "store[:NS]" / "disk:/path" in an
     agent file), the shared ``files`` state key a ``StateBackend`` keeps files in, and the

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-import attrs
-
 from plait.errors import PlaitError
+from plait.lazy import frozen
 from plait.types import ToolRuntime
 
 __all__ = [
@@ -28,7 +27,7 @@ class BackendError(PlaitError):
     """A file operation refused or failed; the message is written for the model to read."""
 
 
-@attrs.frozen
+@frozen
 class FileInfo:
     """One entry of ``ls``: ``path`` is absolute; directories end with ``/``."""
 
@@ -38,7 +37,7 @@ class FileInfo:
     modified_at: str | None = None
 
 
-@attrs.frozen
+@frozen
 class GrepMatch:
     """One matching line: the file, its 1-based line number and the line's text."""
 
@@ -47,7 +46,7 @@ class GrepMatch:
     text: str
 
 
-@attrs.frozen
+@frozen
 class WriteResult:
     """What a write, delete or rename did: the ``path`` it touched and, for a backend
     keeping files in thread state, the ``files_update`` the tool must return in a
@@ -57,7 +56,7 @@ class WriteResult:
     files_update: FilesUpdate | None = None
 
 
-@attrs.frozen
+@frozen
 class EditResult:
     """What ``edit`` did: the ``path``, how many occurrences it replaced, and the state
     update as for ``WriteResult``."""

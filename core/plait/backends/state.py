@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import attrs
-
 from plait.backends._base import FileOps
 from plait.backends.protocol import FilesUpdate
+from plait.lazy import frozen
 from plait.types import StateField, ToolRuntime
 
 __all__ = ["FILES", "FILES_FIELD", "StateBackend", "merge_files"]
@@ -58,7 +57,7 @@ class _StateFiles(FileOps):
         return list(self._files_now)
 
 
-@attrs.frozen
+@frozen
 class StateBackend:
     """Files in thread state: they survive across turns with a checkpointer, and are
     private to the thread. Writes come back as a ``files_update`` for the tool's

@@ -9,6 +9,7 @@ import attrs
 
 from plait.backends._base import FileOps
 from plait.backends.protocol import BackendError
+from plait.lazy import frozen
 from plait.store import Store
 from plait.types import ToolRuntime
 
@@ -43,7 +44,7 @@ class _StoreFiles(FileOps):
         return [item.key for item in items if tuple(item.namespace) == self._namespace]
 
 
-@attrs.frozen
+@frozen
 class StoreBackend:
     """Files kept in the agent's ``store`` under ``namespace``, one item per path: they
     outlive the thread and every thread of the agent sees them."""

@@ -34,6 +34,7 @@ import httpx
 
 from plait._convert import expected, number
 from plait.errors import ConfigError, ContextOverflowError, ProviderError
+from plait.lazy import frozen
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage
 from plait.models.base import ChatModel, ModelProfile, message_to_chunk
 from plait.models.profiles import resolve_profile
@@ -138,7 +139,7 @@ def safe_tool_name(value: str, *, max_length: int | None = 64) -> str:
     return name if max_length is None else name[:max_length]
 
 
-@attrs.frozen
+@frozen
 class ToolChoice:
     """A ``tool_choice`` read once for every provider, which then writes its wire form:
     ``mode`` is ``"auto"``, ``"none"``, ``"required"`` (also spelled ``"any"``) or
@@ -206,7 +207,7 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
 # -- server-sent events ----------------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class SSEEvent:
     """One dispatched server-sent event: its ``event`` name and its (joined) ``data``."""
 
@@ -278,7 +279,7 @@ class SSEDecoder:
 # -- errors ----------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class _APIError:
     message: str | None = None
     type: str | None = None
@@ -291,7 +292,7 @@ class _APIError:
     """Google's: typed detail objects, among them ``RetryInfo`` (``retry_info_delay``)."""
 
 
-@attrs.frozen
+@frozen
 class _ErrorEnvelope:
     """The error bodies seen in the wild: ``{"error": {...}}`` (OpenAI, Anthropic),
     ``{"error": "text"}`` (Ollama) and a flat ``{"message", "type", "code"}`` (vLLM)."""
@@ -317,7 +318,7 @@ wire.register_structure_hook(_APIError | str | None, _structure_error_field)
 wire.register_structure_hook(str | int | None, _structure_code)
 
 
-@attrs.frozen
+@frozen
 class ErrorDetails:
     """What an error body says: the message, the error type (its ``code`` when that is a
     name, else ``type``, else Google's ``status``) and the request id some APIs put in the
@@ -457,7 +458,7 @@ class StreamParser(abc.ABC):
         """Chunks for ``event`` (none for pings); raises ``ProviderError`` on error events."""
 
 
-@attrs.frozen
+@frozen
 class PreparedCall:
     """One prepared request: the URL, the JSON body, and what parsing needs to know."""
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-import attrs
+from plait.lazy import frozen
 
 __all__ = ["IMAGE_FORMS", "IMAGE_TYPES", "Image", "image_from_url", "read_image"]
 
@@ -61,7 +61,7 @@ IMAGE_TYPES: AbstractSet[str] = _ImageTypes()
 """The block types that may hold an image, one per provider form."""
 
 
-@attrs.frozen
+@frozen
 class Image:
     """An image: base64 ``data`` with its ``media_type``, or a web ``url``."""
 

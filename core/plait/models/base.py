@@ -11,11 +11,10 @@ import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
 
-import attrs
-
 from plait import usage as _usage
 from plait._performers import Effect, aperform, perform
 from plait._performers import active as _performing
+from plait.lazy import frozen
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCallChunk, assemble_chunks
 
 __all__ = ["ChatModel", "ModelCall", "ModelProfile", "ToolDefinition", "merge_text_blocks"]
@@ -43,7 +42,7 @@ class ToolDefinition(Protocol):
         here alone."""
 
 
-@attrs.frozen
+@frozen
 class ModelProfile:
     """What is known of a model's limits; fraction-based options read ``max_input_tokens``."""
 
@@ -128,7 +127,7 @@ class ChatModel(abc.ABC):
         return f"<{type(self).__name__} {self.provider}:{self.model_name}>"
 
 
-@attrs.frozen
+@frozen
 class ModelCall(Effect):
     """One call of a chat model, as performers see it (``plait.effects``).
 

@@ -22,6 +22,7 @@ import attrs
 
 from plait._convert import expected
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.messages import (
     AIMessage,
     AIMessageChunk,
@@ -65,7 +66,7 @@ __all__ = [
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-@attrs.frozen
+@frozen
 class OpenAICompat:
     """Switches for servers that speak the Chat Completions format imperfectly.
 
@@ -140,20 +141,20 @@ def _compat(value: OpenAICompat | Mapping[str, Any] | str | None) -> OpenAICompa
 # -- the wire format (responses and stream chunks) ------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class _Function:
     name: str | None = None
     arguments: str | None = None
 
 
-@attrs.frozen
+@frozen
 class _ToolCall:
     id: str | None = None
     index: int | None = None
     function: _Function = _Function()
 
 
-@attrs.frozen
+@frozen
 class _Message:
     content: str | None = None
     refusal: str | None = None
@@ -163,13 +164,13 @@ class _Message:
     reasoning_content: str | None = None
 
 
-@attrs.frozen
+@frozen
 class _Logprobs:
     content: list[dict[str, Any]] | None = None
     refusal: list[dict[str, Any]] | None = None
 
 
-@attrs.frozen
+@frozen
 class _Choice:
     index: int = 0
     message: _Message | None = None
@@ -179,18 +180,18 @@ class _Choice:
     logprobs: _Logprobs | None = None
 
 
-@attrs.frozen
+@frozen
 class _PromptDetails:
     cached_tokens: int | None = None
     cache_write_tokens: int | None = None
 
 
-@attrs.frozen
+@frozen
 class _CompletionDetails:
     reasoning_tokens: int | None = None
 
 
-@attrs.frozen
+@frozen
 class _Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -199,14 +200,14 @@ class _Usage:
     cost: float | None = None
 
 
-@attrs.frozen
+@frozen
 class _ErrorDetail:
     message: str | None = None
     type: str | None = None
     code: str | int | None = None
 
 
-@attrs.frozen
+@frozen
 class _Completion:
     id: str | None = None
     model: str | None = None
@@ -667,7 +668,7 @@ def strict_ok(schema: Any) -> bool:
 # -- local servers --------------------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class LocalServer:
     """A locally run OpenAI-compatible server: its compat preset, where it listens by
     default, and the environment variables that override that (and give a key)."""

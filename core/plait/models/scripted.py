@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 from plait.errors import PlaitError
+from plait.lazy import frozen
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCallChunk
 from plait.models.base import ChatModel, ModelProfile
 
@@ -29,7 +30,7 @@ class ScriptExhaustedError(PlaitError):
     """The scripted model was called more times than it has responses."""
 
 
-@attrs.frozen
+@frozen
 class ScriptedRequest:
     """What one call to a ``ScriptedChatModel`` received."""
 

@@ -30,6 +30,7 @@ from plait.backends import (
     resolve_backend,
 )
 from plait.backends import check_store as _check_store
+from plait.lazy import frozen
 from plait.messages import ToolCall, ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.options import FieldError, integer, non_empty_string
@@ -82,7 +83,7 @@ def _runtime(request: ModelRequest) -> ToolRuntime | None:
     )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class AgentsMdMiddleware(RequestMiddleware):
     """Puts the AGENTS.md files from the project root down to ``directory`` in the system
     prompt (nearest wins); with ``update_tool``, lets the agent append what it learned."""

@@ -22,6 +22,7 @@ from plait.backends import (
     format_lines,
     text_size,
 )
+from plait.lazy import frozen
 from plait.messages import ToolMessage
 from plait.options import FieldError, expected, positive_or_none
 from plait.types import Command, ToolRuntime
@@ -44,7 +45,7 @@ WINDOW_LINES = 2000
 MB = 1024 * 1024
 
 
-@attrs.frozen
+@frozen
 class Outcome:
     """What a command did: the answer for the model and the state update, if any."""
 
@@ -114,7 +115,7 @@ def _missing(command: str, argument: str) -> BackendError:
 # -- the commands ----------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Editor:
     """The editor commands over one bound file system, with the middleware's limits.
 
@@ -420,7 +421,7 @@ class Editor:
 # -- the middleware ------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class EditorMiddleware(BackendMiddleware):
     """What the text-editor and memory middleware share on top of a backend: the limits on
     paths and sizes, and one command run as a tool call."""

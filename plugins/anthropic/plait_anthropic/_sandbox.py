@@ -34,8 +34,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
 
-import attrs
-
+from plait.lazy import frozen
 from plait_anthropic._shell import Launch
 
 __all__ = [
@@ -92,7 +91,7 @@ def _within(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-@attrs.frozen
+@frozen
 class Bubblewrap:
     """The ``bwrap`` command line for one set of options; ``argv(workspace)`` is a
     session's."""

@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-import attrs
+from plait.lazy import frozen
 
 __all__ = ["CommandResult", "Launch", "ShellError", "ShellSession"]
 
@@ -36,7 +36,7 @@ class ShellError(Exception):
     """The shell could not start, or died; the message is for the model."""
 
 
-@attrs.frozen
+@frozen
 class Launch:
     """How to start the shell another way than plain ``bash`` (the sandbox's ``bwrap … --
     bash``)."""
@@ -53,7 +53,7 @@ class Launch:
         return {"user": uid, "group": gid, "extra_groups": []}
 
 
-@attrs.frozen
+@frozen
 class CommandResult:
     """What one command did."""
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import attrs
 
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
 from plait.options import FieldError, expected, number, positive_or_none
@@ -182,7 +183,7 @@ def _close_all(sessions: _Sessions) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class AnthropicBashMiddleware(Middleware):
     """Gives the agent Anthropic's bash tool, run in a persistent bash session per thread."""
 

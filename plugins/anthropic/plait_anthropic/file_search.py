@@ -21,6 +21,7 @@ from plait.backends import (
     text_lines,
     text_size,
 )
+from plait.lazy import frozen
 from plait.messages import ToolMessage
 from plait.options import positive_or_none
 from plait.tools import Tool
@@ -70,7 +71,7 @@ def _included(fs: FileSystem, files: list[str], include: str, path: str) -> list
     return [f for f in files if f in keep]
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class AnthropicFileSearchMiddleware(BackendMiddleware):
     """Gives the agent ``glob_search`` and ``grep_search`` over ``backend``."""
 

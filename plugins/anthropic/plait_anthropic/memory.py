@@ -17,6 +17,7 @@ from plait.backends import (
     StateBackend,
     resolve_backend,
 )
+from plait.lazy import frozen
 from plait.messages import ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.options import FieldError, expected
@@ -90,7 +91,7 @@ def _check_betas(_: Any, attribute: attrs.Attribute[Any], value: list[str]) -> N
 Command_ = Literal["view", "create", "str_replace", "insert", "delete", "rename"]
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class AnthropicMemoryMiddleware(EditorMiddleware, RequestMiddleware):
     """Gives the agent Anthropic's memory tool over ``backend`` and a system-prompt section
     asking it to use its memory."""

@@ -30,6 +30,7 @@ import attrs
 
 from plait import ModelProfile
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.messages import (
     AIMessage,
     AIMessageChunk,
@@ -141,13 +142,13 @@ def _tool_id(value: str) -> str:
 # -- the wire format ------------------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class _CacheCreation:
     ephemeral_5m_input_tokens: int | None = None
     ephemeral_1h_input_tokens: int | None = None
 
 
-@attrs.frozen
+@frozen
 class _Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -158,7 +159,7 @@ class _Usage:
     service_tier: str | None = None
 
 
-@attrs.frozen
+@frozen
 class _Message:
     id: str | None = None
     model: str | None = None
@@ -168,59 +169,59 @@ class _Message:
     usage: _Usage | None = None
 
 
-@attrs.frozen
+@frozen
 class _Text:
     text: str
 
 
-@attrs.frozen
+@frozen
 class _ToolUse:
     id: str
     name: str
     input: dict[str, Any] = attrs.Factory(dict)
 
 
-@attrs.frozen
+@frozen
 class _MessageStart:
     message: _Message
 
 
-@attrs.frozen
+@frozen
 class _BlockStart:
     index: int
     content_block: dict[str, Any]
 
 
-@attrs.frozen
+@frozen
 class _BlockDelta:
     index: int
     delta: dict[str, Any]
 
 
-@attrs.frozen
+@frozen
 class _BlockStop:
     index: int
 
 
-@attrs.frozen
+@frozen
 class _StopDelta:
     stop_reason: str | None = None
     stop_sequence: str | None = None
 
 
-@attrs.frozen
+@frozen
 class _MessageDelta:
     delta: _StopDelta = _StopDelta()
     usage: _Usage | None = None
 
 
-@attrs.frozen
+@frozen
 class _ErrorDetail:
     type: str | None = None
     message: str | None = None
 
 
-@attrs.frozen
+@frozen
 class _ErrorEvent:
     error: _ErrorDetail = _ErrorDetail()
 
@@ -261,7 +262,7 @@ def _merge_usage(start: _Usage | None, end: _Usage | None) -> _Usage | None:
     return attrs.evolve(start, **given)
 
 
-@attrs.frozen
+@frozen
 class _Breakpoints:
     """Where to put a ``cache_control`` mark, and which: the end of the last message, of
     the system prompt, of the tool definitions. Places left ``None`` get none."""

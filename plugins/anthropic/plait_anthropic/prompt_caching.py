@@ -17,6 +17,7 @@ from typing import Any, Literal
 import attrs
 
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.middleware import RequestMiddleware
 from plait.models import ChatModel
 from plait.types import AgentConfig, ModelRequest
@@ -41,7 +42,7 @@ def _unsupported(model: ChatModel) -> str:
     )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class AnthropicPromptCachingMiddleware(RequestMiddleware):
     """Marks the tools, the system prompt and the conversation so far for Anthropic's
     prompt cache on every call to an Anthropic model."""

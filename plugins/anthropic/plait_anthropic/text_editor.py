@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
+from plait.lazy import frozen
 from plait.messages import ToolMessage
 from plait.options import positive_or_none
 from plait.tools import Tool
@@ -39,7 +40,7 @@ View a file before editing it."""
 Command_ = Literal["view", "create", "str_replace", "insert"]
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class AnthropicTextEditorMiddleware(EditorMiddleware):
     """Gives the agent Anthropic's text-editor tool over ``backend``."""
 

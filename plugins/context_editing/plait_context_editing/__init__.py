@@ -12,6 +12,7 @@ from typing import Any, Literal
 import attrs
 from attrs import validators as v
 
+from plait.lazy import frozen
 from plait.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.models import ChatModel
@@ -36,7 +37,7 @@ def _names(value: Sequence[str] | None) -> tuple[str, ...] | None:
 
 
 @check_arguments
-@attrs.frozen(init=False)
+@frozen(init=False)
 class ClearToolUsesEdit:
     """Replace the content of older tool results by ``placeholder``, oldest first, once the
     conversation is over ``trigger_tokens`` (``trigger=`` in LangChain's spelling); the
@@ -170,7 +171,7 @@ def _edits(value: Sequence[ClearToolUsesEdit]) -> tuple[ClearToolUsesEdit, ...]:
     return tuple(value)
 
 
-@attrs.frozen
+@frozen
 class ContextEditingMiddleware(RequestMiddleware):
     """Apply ``edits`` before every model call.
 

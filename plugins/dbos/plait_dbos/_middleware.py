@@ -17,6 +17,7 @@ import attrs
 from plait import effects
 from plait.agent import Agent, AgentResult
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.middleware import Middleware
 from plait.options import FieldError, expected, number, positive_or_none
 from plait.runlog import RunHandle, RunJob
@@ -40,7 +41,7 @@ def _queue_name(_: object, attribute: attrs.Attribute[str], value: str) -> None:
         raise FieldError(attribute.name, expected(wanted, value))
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class DBOSMiddleware(Middleware):
     """Runs of this agent are DBOS workflows on a queue, served by ``plait worker``
     processes; each model call, tool run and thread load is a step."""

@@ -21,12 +21,12 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-import attrs
+from plait.lazy import frozen
 
 __all__ = ["Record", "commit_records", "find_record", "look_for_any_step"]
 
 
-@attrs.frozen
+@frozen
 class Record:
     """A step's outcome as DBOS hands it to its system database, with what DBOS would
     have read from the step's context at that moment."""
@@ -232,7 +232,7 @@ def _on_pool(sys_db: Any) -> Callable[[Callable[[Any], None]], None]:
     return transaction
 
 
-@attrs.frozen
+@frozen
 class _Statement:
     """One statement compiled for psycopg: SQL with named parameters, and the constants
     its compilation made parameters of."""
@@ -246,7 +246,7 @@ class _Statement:
         return cursor
 
 
-@attrs.frozen
+@frozen
 class _Statements:
     """plait's statements on one system database, compiled once."""
 

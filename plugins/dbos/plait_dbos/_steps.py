@@ -35,6 +35,7 @@ from dbos import DBOS
 from plait import effects
 from plait.checkpoint import Checkpoint, Checkpointer, History, StepDelta, StepInfo
 from plait.errors import ConfigError, ThreadBusyError
+from plait.lazy import define, frozen
 from plait_dbos._records import Record, commit_records, find_record, look_for_any_step
 from plait_dbos._takeover import check_lease
 
@@ -88,7 +89,7 @@ def _may_wait(record: Record) -> bool:
     return bool(record.result["function_name"] == LOAD_STEP)
 
 
-@attrs.define
+@define
 class _Execution:
     """One execution of a workflow in this process (mutable: learnt as it goes) — where
     it stopped finding recorded steps, and the step records it has not written yet."""
@@ -286,7 +287,7 @@ async def _astep(name: str, call: Callable[[], Awaitable[T]]) -> T:
     return await DBOS.run_step_async({"name": name, "retries_allowed": False}, body)
 
 
-@attrs.frozen
+@frozen
 class StepPerformer:
     """Performs model calls and tool runs as DBOS steps (installed by ``DBOSMiddleware``
     for runs inside a workflow). A streamed model call is recorded as its list of chunks;
@@ -331,7 +332,7 @@ class StepPerformer:
         return await _astep(_effect_name(effect), proceed)
 
 
-@attrs.frozen
+@frozen
 class RecordedCheckpointer:
     """Wraps the agent's checkpointer for workers. Inside a workflow, loading the thread
     is a step — a replay sees the thread as the run first found it, not as the crashed

@@ -11,12 +11,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import attrs
 from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandle
 
 from plait.agent import Agent
 from plait.checkpoint import EventLog
 from plait.errors import PlaitError, StoreError, ThreadBusyError
+from plait.lazy import frozen
 from plait.runlog import END_TYPES, RunJob, event_log
 from plait_dbos._config import WORKFLOW_NAME, find_options
 from plait_dbos._database import check_database, shown_url
@@ -61,7 +61,7 @@ def _client(database_url: str) -> DBOSClient:
         return client
 
 
-@attrs.frozen
+@frozen
 class Piece:
     """Text of a streamed run's model call, as it came. ``again`` marks the first piece
     of a call made again after its worker died: the pieces shown of that call before
@@ -72,7 +72,7 @@ class Piece:
     again: bool = False
 
 
-@attrs.frozen
+@frozen
 class Submitted:
     """A queued run: its workflow id, and ``result()`` to wait for what it returns."""
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 from pydantic_evals.evaluators import EvaluatorContext
 from pydantic_evals.otel import SpanTreeRecordingError
+
+from plait.lazy import frozen
 
 __all__ = ["RunFacts", "facts"]
 
@@ -18,7 +19,7 @@ TOOLS_ATTRIBUTE = "tool_calls"
 """The task's attribute: the names of the tools the run called, in order (the fallback)."""
 
 
-@attrs.frozen
+@frozen
 class RunFacts:
     tools: tuple[str, ...]
     source: str  # "spans" or "messages": where the facts were read

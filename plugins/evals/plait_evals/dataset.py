@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from pydantic_evals import Dataset
 
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait_evals.evaluators import EVALUATORS, MODES, PlaitJudge, ToolTrajectory
 
 __all__ = ["CaseInput", "EvalDataset", "EvalError", "load_dataset"]
@@ -34,7 +35,7 @@ class EvalError(ConfigError):
     before any case runs."""
 
 
-@attrs.frozen
+@frozen
 class CaseInput:
     """What a case asks the agent."""
 
@@ -43,7 +44,7 @@ class CaseInput:
     replay: Path | None = None
 
 
-@attrs.frozen
+@frozen
 class Settings:
     """The dataset's ``plait`` table."""
 
@@ -52,7 +53,7 @@ class Settings:
     judge_model: str | None = None
 
 
-@attrs.frozen
+@frozen
 class EvalDataset:
     path: Path
     dataset: Dataset[Any, Any, Any]

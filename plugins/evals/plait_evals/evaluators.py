@@ -19,10 +19,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import attrs
 import jsonschema  # type: ignore[import-untyped]
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
+from plait.lazy import frozen
 from plait_evals._facts import facts
 
 __all__ = [
@@ -137,7 +137,7 @@ class MaxCost(_Limit):
         return ctx.metrics.get("cost")
 
 
-@attrs.frozen
+@frozen
 class Grade:
     """The judge's answer."""
 

@@ -18,6 +18,8 @@ import attrs
 import cattrs
 from pydantic_evals.reporting import EvaluationReport, EvaluationReportAdapter
 
+from plait.lazy import frozen
+
 __all__ = ["CaseSummary", "Changes", "Summary", "compare", "pass_at_k", "read_summary", "summarize"]
 
 FORMAT = 1
@@ -29,7 +31,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
-@attrs.frozen
+@frozen
 class CaseSummary:
     name: str
     runs: int
@@ -40,7 +42,7 @@ class CaseSummary:
     error: str | None = None  # the task's error, when a run raised
 
 
-@attrs.frozen
+@frozen
 class Summary:
     dataset: str
     agent: str
@@ -132,7 +134,7 @@ def to_markdown(summary: Summary) -> str:
     return "\n".join(lines) + "\n"
 
 
-@attrs.frozen
+@frozen
 class Changes:
     better: tuple[str, ...]
     worse: tuple[str, ...]

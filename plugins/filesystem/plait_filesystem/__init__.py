@@ -28,6 +28,7 @@ from plait.backends import (
     StoreBackend,
     format_lines,
 )
+from plait.lazy import frozen
 from plait.messages import ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.options import FieldError, expected, non_empty_string, positive_or_none
@@ -135,7 +136,7 @@ def _listing(infos: list[FileInfo], empty: str) -> str:
     return "\n".join(info.path for info in infos) if infos else empty
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class FilesystemMiddleware(BackendMiddleware, RequestMiddleware):
     """Gives the agent file tools over ``backend`` and a system-prompt section on them;
     evicts oversized tool results to files."""

@@ -28,6 +28,7 @@ import cattrs
 
 import plait
 from plait.errors import ProviderError
+from plait.lazy import frozen
 from plait.messages import AIMessageChunk, ToolCallChunk, Usage
 from plait.models.http import retry_info_delay
 
@@ -38,13 +39,13 @@ converter = cattrs.Converter()
 unknown keys are ignored, so new API fields never break reading."""
 
 
-@attrs.frozen
+@frozen
 class Content:
     parts: list[dict[str, Any]] = attrs.Factory(list)
     role: str | None = None
 
 
-@attrs.frozen
+@frozen
 class Candidate:
     content: Content | None = None
     finishReason: str | None = None
@@ -58,14 +59,14 @@ class Candidate:
     index: int = 0
 
 
-@attrs.frozen
+@frozen
 class PromptFeedback:
     blockReason: str | None = None
     blockReasonMessage: str | None = None
     safetyRatings: list[dict[str, Any]] | None = None
 
 
-@attrs.frozen
+@frozen
 class UsageMetadata:
     promptTokenCount: int | None = None
     candidatesTokenCount: int | None = None
@@ -77,7 +78,7 @@ class UsageMetadata:
     trafficType: str | None = None
 
 
-@attrs.frozen
+@frozen
 class ErrorDetail:
     code: int | None = None
     message: str | None = None
@@ -86,7 +87,7 @@ class ErrorDetail:
     """Typed detail objects; a ``RetryInfo`` among them says how long to wait."""
 
 
-@attrs.frozen
+@frozen
 class Response:
     candidates: list[Candidate] = attrs.Factory(list)
     promptFeedback: PromptFeedback | None = None

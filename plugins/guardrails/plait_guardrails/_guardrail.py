@@ -18,6 +18,7 @@ from typing import Any, Literal, overload
 import attrs
 
 from plait.errors import StopRun
+from plait.lazy import frozen
 from plait.messages import AnyMessage, ToolCall, ToolMessage
 from plait.types import Runtime
 
@@ -46,7 +47,7 @@ ALLOWED: Mapping[str, tuple[str, ...]] = {
 (``reject``) before it runs, or have its result swapped (``replace``) after."""
 
 
-@attrs.frozen
+@frozen
 class GuardrailData:
     """What a guardrail checks.
 
@@ -72,7 +73,7 @@ class GuardrailData:
     runtime: Runtime | None = attrs.field(default=None, repr=False)
 
 
-@attrs.frozen
+@frozen
 class GuardrailResult:
     """A guardrail's verdict. Build it with ``allow()``, ``trip(reason)``,
     ``reject(message)`` (tool calls, before they run) or ``replace(content)`` (tool
@@ -137,7 +138,7 @@ _WHERE = {
 Check = Callable[[GuardrailData], Any]
 
 
-@attrs.frozen
+@frozen
 class Guardrail:
     """One guardrail: a name, a check (sync or async function of ``GuardrailData``), and
     where it applies. Made by the decorators, by a rule (``regex``, ``keywords``), by a

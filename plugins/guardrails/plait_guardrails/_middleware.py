@@ -23,6 +23,7 @@ from typing import Any, Literal
 import attrs
 
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage, HumanMessage, ToolMessage
 from plait.middleware import Middleware, can_jump_to
 from plait.options import check_tool_names, non_empty_string
@@ -50,7 +51,7 @@ META = "guardrails"
 DEFAULT_MESSAGE = "Sorry, I can't help with that request."
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class GuardrailsMiddleware(Middleware):
     """Input, output and tool guardrails with tripwires.
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from plait.lazy import frozen
 from plait.messages import HumanMessage
 from plait.models import ChatModel, init_chat_model
 from plait_guardrails._guardrail import GuardrailData, GuardrailResult
@@ -23,7 +24,7 @@ def keyword_pattern(keywords: Sequence[str]) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w)(?:{words})(?!\w)", re.IGNORECASE)
 
 
-@attrs.frozen
+@frozen
 class Match:
     """Trips (or rejects, or replaces) when ``pattern`` is found in the checked text."""
 
@@ -76,7 +77,7 @@ VERDICT_SCHEMA: dict[str, Any] = {
 }
 
 
-@attrs.frozen
+@frozen
 class Judge:
     """Asks ``model`` whether the text breaks ``prompt`` (a rule in plain words, or a whole
     system prompt when it contains ``{text}``), with structured output. Its calls are

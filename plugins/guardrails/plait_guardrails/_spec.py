@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 from cattrs.errors import AttributeValidationNote
 
+from plait.lazy import frozen
 from plait.models import ChatModel
 from plait.options import FieldError, chat_model, expected
 from plait_guardrails._guardrail import Guardrail, Kind
@@ -47,7 +48,7 @@ _KEYS: Mapping[str, frozenset[str]] = {
 _LISTED = {"input": "input", "output": "output", "tool_input": "tools", "tool_output": "tools"}
 
 
-@attrs.frozen
+@frozen
 class ToolGuards:
     """The guardrails of one tool (or of every tool, under ``"*"``)."""
 

@@ -40,6 +40,7 @@ import attrs
 from plait import usage
 from plait.agent import Agent, AgentResult
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from plait.middleware import Middleware
 from plait.nesting import nest
@@ -99,7 +100,7 @@ def _check_agent(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class HandoffAgent:
     """An agent the conversation can be handed to."""
 
@@ -155,7 +156,7 @@ def _check_agents(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class _Target:
     name: str
     description: str
@@ -164,7 +165,7 @@ class _Target:
     inherit: tuple[str, ...]
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class HandoffMiddleware(Middleware):
     """Gives the model a ``transfer_to_<name>`` tool per agent of ``agents``; once one is
     called, that agent answers the thread's model calls."""

@@ -24,6 +24,7 @@ import attrs
 
 from plait import interrupt, schema
 from plait.errors import CheckpointerRequiredError, PlaitError
+from plait.lazy import frozen
 from plait.messages import ToolCall, ToolMessage, pending_tool_calls
 from plait.middleware import Middleware, can_jump_to
 from plait.options import FieldError, check_tool_names, expected
@@ -89,7 +90,7 @@ def _as_tuple(value: Any) -> Any:
     return tuple(dict.fromkeys(value)) if isinstance(value, list | tuple) else value
 
 
-@attrs.frozen
+@frozen
 class InterruptOnConfig:
     """How to review one tool's calls.
 
@@ -140,14 +141,14 @@ def _interrupt_on(
 # -- decisions (the resume value) ------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class ApproveDecision:
     """Run the call as the model wrote it."""
 
     type: Literal["approve"] = "approve"
 
 
-@attrs.frozen
+@frozen
 class EditedAction:
     """The call to run instead: new ``args`` (and, optionally, another tool's ``name``)."""
 
@@ -155,7 +156,7 @@ class EditedAction:
     name: str | None = None
 
 
-@attrs.frozen
+@frozen
 class EditDecision:
     """Run ``edited_action`` instead of the model's call."""
 
@@ -163,7 +164,7 @@ class EditDecision:
     type: Literal["edit"] = "edit"
 
 
-@attrs.frozen
+@frozen
 class RejectDecision:
     """Do not run the call; the model is told so, with the reviewer's ``message``."""
 
@@ -171,7 +172,7 @@ class RejectDecision:
     type: Literal["reject"] = "reject"
 
 
-@attrs.frozen
+@frozen
 class RespondDecision:
     """Do not run the call; ``message`` is the tool's result the model reads."""
 
@@ -188,19 +189,19 @@ _DECISION_CLASSES: dict[str, type[Decision]] = {
 }
 
 
-@attrs.frozen
+@frozen
 class _Envelope:
     decisions: list[dict[str, Any]]
 
 
-@attrs.frozen
+@frozen
 class _Tagged:
     """Only the ``type`` of a decision, to pick its class (the tagged-union dispatch)."""
 
     type: DecisionType
 
 
-@attrs.frozen
+@frozen
 class _Review:
     """One call under review, with the configuration that applies to it."""
 
@@ -216,7 +217,7 @@ class _Review:
 # -- the middleware --------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class HumanInTheLoopMiddleware(Middleware):
     """Pauses the run before the calls of the tools in ``interrupt_on`` for a human to
     approve, edit, reject or answer each of them.

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from plait.errors import ConfigError, StopRun
+from plait.lazy import frozen
 from plait.messages import HumanMessage, ToolMessage
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
@@ -50,7 +51,7 @@ def _tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class LLMToolEmulatorMiddleware(Middleware):
     """Answers calls of ``tools`` with ``model``'s idea of their output instead of running
     them."""

@@ -21,6 +21,7 @@ import attrs
 
 from plait import schema
 from plait.errors import ConfigError, PlaitError
+from plait.lazy import frozen
 from plait.messages import AIMessage, AnyMessage, HumanMessage
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
@@ -55,7 +56,7 @@ class ToolSelectionError(PlaitError):
     ``on_parsing_failure`` is ``"error"``."""
 
 
-@attrs.frozen
+@frozen
 class _Selection:
     """The selector's answer."""
 
@@ -86,7 +87,7 @@ def _tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class LLMToolSelectorMiddleware(Middleware):
     """Asks ``model`` which tools matter for the latest user message before each model
     call, and offers the main model only those (plus ``always_include``)."""
@@ -278,7 +279,7 @@ class LLMToolSelectorMiddleware(Middleware):
         )
 
 
-@attrs.frozen
+@frozen
 class _Plan:
     candidates: tuple[Tool, ...]
     messages: tuple[AnyMessage, ...]

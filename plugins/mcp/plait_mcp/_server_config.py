@@ -5,12 +5,13 @@ from __future__ import annotations
 import attrs
 
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.options import FieldError, expected, non_empty_string, number
 
 __all__ = ["ServerConfig"]
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ServerConfig:
     """How to reach one MCP server and which of its tools the agent gets.
 

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.middleware import Middleware
 from plait.options import FieldError, expected
 from plait.tools import Tool
@@ -37,7 +38,7 @@ def _servers(_: Any, attribute: attrs.Attribute[Any], value: list[ServerConfig])
         raise ValueError(f"server names must be unique; repeated: {', '.join(repeated)}")
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class MCPMiddleware(Middleware):
     """Adds the tools of the ``servers`` to the agent (see the module docstring)."""
 

@@ -20,6 +20,7 @@ import attrs
 
 from plait import usage
 from plait.errors import ConfigError, ModelCallLimitExceededError
+from plait.lazy import frozen
 from plait.limits import LedgerLimit, limit_reached
 from plait.middleware import can_jump_to
 from plait.options import integer
@@ -46,7 +47,7 @@ _LIMIT = integer(minimum=0, optional=True)
 """A limit option: an int >= 0, or None for no limit."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ModelCallLimitMiddleware(LedgerLimit):
     """Stops the agent once it has made ``thread_limit`` model calls in the thread or
     ``run_limit`` in the current run (checked before each call: a count at or over its

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from plait.errors import ConfigError, StopRun
+from plait.lazy import frozen
 from plait.middleware import Middleware
 from plait.models import ChatModel, infer_provider, init_chat_model
 from plait.options import FieldError, expected
@@ -49,7 +50,7 @@ def _as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-@attrs.frozen(init=False)
+@frozen(init=False)
 class ModelFallbackMiddleware(Middleware):
     """Tries ``models`` in order when the agent's model call fails.
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import attrs
 
 from plait.errors import ConfigError, StopRun
+from plait.lazy import frozen
 from plait.messages import AIMessage
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
@@ -53,7 +54,7 @@ def _check_message(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
-@attrs.frozen
+@frozen
 class ModelRefusalMiddleware(Middleware):
     """Handles a model's refusal: tries ``fallback_models`` in order, then ends the run
     with an answer (``on_refusal="end"``: ``message``, or the model's own refusal text)

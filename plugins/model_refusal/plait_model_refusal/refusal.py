@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from plait.errors import ProviderError, StopRun
+from plait.lazy import frozen
 from plait.messages import AIMessage
 from plait.models import ChatModel
 
@@ -45,7 +46,7 @@ GEMINI_WITHHELD = frozenset(
 withheld the answer or blocked the prompt."""
 
 
-@attrs.frozen
+@frozen
 class Refusal:
     """One model's refusal: who refused, the provider's reason and the text it gave."""
 

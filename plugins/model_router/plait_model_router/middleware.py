@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.messages import AIMessage, HumanMessage
 from plait.middleware import Middleware
 from plait.models import ChatModel, init_chat_model
@@ -75,7 +76,7 @@ def _check_route_name(_: Any, attribute: attrs.Attribute[Any], value: Any) -> No
         raise FieldError(attribute.name, expected("a route name or None", value))
 
 
-@attrs.frozen
+@frozen
 class ModelRouterMiddleware(Middleware):
     """Sends each model call to the model of a route: the first of ``rules`` that matches,
     else what ``routing_model`` (a small classifier) answers, else ``fallback_route``, else

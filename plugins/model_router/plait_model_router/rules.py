@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from plait.lazy import frozen
 from plait.messages import HumanMessage
 from plait.middleware import check_arguments
 from plait.options import FieldError, expected, integer, non_empty_string
@@ -36,7 +37,7 @@ def _check_when(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
 
 
 @check_arguments
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Rule:
     """``route`` when every given condition holds for the model call."""
 

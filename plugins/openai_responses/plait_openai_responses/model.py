@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 
 from plait import ModelProfile
+from plait.lazy import frozen
 from plait.messages import (
     AIMessage,
     AIMessageChunk,
@@ -88,18 +89,18 @@ def _is_item(block: Mapping[str, Any]) -> bool:
 # -- the wire format ------------------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class _InputDetails:
     cached_tokens: int | None = None
     cache_write_tokens: int | None = None
 
 
-@attrs.frozen
+@frozen
 class _OutputDetails:
     reasoning_tokens: int | None = None
 
 
-@attrs.frozen
+@frozen
 class _Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -107,19 +108,19 @@ class _Usage:
     output_tokens_details: _OutputDetails | None = None
 
 
-@attrs.frozen
+@frozen
 class _Error:
     message: str | None = None
     code: str | int | None = None
     type: str | None = None
 
 
-@attrs.frozen
+@frozen
 class _Incomplete:
     reason: str | None = None
 
 
-@attrs.frozen
+@frozen
 class _Response:
     id: str | None = None
     model: str | None = None
@@ -131,7 +132,7 @@ class _Response:
     service_tier: str | None = None
 
 
-@attrs.frozen
+@frozen
 class _Part:
     type: str
     text: str = ""
@@ -140,13 +141,13 @@ class _Part:
     logprobs: list[dict[str, Any]] | None = None
 
 
-@attrs.frozen
+@frozen
 class _OutputMessage:
     id: str | None = None
     content: list[_Part] = attrs.Factory(list)
 
 
-@attrs.frozen
+@frozen
 class _FunctionCall:
     name: str
     call_id: str
@@ -154,7 +155,7 @@ class _FunctionCall:
     id: str | None = None
 
 
-@attrs.frozen
+@frozen
 class _Event:
     type: str = ""
     output_index: int = 0

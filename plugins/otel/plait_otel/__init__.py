@@ -25,6 +25,7 @@ from opentelemetry.trace import Span, SpanContext, SpanKind, TraceFlags
 
 from plait import effects
 from plait.agent import AgentResult
+from plait.lazy import frozen
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
 from plait.types import Command, RunRequest, Runtime, StateField, ToolCallRequest
@@ -57,7 +58,7 @@ def _version() -> str:
         return "0"
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class OtelMiddleware(Middleware):
     """Traces each run, model call and tool call with OpenTelemetry GenAI spans, and
     records the ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage``

@@ -15,6 +15,7 @@ from opentelemetry.metrics import Histogram
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from plait import effects
+from plait.lazy import define, frozen
 from plait.messages import AIMessage, AIMessageChunk, ToolCall, ToolMessage, Usage
 from plait.types import Command
 from plait_otel import _content
@@ -45,7 +46,7 @@ _SETTINGS = {
 }
 
 
-@attrs.frozen
+@frozen
 class Telemetry:
     """One middleware's tracer and instruments."""
 
@@ -55,7 +56,7 @@ class Telemetry:
     capture_content: bool
 
 
-@attrs.frozen
+@frozen
 class RunScope:
     """The run being traced: its span, and the performer that owns its child spans (a
     sub-agent with its own ``otel`` middleware installs another; only the innermost
@@ -68,7 +69,7 @@ class RunScope:
     agent: str
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class ToolCapture:
     """One tool call as the model sees it, for ``capture_content``: the call as the model
     wrote it (before middleware restores pseudonymized values), and the ``execute_tool``
@@ -161,7 +162,7 @@ async def _aonce(effect: effects.Effect, proceed: Callable[[], Awaitable[T]]) ->
         _spanned.reset(token)
 
 
-@attrs.frozen(eq=False)
+@frozen(eq=False)
 class _Chat:
     """One ``chat`` span in progress."""
 

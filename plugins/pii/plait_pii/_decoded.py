@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
+from plait.lazy import frozen
 from plait_pii._detectors import PIIMatch, merge
 
 __all__ = ["Decoded", "decode", "scan"]
@@ -21,7 +22,7 @@ __all__ = ["Decoded", "decode", "scan"]
 _ENCODED = re.compile(r"(?:\\u[0-9a-fA-F]{4})+|(?:%[0-9a-fA-F]{2})+")
 
 
-@attrs.frozen
+@frozen
 class Decoded:
     """``text`` decoded, and where each decoded character came from, in segments: the
     ``counts[i]`` characters from ``views[i]`` on were written as escapes of ``widths[i]``

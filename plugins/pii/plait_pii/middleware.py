@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 from plait.errors import PIIDetectionError
+from plait.lazy import frozen
 from plait.messages import (
     AIMessage,
     AIMessageChunk,
@@ -69,7 +70,7 @@ def _type_name(instance: Any, attribute: attrs.Attribute[Any], value: str) -> No
         )
 
 
-@attrs.frozen
+@frozen
 class PIIMiddleware(Middleware):
     """Detect ``pii_type`` and apply ``strategy`` to it, in the parts ``apply_to_*`` name."""
 

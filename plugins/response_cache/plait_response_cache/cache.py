@@ -23,6 +23,7 @@ import attrs
 import cattrs
 
 from plait import effects
+from plait.lazy import frozen
 from plait.messages import (
     AIMessage,
     AIMessageChunk,
@@ -61,7 +62,7 @@ def no_cache() -> Iterator[None]:
         _off.reset(token)
 
 
-@attrs.frozen
+@frozen
 class CachePerformer:
     """Answers ``ModelCall``s from ``store``; entries live ``ttl`` seconds (``None``:
     until deleted). ``skip(call)`` true leaves a call alone."""

@@ -13,6 +13,7 @@ import attrs
 
 from plait import effects
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.middleware import Middleware
 from plait.options import FieldError, expected, number
 from plait.store import MemoryStore, Store
@@ -39,7 +40,7 @@ def _check_callable(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None
         raise FieldError(attribute.name, expected("a callable (ModelCall) -> bool or None", value))
 
 
-@attrs.frozen
+@frozen
 class ResponseCacheMiddleware(Middleware):
     """Answers a model call from the cache when the same request (model, messages,
     tools, settings) was answered before; otherwise stores the answer once it is whole.

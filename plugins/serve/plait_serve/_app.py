@@ -20,7 +20,6 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import attrs
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -31,6 +30,7 @@ from starlette.routing import Route
 
 from plait import Agent, Command
 from plait.errors import ConfigError
+from plait.lazy import define
 from plait.messages import AnyMessage
 from plait_serve._auth import LOCAL_OWNER, AuthMiddleware, load_keys
 from plait_serve._http import (
@@ -66,7 +66,7 @@ PROTOCOLS = (
 PUBLIC_PATHS = frozenset({"/healthz"})
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class Server:
     """What every protocol module works with: the agent, its run log, the limits."""
 

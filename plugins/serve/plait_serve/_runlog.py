@@ -35,6 +35,7 @@ from plait.checkpoint import (
     RunLeases,
 )
 from plait.errors import ConfigError, ThreadBusyError
+from plait.lazy import define
 from plait.runlog import (
     END_TYPES,
     RunHandle,
@@ -75,7 +76,7 @@ def safe_error(exc: BaseException) -> tuple[str, str]:
     return describe_error(exc)
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class _Live:
     """A run going on in this process: its events so far (numbered ``first`` on), how
     many of them the checkpointer holds, and the waiters for the next one."""

@@ -32,6 +32,7 @@ import attrs
 
 from plait.backends import BackendError, DiskBackend, check_path, resolve_backend
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.messages import ToolCall, ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.options import FieldError, check_tool_names, expected, integer, non_empty_string
@@ -124,7 +125,7 @@ def _runtime(request: ModelRequest) -> ToolRuntime | None:
     )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SkillsMiddleware(RequestMiddleware):
     """Lists the skills found under ``paths`` (and ``sources`` of ``backend``) in the
     system prompt and gives the model a ``load_skill`` tool to read one when it needs it."""

@@ -17,6 +17,7 @@ import attrs
 import yaml  # type: ignore[import-untyped]
 
 from plait.backends import BackendError, FileSystem
+from plait.lazy import frozen
 from plait.options import expected
 
 __all__ = ["MAX_DESCRIPTION", "SKILL_FILE", "Skill", "SkillError", "discover", "parse_skill"]
@@ -32,7 +33,7 @@ class SkillError(ValueError):
     """A skill folder whose ``SKILL.md`` is not a valid skill; the message names it."""
 
 
-@attrs.frozen
+@frozen
 class Skill:
     """One skill found in a backend: its front matter, and where its folder is."""
 

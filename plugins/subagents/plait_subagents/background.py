@@ -33,6 +33,7 @@ import attrs
 
 from plait.agent import Agent
 from plait.checkpoint import EventLog
+from plait.lazy import define
 from plait.messages import HumanMessage
 from plait.nesting import count, detached_context
 from plait.runlog import END_TYPES, RunHandle, RunJob, event_log, logged_usage, start_run
@@ -55,7 +56,7 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat()
 
 
-@attrs.define
+@define
 class TaskRecord:
     """One background task, as this process knows it."""
 

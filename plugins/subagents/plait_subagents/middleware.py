@@ -36,6 +36,7 @@ import attrs
 from plait import interrupt, usage
 from plait.agent import Agent, AgentResult, create_agent
 from plait.errors import CheckpointerRequiredError, ConfigError, StopRun
+from plait.lazy import frozen
 from plait.messages import AIMessage, ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.models import ChatModel, init_chat_model
@@ -221,7 +222,7 @@ def _middleware(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SubAgent:
     """One sub-agent the ``task`` tool can run, either built from this spec or prebuilt.
 
@@ -355,7 +356,7 @@ def _subagent_items(value: Any) -> Any:
     )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class _Entry:
     """A sub-agent ready to run."""
 
@@ -366,7 +367,7 @@ class _Entry:
     """The main agent's limits this sub-agent's calls skip (``inherit`` leaves them out)."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class _RemoteEntry:
     """A remote sub-agent ready to run (``plait_subagents.remote``)."""
 
@@ -378,7 +379,7 @@ class _RemoteEntry:
 # -- the middleware --------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SubAgentMiddleware(RequestMiddleware):
     """Gives the agent a ``task(description, subagent_type)`` tool that runs a sub-agent on
     a fresh context and answers with its final message; a ``general-purpose`` sub-agent
@@ -603,7 +604,7 @@ class SubAgentMiddleware(RequestMiddleware):
         return request.with_prompt_section(BACKGROUND_SYSTEM_PROMPT, when_tools={"start_task"})
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BackgroundSubAgentMiddleware(SubAgentMiddleware):
     """``SubAgentMiddleware(background=True)`` is one of these: the hooks delivering
     background results exist only here, so an agent without background tasks runs no

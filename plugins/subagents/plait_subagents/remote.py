@@ -46,6 +46,7 @@ import attrs
 
 from plait import interrupt, nesting
 from plait.errors import ConfigError
+from plait.lazy import frozen
 from plait.messages import (
     AIMessageChunk,
     AnyMessage,
@@ -99,7 +100,7 @@ def check_headers(value: Any) -> None:
         raise FieldError("headers", expected("a mapping of header names to strings", value))
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class RemoteSubAgent:
     """A sub-agent spec's remote half, checked and ready: where the server is and how to
     authenticate. Built by the middleware at ``create_agent``."""

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from plait.errors import ConfigError, ContextOverflowError, PlaitError
+from plait.lazy import frozen
 from plait.messages import (
     AIMessage,
     AnyMessage,
@@ -65,7 +66,7 @@ _FRACTION = number(above=0, maximum=1, optional=True)
 _COUNT = integer(minimum=0, optional=True)
 
 
-@attrs.frozen
+@frozen
 class TriggerCondition:
     """When to summarize: every key given must hold (AND). Thresholds trigger at >=.
 
@@ -92,7 +93,7 @@ class TriggerCondition:
         return True
 
 
-@attrs.frozen
+@frozen
 class Keep:
     """How much recent history stays verbatim: exactly one of ``fraction`` (of the model's
     ``max_input_tokens``), ``tokens`` or ``messages``."""
@@ -236,7 +237,7 @@ def _has_placeholder(instance: Any, attribute: attrs.Attribute[Any], value: str)
         raise FieldError(attribute.name, expected(what, value))
 
 
-@attrs.frozen
+@frozen
 class SummarizationMiddleware(Middleware):
     """Summarize older history in ``before_model`` once ``trigger`` holds, keeping ``keep``.
 

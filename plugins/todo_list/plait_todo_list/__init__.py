@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import attrs
 
+from plait.lazy import frozen
 from plait.messages import ToolMessage, pending_tool_calls
 from plait.middleware import RequestMiddleware, can_jump_to
 from plait.options import non_empty_string
@@ -55,7 +56,7 @@ Update it as soon as an item's status changes. Do not use it for trivial one-ste
 and call it at most once per message."""
 
 
-@attrs.frozen
+@frozen
 class Todo:
     """One item of the todo list."""
 
@@ -91,7 +92,7 @@ def _summary(todos: Sequence[Todo]) -> str:
     return "\n".join(lines)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class TodoListMiddleware(RequestMiddleware):
     """Gives the agent a ``write_todos`` tool and a system-prompt section on planning;
     the list lives in the thread's ``todos`` state key."""

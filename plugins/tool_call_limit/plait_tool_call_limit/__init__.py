@@ -19,6 +19,7 @@ from typing import Any, Literal
 import attrs
 
 from plait.errors import ConfigError, ToolCallLimitExceededError
+from plait.lazy import frozen
 from plait.limits import limit_reached
 from plait.messages import ToolCall, ToolMessage, pending_tool_calls
 from plait.middleware import Middleware, can_jump_to
@@ -56,7 +57,7 @@ class _Decision:
         self.exceeded = exceeded  # the limits the whole batch exceeds, with its counts
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ToolCallLimitMiddleware(Middleware):
     """Limits calls of ``tool_name`` (``None``: of every tool) to ``thread_limit`` per
     thread and ``run_limit`` per run.

@@ -24,6 +24,7 @@ import attrs
 
 import plait
 from plait.errors import ConfigError, StopRun, ToolCallFailedError
+from plait.lazy import frozen
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
 from plait.options import FieldError, check_tool_names, expected, tool_names_field
@@ -97,7 +98,7 @@ def _check_handler(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
-@attrs.frozen
+@frozen
 class ToolErrorMiddleware(Middleware):
     """Writes the error tool message for an exception a tool raised, or stops the run.
 

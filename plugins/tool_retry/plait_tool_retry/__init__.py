@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-import attrs
-
 from plait.errors import ToolCallFailedError
+from plait.lazy import frozen
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
 from plait.options import check_tool_names, tool_names_field
@@ -22,7 +21,7 @@ from plait.types import AgentConfig, Command, ToolCallRequest
 __all__ = ["ToolRetryMiddleware"]
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ToolRetryMiddleware(RetryPolicy, Middleware):
     """Retries a failing tool call: ``max_retries`` more attempts, waiting
     ``initial_delay * backoff_factor ** n`` seconds (capped at ``max_delay``, ±25% jitter)

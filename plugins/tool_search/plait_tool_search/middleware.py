@@ -17,6 +17,7 @@ from typing import Any, Literal
 import attrs
 
 import plait
+from plait.lazy import frozen
 from plait.messages import ToolMessage
 from plait.middleware import Middleware
 from plait.options import FieldError, check_tool_names, expected, integer, tool_names_field
@@ -37,7 +38,7 @@ FOUND_KEY = "tool_search_found"
 """Thread-scoped state: the names of the deferred tools the local search has found."""
 
 
-@attrs.frozen
+@frozen
 class Native:
     """A provider's own tool search: the tool that searches and the betas it needs."""
 
@@ -65,7 +66,7 @@ def _check_mode(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise FieldError(attribute.name, expected("one of 'auto', 'local'", value))
 
 
-@attrs.frozen
+@frozen
 class ToolSearchMiddleware(Middleware):
     """Hides ``deferred`` tools until the model finds them: through the provider's own
     tool search where it has one (``mode="auto"``), else a local ``search_tools`` tool."""

@@ -22,6 +22,7 @@ import attrs
 
 from plait import usage
 from plait.errors import ConfigError, UsageLimitExceededError
+from plait.lazy import frozen
 from plait.limits import LedgerLimit, limit_reached
 from plait.messages import AIMessage, Usage
 from plait.middleware import can_jump_to
@@ -52,7 +53,7 @@ _TOKENS = integer(minimum=0, optional=True)
 _DOLLARS = number(minimum=0, optional=True)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Limits:
     """The most a thread or a run may spend; ``None`` is no limit."""
 
@@ -98,7 +99,7 @@ def _prices(value: Prices | Mapping[str, Any] | None) -> Prices | None:
     return Prices(**value)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class UsageLimitMiddleware(LedgerLimit):
     """Stops the agent once the thread (across runs) or the run has spent ``thread_limit``
     or ``run_limit`` — tokens or dollars — checked before each model call.

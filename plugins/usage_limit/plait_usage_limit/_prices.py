@@ -7,6 +7,7 @@ import functools
 import attrs
 import genai_prices
 
+from plait.lazy import frozen
 from plait.messages import Usage
 from plait.options import number
 
@@ -16,7 +17,7 @@ _PRICE = number(minimum=0)
 _OPTIONAL_PRICE = number(minimum=0, optional=True)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Prices:
     """US dollars per million tokens. Cache prices default to the input price."""
 

@@ -15,6 +15,7 @@ import plait_google
 PUBLIC = {
     "plait",
     "plait.errors",
+    "plait.lazy",
     "plait.messages",
     "plait.models",
     "plait.models.http",

@@ -14,6 +14,7 @@ import plait_openai_responses.model
 PUBLIC = {
     "plait",
     "plait.errors",
+    "plait.lazy",
     "plait.messages",
     "plait.models",
     "plait.models.http",
