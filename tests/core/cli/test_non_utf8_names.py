@@ -6,23 +6,27 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
-from conftest import CLI, EXAMPLES
+# as in the other CLI tests: ``from conftest import`` found another folder's conftest when
+# this folder ran in one pytest call with others
+CLI = Callable[..., "subprocess.CompletedProcess[str]"]
 
 LATIN1_DIR = os.fsdecode(b"d\xe9p\xf4t")
 LATIN1_FILE = os.fsdecode(b"m\xe9t\xe9o.toml")
 
 
 def test_an_agent_file_with_a_latin1_name_runs_and_keeps_its_thread(
-    plait_cli: CLI, tmp_path: Path
+    plait_cli: CLI, tmp_path: Path, examples: Path
 ) -> None:
     folder = tmp_path / LATIN1_DIR
     folder.mkdir()
-    text = (EXAMPLES / "hello.toml").read_text(encoding="utf-8")
+    text = (examples / "hello.toml").read_text(encoding="utf-8")
     text = text.replace("[agent]\n", '[agent]\ncheckpointer = "sqlite:///threads.db"\n', 1)
     (folder / LATIN1_FILE).write_text(text, encoding="utf-8")
-    shutil.copy(EXAMPLES / "hello_tools.py", folder / "hello_tools.py")
+    shutil.copy(examples / "hello_tools.py", folder / "hello_tools.py")
 
     first = plait_cli("run", "--json", "--thread", "t1", LATIN1_FILE, "Paris?", cwd=folder)
     second = plait_cli("run", "--json", "--thread", "t1", LATIN1_FILE, "Rome?", cwd=folder)
