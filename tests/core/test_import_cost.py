@@ -24,7 +24,7 @@ NOT_FOR_A_PLAIN_RUN = [
     *("plait._stream_event", "plait._problem", "plait._interrupt", "plait._remove"),
 ]
 
-RUN = """
+AGENT_RUN = """
 import sys, plait
 from plait.messages import AIMessage, ToolCall
 
@@ -40,8 +40,8 @@ agent = plait.create_agent(model, tools=[lookup], middleware=[
     ("tool_call_limit", {"run_limit": 5})])
 result = agent.invoke("weather in Oslo?")
 assert result.messages[-1].text == "it is sunny", result.messages
-print(sorted(set(%r) & set(sys.modules)))
 """
+RUN = AGENT_RUN + "print(sorted(set(%r) & set(sys.modules)))\n"
 
 
 def test_a_plain_run_imports_none_of_the_modules_only_some_features_need() -> None:
@@ -263,3 +263,38 @@ def test_an_agent_of_the_built_in_middleware_makes_no_plugin_manager() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0"
+
+
+def test_an_agent_built_and_run_compiles_no_repr_eq_or_hash() -> None:
+    """plait's classes (``plait.lazy.frozen``) and the middleware's compile their
+    ``__repr__``, ``__eq__`` and ``__hash__`` where first used: building and running the
+    agent above compiles none; the first ``repr`` and ``==`` of a tool call compile its
+    class's, once (``__hash__`` with ``__eq__``, as attrs makes them together)."""
+    count = """
+import builtins
+compiled = []
+real = builtins.compile
+def compile(source, filename, *args, **kwargs):
+    if isinstance(source, str) and "plait" in filename:  # attrs names the class compiled for
+        compiled.extend(n for n in ("__repr__", "__eq__", "__hash__") if "def " + n in source)
+    return real(source, filename, *args, **kwargs)
+builtins.compile = compile
+"""
+    check = """
+print(compiled)
+call = result.messages[1].tool_calls[0]
+print(repr(call), compiled)
+print(call == ToolCall("lookup", {"city": "Oslo"}, id=call.id), compiled)
+print(repr(call) == repr(call), call != call, compiled)
+"""
+    code = count + AGENT_RUN + check
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    made_id = lines[1].split("id='")[1].split("'")[0]
+    assert lines == [
+        "[]",
+        f"ToolCall(name='lookup', args={{'city': 'Oslo'}}, id='{made_id}', error=None)"
+        " ['__repr__']",
+        "True ['__repr__', '__eq__', '__hash__']",
+        "True False ['__repr__', '__eq__', '__hash__']",
+    ], out.stdout
