@@ -19,9 +19,12 @@ import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.lazy import frozen
+
+if TYPE_CHECKING:
+    from plait._entrypoints import EntryPoint
 
 __all__ = ["IMAGE_FORMS", "IMAGE_TYPES", "Image", "image_from_url", "read_image"]
 
@@ -128,13 +131,14 @@ def read_image(block: Mapping[str, Any]) -> Image | None:
         if source.get("type") == "base64" and isinstance(source.get("data"), str):
             return Image(str(source.get("media_type", "")), str(source["data"]))
         return image_from_url(source.get("url")) if source.get("type") == "url" else None
-    if isinstance(kind, str) and kind in _installed():
-        return _reader(kind)(block)
-    return None
+    point = _installed().get(kind) if isinstance(kind, str) else None
+    return None if point is None else _reader(point)(block)
 
 
 @functools.cache
-def _reader(kind: str) -> Callable[[Mapping[str, Any]], Image | None]:
-    """The installed provider's reader of ``kind`` blocks, imported once."""
-    reader: Callable[[Mapping[str, Any]], Image | None] = _installed()[kind].load()
+def _reader(point: EntryPoint) -> Callable[[Mapping[str, Any]], Image | None]:
+    """The reader an installed provider's entry point names, imported once per entry
+    point: found again (``_entrypoints.refresh``), a form is read by what is installed
+    now, not by what an earlier lookup imported."""
+    reader: Callable[[Mapping[str, Any]], Image | None] = point.load()
     return reader

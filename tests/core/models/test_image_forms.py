@@ -58,6 +58,31 @@ def test_a_declared_form_is_read_by_its_plugins_reader_only_when_met(acme: None)
     assert read_image(linked) is None  # no other form carries it
 
 
+def test_a_form_found_again_is_read_by_what_is_installed_now(
+    acme: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader imported once is not kept past ``refresh``: the distribution that declares
+    the form now (here a newer one, earlier on ``sys.path``) reads it."""
+    block = {"type": "acmePicture", "acmePicture": {"format": "image/png", "bytes": "iVBO"}}
+    assert read_image(block) == Image("image/png", "iVBO")
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    (newer / "acme_pictures_2.py").write_text(
+        "from plait.models.http import Image\n\n"
+        "def read(block):\n    return Image('image/webp', block['acmePicture']['bytes'])\n"
+    )
+    info = newer / "acme_pictures-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-pictures\nVersion: 2.0\n")
+    (info / "entry_points.txt").write_text(
+        "[plait.image_forms]\nacmePicture = acme_pictures_2:read\n"
+    )
+    monkeypatch.syspath_prepend(str(newer))
+    monkeypatch.delitem(sys.modules, "acme_pictures_2", raising=False)
+    _entrypoints.refresh()
+    assert read_image(block) == Image("image/webp", "iVBO")
+
+
 def test_an_undeclared_block_type_is_no_image() -> None:
     assert "acmePicture" not in IMAGE_TYPES
     assert read_image({"type": "acmePicture", "acmePicture": {"link": "https://x/a.png"}}) is None
