@@ -1,7 +1,7 @@
 """Suite-wide setup.
 
 - Tests marked ``slow`` (fresh virtual environments, minutes each) are collected first, so
-  that under pytest-xdist (tox runs ``-n 3``) they start at once and overlap the rest of
+  that under pytest-xdist (tox runs ``-n 4``) they start at once and overlap the rest of
   the suite instead of running alone at its end.
 - plait's cache (the copy of the entry-point scan) goes to a folder of the run's own,
   removed at its end, for the suite's processes and the ones they start: a test run
