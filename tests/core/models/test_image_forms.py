@@ -17,7 +17,6 @@ import pytest
 
 from plait import _entrypoints
 from plait.messages import HumanMessage
-from plait.models import _images
 from plait.models.http import IMAGE_TYPES, Image, read_image
 from plait.models.openai import OpenAIChatModel
 
@@ -44,13 +43,9 @@ def acme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "acme_pictures", raising=False)
-    # each test's own install: no entry point, nor reader imported by an earlier test (the
-    # readers are cached by block type; a worker may run these tests in any order)
     _entrypoints.refresh()
-    _images._reader.cache_clear()
     yield
     _entrypoints.refresh()
-    _images._reader.cache_clear()
 
 
 def test_a_declared_form_is_read_by_its_plugins_reader_only_when_met(acme: None) -> None:
