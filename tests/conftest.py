@@ -6,13 +6,18 @@
 - plait's cache (the copy of the entry-point scan) goes to a folder of the run's own,
   removed at its end, for the suite's processes and the ones they start: a test run
   writes nothing into the user's ``~/.cache``.
+- Under pytest-xdist, the controller rewrites the test modules' asserts once, into
+  pytest's own cache, before it starts the workers, which then load them from there:
+  each worker rewrote all of them (5 s of CPU a worker, the same work four times).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +43,34 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before pytest-xdist's controller starts its workers (its own hook runs last)."""
+    config = session.config
+    if config.pluginmanager.hasplugin("dsession"):  # an xdist controller, not a worker
+        _rewrite_test_modules_once(config)
+
+
+def _rewrite_test_modules_once(config: pytest.Config) -> None:
+    """Write the rewritten code of each test module and conftest.py where pytest's import
+    hook looks first (``__pycache__/*.pytest-*.pyc``, checked against the source), as
+    pytest itself writes it. pytest's own helpers, private: if they change, nothing is
+    written and each worker rewrites as before."""
+    try:
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        patterns = [*config.getini("python_files"), "conftest.py"]
+        for path in sorted(Path(__file__).parent.rglob("*.py")):
+            if not any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns):
+                continue
+            cache = rewrite.get_cache_dir(path)
+            pyc = cache / (path.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(path, pyc) is not None:
+                continue
+            cache.mkdir(exist_ok=True)
+            stamp, code = rewrite._rewrite_test(path, config)
+            rewrite._write_pyc(state, code, stamp, pyc)
+    except (AttributeError, ImportError, KeyError, OSError, TypeError):
+        return
