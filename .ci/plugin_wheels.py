@@ -1,7 +1,7 @@
 """Install every built-in plugin (plugins/*/) into the running Python from wheels built
 once per tox run and shared by its environments.
 
-    python .ci/plugin_wheels.py WHEEL_DIR
+    python .ci/plugin_wheels.py WHEEL_DIR [PROJECT_FOLDER ...]
 
 tox calls this before each environment's commands. The first environment builds the
 wheels into WHEEL_DIR; the others find them there and only install them. The build
@@ -13,7 +13,8 @@ isolation, still start three processes a plugin, one after the other): 18 s wher
 takes 5 s on 2 cores. The wheels are rebuilt when a file under plugins/ changed
 since they were built (a digest of every file is kept beside them), and an environment
 that already holds wheels of that digest installs nothing. A lock file serializes
-environments run in parallel (``tox p``).
+environments run in parallel (``tox p``). Each PROJECT_FOLDER (a local project such as
+tests/integration/plait-hello) is then installed the same way, every time.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def build(folders: list[Path], out: Path, stamp: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if not argv:
         print(__doc__, file=sys.stderr)
         return 2
     out = Path(argv[0]).resolve()
@@ -127,16 +128,18 @@ def main(argv: list[str]) -> int:
             build(folders, out, stamp)
             wheels = sorted(out.glob("*.whl"))
     installed = Path(sys.prefix) / "plait-plugin-wheels.digest"
-    if installed.is_file() and installed.read_text(encoding="utf-8") == stamp:
-        return 0  # this environment already has these very wheels
-    # The same version number may hold new code: replace what an earlier run installed
-    # (or began to install); a fresh environment needs no second pass.
-    again = installed.is_file()
-    installed.write_text("", encoding="utf-8")
-    install(*map(str, wheels))  # with their dependencies
-    if again:
-        install(*map(str, wheels), again=True)
-    installed.write_text(stamp, encoding="utf-8")
+    # Unless this environment already has these very wheels. The same version number may
+    # hold new code: replace what an earlier run installed (or began to install); a fresh
+    # environment needs no second pass.
+    if not installed.is_file() or installed.read_text(encoding="utf-8") != stamp:
+        again = installed.is_file()
+        installed.write_text("", encoding="utf-8")
+        install(*map(str, wheels))  # with their dependencies
+        if again:
+            install(*map(str, wheels), again=True)
+        installed.write_text(stamp, encoding="utf-8")
+    if argv[1:]:
+        install(*argv[1:])
     return 0
 
 
