@@ -32,18 +32,26 @@ def read(block):
 """
 
 
+def _install(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, *, version: str, module: str, source: str
+) -> None:
+    """acme-pictures ``version`` on ``sys.path``, its ``module`` declaring ``acmePicture``
+    read by its ``read`` (as pip installs it: a ``.dist-info`` beside the module)."""
+    (folder / f"{module}.py").write_text(textwrap.dedent(source))
+    info = folder / f"acme_pictures-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: acme-pictures\nVersion: {version}\n"
+    )
+    (info / "entry_points.txt").write_text(f"[plait.image_forms]\nacmePicture = {module}:read\n")
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    _entrypoints.refresh()
+
+
 @pytest.fixture
 def acme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    (tmp_path / "acme_pictures.py").write_text(textwrap.dedent(READER))
-    info = tmp_path / "acme_pictures-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-pictures\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[plait.image_forms]\nacmePicture = acme_pictures:read\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "acme_pictures", raising=False)
-    _entrypoints.refresh()
+    _install(tmp_path, monkeypatch, version="1.0", module="acme_pictures", source=READER)
     yield
     _entrypoints.refresh()
 
@@ -67,19 +75,13 @@ def test_a_form_found_again_is_read_by_what_is_installed_now(
     assert read_image(block) == Image("image/png", "iVBO")
     newer = tmp_path / "newer"
     newer.mkdir()
-    (newer / "acme_pictures_2.py").write_text(
-        "from plait.models.http import Image\n\n"
-        "def read(block):\n    return Image('image/webp', block['acmePicture']['bytes'])\n"
-    )
-    info = newer / "acme_pictures-2.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-pictures\nVersion: 2.0\n")
-    (info / "entry_points.txt").write_text(
-        "[plait.image_forms]\nacmePicture = acme_pictures_2:read\n"
-    )
-    monkeypatch.syspath_prepend(str(newer))
-    monkeypatch.delitem(sys.modules, "acme_pictures_2", raising=False)
-    _entrypoints.refresh()
+    webp = """
+    from plait.models.http import Image
+
+    def read(block):
+        return Image("image/webp", block["acmePicture"]["bytes"])
+    """
+    _install(newer, monkeypatch, version="2.0", module="acme_pictures_2", source=webp)
     assert read_image(block) == Image("image/webp", "iVBO")
 
 
