@@ -95,6 +95,10 @@ class _MadeOnFirstUse:
         return method.__get__(instance, cls)
 
 
+_STAND_IN = "plait.lazy.<stand-in>"
+"""The module attrs is told the stand-in class is of: a name no module is imported as."""
+
+
 def _attrs_methods(cls: type, kind: str, *, frozen: bool) -> dict[str, Any]:
     """The methods of ``kind`` attrs makes for ``cls``: attrs' own, made for a stand-in
     of the same name and fields (their options as ``cls``'s), then given ``cls``'s module.
@@ -132,9 +136,6 @@ def _attrs_methods(cls: type, kind: str, *, frozen: bool) -> dict[str, Any]:
         if method is not None:
             method.__module__ = cls.__module__
     return methods
-
-
-_STAND_IN = "plait.lazy.<stand-in>"
 
 
 def _methods_later(maker: str, *, frozen: bool) -> Callable[..., Any]:
