@@ -160,6 +160,11 @@ def _run_info(thread: ThreadState, thread_id: str | None, input: Any) -> tuple[R
     else:
         if input is None and not thread.messages:
             raise PlaitError(_nothing_to_run(thread_id))
+        if input is None and info is not None and thread.messages[-1].type == "ai":
+            # The last run ended on the model's answer: a new run on None would only ask
+            # the model again for an answer it gave (a paid call, a second answer). Input
+            # added since (``update_state``) is still run, as LangGraph does.
+            raise PlaitError(_finished(thread_id))
         if info is not None and info.live_elsewhere(_run_lease()):
             raise _busy(thread_id, info, "invoke(None, thread_id=...)")
         if info is not None and info.status != "done":
@@ -177,6 +182,14 @@ def _nothing_to_run(thread_id: str | None) -> str:
     return (
         f"thread {thread_id!r} does not exist (nothing was saved under that id), so "
         "input None has no run to continue: pass a prompt or messages to start one"
+    )
+
+
+def _finished(thread_id: str | None) -> str:
+    return (
+        f"thread {thread_id!r} has no unfinished run (its last run ended with the model's "
+        "answer), so input None has nothing to continue: pass a prompt or messages to "
+        "start a new run"
     )
 
 

@@ -163,6 +163,36 @@ def test_none_input_for_a_thread_that_does_not_exist_is_refused_before_the_model
     assert agent.list_threads() == []
 
 
+def test_none_input_for_a_finished_thread_is_refused_before_the_model() -> None:
+    """``invoke(None)`` continues a run; on a thread whose run ended with the model's answer
+    there is none, and asking the model again would only buy a second answer."""
+    model = ScriptedChatModel(["first answer", "never"])
+    agent = plait.create_agent(model, checkpointer="memory")
+    agent.invoke("hi", thread_id="done")
+    with pytest.raises(PlaitError) as info:
+        agent.invoke(None, thread_id="done")
+    assert str(info.value) == (
+        "thread 'done' has no unfinished run (its last run ended with the model's answer), "
+        "so input None has nothing to continue: pass a prompt or messages to start a new run"
+    )
+    with pytest.raises(PlaitError, match="has no unfinished run"):
+        asyncio.run(agent.ainvoke(None, thread_id="done"))
+    assert model.calls == 1
+    assert transcript(agent.get_state("done")["messages"]) == [
+        ("human", "hi"),
+        ("ai", "first answer"),
+    ]
+
+
+def test_none_input_runs_what_update_state_added_to_a_finished_thread() -> None:
+    model = ScriptedChatModel(["first answer", "second answer"])
+    agent = plait.create_agent(model, checkpointer="memory")
+    agent.invoke("hi", thread_id="t")
+    agent.update_state("t", {"messages": [plait.HumanMessage("and now?")]})
+    assert agent.invoke(None, thread_id="t").text == "second answer"
+    assert model.calls == 2
+
+
 def test_none_input_without_a_thread_is_refused_before_the_model() -> None:
     model = ScriptedChatModel(["never"])
     agent = plait.create_agent(model)

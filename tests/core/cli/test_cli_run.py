@@ -95,6 +95,28 @@ def test_an_agent_file_that_fails_to_build_leaves_no_database_file(
     assert files == ["hello_tools.py", "twice.toml"]
 
 
+def test_thread_without_prompt_on_a_finished_run_is_refused_without_a_model_call(
+    plait_cli, write: Callable[[str, str], Path]
+) -> None:
+    """`--thread ID` without a PROMPT continues the thread's unfinished run; when its run
+    has finished there is none, and the model is not asked again."""
+    write(
+        "memo.toml",
+        '[agent]\nmodel = "scripted:memo"\ncheckpointer = "sqlite:///memo.db"\n'
+        'model_settings = { responses = ["Noted."] }\n',
+    )
+    first = plait_cli("run", "memo.toml", "My name is Ada.", "--thread", "ada")
+    assert first.returncode == 0, first.stderr
+    again = plait_cli("run", "memo.toml", "--thread", "ada")
+    assert again.returncode == 1
+    assert again.stdout == ""
+    assert again.stderr == (
+        "plait: error: thread 'ada' has no unfinished run (its last run ended with the "
+        "model's answer), so input None has nothing to continue: pass a prompt or messages "
+        "to start a new run\n"
+    )
+
+
 def test_thread_needs_a_checkpointer(plait_cli, examples) -> None:
     done = plait_cli("run", str(examples / "hello.toml"), "hi", "--thread", "t1")
     assert done.returncode == 1
