@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextvars
 import queue
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from plait._stream import EventSink
@@ -144,26 +144,45 @@ class AsyncRunStream(AsyncIterator[StreamEvent]):
             self._task.cancel()
 
 
-def graph_item(event: StreamEvent, several: bool) -> Any:
+def graph_item(event: StreamEvent, several: bool, tools: Collection[str] = ()) -> Any:
     """An event as LangGraph's ``stream(stream_mode=...)`` yields it: ``messages`` mode a
     ``(token, metadata)`` pair, other modes their data; with several modes a
-    ``(mode, item)`` pair."""
+    ``(mode, item)`` pair. LangGraph names the node a tool's result comes from ``"tools"``
+    where plait names the tool: in ``messages`` mode, beside the tool's name; in ``updates``
+    mode, as the update's key (a tool's update is one from a name in ``tools``, the agent's
+    tools, or one holding the tool message of a call to that name: a tool the agent does not
+    have answered with an error)."""
     item: Any = event.data
     if event.mode == "messages":
-        # LangGraph names the node: "model" for chunks, "tools" for tool messages (plait's
-        # source, the tool's name, is kept beside it).
         node = "tools" if getattr(event.data, "type", None) == "tool" else event.source
         item = (event.data, {"langgraph_node": node, "plait_source": event.source})
+    elif event.mode == "updates" and not event.path and _from_a_tool(event, tools):
+        item = {"tools": event.data[event.source]}
     return (event.mode, item) if several else item
+
+
+def _from_a_tool(event: StreamEvent, tools: Collection[str]) -> bool:
+    update = event.data.get(event.source) if isinstance(event.data, dict) else None
+    if not isinstance(update, dict):
+        return False
+    if event.source in tools:
+        return True
+    messages = update.get("messages")
+    return isinstance(messages, list) and any(
+        getattr(m, "type", None) == "tool" and getattr(m, "name", None) == event.source
+        for m in messages
+    )
 
 
 class GraphRunStream(Iterator[Any]):
     """``agent.stream(..., stream_mode=...)``: the run's events in LangGraph's shapes
-    (``graph_item``); ``result`` holds the ``AgentResult`` once they are exhausted."""
+    (``graph_item``; ``tools`` are the agent's tool names); ``result`` holds the
+    ``AgentResult`` once they are exhausted."""
 
-    def __init__(self, events: RunStream, several: bool) -> None:
+    def __init__(self, events: RunStream, several: bool, tools: Collection[str] = ()) -> None:
         self._events = events
         self._several = several
+        self._tools = tools
 
     @property
     def result(self) -> AgentResult | None:
@@ -173,15 +192,16 @@ class GraphRunStream(Iterator[Any]):
         return self
 
     def __next__(self) -> Any:
-        return graph_item(next(self._events), self._several)
+        return graph_item(next(self._events), self._several, self._tools)
 
 
 class GraphAsyncRunStream(AsyncIterator[Any]):
     """The async form of ``GraphRunStream``."""
 
-    def __init__(self, events: AsyncRunStream, several: bool) -> None:
+    def __init__(self, events: AsyncRunStream, several: bool, tools: Collection[str] = ()) -> None:
         self._events = events
         self._several = several
+        self._tools = tools
 
     @property
     def result(self) -> AgentResult | None:
@@ -191,7 +211,7 @@ class GraphAsyncRunStream(AsyncIterator[Any]):
         return self
 
     async def __anext__(self) -> Any:
-        return graph_item(await self._events.__anext__(), self._several)
+        return graph_item(await self._events.__anext__(), self._several, self._tools)
 
     async def aclose(self) -> None:
         await self._events.aclose()

@@ -319,7 +319,9 @@ class Agent:
         events = RunStream(
             lambda sink: self._run_sync(input, thread_id, context, limit, sink), modes
         )
-        return events if stream_mode is None else GraphRunStream(events, several)
+        return (
+            events if stream_mode is None else GraphRunStream(events, several, self.tools_by_name)
+        )
 
     @overload
     def astream(
@@ -365,7 +367,11 @@ class Agent:
         events = AsyncRunStream(
             lambda sink: self._run_async(input, thread_id, context, limit, sink), modes
         )
-        return events if stream_mode is None else GraphAsyncRunStream(events, several)
+        return (
+            events
+            if stream_mode is None
+            else GraphAsyncRunStream(events, several, self.tools_by_name)
+        )
 
     def _begin(
         self,

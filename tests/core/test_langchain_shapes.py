@@ -161,3 +161,43 @@ def test_stream_mode_yields_langgraphs_shapes() -> None:
 
     with pytest.raises(ConfigError, match="give the stream mode once"):
         agent.stream("x", mode="updates", stream_mode="values")  # type: ignore[call-overload]
+
+
+def test_updates_name_the_tools_node_as_langgraph_does() -> None:
+    """LangChain's "agent progress" loop (``for step, data in chunk.items()``) reads
+    ``model`` then ``tools``: a tool's update is keyed ``"tools"``, sync and async, also for
+    a tool the agent does not have and after a resume."""
+
+    @plait.tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    @plait.tool
+    def ask(question: str) -> str:
+        """Ask a human."""
+        return str(plait.interrupt(question))
+
+    def make() -> plait.Agent:
+        model = scripted(ai("", call("add", a=1, b=2), call("nope")), "It is 3.")
+        return plait.create_agent(model, [add, ask], checkpointer="memory")
+
+    updates = list(make().stream("1+2?", stream_mode="updates"))
+    assert [list(u) for u in updates] == [["model"], ["tools"], ["tools"], ["model"]]
+    assert [m.name for u in updates[1:3] for m in u["tools"]["messages"]] == ["add", "nope"]
+    assert updates[1]["tools"]["messages"][0].content == "3"
+
+    async def collect() -> list[Any]:
+        return [u async for u in make().astream("1+2?", stream_mode=["updates", "values"])]
+
+    pairs = [item for mode, item in asyncio.run(collect()) if mode == "updates"]
+    assert [list(u) for u in pairs] == [["model"], ["tools"], ["tools"], ["model"]]
+
+    agent = plait.create_agent(
+        scripted(ai("", call("ask", question="ok?")), "thanks"), [ask], checkpointer="memory"
+    )
+    paused = list(agent.stream("go", thread_id="t", stream_mode="updates"))
+    assert [list(u) for u in paused] == [["model"], ["__interrupt__"]]
+    resumed = agent.stream(plait.Command(resume="yes"), thread_id="t", stream_mode="updates")
+    assert [list(u) for u in resumed] == [["tools"], ["model"]]
+    assert list(make().stream("1+2?", mode="updates"))[1].source == "add"  # plait's own form
