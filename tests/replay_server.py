@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from plait.testing import Received, Reply, split_bytes
@@ -15,6 +16,7 @@ __all__ = [
     "Received",
     "ReplayServer",
     "Reply",
+    "captured",
     "claude_message",
     "claude_tool_use",
     "openai_completion",
@@ -26,6 +28,39 @@ class ReplayServer(_ReplayServer):
     def anthropic_stream(self, events: Sequence[dict[str, Any]], **kw: Any) -> None:
         """Messages API events, each as ``event: TYPE`` plus its ``data:``."""
         self.event_stream(events, **kw)
+
+
+# -- answers captured from real servers ----------------------------------------------------
+
+CAPTURED = Path(__file__).parent / "data"
+"""Real servers' answers as they came off the socket (``tests/data/<server>/*.http``)."""
+
+_RESENT = frozenset({"content-length", "transfer-encoding", "connection", "date", "server"})
+
+
+def captured(name: str) -> Reply:
+    """The answer captured in ``tests/data/NAME.http`` (raw HTTP/1.1: status line, headers,
+    body), replayed as it was sent: same status, headers and, for a chunked body, the
+    same chunks. The framing headers are the replay server's own."""
+    raw = (CAPTURED / f"{name}.http").read_bytes()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines)
+    chunked = any(
+        k.lower() == "transfer-encoding" and v.lower() == "chunked" for k, v in headers.items()
+    )
+    kept = {k.lower(): v for k, v in headers.items() if k.lower() not in _RESENT}
+    status = int(status_line.split()[1])
+    if not chunked:
+        return Reply(status, body, kept)
+    pieces: list[bytes] = []
+    while True:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            return Reply(status, b"", kept, pieces=tuple(pieces))
+        pieces.append(body[:size])
+        body = body[size + 2 :]
 
 
 # -- answers in each provider's format -----------------------------------------------------

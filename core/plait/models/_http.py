@@ -720,13 +720,15 @@ class HTTPChatModel(ChatModel):
                     return
                 parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
                 decoder = SSEDecoder()
+                received = False
                 with self._guard(stream=True):
                     for text in response.iter_text():
+                        received = received or bool(text)
                         for event in decoder.feed(text):
                             yield from parser.feed(event)
                 for event in decoder.finish():
                     yield from self._feed_last(parser, event)
-                self._check_complete(parser)
+                self._check_complete(parser, received)
             finally:
                 response.close()
 
@@ -753,15 +755,17 @@ class HTTPChatModel(ChatModel):
                     return
                 parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
                 decoder = SSEDecoder()
+                received = False
                 with self._guard(stream=True):
                     async for text in response.aiter_text():
+                        received = received or bool(text)
                         for event in decoder.feed(text):
                             for chunk in parser.feed(event):
                                 yield chunk
                 for event in decoder.finish():
                     for chunk in self._feed_last(parser, event):
                         yield chunk
-                self._check_complete(parser)
+                self._check_complete(parser, received)
             finally:
                 await response.aclose()
 
@@ -881,9 +885,25 @@ class HTTPChatModel(ChatModel):
                 raise
         raise self._cut()
 
-    def _check_complete(self, parser: StreamParser) -> None:
-        if not parser.complete:
-            raise self._cut()
+    def _check_complete(self, parser: StreamParser, received: bool = True) -> None:
+        if parser.complete:
+            return
+        if not received:
+            # A stream that ends cleanly before its first byte was not cut: the server
+            # chose to say nothing. llama-cpp-python's server does so for every error it
+            # meets once the stream has started (a prompt longer than its context window,
+            # a tool call it cannot stream), logging the reason instead; the same request
+            # fails the same way again, so it is not retried.
+            raise ProviderError(
+                f"{self.provider}: the server ended the stream without sending anything; a "
+                "server that fails after starting to stream does this (llama-cpp-python, "
+                "for a prompt longer than its context window or a tool call it cannot "
+                "stream): its log says why",
+                provider=self.provider,
+                error_type="empty_stream",
+                retryable=False,
+            )
+        raise self._cut()
 
     def _cut(self) -> ProviderError:
         return ProviderError(

@@ -73,8 +73,9 @@ class OpenAICompat:
     :param assistant_null_content: send ``"content": null`` for an assistant turn that
         only calls tools (OpenAI's form); ``False`` sends ``""`` (llama.cpp rejects null).
     :param tool_choice_required: the server understands ``tool_choice: "required"``;
-        ``False`` sends ``"auto"`` instead (llama-cpp-python's server answers "required"
-        with a 500; Ollama and LM Studio do not enforce it).
+        ``False`` sends the tool by name when one tool is offered (which forces it) and
+        ``"auto"`` when several are (llama-cpp-python's server answers "required" with a
+        500; Ollama and LM Studio do not enforce it).
     :param stream_usage: ask for usage in streams (``stream_options.include_usage``).
     :param max_tokens_field: the body field a ``max_tokens`` setting is sent as; ``None``
         picks ``max_completion_tokens`` for api.openai.com (its reasoning models reject
@@ -451,7 +452,14 @@ class OpenAIChatModel(OpenAIAccount, HTTPChatModel):
     def _tool_choice(self, choice: str, tools: Sequence[ToolDefinition]) -> Any:
         resolved = resolve_tool_choice("openai", choice, tools)
         if resolved.mode == "required":
-            return "required" if self.compat.tool_choice_required else "auto"
+            if self.compat.tool_choice_required:
+                return "required"
+            if len(tools) == 1:
+                # One tool: naming it forces exactly what "required" asks, in the form
+                # these servers do force (llama-cpp-python answers "auto" with text, or
+                # with the call as text when streamed).
+                return {"type": "function", "function": {"name": tools[0].name}}
+            return "auto"
         if resolved.mode == "tool":
             return {"type": "function", "function": {"name": resolved.name}}
         return resolved.mode

@@ -192,14 +192,18 @@ def test_the_llamacpp_preset_never_sends_required_tool_choice(
     monkeypatch.setenv("LLAMACPP_BASE_URL", llama_cpp_python.url)
     llm = init_chat_model("llamacpp:qwen2.5-0.5b")
     weather = plait.tool(lambda city: city, name="weather", description="The weather.")
-    answer = llm.invoke([HumanMessage("Weather in Oslo?")], tools=[weather], tool_choice="required")
+    clock = plait.tool(lambda city: city, name="clock", description="The time.")
+    answer = llm.invoke(
+        [HumanMessage("Weather in Oslo?")], tools=[weather, clock], tool_choice="required"
+    )
     assert [call.name for call in answer.tool_calls] == ["weather"]
     assert llama_cpp_python.bodies[-1]["tool_choice"] == "auto"
+    named = {"type": "function", "function": {"name": "weather"}}
     llm.invoke([HumanMessage("Weather?")], tools=[weather], tool_choice="weather")
-    assert llama_cpp_python.bodies[-1]["tool_choice"] == {
-        "type": "function",
-        "function": {"name": "weather"},
-    }
+    assert llama_cpp_python.bodies[-1]["tool_choice"] == named
+    # One tool: "required" is that tool by name, which the server does force.
+    llm.invoke([HumanMessage("Weather?")], tools=[weather], tool_choice="required")
+    assert llama_cpp_python.bodies[-1]["tool_choice"] == named
 
 
 def test_a_500_saying_the_request_was_invalid_is_not_retried(

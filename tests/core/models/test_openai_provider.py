@@ -251,12 +251,15 @@ def test_compat_switches_for_llama_cpp_style_servers(server: Any, make_tool: Any
     llm = model(server, compat={"assistant_null_content": False, "tool_choice_required": False})
     llm.invoke(
         [HumanMessage("?"), AIMessage("", tool_calls=[ToolCall("a", {}, "c1")])],
-        tools=[make_tool("a")],
+        tools=[make_tool("a"), make_tool("b")],
         tool_choice="required",
     )
     body = server.last.body
     assert body["tool_choice"] == "auto"
     assert body["messages"][1]["content"] == ""
+    server.json(completion("ok"))
+    llm.invoke([HumanMessage("?")], tools=[make_tool("a")], tool_choice="required")
+    assert server.last.body["tool_choice"] == {"type": "function", "function": {"name": "a"}}
     with pytest.raises(ConfigError, match="bad compat options"):
         model(server, compat={"nonsense": True})
 
