@@ -85,14 +85,21 @@ def _json_converter() -> cattrs.Converter:
 
 
 def _jsonable(value: Any) -> Any:
+    """``value`` as JSON data: a pydantic model as its ``model_dump(mode="json")``, attrs
+    classes and dataclasses unstructured, and anything JSON still cannot hold (a date, a
+    set, an object) as its ``repr`` — so printing it never fails after the run."""
     if value is None or isinstance(value, str | int | float | bool):
         return value
+    from plait._convert import is_pydantic_model
+
     try:
-        data = _json_converter().unstructure(value)
+        if is_pydantic_model(type(value)):
+            data = value.model_dump(mode="json")
+        else:
+            data = _json_converter().unstructure(value)
     except Exception:
         return repr(value)
-    json.dumps(data, default=repr)
-    return data
+    return json.loads(json.dumps(data, default=repr))
 
 
 def result_to_json(result: AgentResult) -> dict[str, Any]:

@@ -117,6 +117,36 @@ def test_thread_without_prompt_on_a_finished_run_is_refused_without_a_model_call
     )
 
 
+def test_a_pydantic_response_format_is_printed_as_json(
+    plait_cli, write: Callable[[str, str], Path]
+) -> None:
+    """agent-files.md: `response_format` may name a pydantic model; `plait run` prints the
+    validated answer as JSON (a date as ISO text), plain and with `--json`."""
+    write(
+        "weather_format.py",
+        "import datetime\n\nimport pydantic\n\n\nclass Weather(pydantic.BaseModel):\n"
+        "    city: str\n    celsius: float\n    day: datetime.date\n",
+    )
+    answer = '{"city": "Paris", "celsius": 21, "day": "2026-12-05"}'
+    write(
+        "weather.toml",
+        f'[agent]\nmodel = "scripted:w"\nresponse_format = "weather_format:Weather"\n'
+        f"model_settings = {{ responses = ['{answer}'] }}\n",
+    )
+    plain = plait_cli("run", "weather.toml", "Weather in Paris?")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.splitlines()[-1] == (
+        '{"city": "Paris", "celsius": 21.0, "day": "2026-12-05"}'
+    )
+    as_json = plait_cli("run", "weather.toml", "Weather in Paris?", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["structured_response"] == {
+        "city": "Paris",
+        "celsius": 21.0,
+        "day": "2026-12-05",
+    }
+
+
 def test_thread_needs_a_checkpointer(plait_cli, examples) -> None:
     done = plait_cli("run", str(examples / "hello.toml"), "hi", "--thread", "t1")
     assert done.returncode == 1
