@@ -233,11 +233,11 @@ class Agent:
     def invoke(
         self,
         input: Any = None,
+        config: Mapping[str, Any] | None = None,
         *,
         thread_id: str | None = None,
         context: Any = None,
         recursion_limit: int | None = None,
-        config: Mapping[str, Any] | None = None,
     ) -> AgentResult:
         """Run the agent until it answers, pauses at an interrupt, or fails.
 
@@ -246,7 +246,8 @@ class Agent:
             interrupts, or ``None`` to continue the thread's unfinished run.
         :param recursion_limit: model and tool steps a run may take (default 25).
         :param config: LangGraph's form of ``thread_id`` and ``recursion_limit``:
-            ``{"configurable": {"thread_id": "1"}, "recursion_limit": 50}``.
+            ``{"configurable": {"thread_id": "1"}, "recursion_limit": 50}``; second
+            positional argument, as in LangGraph's ``invoke(input, config)``.
         """
         thread_id, limit = read_config(config, thread_id, recursion_limit)
         return self._run_sync(input, thread_id, context, limit, None)
@@ -254,11 +255,11 @@ class Agent:
     async def ainvoke(
         self,
         input: Any = None,
+        config: Mapping[str, Any] | None = None,
         *,
         thread_id: str | None = None,
         context: Any = None,
         recursion_limit: int | None = None,
-        config: Mapping[str, Any] | None = None,
     ) -> AgentResult:
         """The async form of ``invoke``; never blocks the event loop."""
         thread_id, limit = read_config(config, thread_id, recursion_limit)
@@ -268,12 +269,12 @@ class Agent:
     def stream(
         self,
         input: Any = None,
+        config: Mapping[str, Any] | None = None,
         *,
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         context: Any = None,
         recursion_limit: int | None = None,
-        config: Mapping[str, Any] | None = None,
         stream_mode: None = None,
     ) -> RunStream: ...
 
@@ -281,23 +282,23 @@ class Agent:
     def stream(
         self,
         input: Any = None,
+        config: Mapping[str, Any] | None = None,
         *,
         thread_id: str | None = None,
         context: Any = None,
         recursion_limit: int | None = None,
-        config: Mapping[str, Any] | None = None,
         stream_mode: str | Sequence[str],
     ) -> GraphRunStream: ...
 
     def stream(
         self,
         input: Any = None,
+        config: Mapping[str, Any] | None = None,
         *,
         mode: str | Sequence[str] | None = None,
         thread_id: str | None = None,
         context: Any = None,
         recursion_limit: int | None = None,
-        config: Mapping[str, Any] | None = None,
         stream_mode: str | Sequence[str] | None = None,
     ) -> RunStream | GraphRunStream:
         """Run like ``invoke``, yielding ``StreamEvent``s of the chosen mode(s) as they
@@ -327,12 +328,12 @@ class Agent:
     def astream(
         self,
         input: Any = None,
+        config: Mapping[str, Any] | None = None,
         *,
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         context: Any = None,
         recursion_limit: int | None = None,
-        config: Mapping[str, Any] | None = None,
         stream_mode: None = None,
     ) -> AsyncRunStream: ...
 
@@ -340,23 +341,23 @@ class Agent:
     def astream(
         self,
         input: Any = None,
+        config: Mapping[str, Any] | None = None,
         *,
         thread_id: str | None = None,
         context: Any = None,
         recursion_limit: int | None = None,
-        config: Mapping[str, Any] | None = None,
         stream_mode: str | Sequence[str],
     ) -> GraphAsyncRunStream: ...
 
     def astream(
         self,
         input: Any = None,
+        config: Mapping[str, Any] | None = None,
         *,
         mode: str | Sequence[str] | None = None,
         thread_id: str | None = None,
         context: Any = None,
         recursion_limit: int | None = None,
-        config: Mapping[str, Any] | None = None,
         stream_mode: str | Sequence[str] | None = None,
     ) -> AsyncRunStream | GraphAsyncRunStream:
         """The async form of ``stream`` (``async for``; then ``.result``)."""

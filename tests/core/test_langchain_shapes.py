@@ -163,6 +163,35 @@ def test_stream_mode_yields_langgraphs_shapes() -> None:
         agent.stream("x", mode="updates", stream_mode="values")  # type: ignore[call-overload]
 
 
+def test_config_is_the_second_positional_argument_as_in_langgraph() -> None:
+    """LangChain's memory docs call ``agent.invoke({"messages": [...]}, {"configurable":
+    {"thread_id": "1"}})``: the config as the second positional argument, in every run
+    method."""
+    agent = plait.create_agent(scripted("one", "two", "three", "four"), checkpointer="memory")
+    config = {"configurable": {"thread_id": "1"}, "recursion_limit": 5}
+    agent.invoke({"messages": [{"role": "user", "content": "Hi! My name is Bob."}]}, config)
+    asyncio.run(agent.ainvoke({"messages": [("user", "And?")]}, config))
+    list(agent.stream("More?", config, stream_mode="updates"))
+
+    async def drain() -> None:
+        async for _ in agent.astream("Last?", config, stream_mode="values"):
+            pass
+
+    asyncio.run(drain())
+    assert transcript(agent.get_state("1")["messages"]) == [
+        ("human", "Hi! My name is Bob."),
+        ("ai", "one"),
+        ("human", "And?"),
+        ("ai", "two"),
+        ("human", "More?"),
+        ("ai", "three"),
+        ("human", "Last?"),
+        ("ai", "four"),
+    ]
+    with pytest.raises(ConfigError, match="disagree; give it once"):
+        agent.invoke("x", config, thread_id="2")
+
+
 def test_updates_name_the_tools_node_as_langgraph_does() -> None:
     """LangChain's "agent progress" loop (``for step, data in chunk.items()``) reads
     ``model`` then ``tools``: a tool's update is keyed ``"tools"``, sync and async, also for
