@@ -213,8 +213,25 @@ def tool_output(result: Any, request: ToolCallRequest) -> ToolMessage | Command:
     elif isinstance(result, list) and all(isinstance(b, dict) and "type" in b for b in result):
         content = _base64_bytes(result)
     else:
-        content = json.dumps(result, ensure_ascii=False, default=str)
+        content = json.dumps(result, ensure_ascii=False, default=_json_default)
     return ToolMessage(content, tool_call_id=call.id, name=call.name)
+
+
+def _json_default(value: Any) -> Any:
+    """What ``json.dumps`` writes for a value it cannot: a pydantic model, a dataclass or an
+    attrs instance as the object of its fields (a tool declared ``-> Order`` answers the
+    model with JSON, not with the object's ``repr``); anything else as its ``str``."""
+    import dataclasses
+
+    from plait._convert import is_pydantic_model
+
+    if is_pydantic_model(type(value)):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if attrs.has(type(value)):
+        return {a.name: getattr(value, a.name) for a in attrs.fields(type(value))}
+    return str(value)
 
 
 def _base64_bytes(value: Any) -> Any:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import re
 from typing import Any, Literal, Optional
 
 import attrs
+import pydantic
 import pytest
 
 import plait
@@ -395,3 +398,56 @@ def test_schema_tool_gets_the_runtime_by_keyword() -> None:
     assert kwargs == {"q": "x", "runtime": runtime}
     assert schema_tool.runtime_parameter == "runtime"
     assert call(**kwargs) == "call_1:{'q': 'x'}"
+
+
+class Order(pydantic.BaseModel):
+    number: str
+    placed: datetime.date
+
+
+@dataclasses.dataclass
+class Parcel:
+    order: Order
+    weight_kg: float
+
+
+def test_a_tool_returning_a_model_dataclass_or_attrs_object_answers_with_its_json(
+    make_agent: Any,
+) -> None:
+    """A tool declared ``-> Order`` (pydantic), a dataclass or an attrs class: the model reads
+    the object's fields as JSON (dates as ISO text), not its Python ``repr``."""
+    from plait.testing import ai, call, tool_answers
+
+    @tool
+    def order(number: str) -> Order:
+        """Look an order up."""
+        return Order(number=number, placed=datetime.date(2026, 12, 5))
+
+    @tool
+    def parcel(number: str) -> Parcel:
+        """Look a parcel up."""
+        return Parcel(Order(number=number, placed=datetime.date(2026, 12, 5)), 1.5)
+
+    @tool
+    def address() -> Address:
+        """The shipping address."""
+        return Address("Main St 1", 1042)
+
+    agent = make_agent(
+        [
+            ai(
+                "",
+                call("order", id="c1", number="A7"),
+                call("parcel", id="c2", number="A7"),
+                call("address", id="c3"),
+            ),
+            "done",
+        ],
+        tools=[order, parcel, address],
+    )
+    answers = tool_answers(agent.invoke("where is A7?").messages)
+    assert answers["c1"].text == '{"number": "A7", "placed": "2026-12-05"}'
+    assert answers["c2"].text == (
+        '{"order": {"number": "A7", "placed": "2026-12-05"}, "weight_kg": 1.5}'
+    )
+    assert answers["c3"].text == '{"street": "Main St 1", "zip_code": 1042}'
