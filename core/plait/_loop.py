@@ -389,6 +389,12 @@ class Run:
                 self.apply_update(result.update, source)
             return result.jump_to
         if isinstance(result, Mapping):
+            if "jump_to" in result:
+                # LangChain's form, {"messages": [...], "jump_to": "end"}: a jump, as
+                # Command(update=..., jump_to=...) is, never a state key of that name
+                update = {key: value for key, value in result.items() if key != "jump_to"}
+                command = Command(update=update or None, jump_to=result["jump_to"])
+                return self.apply_result(command, source, hook, allowed)
             self.apply_update(result, source)
             return None
         raise TypeError(

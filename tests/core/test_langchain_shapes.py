@@ -192,6 +192,35 @@ def test_config_is_the_second_positional_argument_as_in_langgraph() -> None:
         agent.invoke("x", config, thread_id="2")
 
 
+def test_a_hook_returning_langchains_jump_to_key_jumps() -> None:
+    """LangChain's middleware docs stop a run with ``return {"messages": [...], "jump_to":
+    "end"}``: the jump is taken (the model is not called), sync and async, and
+    ``jump_to`` is never saved as a state key."""
+
+    @plait.before_model
+    @plait.can_jump_to("end")
+    def check_message_limit(state: Any, runtime: Any) -> Any:
+        if len(state["messages"]) >= 3:
+            return {"messages": [plait.AIMessage("Conversation limit reached.")], "jump_to": "end"}
+        return None
+
+    model = scripted("first answer", "never")
+    agent = plait.create_agent(model, middleware=[check_message_limit], checkpointer="memory")
+    agent.invoke("hi", thread_id="t")
+    stopped = agent.invoke("again", thread_id="t")
+    assert stopped.text == "Conversation limit reached."
+    assert asyncio.run(agent.ainvoke("and?", thread_id="t")).text == ("Conversation limit reached.")
+    assert model.calls == 1
+    assert "jump_to" not in agent.get_state("t")
+
+    @plait.before_model
+    def undeclared(state: Any, runtime: Any) -> Any:
+        return {"jump_to": "end"}
+
+    with pytest.raises(ConfigError, match=r"returned jump_to='end' but declares only: none"):
+        plait.create_agent(scripted("x"), middleware=[undeclared]).invoke("hi")
+
+
 def test_updates_name_the_tools_node_as_langgraph_does() -> None:
     """LangChain's "agent progress" loop (``for step, data in chunk.items()``) reads
     ``model`` then ``tools``: a tool's update is keyed ``"tools"``, sync and async, also for
