@@ -128,6 +128,29 @@ class ToolCall:
     id: str = attrs.field(factory=lambda: "call_" + _new_id()[:24])
     error: str | None = None
 
+    # LangChain's tool calls are dicts ({"name", "args", "id", "type": "tool_call"}), and
+    # its middleware reads them so (``request.tool_call["name"]``, ``{**call, "args": ...}``):
+    # a ToolCall reads the same, and such a dict is taken back wherever a ToolCall is.
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "type":
+            return "tool_call"
+        if key in ("name", "args", "id"):
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def keys(self) -> tuple[str, ...]:
+        return ("name", "args", "id", "type")
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
 
 @frozen
 class ToolCallChunk:
@@ -142,8 +165,9 @@ class ToolCallChunk:
 _CALL_KEYS = frozenset({"name", "args", "id", "type"})
 
 
-def _call(item: Any, index: int) -> ToolCall:
-    """A ``ToolCall``; a LangChain-style ``{"name", "args", "id"}`` dict is converted."""
+def to_tool_call(item: Any, where: str) -> ToolCall:
+    """A ``ToolCall``; a LangChain-style ``{"name", "args", "id"}`` dict is converted
+    (``TypeError`` naming ``where`` for anything else)."""
     if isinstance(item, ToolCall):
         return item
     if isinstance(item, Mapping):
@@ -161,13 +185,13 @@ def _call(item: Any, index: int) -> ToolCall:
                 return ToolCall(name, dict(args))
             return ToolCall(name, dict(args), call_id)
     wanted = "a plait.ToolCall or a dict {'name': str, 'args': dict, 'id': str (optional)}"
-    raise TypeError(f"tool_calls[{index}]: {expected(wanted, item)}")
+    raise TypeError(f"{where}: {expected(wanted, item)}")
 
 
 def _calls(value: Iterable[ToolCall | Mapping[str, Any]]) -> tuple[ToolCall, ...]:
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         raise TypeError(f"tool_calls: {expected('a list of tool calls', value)}")
-    return tuple(_call(item, index) for index, item in enumerate(value))
+    return tuple(to_tool_call(item, f"tool_calls[{index}]") for index, item in enumerate(value))
 
 
 def _call_chunks(value: Iterable[ToolCallChunk]) -> tuple[ToolCallChunk, ...]:

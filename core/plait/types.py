@@ -188,6 +188,11 @@ class ModelResponse:
     structured_response: Any = None
 
     @property
+    def result(self) -> list[Message | _messages.RemoveMessage]:
+        """``messages`` under LangChain's name for them (its ``ModelResponse.result``)."""
+        return list(self.messages)
+
+    @property
     def message(self) -> AIMessage | None:
         """The last AI message of the response, if any."""
         for message in reversed(self.messages):
@@ -207,6 +212,10 @@ class ToolCallRequest:
     runtime: Runtime = attrs.field(repr=False)
 
     def override(self, **changes: Any) -> ToolCallRequest:
+        """A copy with ``changes`` applied; ``tool_call`` may be LangChain's dict form
+        (``{**request.tool_call, "args": {...}}``)."""
+        if "tool_call" in changes:
+            changes["tool_call"] = _messages.to_tool_call(changes["tool_call"], "tool_call")
         return attrs.evolve(self, **changes)
 
 

@@ -221,6 +221,60 @@ def test_a_hook_returning_langchains_jump_to_key_jumps() -> None:
         plait.create_agent(scripted("x"), middleware=[undeclared]).invoke("hi")
 
 
+def test_middleware_reads_tool_calls_as_langchains_dicts() -> None:
+    """LangChain's tool calls are dicts, and its middleware docs read them so:
+    ``request.tool_call['name']`` in ``wrap_tool_call``, ``override(tool_call={**call,
+    "args": ...})`` to change a call, ``call["name"]`` in ``after_model``, and
+    ``response.result`` in ``wrap_model_call``."""
+    seen: list[Any] = []
+
+    @plait.after_model
+    def look(state: Any, runtime: Any) -> None:
+        for tool_call in state["messages"][-1].tool_calls:
+            seen.append((tool_call["name"], tool_call.get("type"), "id" in tool_call))
+
+    @plait.wrap_model_call
+    def count(request: Any, handler: Any) -> Any:
+        response = handler(request)
+        seen.append([type(m).__name__ for m in response.result])
+        return response
+
+    @plait.wrap_tool_call
+    def double(request: Any, handler: Any) -> Any:
+        seen.append((request.tool_call["name"], request.tool_call["args"]))
+        args = {"a": request.tool_call["args"]["a"] * 2, "b": request.tool_call["args"]["b"]}
+        return handler(request.override(tool_call={**request.tool_call, "args": args}))
+
+    @plait.tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    model = scripted(ai("", call("add", id="c1", a=1, b=2)), "done")
+    agent = plait.create_agent(model, [add], middleware=[look, count, double])
+    result = agent.invoke("1+2?")
+    assert transcript(result.messages) == [
+        ("human", "1+2?"),
+        ("ai", ""),
+        ("tool", "4"),
+        ("ai", "done"),
+    ]
+    assert seen == [
+        ["AIMessage"],
+        ("add", "tool_call", True),
+        ("add", {"a": 1, "b": 2}),
+        ["AIMessage"],
+    ]
+    assert result.messages[2].tool_call_id == "c1"
+    with pytest.raises(TypeError, match=r"^tool_call: expected a plait.ToolCall or a dict"):
+        plait.types.ToolCallRequest(
+            result.messages[1].tool_calls[0],
+            None,
+            {},
+            None,  # type: ignore[arg-type]
+        ).override(tool_call={"args": {}})
+
+
 def test_updates_name_the_tools_node_as_langgraph_does() -> None:
     """LangChain's "agent progress" loop (``for step, data in chunk.items()``) reads
     ``model`` then ``tools``: a tool's update is keyed ``"tools"``, sync and async, also for
