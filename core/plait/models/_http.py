@@ -523,6 +523,10 @@ class HTTPChatModel(ChatModel):
     """Lowercase words in such an error's type or message that say so; an error answered
     with one of ``overflow_statuses`` and one of these is a ``ContextOverflowError``."""
 
+    _address_note: str = ""
+    """Where ``base_url`` came from, said when nothing answers there (set by a factory that
+    chose the address itself, such as the ``llamacpp:`` id)."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _declare_key_shapes(cls.key_shapes)
@@ -928,7 +932,7 @@ class HTTPChatModel(ChatModel):
             ) from None
         except httpx.ConnectError as exc:
             raise ProviderError(
-                f"{self.provider}: could not connect to {self.base_url}: "
+                f"{self.provider}: could not connect to {self.base_url}{self._address_note}: "
                 f"{redact(str(exc), self._secrets())}",
                 provider=self.provider,
                 error_type="connection_error",

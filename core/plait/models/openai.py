@@ -698,20 +698,34 @@ model id is (``create_agent``, agent files, fallbacks) with no settings at all."
 
 
 def _local_factory(provider: str) -> Any:
-    server = LOCAL_SERVERS[provider]
-
     def from_id(name: str, **settings: Any) -> OpenAIChatModel:
+        server = LOCAL_SERVERS[provider]
         settings.setdefault("compat", server.preset)
+        note = ""
         if settings.get("base_url") is None:
-            settings["base_url"] = os.environ.get(server.base_url_env) or server.base_url
+            # Said if nothing answers there: the error's "openai" would not tell a user
+            # who wrote "llamacpp:" which address was tried or how to change it.
+            if os.environ.get(server.base_url_env):
+                settings["base_url"] = os.environ[server.base_url_env]
+                note = f" (from {server.base_url_env})"
+            else:
+                settings["base_url"] = server.base_url
+                note = (
+                    f", where {provider}: models are sent unless {server.base_url_env} "
+                    "names another address"
+                )
         if settings.get("api_key") is None:
             # Never the OPENAI_API_KEY: a local server is not OpenAI.
             settings["api_key"] = (
                 os.environ.get(server.api_key_env, "") if server.api_key_env else ""
             )
-        return OpenAIChatModel(name, **settings)
+        model = OpenAIChatModel(name, **settings)
+        model._address_note = note
+        return model
 
-    from_id.__doc__ = f"``{provider}:MODEL``: an OpenAI-compatible {server.preset} server."
+    from_id.__doc__ = (
+        f"``{provider}:MODEL``: an OpenAI-compatible {LOCAL_SERVERS[provider].preset} server."
+    )
     return from_id
 
 

@@ -20,7 +20,7 @@ from plait.agentfile import read_agent_file
 from plait.errors import ConfigError, ProviderError
 from plait.messages import AIMessage, HumanMessage, ToolCall
 from plait.models import init_chat_model
-from plait.models.openai import COMPAT_PRESETS, OpenAIChatModel
+from plait.models.openai import COMPAT_PRESETS, LOCAL_SERVERS, OpenAIChatModel
 from plait.testing import FakeSleeper
 
 SCHEMA = {
@@ -255,3 +255,29 @@ def test_5xx_retryable_unless_the_body_says_the_request_was_invalid(
     with pytest.raises(ProviderError) as caught:
         llm.invoke([HumanMessage("hi")])
     assert caught.value.retryable is retryable
+
+
+def test_an_unreachable_local_server_names_the_address_and_how_to_change_it(
+    closed_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seen live with no server running: "openai: could not connect to
+    # http://127.0.0.1:8080/v1: [Errno 111] Connection refused", for a llamacpp: id.
+    closed = f"http://127.0.0.1:{closed_port}/v1"
+    local = attrs.evolve(LOCAL_SERVERS["llamacpp"], base_url=closed)
+    monkeypatch.setitem(LOCAL_SERVERS, "llamacpp", local)
+    monkeypatch.delenv("LLAMACPP_BASE_URL", raising=False)
+    with pytest.raises(ProviderError) as caught:
+        init_chat_model("llamacpp:qwen").invoke([HumanMessage("hi")])
+    assert str(caught.value).startswith(
+        f"openai: could not connect to {closed}, where llamacpp: models are sent unless "
+        "LLAMACPP_BASE_URL names another address: "
+    )
+    monkeypatch.setenv("LLAMACPP_BASE_URL", closed)
+    with pytest.raises(ProviderError) as caught:
+        init_chat_model("llamacpp:qwen").invoke([HumanMessage("hi")])
+    assert str(caught.value).startswith(
+        f"openai: could not connect to {closed} (from LLAMACPP_BASE_URL): "
+    )
+    with pytest.raises(ProviderError) as caught:
+        init_chat_model("llamacpp:qwen", base_url=closed).invoke([HumanMessage("hi")])
+    assert str(caught.value).startswith(f"openai: could not connect to {closed}: ")
