@@ -24,6 +24,7 @@ def read_config(
     """``(thread_id, recursion_limit)`` from the keywords and ``config``; the same value
     given both ways must agree."""
     limit = recursion_limit
+    check_thread_id(thread_id, "thread_id")
     if config is None:
         return thread_id, 25 if limit is None else limit
     if not isinstance(config, Mapping):
@@ -60,3 +61,14 @@ def read_config(
             )
         limit = config["recursion_limit"]
     return thread_id, 25 if limit is None else limit
+
+
+def check_thread_id(thread_id: Any, where: str) -> None:
+    """Refuse LangGraph's config dict where plait takes a thread id (``get_state(config)``
+    in LangGraph is ``get_state(thread_id)`` here), with the fix, rather than failing later
+    on an unhashable dict."""
+    if isinstance(thread_id, Mapping):
+        raise ConfigError(
+            f"{where}: {expected('a thread id', thread_id)}; pass LangGraph's "
+            "config['configurable']['thread_id'] instead"
+        )

@@ -18,7 +18,7 @@ import attrs
 from plait import _convert, _ids
 from plait._compiled import CompiledAgent, close_middleware, compile_agent
 from plait._compose import chain_async, chain_sync
-from plait._config import read_config
+from plait._config import check_thread_id, read_config
 from plait._loop import Run, RunInfo, adrive, drive, shown_interrupts
 from plait._resolve import Built
 from plait._start import record_failure, run_result, start_run
@@ -507,6 +507,7 @@ class Agent:
         reviewer reads them: through the ``show_interrupts`` hooks (``pii`` shows real
         values; the checkpoint keeps placeholders). ``shown=False`` gives them as stored,
         to compare with the thread's own messages."""
+        check_thread_id(thread_id, "get_interrupts: thread_id")
         data = self._need_checkpointer().load(thread_id)
         run = None if data is None else data.values.get(RUN_KEY)
         if not run or data is None:
@@ -561,6 +562,7 @@ class Agent:
     def get_state(self, thread_id: str, step: int | None = None) -> dict[str, Any]:
         """The thread's saved state: ``["messages"]`` plus every state key; with
         ``step``, the state as it was after that step (``get_state_history`` lists them)."""
+        check_thread_id(thread_id, "get_state: thread_id")
         if step is None:
             checkpoint = self._need_checkpointer().load(thread_id)
         else:
@@ -571,6 +573,7 @@ class Agent:
         """The thread's kept steps, newest first: each one's ``step``, ``run_id``,
         ``node`` and ``time``; a fork's list continues with its parent's steps up to the
         fork point. ``[]`` for an unknown thread."""
+        check_thread_id(thread_id, "get_state_history: thread_id")
         return self._history().history(thread_id)
 
     def fork(
@@ -581,6 +584,7 @@ class Agent:
         to). Returns the new thread's id (``new_thread_id``, or a fresh one). Running it
         with ``invoke(None)`` or ``Command(resume=...)`` continues from that step, with
         its pending interrupts and tool calls as they were."""
+        check_thread_id(thread_id, "fork: thread_id")
         history = self._history()
         if new_thread_id is None:
             new_thread_id = _ids.new_id()
@@ -607,6 +611,7 @@ class Agent:
             raise TypeError(f"update_state: as_node: {_convert.expected('a node name', as_node)}")
         if RUN_KEY in values:
             raise ValueError(f"update_state: {RUN_KEY!r} is the kernel's own key")
+        check_thread_id(thread_id, "update_state: thread_id")
         checkpointer = self._need_checkpointer()
         state = self._thread(thread_id)
         try:
@@ -667,6 +672,7 @@ class Agent:
         return self._need_checkpointer().list_threads()
 
     def delete_thread(self, thread_id: str) -> None:
+        check_thread_id(thread_id, "delete_thread: thread_id")
         self._need_checkpointer().delete_thread(thread_id)
         with self._lock:
             self._cache.pop(thread_id, None)

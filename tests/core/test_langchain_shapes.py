@@ -275,6 +275,32 @@ def test_middleware_reads_tool_calls_as_langchains_dicts() -> None:
         ).override(tool_call={"args": {}})
 
 
+def test_langgraphs_config_where_a_thread_id_goes_is_refused_with_the_fix() -> None:
+    """LangGraph's ``agent.get_state(config)``: here the thread id; the config dict is
+    refused naming the method and the key to pass, not with "unhashable type: 'dict'"."""
+    agent = plait.create_agent(scripted("one"), checkpointer="memory")
+    config = {"configurable": {"thread_id": "1"}}
+    agent.invoke("hi", config)
+    calls = {
+        "get_state": lambda: agent.get_state(config),  # type: ignore[arg-type]
+        "get_interrupts": lambda: agent.get_interrupts(config),  # type: ignore[arg-type]
+        "get_state_history": lambda: agent.get_state_history(config),  # type: ignore[arg-type]
+        "update_state": lambda: agent.update_state(config, {}),  # type: ignore[arg-type]
+        "fork": lambda: agent.fork(config),  # type: ignore[arg-type]
+        "delete_thread": lambda: agent.delete_thread(config),  # type: ignore[arg-type]
+    }
+    for name, attempt in calls.items():
+        with pytest.raises(ConfigError) as info:
+            attempt()
+        assert str(info.value) == (
+            f"{name}: thread_id: expected a thread id, got {{'configurable': {{'thread_id': "
+            "'1'}}; pass LangGraph's config['configurable']['thread_id'] instead"
+        )
+    with pytest.raises(ConfigError, match=r"^thread_id: expected a thread id, got \{"):
+        agent.invoke("again", thread_id=config)  # type: ignore[arg-type]
+    assert transcript(agent.get_state("1")["messages"]) == [("human", "hi"), ("ai", "one")]
+
+
 def test_updates_name_the_tools_node_as_langgraph_does() -> None:
     """LangChain's "agent progress" loop (``for step, data in chunk.items()``) reads
     ``model`` then ``tools``: a tool's update is keyed ``"tools"``, sync and async, also for
