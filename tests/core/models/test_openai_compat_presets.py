@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 import pytest
-from replay_server import ReplayServer, openai_completion
+from replay_server import ReplayServer, captured, openai_completion
 
 import plait
 from plait.agentfile import read_agent_file
@@ -132,8 +132,10 @@ def test_fallback_given_as_a_local_id(
 
 class LlamaCppPythonLike:
     """A loopback server answering as llama-cpp-python's does: ``tool_choice:
-    "required"`` is a 500 (its handler wraps the request's validation error as an
-    ``internal_server_error``); anything else is a completion calling the first tool."""
+    "required"`` is a 500 ``internal_server_error`` whose message is the request's
+    validation error (as its handler words one); anything else is a completion calling
+    the first tool. 0.3.36 itself fails on an assertion instead, with an empty message
+    (``required_500`` below): nothing in it says the request was at fault."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
@@ -281,3 +283,25 @@ def test_an_unreachable_local_server_names_the_address_and_how_to_change_it(
     with pytest.raises(ProviderError) as caught:
         init_chat_model("llamacpp:qwen", base_url=closed).invoke([HumanMessage("hi")])
     assert str(caught.value).startswith(f"openai: could not connect to {closed}: ")
+
+
+def test_llama_cpp_python_s_own_500_for_required_is_reported_with_its_body(
+    server: ReplayServer,
+) -> None:
+    server.reply(captured("llama_cpp_python/required_500"))
+    forced = OpenAIChatModel(
+        "qwen",
+        base_url=server.url + "/v1",
+        compat={"preset": "llama.cpp", "tool_choice_required": True},
+    )
+    weather = plait.tool(lambda city: city, name="weather", description="The weather.")
+    with pytest.raises(ProviderError) as caught:
+        forced.invoke([HumanMessage("hi")], tools=[weather], tool_choice="required")
+    assert server.last.body["tool_choice"] == "required"
+    # An empty message: the body is shown whole, so the user sees what there is.
+    assert str(caught.value) == (
+        'openai API error 500 (internal_server_error): {"error":{"message":"","type":'
+        '"internal_server_error","param":null,"code":null}} '
+        "(request id 12655c1a41c24ad3a881b4a97b23ac61)"
+    )
+    assert caught.value.retryable is True
