@@ -150,6 +150,73 @@ def test_a_keyboard_interrupt_in_a_tool_frees_the_thread_for_another_process(
     assert done.stdout == "B's answer\n"
 
 
+def test_breaking_out_of_a_sync_stream_stops_the_run_and_frees_the_thread(
+    tmp_path: Path,
+) -> None:
+    """As with LangGraph's stream generator: a reader that breaks out of ``stream`` (the
+    stream dropped) stops the run before its next step — the tool the model asked for is
+    never run — and the thread takes new input at once."""
+    runs: list[str] = []
+
+    def act(x: str) -> str:
+        """Do something with a side effect."""
+        runs.append(x)
+        return f"did {x}"
+
+    model = ScriptedChatModel(
+        [AIMessage("", tool_calls=[ToolCall("act", {"x": "first"}, "c1")]), "second answer"]
+    )
+    agent = plait.create_agent(model, tools=[act], checkpointer=f"sqlite:///{tmp_path / 'a.db'}")
+    for update in agent.stream("first", thread_id="t", stream_mode="updates"):
+        assert list(update) == ["model"]
+        break
+    assert agent.invoke("second", thread_id="t").text == "second answer"
+    assert runs == []
+    assert model.calls == 2
+    messages = agent.get_state("t")["messages"]
+    assert [m.type for m in messages] == ["human", "ai", "tool", "human", "ai"]
+    assert messages[2].text.startswith("Not run:")
+
+
+def test_closing_a_sync_stream_mid_tool_waits_for_it_then_stops_before_the_model(
+    tmp_path: Path,
+) -> None:
+    """``close()`` waits for the step in flight, saves it, and stops; ``invoke(None)``
+    continues from there without running the tool again."""
+    gate, started = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    def wait() -> str:
+        """Wait for the gate."""
+        runs.append("wait")
+        started.set()
+        gate.wait(30)
+        return "waited"
+
+    model = ScriptedChatModel(
+        [AIMessage("", tool_calls=[ToolCall("wait", {}, "c1")]), "after the wait"]
+    )
+    agent = plait.create_agent(model, tools=[wait], checkpointer=f"sqlite:///{tmp_path / 'a.db'}")
+    stream = agent.stream("go", thread_id="t")
+    assert next(stream).source == "model"
+    assert started.wait(30)
+    closing = threading.Thread(target=stream.close)
+    closing.start()
+    closing.join(0.2)
+    assert closing.is_alive()  # waiting for the tool in flight
+    gate.set()
+    closing.join(30)
+    assert not closing.is_alive()
+    assert model.calls == 1
+    assert transcript(agent.get_state("t")["messages"]) == [
+        ("human", "go"),
+        ("ai", ""),
+        ("tool", "waited"),
+    ]
+    assert agent.invoke(None, thread_id="t").text == "after the wait"
+    assert runs == ["wait"]
+
+
 def test_none_input_for_a_thread_that_does_not_exist_is_refused_before_the_model() -> None:
     model = ScriptedChatModel(["never"])
     agent = plait.create_agent(model, checkpointer="memory")
