@@ -230,7 +230,7 @@ def _json_default(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if attrs.has(type(value)):
-        return {a.name: getattr(value, a.name) for a in attrs.fields(type(value))}
+        return attrs.asdict(value, recurse=False)  # json.dumps comes back for what it holds
     return str(value)
 
 
