@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 import pytest
+from live_tools import calls, get_weather
 
 import plait
 from plait.errors import ContextOverflowError, ProviderError
@@ -38,20 +39,6 @@ pytestmark = pytest.mark.skipif(
 def llm(monkeypatch: pytest.MonkeyPatch) -> ChatModel:
     monkeypatch.setenv("LLAMACPP_BASE_URL", URL)
     return init_chat_model(MODEL, temperature=0, timeout=300)
-
-
-calls: list[str] = []
-
-
-@plait.tool
-def get_weather(city: str) -> str:
-    """The current weather in a city.
-
-    Args:
-        city: the city's name, e.g. "Paris".
-    """
-    calls.append(city)
-    return f"It is 21 degrees and sunny in {city}."
 
 
 PARIS = [HumanMessage("What is the weather in Paris?")]

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 import pytest
+from live_tools import calls, get_weather
 
 import plait
 from plait.messages import AIMessageChunk, HumanMessage, assemble_chunks
@@ -42,20 +43,6 @@ def llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Chat
     for key, value in ENV.items():
         monkeypatch.setenv(key, value)
     return init_chat_model(request.param, timeout=120)
-
-
-calls: list[str] = []
-
-
-@plait.tool
-def get_weather(city: str) -> str:
-    """The current weather in a city.
-
-    Args:
-        city: the city's name, e.g. "Paris".
-    """
-    calls.append(city)
-    return f"It is 21 degrees and sunny in {city}."
 
 
 def test_tool_loop(llm: ChatModel) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 import pytest
+from live_tools import calls, get_weather
 
 import plait
 from plait.messages import AIMessageChunk, HumanMessage, assemble_chunks
@@ -25,19 +26,6 @@ pytestmark = [
     pytest.mark.skipif(not LIVE, reason="live provider tests run with PLAIT_LIVE=1"),
     pytest.mark.skipif(LIVE and not KEY, reason="no GOOGLE_API_KEY or GEMINI_API_KEY"),
 ]
-
-calls: list[str] = []
-
-
-@plait.tool
-def get_weather(city: str) -> str:
-    """The current weather in a city.
-
-    Args:
-        city: the city's name, e.g. "Paris".
-    """
-    calls.append(city)
-    return f"It is 21 degrees and sunny in {city}."
 
 
 def llm(model: str = MODEL, **settings: Any) -> GoogleChatModel:
