@@ -211,6 +211,38 @@ class Message:
     def text(self) -> str:
         return message_text(self.content)
 
+    # LangChain's readings of a message (``pretty_print``, ``content_blocks``,
+    # ``usage_metadata``), derived when asked, for code ported from its docs.
+
+    def pretty_repr(self, html: bool = False) -> str:
+        """The message as LangChain's ``pretty_repr`` writes it: a title line
+        (``=== Human Message ===``, bold when ``html``), ``Name:`` when it has a name, the
+        content, and an AI message's tool calls."""
+        from plait._lc_view import pretty_text
+
+        calls = self.tool_calls if isinstance(self, AIMessage) else None
+        name = self.name if isinstance(self, ToolMessage) else None
+        return pretty_text(self.type, self.content, name=name, calls=calls, bold=html)
+
+    def pretty_print(self) -> None:
+        """Print ``pretty_repr()`` (its title bold in an interactive interpreter)."""
+        from plait._lc_view import is_interactive
+
+        print(self.pretty_repr(html=is_interactive()))
+
+    @property
+    def content_blocks(self) -> list[dict[str, Any]]:
+        """The content as LangChain 1.x's standard blocks (``text``, ``reasoning``,
+        ``image``, ``file``, ``tool_call``, ``server_tool_call``...; a block of no standard
+        type as ``{"type": "non_standard", "value": block}``), made anew on each read. An
+        AI message's tool calls are among them."""
+        from plait._lc_view import standard_blocks
+
+        if isinstance(self, AIMessage):
+            reasoning = self.response_metadata.get("reasoning")
+            return standard_blocks(self.content, self.tool_calls, reasoning)
+        return standard_blocks(self.content)
+
 
 # The two messages that add no field to ``Message`` keep its generated methods rather than
 # having attrs make a class and compile an __init__ for each (~0.2 ms apiece at import): they
@@ -234,6 +266,15 @@ class AIMessage(Message):
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_calls)
     usage: Usage | None = None
     response_metadata: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def usage_metadata(self) -> dict[str, Any] | None:
+        """``usage`` as LangChain's ``usage_metadata`` dict (``input_tokens``,
+        ``output_tokens``, ``total_tokens``, and ``input_token_details``/
+        ``output_token_details`` with the counts that are not zero); ``None`` without."""
+        from plait._lc_view import usage_metadata
+
+        return usage_metadata(self.usage)
 
 
 @frozen(kw_only=True)
@@ -361,6 +402,34 @@ class AIMessageChunk:
             id=self.id or other.id,
             blocks=self.blocks + other.blocks,
         )
+
+    @property
+    def usage_metadata(self) -> dict[str, Any] | None:
+        """``usage`` as LangChain's ``usage_metadata`` dict, as on ``AIMessage``."""
+        from plait._lc_view import usage_metadata
+
+        return usage_metadata(self.usage)
+
+    @property
+    def content_blocks(self) -> list[dict[str, Any]]:
+        """The chunk as LangChain 1.x's standard blocks: its text, its finished native
+        blocks (read as ``AIMessage.content_blocks`` reads them) and each tool-call
+        fragment as a ``tool_call_chunk`` block."""
+        from plait._lc_view import standard_blocks
+
+        found = standard_blocks(self.content)
+        found.extend(standard_blocks(list(self.blocks)))
+        found.extend(
+            {
+                "type": "tool_call_chunk",
+                "id": p.id,
+                "name": p.name,
+                "args": p.args,
+                "index": p.index,
+            }
+            for p in self.tool_call_chunks
+        )
+        return found
 
     def to_message(self) -> AIMessage:
         """Assemble the finished ``AIMessage``; unparsable tool arguments set ``error``."""
