@@ -16,6 +16,7 @@ wrapped as ``{"type": "non_standard", "value": block}``, as LangChain wraps it.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -299,9 +300,91 @@ def _server_result(block: Mapping[str, Any]) -> dict[str, Any]:
     return made
 
 
+def _item_result(block: Mapping[str, Any], output: Any) -> dict[str, Any]:
+    """The ``server_tool_result`` half of a Responses built-in tool item."""
+    made: dict[str, Any] = {"type": "server_tool_result", "tool_call_id": block["id"]}
+    if output:
+        made["output"] = output
+    status = block.get("status")
+    if status in ("completed", "failed"):
+        made["status"] = "success" if status == "completed" else "error"
+    elif status:
+        made["extras"] = {"status": status}
+    return made
+
+
+def _responses_item(block: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A Responses built-in tool item (``web_search_call``, ``file_search_call``,
+    ``code_interpreter_call``, ``mcp_call``) as a ``server_tool_call`` and its
+    ``server_tool_result``; a generated image (``image_generation_call``) as an ``image``."""
+    kind = block["type"]
+    call: dict[str, Any] = {"type": "server_tool_call", "id": block["id"]}
+    if kind == "image_generation_call":
+        made: dict[str, Any] = {"type": "image", "base64": block["result"], "id": block["id"]}
+        if block.get("output_format"):
+            made["mime_type"] = f"image/{block['output_format']}"
+        known = ("type", "id", "result", "index", "partial_image_b64")
+        return [_extras(made, block, known)]
+    if kind == "web_search_call":
+        action = block.get("action")
+        action = action if isinstance(action, Mapping) else {}
+        call["name"] = "web_search"
+        call["args"] = {key: value for key, value in action.items() if key != "sources"}
+        call.update(
+            (k, v) for k, v in block.items() if k not in ("type", "id", "action", "status", "index")
+        )
+        sources = action.get("sources")
+        return [call, _item_result(block, {"sources": sources} if sources else None)]
+    if kind == "file_search_call":
+        call["name"], call["args"] = "file_search", {"queries": block.get("queries", [])}
+        skip: tuple[str, ...] = ("type", "id", "queries", "results", "status", "index")
+        call.update((k, v) for k, v in block.items() if k not in skip)
+        return [call, _item_result(block, block.get("results"))]
+    if kind == "code_interpreter_call":
+        call["name"] = "code_interpreter"
+        if "code" in block:
+            call["args"] = {"code": block["code"]}
+        _extras(call, block, ("type", "id", "outputs", "status", "code", "extras", "index"))
+        return [call, _item_result(block, block.get("outputs"))]
+    # mcp_call: its arguments are JSON text; an error is its result's
+    extras: dict[str, Any] = {}
+    call["name"] = "remote_mcp"
+    arguments = block.get("arguments")
+    if isinstance(arguments, str) and arguments:
+        try:
+            call["args"] = json.loads(arguments)
+        except json.JSONDecodeError:
+            extras["arguments"] = arguments
+    extras.update({"tool_name": block["name"]} if "name" in block else {})
+    extras.update({"server_label": block["server_label"]} if "server_label" in block else {})
+    skip = ("type", "id", "arguments", "name", "server_label", "output", "error", "index")
+    extras.update((k, v) for k, v in block.items() if k not in skip)
+    if extras:
+        call["extras"] = extras
+    result: dict[str, Any] = {"type": "server_tool_result", "tool_call_id": block["id"]}
+    if block.get("output"):
+        result["output"] = block["output"]
+    result["status"] = "error" if block.get("error") else "success"
+    if block.get("error"):
+        result["extras"] = {"error": block["error"]}
+    return [call, result]
+
+
+_RESPONSES_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "mcp_call",
+        "image_generation_call",
+    }
+)
+
+
 def _reasoning(block: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Anthropic's ``thinking`` block, or a Responses ``reasoning`` item (one block per
-    summary part, as LangChain splits it), as ``reasoning`` blocks."""
+    summary part, the item's other keys on the first, as LangChain splits it), as
+    ``reasoning`` blocks."""
     if block["type"] == "thinking":
         made: dict[str, Any] = {"type": "reasoning", "reasoning": str(block.get("thinking", ""))}
         return [_extras(made, block, ("type", "thinking", "index"))]
@@ -318,8 +401,8 @@ def _reasoning(block: Mapping[str, Any]) -> list[dict[str, Any]]:
             **common,
             "reasoning": str(part.get("text", "")) if isinstance(part, Mapping) else "",
         }
-        if position == 0 and rest:
-            made["extras"] = rest
+        if position == 0:
+            made.update(rest)  # beside the text, not under extras: as langchain-core has it
         found.append(made)
     return found
 
@@ -341,12 +424,21 @@ def _standard(block: Mapping[str, Any], calls: Mapping[str, Any]) -> list[dict[s
         return [_openai_data(block)]
     if kind in ("tool_use", "function_call"):
         call = calls.get(str(block.get("call_id") or block.get("id")))
+        if call is not None and kind == "function_call":
+            made = _tool_call(call)
+            extras = {k: block[k] for k in ("status", "namespace", "async") if k in block}
+            if "id" in block:
+                extras = {"item_id": block["id"], **extras}
+            return [{**made, "extras": extras} if extras else made]
         if call is not None:
             return [_tool_call(call)]
         if kind == "tool_use":
             made = {"type": "tool_call", "id": block.get("id", "")}
             return [{**made, "name": block.get("name", ""), "args": block.get("input", {})}]
         return [_non_standard(block)]
+    if kind in _RESPONSES_ITEMS and "id" in block:
+        if kind != "image_generation_call" or block.get("result"):
+            return _responses_item(block)
     if kind in ("server_tool_use", "mcp_tool_use"):
         return [_server_call(block)]
     if isinstance(kind, str) and kind.endswith("_tool_result"):
@@ -362,15 +454,17 @@ def _standard(block: Mapping[str, Any], calls: Mapping[str, Any]) -> list[dict[s
 
 
 def standard_blocks(
-    content: Any, calls: Sequence[Any] = (), reasoning: Any = None
+    content: Any, calls: Sequence[Any] = (), metadata: Mapping[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     """``content`` as LangChain 1.x's standard content blocks, new dicts each time.
 
     For an AI message, ``calls`` are its tool calls: each not already standing in the
     content (as an Anthropic ``tool_use`` or a Responses ``function_call`` block) follows
-    it as a ``tool_call`` block (``invalid_tool_call`` when its arguments did not parse),
-    and ``reasoning`` (a compatible server's reasoning text, kept in
-    ``response_metadata``) leads as a ``reasoning`` block when the content has none.
+    it as a ``tool_call`` block (``invalid_tool_call`` when its arguments did not parse).
+    From its ``metadata`` (``response_metadata``), a compatible server's ``reasoning``
+    text leads as a ``reasoning`` block, and a refusal (OpenAI's ``refusal`` text, or
+    Anthropic's ``"refusal"`` stop) ends it as a ``refusal`` block, as LangChain's
+    translators add them, when the content has none.
     """
     items: list[Any] = [content] if isinstance(content, str) else list(content)
     by_id = {call.id: call for call in calls}
@@ -385,7 +479,15 @@ def standard_blocks(
         block.get("id") for block in found if block["type"] in ("tool_call", "invalid_tool_call")
     }
     found.extend(_tool_call(call) for call in calls if call.id not in placed)
-    if isinstance(reasoning, str) and reasoning:
-        if not any(block.get("type") == "reasoning" for block in found):
-            found.insert(0, {"type": "reasoning", "reasoning": reasoning})
+    metadata = metadata or {}
+    kinds = {block["type"] for block in found}
+    reasoning = metadata.get("reasoning")
+    if isinstance(reasoning, str) and reasoning and "reasoning" not in kinds:
+        found.insert(0, {"type": "reasoning", "reasoning": reasoning})
+    refusal = metadata.get("refusal")
+    if "refusal" not in kinds:
+        if isinstance(refusal, str) and refusal:
+            found.append({"type": "refusal", "refusal": refusal})
+        elif metadata.get("finish_reason") == "refusal":
+            found.append({"type": "refusal", "refusal": ""})
     return found

@@ -239,8 +239,7 @@ class Message:
         from plait._lc_view import standard_blocks
 
         if isinstance(self, AIMessage):
-            reasoning = self.response_metadata.get("reasoning")
-            return standard_blocks(self.content, self.tool_calls, reasoning)
+            return standard_blocks(self.content, self.tool_calls, self.response_metadata)
         return standard_blocks(self.content)
 
 

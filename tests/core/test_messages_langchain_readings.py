@@ -355,8 +355,18 @@ def test_a_compatible_servers_reasoning_leads_as_a_reasoning_block() -> None:
     ]
 
 
-def test_a_responses_reasoning_item_reads_as_one_block_per_summary_part() -> None:
-    item = {
+def test_a_refusal_the_provider_reported_ends_as_a_refusal_block() -> None:
+    openai = AIMessage("", response_metadata={"refusal": "I can't help with that."})
+    assert openai.content_blocks == [{"type": "refusal", "refusal": "I can't help with that."}]
+    anthropic = AIMessage("", response_metadata={"finish_reason": "refusal"})
+    assert anthropic.content_blocks == [{"type": "refusal", "refusal": ""}]
+    assert AIMessage("ok", response_metadata={"finish_reason": "stop"}).content_blocks == [
+        {"type": "text", "text": "ok"}
+    ]
+
+
+RESPONSES_ANSWER: list[dict[str, Any]] = [
+    {
         "type": "reasoning",
         "id": "rs_1",
         "summary": [
@@ -364,21 +374,84 @@ def test_a_responses_reasoning_item_reads_as_one_block_per_summary_part() -> Non
             {"type": "summary_text", "text": "Then."},
         ],
         "encrypted_content": "enc",
-    }
-    call_block = {"type": "function_call", "call_id": "call_9", "id": "fc_9"}
-    text = {"type": "text", "text": "done", "id": "msg_1"}
-    message = AIMessage([item, call_block, text], tool_calls=[ToolCall("f", {"x": 1}, "call_9")])
-    assert message.content_blocks == [
-        {
-            "type": "reasoning",
-            "id": "rs_1",
-            "reasoning": "First.",
-            "extras": {"encrypted_content": "enc"},
-        },
+    },
+    {
+        "type": "web_search_call",
+        "id": "ws_1",
+        "status": "completed",
+        "action": {"type": "search", "query": "paris", "sources": [{"type": "url", "url": "u"}]},
+    },
+    {"type": "code_interpreter_call", "id": "ci_1", "status": "failed", "code": "1/0"},
+    {
+        "type": "mcp_call",
+        "id": "mcp_1",
+        "name": "roll",
+        "server_label": "dice",
+        "arguments": '{"n": 2}',
+        "output": "4",
+    },
+    {"type": "image_generation_call", "id": "ig_1", "result": "iVBOR", "output_format": "png"},
+    {"type": "function_call", "call_id": "call_9", "id": "fc_9"},
+    {"type": "text", "text": "done", "id": "msg_1"},
+]
+
+
+def test_responses_items_read_as_langchains_openai_translator_reads_them() -> None:
+    message = AIMessage(RESPONSES_ANSWER, tool_calls=[ToolCall("f", {"x": 1}, "call_9")])
+    blocks = message.content_blocks
+    assert blocks == [
+        {"type": "reasoning", "id": "rs_1", "reasoning": "First.", "encrypted_content": "enc"},
         {"type": "reasoning", "id": "rs_1", "reasoning": "Then."},
-        {"type": "tool_call", "id": "call_9", "name": "f", "args": {"x": 1}},
+        {
+            "type": "server_tool_call",
+            "id": "ws_1",
+            "name": "web_search",
+            "args": {"type": "search", "query": "paris"},
+        },
+        {
+            "type": "server_tool_result",
+            "tool_call_id": "ws_1",
+            "status": "success",
+            "output": {"sources": [{"type": "url", "url": "u"}]},
+        },
+        {
+            "type": "server_tool_call",
+            "id": "ci_1",
+            "name": "code_interpreter",
+            "args": {"code": "1/0"},
+        },
+        {"type": "server_tool_result", "tool_call_id": "ci_1", "status": "error"},
+        {
+            "type": "server_tool_call",
+            "id": "mcp_1",
+            "name": "remote_mcp",
+            "args": {"n": 2},
+            "extras": {"tool_name": "roll", "server_label": "dice"},
+        },
+        {"type": "server_tool_result", "tool_call_id": "mcp_1", "status": "success", "output": "4"},
+        {
+            "type": "image",
+            "id": "ig_1",
+            "base64": "iVBOR",
+            "mime_type": "image/png",
+            "extras": {"output_format": "png"},
+        },
+        {
+            "type": "tool_call",
+            "id": "call_9",
+            "name": "f",
+            "args": {"x": 1},
+            "extras": {"item_id": "fc_9"},
+        },
         {"type": "text", "text": "done", "id": "msg_1"},
     ]
+    lc = pytest.importorskip("langchain_core.messages")
+    theirs = lc.AIMessage(
+        RESPONSES_ANSWER,
+        tool_calls=[{"name": "f", "args": {"x": 1}, "id": "call_9"}],
+        response_metadata={"model_provider": "openai"},
+    )
+    assert blocks == theirs.content_blocks
 
 
 USER_PARTS: list[dict[str, Any]] = [
