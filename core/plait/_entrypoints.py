@@ -96,6 +96,7 @@ BUILTIN: dict[str, dict[str, str]] = {
     },
     "plait.tool_adapters": {"langchain": "langchain"},
     "plait.image_forms": {"inlineData": "google", "fileData": "google"},
+    "plait.content_blocks": {"anthropic": "anthropic", "openai-responses": "openai_responses"},
 }
 """Entry points of plait's built-in plugins, by group: name → folder under ``plugins/``
 (its distribution is ``plait-<folder with dashes>``); for the hint when one is missing."""

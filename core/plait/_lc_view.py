@@ -7,21 +7,34 @@ module. It takes plain values (content, calls, a ``Usage``) rather than the mess
 classes, which keeps it out of ``plait.messages``' import graph.
 
 The layouts and block shapes are langchain-core 1.x's (``BaseMessage.pretty_repr``,
-``AIMessage.pretty_repr``, ``UsageMetadata``, ``messages/content.py``). Plait's content
-blocks are the providers' own (Anthropic's ``thinking`` and image ``source``, Chat
-Completions' ``image_url``, Responses' ``reasoning`` items), so each is read as
-langchain-core's translator for that provider reads it; a block no translator knows is
-wrapped as ``{"type": "non_standard", "value": block}``, as LangChain wraps it.
+``AIMessage.pretty_repr``, ``UsageMetadata``, ``messages/content.py``). Content blocks are
+read as langchain-core reads them: what is no one vendor's here (text, LangChain's own
+blocks, the reference provider's Chat Completions parts, the SDK's image forms), a
+vendor's own blocks (Anthropic's ``thinking``, Responses' ``reasoning`` items) by the
+translator its plugin declares in ``plait.content_blocks``, as langchain-core keeps one
+translator per provider; a block none knows is wrapped as ``{"type": "non_standard",
+"value": block}``, as LangChain wraps it.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["is_interactive", "pretty_text", "standard_blocks", "usage_metadata"]
+if TYPE_CHECKING:
+    from plait._entrypoints import EntryPoint
+
+__all__ = [
+    "CONTENT_BLOCKS",
+    "is_interactive",
+    "pretty_text",
+    "standard_blocks",
+    "tool_call_block",
+    "usage_metadata",
+    "with_extras",
+]
 
 _WIDTH = 80
 """The width LangChain centres a message's title in."""
@@ -133,9 +146,36 @@ def usage_metadata(usage: Any) -> dict[str, Any] | None:
 
 # -- content_blocks -------------------------------------------------------------------------
 
+CONTENT_BLOCKS = "plait.content_blocks"
+"""The entry-point group where a provider plugin names the reader of its content blocks as
+LangChain's: each name is a provider as its answers carry it in
+``response_metadata["provider"]``, its object a function ``(block, calls) -> list[dict] |
+None`` giving the standard blocks for one of that provider's blocks (``calls``: the
+message's tool calls by id), or ``None`` for a block it does not know."""
 
-def _extras(made: dict[str, Any], block: Mapping[str, Any], known: Iterable[str]) -> dict[str, Any]:
-    """``made`` with the keys of ``block`` it did not read kept under ``extras``."""
+Translator = Callable[[Mapping[str, Any], Mapping[str, Any]], "list[dict[str, Any]] | None"]
+
+
+def _installed() -> Mapping[str, EntryPoint]:
+    from plait import _entrypoints
+
+    return _entrypoints.installed(CONTENT_BLOCKS)
+
+
+@functools.cache
+def _translator(point: EntryPoint) -> Translator:
+    """The translator an installed provider's entry point names, imported once per entry
+    point: found again (``_entrypoints.refresh``), a block is read by what is installed
+    now, not by what an earlier lookup imported."""
+    translator: Translator = point.load()
+    return translator
+
+
+def with_extras(
+    made: dict[str, Any], block: Mapping[str, Any], known: Iterable[str]
+) -> dict[str, Any]:
+    """``made`` with the keys of ``block`` it did not read kept under ``extras``, as
+    LangChain keeps them."""
     skip = set(known)
     rest = {key: value for key, value in block.items() if key not in skip}
     if rest:
@@ -143,65 +183,41 @@ def _extras(made: dict[str, Any], block: Mapping[str, Any], known: Iterable[str]
     return made
 
 
+def tool_call_block(call: Any) -> dict[str, Any]:
+    """A ``ToolCall`` as LangChain's ``tool_call`` block, or its ``invalid_tool_call`` when
+    the arguments did not parse."""
+    if call.error:
+        return {
+            "type": "invalid_tool_call",
+            "id": call.id,
+            "name": call.name,
+            "args": None,
+            "error": call.error,
+        }
+    return {"type": "tool_call", "id": call.id, "name": call.name, "args": call.args}
+
+
 def _non_standard(block: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "non_standard", "value": dict(block)}
-
-
-def _annotation(citation: Any) -> dict[str, Any]:
-    """An Anthropic citation as a standard ``citation`` annotation."""
-    if not isinstance(citation, Mapping) or "cited_text" not in citation:
-        return {"type": "non_standard_annotation", "value": citation}
-    made: dict[str, Any] = {"type": "citation", "cited_text": citation["cited_text"]}
-    if citation.get("type") == "web_search_result_location":
-        if "url" not in citation:
-            return {"type": "non_standard_annotation", "value": dict(citation)}
-        made["url"] = citation["url"]
-    title = citation.get("document_title") or citation.get("title")
-    if title:
-        made["title"] = title
-    known = {"type", "cited_text", "url", "title", "document_title", "index", "extras"}
-    return _extras(made, citation, known)
 
 
 def _text(block: Mapping[str, Any]) -> dict[str, Any]:
     made: dict[str, Any] = {"type": "text", "text": str(block.get("text", ""))}
     if block.get("id"):
-        made["id"] = block["id"]  # a Responses message's id, kept on its text
-    citations = block.get("citations")
-    if isinstance(citations, list) and citations:
-        made["annotations"] = [_annotation(item) for item in citations]
-    elif isinstance(block.get("annotations"), list) and block["annotations"]:
+        made["id"] = block["id"]
+    if isinstance(block.get("annotations"), list) and block["annotations"]:
         made["annotations"] = list(block["annotations"])
     return made
 
 
-def _sourced(kind: str, block: Mapping[str, Any]) -> dict[str, Any]:
-    """An Anthropic ``image``/``document`` block (a ``source`` of base64, url, file or
-    text) as a standard ``image``, ``file`` or ``text-plain`` block."""
-    source = block["source"]
-    made: dict[str, Any]
-    if source.get("type") == "base64" and "data" in source and "media_type" in source:
-        made = {"type": kind, "base64": source["data"], "mime_type": source["media_type"]}
-    elif source.get("type") == "url" and "url" in source:
-        made = {"type": kind, "url": source["url"]}
-    elif source.get("type") == "file" and "file_id" in source:
-        made = {"type": kind, "id": source["file_id"]}
-    elif kind == "file" and source.get("type") == "text" and "data" in source:
-        mime = block.get("media_type", "text/plain")
-        made = {"type": "text-plain", "text": source["data"], "mime_type": mime}
-    else:
-        return _non_standard(block)
-    return _extras(made, block, ("type", "source"))
-
-
-def _image(block: Mapping[str, Any]) -> dict[str, Any]:
-    """An image in another provider's form (Chat Completions ``image_url``, Responses
-    ``input_image``, a plugin's ``plait.image_forms``) as a standard ``image`` block."""
+def _image(block: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An image in one of the SDK's forms (Chat Completions ``image_url``, Responses
+    ``input_image``) or a plugin's (``plait.image_forms``) as a standard ``image`` block."""
     from plait.models._images import read_image
 
     image = read_image(block)
     if image is None:
-        return _non_standard(block)
+        return None
     made: dict[str, Any] = (
         {"type": "image", "url": image.url}
         if image.data is None
@@ -234,7 +250,7 @@ def _openai_data(block: Mapping[str, Any]) -> dict[str, Any]:
         if data is None or data.data is None:
             return _non_standard(block)
         made = {"type": "file", "base64": data.data, "mime_type": data.media_type}
-    return _extras(made, part, ("file_id", "file_data"))
+    return with_extras(made, part, ("file_id", "file_data"))
 
 
 def _v0(block: Mapping[str, Any]) -> dict[str, Any]:
@@ -253,203 +269,61 @@ def _v0(block: Mapping[str, Any]) -> dict[str, Any]:
         return _non_standard(block)
     if "mime_type" in block:
         made["mime_type"] = block["mime_type"]
-    return _extras(made, block, ("type", "source_type", "url", "data", "id", "text", "mime_type"))
+    known = ("type", "source_type", "url", "data", "id", "text", "mime_type")
+    return with_extras(made, block, known)
 
 
-def _tool_call(call: Any) -> dict[str, Any]:
-    if call.error:
-        return {
-            "type": "invalid_tool_call",
-            "id": call.id,
-            "name": call.name,
-            "args": None,
-            "error": call.error,
-        }
-    return {"type": "tool_call", "id": call.id, "name": call.name, "args": call.args}
-
-
-def _server_call(block: Mapping[str, Any]) -> dict[str, Any]:
-    """Anthropic's ``server_tool_use``/``mcp_tool_use`` as a ``server_tool_call``
-    (code execution is LangChain's ``code_interpreter``, an MCP tool ``remote_mcp``)."""
-    name = str(block.get("name", ""))
-    made: dict[str, Any] = {"type": "server_tool_call", "id": block.get("id", "")}
-    if block["type"] == "mcp_tool_use":
-        made["name"], made["args"] = "remote_mcp", block.get("input", {})
-        made["extras"] = {"tool_name": name}
-        return made
-    made["name"] = "code_interpreter" if name == "code_execution" else name
-    made["args"] = block.get("input", {})
-    return _extras(made, block, ("type", "name", "input", "partial_json", "id", "index"))
-
-
-def _server_result(block: Mapping[str, Any]) -> dict[str, Any]:
-    """An Anthropic ``*_tool_result`` block as a ``server_tool_result``."""
-    output = block.get("content", [])
-    failed = bool(block.get("is_error")) or (
-        isinstance(output, Mapping) and bool(output.get("error_code"))
-    )
-    made: dict[str, Any] = {
-        "type": "server_tool_result",
-        "tool_call_id": block.get("tool_use_id", ""),
-        "status": "error" if failed else "success",
-    }
-    if output:
-        made["output"] = output
-    _extras(made, block, ("type", "tool_use_id", "content", "is_error", "index"))
-    made["extras"] = {"block_type": block["type"], **made.get("extras", {})}
-    return made
-
-
-def _item_result(block: Mapping[str, Any], output: Any) -> dict[str, Any]:
-    """The ``server_tool_result`` half of a Responses built-in tool item."""
-    made: dict[str, Any] = {"type": "server_tool_result", "tool_call_id": block["id"]}
-    if output:
-        made["output"] = output
-    status = block.get("status")
-    if status in ("completed", "failed"):
-        made["status"] = "success" if status == "completed" else "error"
-    elif status:
-        made["extras"] = {"status": status}
-    return made
-
-
-def _responses_item(block: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A Responses built-in tool item (``web_search_call``, ``file_search_call``,
-    ``code_interpreter_call``, ``mcp_call``) as a ``server_tool_call`` and its
-    ``server_tool_result``; a generated image (``image_generation_call``) as an ``image``."""
-    kind = block["type"]
-    call: dict[str, Any] = {"type": "server_tool_call", "id": block["id"]}
-    if kind == "image_generation_call":
-        made: dict[str, Any] = {"type": "image", "base64": block["result"], "id": block["id"]}
-        if block.get("output_format"):
-            made["mime_type"] = f"image/{block['output_format']}"
-        known = ("type", "id", "result", "index", "partial_image_b64")
-        return [_extras(made, block, known)]
-    if kind == "web_search_call":
-        action = block.get("action")
-        action = action if isinstance(action, Mapping) else {}
-        call["name"] = "web_search"
-        call["args"] = {key: value for key, value in action.items() if key != "sources"}
-        call.update(
-            (k, v) for k, v in block.items() if k not in ("type", "id", "action", "status", "index")
-        )
-        sources = action.get("sources")
-        return [call, _item_result(block, {"sources": sources} if sources else None)]
-    if kind == "file_search_call":
-        call["name"], call["args"] = "file_search", {"queries": block.get("queries", [])}
-        skip: tuple[str, ...] = ("type", "id", "queries", "results", "status", "index")
-        call.update((k, v) for k, v in block.items() if k not in skip)
-        return [call, _item_result(block, block.get("results"))]
-    if kind == "code_interpreter_call":
-        call["name"] = "code_interpreter"
-        if "code" in block:
-            call["args"] = {"code": block["code"]}
-        _extras(call, block, ("type", "id", "outputs", "status", "code", "extras", "index"))
-        return [call, _item_result(block, block.get("outputs"))]
-    # mcp_call: its arguments are JSON text; an error is its result's
-    extras: dict[str, Any] = {}
-    call["name"] = "remote_mcp"
-    arguments = block.get("arguments")
-    if isinstance(arguments, str) and arguments:
-        try:
-            call["args"] = json.loads(arguments)
-        except json.JSONDecodeError:
-            extras["arguments"] = arguments
-    extras.update({"tool_name": block["name"]} if "name" in block else {})
-    extras.update({"server_label": block["server_label"]} if "server_label" in block else {})
-    skip = ("type", "id", "arguments", "name", "server_label", "output", "error", "index")
-    extras.update((k, v) for k, v in block.items() if k not in skip)
-    if extras:
-        call["extras"] = extras
-    result: dict[str, Any] = {"type": "server_tool_result", "tool_call_id": block["id"]}
-    if block.get("output"):
-        result["output"] = block["output"]
-    result["status"] = "error" if block.get("error") else "success"
-    if block.get("error"):
-        result["extras"] = {"error": block["error"]}
-    return [call, result]
-
-
-_RESPONSES_ITEMS = frozenset(
-    {
-        "web_search_call",
-        "file_search_call",
-        "code_interpreter_call",
-        "mcp_call",
-        "image_generation_call",
-    }
-)
-
-
-def _reasoning(block: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Anthropic's ``thinking`` block, or a Responses ``reasoning`` item (one block per
-    summary part, the item's other keys on the first, as LangChain splits it), as
-    ``reasoning`` blocks."""
-    if block["type"] == "thinking":
-        made: dict[str, Any] = {"type": "reasoning", "reasoning": str(block.get("thinking", ""))}
-        return [_extras(made, block, ("type", "thinking", "index"))]
-    if "summary" not in block:
-        return [dict(block)]  # already LangChain's shape
-    common: dict[str, Any] = {key: block[key] for key in ("type", "id") if key in block}
-    rest = {k: v for k, v in block.items() if k not in ("type", "id", "summary", "reasoning")}
-    parts = block["summary"] if isinstance(block["summary"], list) else []
-    if not parts:
-        return [{**common, **({"extras": rest} if rest else {})}]
-    found = []
-    for position, part in enumerate(parts):
-        made = {
-            **common,
-            "reasoning": str(part.get("text", "")) if isinstance(part, Mapping) else "",
-        }
-        if position == 0:
-            made.update(rest)  # beside the text, not under extras: as langchain-core has it
-        found.append(made)
-    return found
-
-
-def _standard(block: Mapping[str, Any], calls: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One of plait's content blocks as the standard blocks LangChain reads it as."""
+def _generic(block: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """A block as LangChain reads it whoever wrote it: text, its standard types, its 0.3
+    ``source_type`` blocks, the reference provider's parts and the SDK's image forms;
+    ``None`` for a block only its provider's translator reads. A key no standard block has
+    (a text's ``citations``, a reasoning's ``summary``, a ``source``) marks a provider's
+    block of a standard type, left to that provider."""
     kind = block.get("type")
     if kind == "text":
-        return [_text(block)]
-    if kind in ("thinking", "reasoning"):
-        return _reasoning(block)
-    if kind in ("image", "document") and isinstance(block.get("source"), Mapping):
-        return [_sourced("image" if kind == "image" else "file", block)]
+        citations = block.get("citations")
+        return None if isinstance(citations, list) and citations else [_text(block)]
+    if kind == "reasoning":
+        return None if "summary" in block else [dict(block)]
+    if isinstance(block.get("source"), Mapping) and kind in ("image", "document"):
+        return None
     if kind in ("image", "audio", "file") and "source_type" in block:
         return [_v0(block)]
     if kind == "input_audio" and isinstance(block.get("input_audio"), Mapping):
         return [_openai_data(block)]
     if kind == "file" and isinstance(block.get("file"), Mapping):
         return [_openai_data(block)]
-    if kind in ("tool_use", "function_call"):
-        call = calls.get(str(block.get("call_id") or block.get("id")))
-        if call is not None and kind == "function_call":
-            made = _tool_call(call)
-            extras = {k: block[k] for k in ("status", "namespace", "async") if k in block}
-            if "id" in block:
-                extras = {"item_id": block["id"], **extras}
-            return [{**made, "extras": extras} if extras else made]
-        if call is not None:
-            return [_tool_call(call)]
-        if kind == "tool_use":
-            made = {"type": "tool_call", "id": block.get("id", "")}
-            return [{**made, "name": block.get("name", ""), "args": block.get("input", {})}]
-        return [_non_standard(block)]
-    if kind in _RESPONSES_ITEMS and "id" in block:
-        if kind != "image_generation_call" or block.get("result"):
-            return _responses_item(block)
-    if kind in ("server_tool_use", "mcp_tool_use"):
-        return [_server_call(block)]
-    if isinstance(kind, str) and kind.endswith("_tool_result"):
-        return [_server_result(block)]
     if kind in KNOWN_BLOCK_TYPES:
         return [dict(block)]
     if isinstance(kind, str):
         from plait.models._images import IMAGE_TYPES
 
         if kind in IMAGE_TYPES:
-            return [_image(block)]
+            made = _image(block)
+            return None if made is None else [made]
+    return None
+
+
+def _standard(
+    block: Mapping[str, Any], calls: Mapping[str, Any], provider: str | None
+) -> list[dict[str, Any]]:
+    """One content block as the standard blocks LangChain reads it as: by its provider's
+    translator first (an AI message's), then the kernel's generic reading, then each other
+    installed translator in name order; a block none knows as ``non_standard``."""
+    points = _installed()
+    first = points.get(provider) if provider is not None else None
+    if first is not None:
+        found = _translator(first)(block, calls)
+        if found is not None:
+            return found
+    found = _generic(block)
+    if found is not None:
+        return found
+    for name in sorted(points):
+        if name != provider:
+            found = _translator(points[name])(block, calls)
+            if found is not None:
+                return found
     return [_non_standard(block)]
 
 
@@ -458,28 +332,31 @@ def standard_blocks(
 ) -> list[dict[str, Any]]:
     """``content`` as LangChain 1.x's standard content blocks, new dicts each time.
 
-    For an AI message, ``calls`` are its tool calls: each not already standing in the
-    content (as an Anthropic ``tool_use`` or a Responses ``function_call`` block) follows
-    it as a ``tool_call`` block (``invalid_tool_call`` when its arguments did not parse).
-    From its ``metadata`` (``response_metadata``), a compatible server's ``reasoning``
-    text leads as a ``reasoning`` block, and a refusal (OpenAI's ``refusal`` text, or
-    Anthropic's ``"refusal"`` stop) ends it as a ``refusal`` block, as LangChain's
-    translators add them, when the content has none.
+    For an AI message (``metadata`` is its ``response_metadata``), the provider it names
+    reads its blocks first, as langchain-core's translator for that provider does.
+    ``calls`` are its tool calls: each not already standing in the content (as a
+    provider's tool-call block a translator read) follows it as a ``tool_call`` block
+    (``invalid_tool_call`` when its arguments did not parse). From its ``metadata``, a
+    compatible server's ``reasoning`` text leads as a ``reasoning`` block, and a refusal
+    (OpenAI's ``refusal`` text, or a ``"refusal"`` finish) ends it as a ``refusal`` block,
+    as LangChain's translators add them, when the content has none.
     """
     items: list[Any] = [content] if isinstance(content, str) else list(content)
     by_id = {call.id: call for call in calls}
+    metadata = metadata or {}
+    provider = metadata.get("provider")
+    provider = provider if isinstance(provider, str) else None
     found: list[dict[str, Any]] = []
     for item in items:
         if isinstance(item, str):
             if item:
                 found.append({"type": "text", "text": item})
         elif isinstance(item, Mapping):
-            found.extend(_standard(item, by_id))
+            found.extend(_standard(item, by_id, provider))
     placed = {
         block.get("id") for block in found if block["type"] in ("tool_call", "invalid_tool_call")
     }
-    found.extend(_tool_call(call) for call in calls if call.id not in placed)
-    metadata = metadata or {}
+    found.extend(tool_call_block(call) for call in calls if call.id not in placed)
     kinds = {block["type"] for block in found}
     reasoning = metadata.get("reasoning")
     if isinstance(reasoning, str) and reasoning and "reasoning" not in kinds:

@@ -235,7 +235,8 @@ class Message:
         """The content as LangChain 1.x's standard blocks (``text``, ``reasoning``,
         ``image``, ``file``, ``tool_call``, ``server_tool_call``...; a block of no standard
         type as ``{"type": "non_standard", "value": block}``), made anew on each read. An
-        AI message's tool calls are among them."""
+        AI message's tool calls are among them; a vendor's own blocks are read by its
+        plugin (``plait.content_blocks``)."""
         from plait._lc_view import standard_blocks
 
         if isinstance(self, AIMessage):

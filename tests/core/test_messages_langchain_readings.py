@@ -288,65 +288,6 @@ def test_content_blocks_equal_langchain_cores(message: Any) -> None:
     assert message.content_blocks == _langchain(message).content_blocks
 
 
-ANTHROPIC_ANSWER = [
-    {"type": "thinking", "thinking": "They want sources.", "signature": "sig=="},
-    {
-        "type": "text",
-        "text": "Paris is in France.",
-        "citations": [
-            {
-                "type": "web_search_result_location",
-                "cited_text": "Paris, capital of France",
-                "url": "https://example.org/paris",
-                "title": "Paris",
-                "encrypted_index": "xyz",
-            }
-        ],
-    },
-    {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"q": "P"}},
-    {
-        "type": "web_search_tool_result",
-        "tool_use_id": "srvtoolu_1",
-        "content": [{"type": "web_search_result", "url": "https://example.org/paris"}],
-    },
-    {"type": "redacted_thinking", "data": "opaque"},
-]
-
-
-def test_anthropic_blocks_read_as_langchains_anthropic_translator_reads_them() -> None:
-    message = AIMessage(ANTHROPIC_ANSWER, tool_calls=[ToolCall("f", {"a": 1}, "toolu_1")])
-    blocks = message.content_blocks
-    assert blocks == [
-        {"type": "reasoning", "reasoning": "They want sources.", "extras": {"signature": "sig=="}},
-        {
-            "type": "text",
-            "text": "Paris is in France.",
-            "annotations": [
-                {
-                    "type": "citation",
-                    "cited_text": "Paris, capital of France",
-                    "url": "https://example.org/paris",
-                    "title": "Paris",
-                    "extras": {"encrypted_index": "xyz"},
-                }
-            ],
-        },
-        {"type": "server_tool_call", "id": "srvtoolu_1", "name": "web_search", "args": {"q": "P"}},
-        {
-            "type": "server_tool_result",
-            "tool_call_id": "srvtoolu_1",
-            "status": "success",
-            "output": [{"type": "web_search_result", "url": "https://example.org/paris"}],
-            "extras": {"block_type": "web_search_tool_result"},
-        },
-        {"type": "non_standard", "value": {"type": "redacted_thinking", "data": "opaque"}},
-        {"type": "tool_call", "id": "toolu_1", "name": "f", "args": {"a": 1}},
-    ]
-    lc = pytest.importorskip("langchain_core.messages")
-    theirs = lc.AIMessage(ANTHROPIC_ANSWER, response_metadata={"model_provider": "anthropic"})
-    assert blocks[:-1] == theirs.content_blocks
-
-
 def test_a_compatible_servers_reasoning_leads_as_a_reasoning_block() -> None:
     message = AIMessage("42", response_metadata={"reasoning": "6 times 7."})
     assert message.content_blocks == [
@@ -365,104 +306,8 @@ def test_a_refusal_the_provider_reported_ends_as_a_refusal_block() -> None:
     ]
 
 
-RESPONSES_ANSWER: list[dict[str, Any]] = [
-    {
-        "type": "reasoning",
-        "id": "rs_1",
-        "summary": [
-            {"type": "summary_text", "text": "First."},
-            {"type": "summary_text", "text": "Then."},
-        ],
-        "encrypted_content": "enc",
-    },
-    {
-        "type": "web_search_call",
-        "id": "ws_1",
-        "status": "completed",
-        "action": {"type": "search", "query": "paris", "sources": [{"type": "url", "url": "u"}]},
-    },
-    {"type": "code_interpreter_call", "id": "ci_1", "status": "failed", "code": "1/0"},
-    {
-        "type": "mcp_call",
-        "id": "mcp_1",
-        "name": "roll",
-        "server_label": "dice",
-        "arguments": '{"n": 2}',
-        "output": "4",
-    },
-    {"type": "image_generation_call", "id": "ig_1", "result": "iVBOR", "output_format": "png"},
-    {"type": "function_call", "call_id": "call_9", "id": "fc_9"},
-    {"type": "text", "text": "done", "id": "msg_1"},
-]
-
-
-def test_responses_items_read_as_langchains_openai_translator_reads_them() -> None:
-    message = AIMessage(RESPONSES_ANSWER, tool_calls=[ToolCall("f", {"x": 1}, "call_9")])
-    blocks = message.content_blocks
-    assert blocks == [
-        {"type": "reasoning", "id": "rs_1", "reasoning": "First.", "encrypted_content": "enc"},
-        {"type": "reasoning", "id": "rs_1", "reasoning": "Then."},
-        {
-            "type": "server_tool_call",
-            "id": "ws_1",
-            "name": "web_search",
-            "args": {"type": "search", "query": "paris"},
-        },
-        {
-            "type": "server_tool_result",
-            "tool_call_id": "ws_1",
-            "status": "success",
-            "output": {"sources": [{"type": "url", "url": "u"}]},
-        },
-        {
-            "type": "server_tool_call",
-            "id": "ci_1",
-            "name": "code_interpreter",
-            "args": {"code": "1/0"},
-        },
-        {"type": "server_tool_result", "tool_call_id": "ci_1", "status": "error"},
-        {
-            "type": "server_tool_call",
-            "id": "mcp_1",
-            "name": "remote_mcp",
-            "args": {"n": 2},
-            "extras": {"tool_name": "roll", "server_label": "dice"},
-        },
-        {"type": "server_tool_result", "tool_call_id": "mcp_1", "status": "success", "output": "4"},
-        {
-            "type": "image",
-            "id": "ig_1",
-            "base64": "iVBOR",
-            "mime_type": "image/png",
-            "extras": {"output_format": "png"},
-        },
-        {
-            "type": "tool_call",
-            "id": "call_9",
-            "name": "f",
-            "args": {"x": 1},
-            "extras": {"item_id": "fc_9"},
-        },
-        {"type": "text", "text": "done", "id": "msg_1"},
-    ]
-    lc = pytest.importorskip("langchain_core.messages")
-    theirs = lc.AIMessage(
-        RESPONSES_ANSWER,
-        tool_calls=[{"name": "f", "args": {"x": 1}, "id": "call_9"}],
-        response_metadata={"model_provider": "openai"},
-    )
-    assert blocks == theirs.content_blocks
-
-
-USER_PARTS: list[dict[str, Any]] = [
+CHAT_COMPLETIONS_PARTS: list[dict[str, Any]] = [
     {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR", "detail": "high"}},
-    {"type": "image_url", "image_url": {"url": "https://example.org/a.png"}},
-    {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/"}},
-    {"type": "image", "source": {"type": "url", "url": "https://example.org/b.png"}},
-    {
-        "type": "document",
-        "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"},
-    },
     {"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}},
     {
         "type": "file",
@@ -474,18 +319,17 @@ USER_PARTS: list[dict[str, Any]] = [
 ]
 
 
-def test_user_images_files_and_audio_read_as_standard_data_blocks() -> None:
-    assert HumanMessage(USER_PARTS).content_blocks == [
+def test_the_reference_providers_parts_and_langchains_own_are_read_by_the_kernel() -> None:
+    """Chat Completions' parts, LangChain 0.3's ``source_type`` blocks and its standard
+    ones need no provider plugin (Anthropic's ``source`` blocks are plait-anthropic's:
+    tests/plugins/anthropic/test_anthropic_content_blocks.py)."""
+    assert HumanMessage(CHAT_COMPLETIONS_PARTS).content_blocks == [
         {
             "type": "image",
             "base64": "iVBOR",
             "mime_type": "image/png",
             "extras": {"detail": "high"},
         },
-        {"type": "image", "url": "https://example.org/a.png"},
-        {"type": "image", "base64": "/9j/", "mime_type": "image/jpeg"},
-        {"type": "image", "url": "https://example.org/b.png"},
-        {"type": "file", "base64": "JVBE", "mime_type": "application/pdf"},
         {"type": "audio", "base64": "UklG", "mime_type": "audio/wav"},
         {
             "type": "file",
@@ -497,15 +341,12 @@ def test_user_images_files_and_audio_read_as_standard_data_blocks() -> None:
         {"type": "image", "url": "https://example.org/v1.png"},
         {"type": "non_standard", "value": {"type": "my_own", "x": 1}},
     ]
-
-
-def test_user_blocks_equal_langchain_cores_apart_from_its_random_ids() -> None:
     lc = pytest.importorskip("langchain_core.messages")
-    theirs = lc.HumanMessage(USER_PARTS).content_blocks
+    theirs = lc.HumanMessage(CHAT_COMPLETIONS_PARTS).content_blocks
     for block in theirs:
         if str(block.get("id", "")).startswith("lc_"):
             del block["id"]  # a fresh uuid per read in langchain-core; plait makes none
-    assert HumanMessage(USER_PARTS).content_blocks == theirs
+    assert HumanMessage(CHAT_COMPLETIONS_PARTS).content_blocks == theirs
 
 
 def test_a_responses_input_image_reads_as_an_image() -> None:
@@ -526,12 +367,11 @@ def test_content_blocks_are_new_on_each_read() -> None:
     assert message.content_blocks == [{"type": "image", "url": "https://example.org/v1.png"}]
 
 
-def test_a_streamed_chunk_reads_as_langchains_chunk_blocks() -> None:
+def test_a_streamed_chunk_reads_its_text_blocks_and_call_fragments() -> None:
     chunk = AIMessageChunk(
         "Let",
         tool_call_chunks=[ToolCallChunk(0, "call_1", "get_weather", '{"ci')],
-        usage=Usage(3, 1),
-        blocks=[{"type": "thinking", "thinking": "hm"}],
+        blocks=[{"type": "reasoning", "reasoning": "hm"}],
     )
     assert chunk.content_blocks == [
         {"type": "text", "text": "Let"},
@@ -544,7 +384,6 @@ def test_a_streamed_chunk_reads_as_langchains_chunk_blocks() -> None:
             "index": 0,
         },
     ]
-    assert chunk.usage_metadata == {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}
     assert AIMessageChunk().content_blocks == []
 
 

@@ -33,7 +33,11 @@ a ``tool_choice`` the same way for every provider (which then writes its wire fo
 in metadata, so a provider reads a thread another one wrote without importing it: the keys
 it puts on text blocks (``plait.text_marks``, dropped by ``foreign_text_keys``) and the
 block types it writes images as (``plait.image_forms``, each naming a reader of such a
-block into an ``Image``, which ``read_image`` calls).
+block into an ``Image``, which ``read_image`` calls), and the reader of its content blocks
+as LangChain's standard blocks (``plait.content_blocks``, named by its ``provider``: a
+function ``(block, calls) -> list[dict] | None``, which ``msg.content_blocks`` calls; such a
+reader writes a tool call as ``tool_call_block(call)`` and keeps unread keys with
+``with_extras``).
 
 The helpers below are the ones those methods use: ``wire`` (a cattrs converter that
 ignores unknown keys), ``loads_event``, ``stream_error``/``body_error`` for errors inside
@@ -47,6 +51,9 @@ its entry point names.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from plait.lazy import lazy_exports
 from plait.models._http import (
     ChatRequest,
     ErrorDetails,
@@ -72,7 +79,11 @@ from plait.models._http import (
 from plait.models._images import IMAGE_FORMS, IMAGE_TYPES, Image, image_from_url, read_image
 from plait.models.base import ToolDefinition, merge_text_blocks, message_to_chunk
 
+if TYPE_CHECKING:
+    from plait._lc_view import CONTENT_BLOCKS, tool_call_block, with_extras
+
 __all__ = [
+    "CONTENT_BLOCKS",
     "IMAGE_FORMS",
     "IMAGE_TYPES",
     "ChatRequest",
@@ -100,5 +111,14 @@ __all__ = [
     "retry_info_delay",
     "safe_tool_name",
     "stream_error",
+    "tool_call_block",
     "wire",
+    "with_extras",
 ]
+
+# What a content-block translator uses lives with the reading of content blocks, loaded
+# when a translator imports it, not by every provider that imports this module.
+__getattr__ = lazy_exports(
+    __name__,
+    {name: "plait._lc_view" for name in ("CONTENT_BLOCKS", "tool_call_block", "with_extras")},
+)
