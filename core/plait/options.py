@@ -106,10 +106,7 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str, 
     try:
         result: T = _convert.structure(dict(options), cls)
     except _convert.ConversionError as exc:
-        details = "; ".join(
-            _describe(attrs.evolve(p, path=_convert.join_path(at, p.path))) for p in exc.problems
-        )
-        raise ConfigError(details, plugin=plugin) from None
+        raise ConfigError(_describe_problems(exc, at=at), plugin=plugin) from None
     except (NameError, cattrs.errors.StructureHandlerNotFoundError) as exc:
         # the plugin's own annotations are at fault, not the user's options
         raise ConfigError(
@@ -120,6 +117,16 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str, 
         exc.in_plugin(plugin)
         raise
     return result
+
+
+def _describe_problems(error: _convert.ConversionError, *, at: str = "") -> str:
+    """The problems of options that did not structure, in the words of every option
+    refusal (``unknown option 'trigerr' (did you mean 'trigger'?); valid options: ...``,
+    ``option 'keep': expected an int, got 'two'``), separated by ``;``; ``at`` is where
+    the options sit inside a larger table (``agents[0]``)."""
+    return "; ".join(
+        _describe(attrs.evolve(p, path=_convert.join_path(at, p.path))) for p in error.problems
+    )
 
 
 def _describe(problem: _convert.Problem) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
@@ -92,7 +92,7 @@ class OpenAICompat:
     stream_usage: bool = True
     max_tokens_field: str | None = None
     strict_tools: bool = False
-    structured_output: str = attrs.field(
+    structured_output: Literal["json_schema", "json_object_schema", "json_object"] = attrs.field(
         default="json_schema",
         validator=attrs.validators.in_(("json_schema", "json_object_schema", "json_object")),
     )
@@ -129,12 +129,16 @@ def _compat(value: OpenAICompat | Mapping[str, Any] | str | None) -> OpenAICompa
                 f"{', '.join(map(repr, COMPAT_PRESETS))} or a mapping of OpenAICompat fields"
             ) from None
     if isinstance(value, Mapping):
+        from plait._convert import ConversionError, structure
+        from plait.options import _describe_problems
+
         fields = dict(value)
         base = _compat(fields.pop("preset", None))
-        try:
-            return attrs.evolve(base, **fields)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"openai: bad compat options: {exc}") from None
+        try:  # each field checked against its type, as an agent file's options are
+            compat: OpenAICompat = structure({**attrs.asdict(base), **fields}, OpenAICompat)
+        except ConversionError as exc:
+            raise ConfigError(f"openai: compat: {_describe_problems(exc)}") from None
+        return compat
     wanted = "a preset name, a mapping or an OpenAICompat"
     raise ConfigError(f"openai: compat: {expected(wanted, value)}")
 

@@ -90,8 +90,12 @@ def test_compat_mapping_starts_from_a_preset() -> None:
 def test_unknown_preset_or_option_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"unknown compat preset 'llamacpp'.*'llama.cpp'"):
         OpenAIChatModel("m", base_url="http://127.0.0.1:1/v1", compat="llamacpp")
-    with pytest.raises(ConfigError, match=r"bad compat options"):
+    wanted = r"option 'structured_output': expected one of 'json_schema', .*got 'xml'"
+    with pytest.raises(ConfigError, match=r"^openai: compat: " + wanted):
         OpenAIChatModel("m", base_url="http://127.0.0.1:1/v1", compat={"structured_output": "xml"})
+    # each field is checked against its type, as an agent file's options are
+    with pytest.raises(ConfigError, match=r"option 'stream_usage': expected a bool, got 'no'"):
+        OpenAIChatModel("m", base_url="http://127.0.0.1:1/v1", compat={"stream_usage": "no"})
 
 
 def test_agent_file_model_settings_take_a_preset(server: ReplayServer, tmp_path: Path) -> None:

@@ -260,8 +260,10 @@ def test_compat_switches_for_llama_cpp_style_servers(server: Any, make_tool: Any
     server.json(completion("ok"))
     llm.invoke([HumanMessage("?")], tools=[make_tool("a")], tool_choice="required")
     assert server.last.body["tool_choice"] == {"type": "function", "function": {"name": "a"}}
-    with pytest.raises(ConfigError, match="bad compat options"):
+    with pytest.raises(ConfigError, match="compat: unknown option 'nonsense'; valid options: "):
         model(server, compat={"nonsense": True})
+    with pytest.raises(ConfigError, match=r"unknown option 'strict_tool' \(did you mean 'strict"):
+        model(server, compat={"strict_tool": True})
 
 
 def test_response_format_is_a_json_schema(server: Any) -> None:
