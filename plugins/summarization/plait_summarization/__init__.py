@@ -166,13 +166,18 @@ def safe_cut(messages: Sequence[AnyMessage], cut: int) -> int:
     return cut
 
 
+def _is_summary(message: AnyMessage) -> bool:
+    """Whether ``message`` is a summary this middleware wrote earlier."""
+    return isinstance(message, HumanMessage) and bool(message.metadata.get("summary"))
+
+
 def _render(messages: Sequence[AnyMessage]) -> str:
     """The messages as plain text for the summary prompt."""
     lines: list[str] = []
     for message in messages:
         text = message.text
         if isinstance(message, HumanMessage):
-            label = "Earlier summary" if message.metadata.get("summary") else "User"
+            label = "Earlier summary" if _is_summary(message) else "User"
             lines.append(f"{label}: {text}")
         elif isinstance(message, AIMessage):
             if text:
@@ -368,23 +373,30 @@ class SummarizationMiddleware(Middleware):
 
     def conversation(self, messages: Sequence[AnyMessage], counter: TokenCounter) -> str:
         """``messages`` as text for the summary prompt, trimmed to the most recent
-        ``trim_tokens_to_summarize`` tokens."""
-        chosen = list(messages)
+        ``trim_tokens_to_summarize`` tokens.
+
+        An earlier summary stands for everything before it, so it is never trimmed away:
+        it goes first and its tokens come out of the budget for the newest messages.
+        """
         limit = self.trim_tokens_to_summarize
-        if limit is not None:
-            used = 0
-            start = len(chosen)
-            while start > 0:
-                cost = counter([chosen[start - 1]])
-                if used + cost > limit:
-                    break
-                used += cost
-                start -= 1
-            if start == len(chosen):
-                # Even the newest message is over the limit: keep its end.
-                return _render(chosen[-1:])[-limit * 4 :]
-            chosen = chosen[start:]
-        return _render(chosen)
+        if limit is None:
+            return _render(messages)
+        earlier = [m for m in messages if _is_summary(m)]
+        rest = [m for m in messages if not _is_summary(m)]
+        budget = max(0, limit - (counter(earlier) if earlier else 0))
+        used = 0
+        start = len(rest)
+        while start > 0:
+            cost = counter([rest[start - 1]])
+            if used + cost > budget:
+                break
+            used += cost
+            start -= 1
+        if rest and start == len(rest):
+            # Even the newest message is over the budget: keep its end.
+            tail = _render(rest[-1:])[-budget * 4 :] if budget else ""
+            return "\n".join(part for part in (_render(earlier), tail) if part)
+        return _render([*earlier, *rest[start:]])
 
     def prompt(self, conversation: str) -> str:
         return self.summary_prompt.replace("{messages}", conversation)

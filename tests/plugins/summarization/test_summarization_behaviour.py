@@ -310,6 +310,24 @@ def test_a_later_summary_folds_in_the_earlier_one(make_agent: Any) -> None:
     assert stored[0].text.endswith("second summary")
 
 
+def test_trimming_never_drops_the_earlier_summary(make_agent: Any) -> None:
+    # The earlier summary stands for the oldest history: trimmed away, it would be lost.
+    summary_model = summarizer("first summary FACT-42", "second summary")
+    mw = SummarizationMiddleware(
+        summary_model,
+        trigger={"messages": 4},
+        keep={"messages": 1},
+        trim_tokens_to_summarize=60,
+    )
+    agent = make_agent(["a", "b"], middleware=[mw])
+    agent.invoke(chat(2), thread_id="t")
+    long = [HumanMessage("MIDDLE " + "m" * 400), AIMessage("RECENT " + "r" * 40), "again"]
+    agent.invoke(long, thread_id="t")
+    prompt = summary_model.requests[1].messages[0].text
+    assert prompt.index("Earlier summary: ") < prompt.index("RECENT")
+    assert "FACT-42" in prompt and "MIDDLE" not in prompt
+
+
 def test_async_path(make_agent: Any) -> None:
     summary_model = summarizer("async summary")
     mw = SummarizationMiddleware(summary_model, trigger={"messages": 4}, keep={"messages": 1})
