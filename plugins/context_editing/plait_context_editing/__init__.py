@@ -10,13 +10,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
-from attrs import validators as v
 
 from plait.lazy import frozen
 from plait.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
 from plait.middleware import RequestMiddleware
 from plait.models import ChatModel
-from plait.options import FieldError, check_arguments, expected
+from plait.options import FieldError, check_arguments, expected, integer
 from plait.tokens import count_tokens
 from plait.types import ModelRequest, Runtime
 
@@ -48,12 +47,12 @@ class ClearToolUsesEdit:
     tools. ``clear_tool_inputs`` also empties the arguments of the matching tool call.
     """
 
-    trigger_tokens: int = attrs.field(default=100_000, validator=v.ge(0))
-    """Clear only when the conversation has more tokens than this (>= 0); ``trigger=``
-    (LangChain's name) means the same."""
-    clear_at_least: int = attrs.field(default=0, validator=v.ge(0))
+    trigger_tokens: int = attrs.field(default=100_000, validator=integer(minimum=0))
+    """Clear only when the conversation has more tokens than this (>= 0); in Python,
+    ``trigger=`` (LangChain's name) means the same."""
+    clear_at_least: int = attrs.field(default=0, validator=integer(minimum=0))
     """Stop once this many tokens are reclaimed; ``0`` clears every candidate (>= 0)."""
-    keep: int = attrs.field(default=3, validator=v.ge(0))
+    keep: int = attrs.field(default=3, validator=integer(minimum=0))
     """The newest results that are never cleared (>= 0)."""
     clear_tool_inputs: bool = False
     """Also empty the arguments (``{}``) of the tool call a cleared result answers."""

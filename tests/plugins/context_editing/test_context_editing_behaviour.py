@@ -234,6 +234,16 @@ def test_bad_options_fail_at_create_agent(
     assert fragment in str(info.value)
 
 
+def test_negative_numbers_are_refused_in_the_house_wording(make_agent: Any) -> None:
+    with pytest.raises(plait.ConfigError) as info:
+        make_agent(["x"], middleware=[("context_editing", {"edits": [{"keep": -1}]})])
+    assert str(info.value) == (
+        "plugin 'context_editing': option 'edits[0].keep': expected an int >= 0, got -1"
+    )
+    with pytest.raises(ValueError, match=r"clear_at_least: expected an int >= 0, got -5"):
+        ClearToolUsesEdit(clear_at_least=-5)
+
+
 def test_options_by_name(make_agent: Any) -> None:
     options = {
         "edits": [{"trigger_tokens": 100, "keep": 1, "placeholder": "gone"}],
