@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -42,6 +42,9 @@ __all__ = [
 
 PLUGIN = "summarization"
 TokenCounter = Callable[[Sequence[AnyMessage]], int]
+Pair = tuple[str, int | float]
+"""LangChain's ``ContextSize`` form of a condition, ``("tokens", 4000)``: named in the option
+types so options given by name (and agent files, ``["tokens", 4000]``) take it too."""
 
 DEFAULT_SUMMARY_PREFIX = "Here is a summary of the conversation to date:"
 DEFAULT_SUMMARY_PROMPT = """\
@@ -214,10 +217,21 @@ def _condition_fields(option: str, value: Any) -> dict[str, Any]:
     raise FieldError(option, expected(_CONDITION, value))
 
 
+def _nested(option: str, build: Callable[..., Any], fields: dict[str, Any]) -> Any:
+    """``build(**fields)``, a refused field named under ``option`` (``trigger.tokens``)."""
+    try:
+        return build(**fields)
+    except FieldError as exc:
+        raise FieldError(f"{option}.{exc.field}", exc.message) from None
+
+
 def _as_condition(value: Any) -> TriggerCondition:
     if isinstance(value, TriggerCondition):
         return value
-    return TriggerCondition(**_condition_fields("trigger", value))
+    condition: TriggerCondition = _nested(
+        "trigger", TriggerCondition, _condition_fields("trigger", value)
+    )
+    return condition
 
 
 def _as_trigger(value: Any) -> TriggerCondition | tuple[TriggerCondition, ...] | None:
@@ -233,7 +247,10 @@ def _as_trigger(value: Any) -> TriggerCondition | tuple[TriggerCondition, ...] |
 
 def _as_keep(value: Any) -> Keep:
     """A ``Keep``, a mapping of one of its keys, or LangChain's ``("messages", 20)``."""
-    return value if isinstance(value, Keep) else Keep(**_condition_fields("keep", value))
+    if isinstance(value, Keep):
+        return value
+    keep: Keep = _nested("keep", Keep, _condition_fields("keep", value))
+    return keep
 
 
 def _has_placeholder(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -253,13 +270,13 @@ class SummarizationMiddleware(Middleware):
     model: str | ChatModel
     """Writes the summary: an id such as ``"openai:gpt-4.1-mini"`` (resolved with
     ``plait.models.init_chat_model`` when the middleware is built) or a ``ChatModel``."""
-    trigger: TriggerCondition | Sequence[TriggerCondition] | None = attrs.field(
+    trigger: TriggerCondition | Pair | Sequence[TriggerCondition | Pair] | None = attrs.field(
         default=None, converter=_as_trigger
     )
     """When to summarize: one ``TriggerCondition`` or a list of them (any one holding
     triggers); a mapping such as ``{"tokens": 100000}`` or LangChain's pair
     ``("tokens", 100000)`` works too. ``None``: never."""
-    keep: Keep = attrs.field(factory=lambda: Keep(messages=20), converter=_as_keep)
+    keep: Keep | Pair = attrs.field(factory=lambda: Keep(messages=20), converter=_as_keep)
     """How much recent history stays verbatim: a ``Keep``, ``{"messages": 20}`` or
     ``("messages", 20)``."""
     token_counter: TokenCounter | None = attrs.field(default=None, eq=False)
@@ -308,12 +325,13 @@ class SummarizationMiddleware(Middleware):
             return ()
         if isinstance(self.trigger, TriggerCondition):
             return (self.trigger,)
-        return tuple(self.trigger)
+        # the converter has turned every pair into a TriggerCondition
+        return cast(tuple[TriggerCondition, ...], self.trigger)
 
     @keeping.default
     def _keeping(self) -> Keep:
         if self.messages_to_keep is None:
-            return self.keep
+            return cast(Keep, self.keep)  # the converter has turned a pair into a Keep
         if self.keep != Keep(messages=20):
             raise ValueError(
                 "messages_to_keep is a deprecated alias of keep={'messages': N}; give keep alone"

@@ -360,6 +360,31 @@ def test_options_by_name(make_agent: Any) -> None:
 
 
 @pytest.mark.parametrize(
+    ("trigger", "keep"),
+    [
+        (("messages", 3), ("messages", 1)),  # LangChain's pairs, as in Python
+        (["messages", 3], ["messages", 1]),  # the same in an agent file (TOML arrays)
+        ([["tokens", 10_000], ["messages", 3]], {"messages": 1}),  # any of them holds
+    ],
+)
+def test_langchain_pairs_by_name(make_agent: Any, trigger: Any, keep: Any) -> None:
+    options = {"model": summarizer("paired"), "trigger": trigger, "keep": keep}
+    agent = make_agent(["ok"], middleware=[("summarization", options)])
+    agent.invoke(chat(2))
+    sent = agent.model.requests[0].messages
+    assert sent[0].text.endswith("paired") and [m.text for m in sent[1:]] == ["answer 2"]
+
+
+def test_a_bad_pair_by_name_names_the_field(make_agent: Any) -> None:
+    with pytest.raises(plait.ConfigError) as info:
+        options = {"model": summarizer(), "trigger": ["tokens", 0]}
+        make_agent(["ok"], middleware=[("summarization", options)])
+    assert str(info.value) == (
+        "plugin 'summarization': option 'trigger.tokens': expected an int >= 1 or None, got 0"
+    )
+
+
+@pytest.mark.parametrize(
     ("options", "fragment"),
     [
         ({"trigger": {}}, "at least one of fraction, tokens, messages"),
