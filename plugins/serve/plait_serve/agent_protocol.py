@@ -296,9 +296,11 @@ def routes(server: Server) -> list[Route]:
         interrupts = state.get("__interrupt__") or []
         runs = await runs_of(thread)
         last = list(runs.values())[-1]["status"] if runs else None
+        # A run goes on here, or in another server on the same database (its lease
+        # lives): ``runs_of`` reads that run ``running``, as it reads a dead one ``error``.
         status = (
             "busy"
-            if server.runs.running(thread)
+            if server.runs.running(thread) or last == "running"
             else "interrupted"
             if interrupts
             else "error"

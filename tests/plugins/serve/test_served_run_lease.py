@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from langgraph_sdk import get_sync_client
 from lease_server import agent
 from postgres_server import fresh_postgres_schema
 from serve_helpers import Served, parse_sse, run_input
@@ -179,3 +180,28 @@ def test_new_input_after_a_killed_server_ends_the_dead_runs_log_first(
     kinds = [(e["type"], e.get("run_id")) for _, e in log.read_events("t1")]
     lost = kinds.index(("run_error", "r1"))
     assert kinds[lost + 1] == ("run_started", "r2")
+
+
+def test_a_thread_whose_run_goes_on_in_another_process_reads_busy(
+    tmp_path: Path, serve: Callable[..., Served]
+) -> None:
+    """LangGraph's SDK polls a thread's status: on a second server sharing the database,
+    the thread of a run the first server runs is ``busy``, as its run is ``running``."""
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    process, base = start_server(url)
+    try:
+        with httpx.Client(base_url=base, timeout=30) as client:
+            with client.stream("POST", "/ag-ui", json=run_input("t1", "r1", "wait")) as response:
+                buffer = ""
+                for text in response.iter_text():
+                    buffer += text
+                    if "TOOL_CALL_END" in buffer:
+                        break
+        other = get_sync_client(url=serve(agent(url)).url)
+        assert other.runs.get("t1", "r1")["status"] == "running"
+        assert other.threads.get("t1")["status"] == "busy"
+        assert [t["thread_id"] for t in other.threads.search(status="busy")] == ["t1"]
+        assert other.threads.search(status="idle") == []
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
