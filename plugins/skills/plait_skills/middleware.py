@@ -271,7 +271,7 @@ class SkillsMiddleware(RequestMiddleware):
             try:
                 if file is not None:
                     return ToolMessage(
-                        _cut(files.read_text(_inside(skill, file)), limit),
+                        _cut(_read_file(files, skill, file), limit),
                         tool_call_id=runtime.tool_call_id,
                         name=TOOL_NAME,
                     )
@@ -323,6 +323,23 @@ def _inside(skill: Skill, file: str) -> str:
             "relative to its folder, e.g. 'reference.md'"
         )
     return joined
+
+
+def _read_file(files: Any, skill: Skill, file: str) -> str:
+    """The text of the skill's ``file``. A file the skill does not have is answered in the
+    skill's own terms (its files, relative to its folder), not with the backend's path."""
+    path = _inside(skill, file)
+    try:
+        text: str = files.read_text(path)
+    except BackendError:
+        listing = _files(files, skill.folder)
+        if path.removeprefix(skill.folder.rstrip("/") + "/") in listing:
+            raise
+        known = ", ".join(listing) or "none besides SKILL.md"
+        raise BackendError(
+            f"Error: the skill {skill.name!r} has no file {file!r}; its files are: {known}"
+        ) from None
+    return text
 
 
 def _files(files: Any, folder: str) -> list[str]:

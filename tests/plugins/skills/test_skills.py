@@ -120,6 +120,20 @@ def test_a_file_outside_the_skill_and_an_unknown_skill_are_errors_the_model_read
     assert "missing.md" in answers["c3"].text
 
 
+def test_a_missing_file_is_answered_with_the_skills_files(make_agent: Any) -> None:
+    # The model gave a path relative to the skill: the answer stays in those terms.
+    agent = make_agent(
+        [ai("", load("c1", "pdf-forms", file="missing.md")), "done"],
+        middleware=[SkillsMiddleware(paths=[SKILLS])],
+    )
+    answer = tool_answers(agent.invoke("go").messages)["c1"]
+    assert answer.status == "error"
+    assert answer.text == (
+        "Error: the skill 'pdf-forms' has no file 'missing.md'; its files are: "
+        "reference/fields.md, scripts/fill.py"
+    )
+
+
 def test_a_later_directory_replaces_a_skill_of_the_same_name(make_agent: Any) -> None:
     agent = make_agent(
         [ai("", load("c1", "release-notes")), "done"],
