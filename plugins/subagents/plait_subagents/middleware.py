@@ -60,6 +60,7 @@ from plait.types import (
     StateField,
     ToolRuntime,
 )
+from plait_subagents._text import sentence
 from plait_subagents.background import (
     BACKGROUND_KEY,
     BackgroundTasks,
@@ -848,8 +849,9 @@ def _last_ai(messages: Sequence[Any]) -> AIMessage | None:
 
 def _failure(entry: _Entry, exc: BaseException) -> str:
     return (
-        f"sub-agent {entry.name!r} failed: {type(exc).__name__}: {exc}. The task was not "
-        "completed; retry it, brief the sub-agent differently, or do it another way."
+        f"sub-agent {entry.name!r} failed: {sentence(f'{type(exc).__name__}: {exc}')} The "
+        "task was not completed; retry it, brief the sub-agent differently, or do it "
+        "another way."
     )
 
 

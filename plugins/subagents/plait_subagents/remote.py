@@ -57,6 +57,7 @@ from plait.messages import (
 )
 from plait.options import FieldError, expected
 from plait.types import StreamEvent, ToolRuntime
+from plait_subagents._text import sentence
 from plait_subagents.background import BackgroundTasks, TaskRecord
 
 if TYPE_CHECKING:
@@ -209,8 +210,8 @@ class RemoteSubAgent:
     def _error(self, runtime: ToolRuntime, exc: BaseException) -> ToolMessage:
         return ToolMessage.error(
             runtime.tool_call,
-            f"Error: remote sub-agent {self.name!r} failed: {self.failure(exc)}. The task was "
-            "not completed; retry it later, or do it another way.",
+            f"Error: remote sub-agent {self.name!r} failed: {sentence(self.failure(exc))} The "
+            "task was not completed; retry it later, or do it another way.",
             name=runtime.tool_call.name,
         )
 

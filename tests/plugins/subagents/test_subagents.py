@@ -330,6 +330,17 @@ def test_a_failing_sub_agent_is_an_error_message_and_the_run_goes_on(
     assert result.text == "I will do it myself"
 
 
+def test_an_error_ending_in_a_full_stop_is_not_given_a_second_one(make_agent: Any) -> None:
+    main = scripted(delegate(("researcher", "dig")), "I will do it myself")
+    spec = researcher(scripted(ProviderError("Rate limited. Try later.")), tools=["fetch"])
+    agent = make_agent(main, tools=[fetch], middleware=[SubAgentMiddleware(subagents=[spec])])
+    [error] = tool_messages(agent.invoke("go", thread_id="t"))
+    assert error.content == (
+        "Error: sub-agent 'researcher' failed: ProviderError: Rate limited. Try later. The task "
+        "was not completed; retry it, brief the sub-agent differently, or do it another way."
+    )
+
+
 def test_sub_agent_usage_is_added_to_the_run_usage(make_agent: Any) -> None:
     u = Usage(input_tokens=100, output_tokens=10)
     sub = scripted(
