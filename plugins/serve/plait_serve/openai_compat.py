@@ -327,15 +327,30 @@ def response_id(thread: str, first: int) -> str:
     return f"resp_{encoded}.{first}"
 
 
-def thread_of(previous: Any) -> str:
-    """The thread a ``previous_response_id`` names (404 if it names none)."""
+def thread_of(previous: Any) -> tuple[str, int]:
+    """The thread a ``previous_response_id`` names and its run's first event (404 if it
+    names none)."""
     if isinstance(previous, str) and previous.startswith("resp_") and "." in previous:
-        encoded = previous[5:].rsplit(".", 1)[0]
+        encoded, first = previous[5:].rsplit(".", 1)
         try:
-            return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+            thread = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
         except (binascii.Error, UnicodeDecodeError, ValueError):
             pass
+        else:
+            if first.isdigit():
+                return thread, int(first)
     raise ApiError(404, "not_found", f"previous_response_id {previous!r:.80} not found")
+
+
+async def _latest_run(server: Server, thread: str, after: int) -> int | None:
+    """The first event of the thread's last run if one started after event ``after``."""
+    latest = None
+    while rows := await server.runs.call(
+        server.runs.log.read_events, thread, after=after, limit=500
+    ):
+        after = rows[-1][0]
+        latest = next((n for n, e in reversed(rows) if e.get("type") == "run_started"), latest)
+    return latest
 
 
 def _response(
@@ -371,7 +386,18 @@ async def responses(server: Server, request: Request) -> Response:
     _check_model(server, body)
     previous = body.get("previous_response_id")
     if previous is not None:
-        thread = await server.require(request, thread_of(previous))
+        thread, answered = thread_of(previous)
+        thread = await server.require(request, thread)
+        latest = await _latest_run(server, thread, answered)
+        if latest is not None:
+            # The thread holds what came after that response: going on from it would
+            # answer with those turns in the context, not the branch the client asked for.
+            raise ApiError(
+                409,
+                "not_latest_response",
+                f"previous_response_id {previous!r}: its conversation went on after it; "
+                f"continue from its latest response, {response_id(thread, latest)!r}",
+            )
     else:
         thread = check_id(THREAD_HEADER, request.headers.get(THREAD_HEADER) or uuid.uuid4().hex)
     conversation: list[tuple[str, str]] = []

@@ -147,6 +147,34 @@ def test_responses_answer_and_continue_with_previous_response_id(
             intruder.responses.create(model="weather", input="hi", previous_response_id="resp_%%%")
 
 
+def test_a_previous_response_id_the_conversation_went_on_from_is_refused(
+    serve: Callable[..., Served],
+) -> None:
+    """OpenAI branches from an older response (a "regenerate"); plait's thread holds the
+    turns after it, so such an id is a 409 naming the latest response, and nothing runs."""
+    agent = weather_agent()
+    served = serve(agent, keys=[KEY])
+    with client(served) as api:
+        first = api.responses.create(model="weather", input="Weather in Lima?")
+        second = api.responses.create(
+            model="weather", input="Weather in Oslo?", previous_response_id=first.id
+        )
+        with pytest.raises(openai.ConflictError, match=second.id):
+            api.responses.create(
+                model="weather", input="what did I ask first?", previous_response_id=first.id
+            )
+        third = api.responses.create(
+            model="weather", input="And what did I ask first?", previous_response_id=second.id
+        )
+    assert third.output_text == "You asked: Weather in Lima?"
+    history = agent.get_state(third.model_extra["plait"]["thread_id"])["messages"]
+    assert [m.text for m in history if m.type == "human"] == [
+        "Weather in Lima?",
+        "Weather in Oslo?",
+        "And what did I ask first?",
+    ]
+
+
 def test_streamed_responses_deliver_deltas_and_the_completed_response(
     serve: Callable[..., Served],
 ) -> None:
