@@ -147,6 +147,14 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         f"plait {args.verb}: {args.agent} on http://{args.host}:{args.port} "
         f"(AG-UI: POST /ag-ui; OpenAI-compatible: /v1; {guard}{page})\n"
     )
+    if options["ui"] and keys:
+        # The page sends no key: every call it makes would be a 401, with nothing on
+        # the page saying why (a PLAIT_SERVE_KEYS left exported is the usual cause).
+        err.write(
+            f"plait {args.verb}: warning: the page sends no API key, so with keys configured "
+            "(PLAIT_SERVE_KEYS or --keys-file) each of its calls is refused (401); "
+            "unset them to use the page on loopback\n"
+        )
     err.flush()
     if args.reload:
         application.state.server.agent.close()

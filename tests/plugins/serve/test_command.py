@@ -103,3 +103,31 @@ def test_bad_options_are_one_line_errors_even_with_reload() -> None:
         )
         assert done.returncode == code, done.stderr
         assert words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_plait_dev_with_keys_warns_that_the_page_will_be_refused() -> None:
+    """The page sends no key: ``plait dev`` under an exported PLAIT_SERVE_KEYS says so at
+    start, rather than serving a page whose every call is a silent 401."""
+    port = free_port()
+    env = {**os.environ, "PLAIT_SERVE_KEYS": "dev-key-0123456789abcdef"}
+    agent_file = str(ROOT / "examples" / "support.toml")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "plait", "dev", agent_file, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert agent_name(url, time.monotonic() + 60) == "agent"
+        assert httpx.get(url + "/").status_code == 200  # the page itself is served
+        assert httpx.post(url + "/threads/search", json={}).status_code == 401
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=20)
+    assert (
+        "plait dev: warning: the page sends no API key, so with keys configured "
+        "(PLAIT_SERVE_KEYS or --keys-file) each of its calls is refused (401); "
+        "unset them to use the page on loopback\n"
+    ) in err
