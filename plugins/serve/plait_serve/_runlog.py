@@ -259,6 +259,12 @@ class RunLog:
         live = self._live.get(thread_id)
         return None if live is None or live.done else live.run_id
 
+    def written_soon(self, thread_id: str) -> list[tuple[int, dict[str, Any]]]:
+        """The numbered events of the run going on here in ``thread_id``: the
+        checkpointer may not hold the last of them yet (they are written in batches)."""
+        live = self._live.get(thread_id)
+        return [] if live is None else list(live.events)
+
     async def start(
         self,
         thread_id: str,

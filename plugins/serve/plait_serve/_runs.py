@@ -21,6 +21,21 @@ async def runs_of(server: Server, thread: str) -> dict[str, dict[str, Any]]:
     durable run); ``end`` is its end event (``None`` while it runs)."""
     found: dict[str, dict[str, Any]] = {}
     current: dict[str, Any] | None = None
+
+    def read(seq: int, event: dict[str, Any]) -> None:
+        nonlocal current
+        kind = event.get("type")
+        if kind == "run_started":
+            current = {"first": seq, "status": "running", "end": None}
+            found[event["run_id"]] = current
+        elif kind in END_TYPES and current is not None:
+            current["end"] = event
+            current["status"] = "error" if kind == "run_error" else event.get("status", "success")
+            current = None
+
+    # Taken before the log is read: what the log lacks then (a run's first or last
+    # events, still being written) is here, so a run reads started and ended at once.
+    soon = server.runs.written_soon(thread)
     cursor = 0
     while True:
         rows = await server.runs.call(
@@ -30,16 +45,10 @@ async def runs_of(server: Server, thread: str) -> dict[str, dict[str, Any]]:
             break
         cursor = rows[-1][0]
         for seq, event in rows:
-            kind = event.get("type")
-            if kind == "run_started":
-                current = {"first": seq, "status": "running", "end": None}
-                found[event["run_id"]] = current
-            elif kind in END_TYPES and current is not None:
-                current["end"] = event
-                current["status"] = (
-                    "error" if kind == "run_error" else event.get("status", "success")
-                )
-                current = None
+            read(seq, event)
+    for seq, event in soon:
+        if seq > cursor:
+            read(seq, event)
     live = server.runs.running(thread)
     for run_id, run in found.items():
         # A run a middleware took over (a durable run on a queue) goes on without this

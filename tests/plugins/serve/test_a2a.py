@@ -201,6 +201,35 @@ def test_tasks_cancel_cancels_a_running_task(serve: Callable[..., Served]) -> No
     run(served, body, streaming=False)
 
 
+def test_message_send_on_a_database_log_answers_with_the_tasks_real_state(
+    serve: Callable[..., Served], tmp_path: Any
+) -> None:
+    """With SQLite the run log is written in batches behind the run: a blocking
+    ``message/send`` still answers ``completed`` with the answer, and one that returns
+    at once answers the task ``working`` (not "not found")."""
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([lambda messages, tools: ai(f"Hi, {messages[-1].text}.")] * 20),
+        checkpointer=f"sqlite:///{tmp_path / 'a2a.db'}",
+        name="greeter",
+    )
+    served = serve(agent, keys=[KEY])
+
+    async def body(client: Any) -> Any:
+        for n in range(5):
+            (response,) = await responses(client, text(f"guest {n}"))
+            assert response.task.status.state == TaskState.TASK_STATE_COMPLETED
+            assert response.task.artifacts[0].parts[0].text == f"Hi, guest {n}."
+        quick = SendMessageConfiguration(return_immediately=True)
+        for n in range(5):
+            (response,) = await responses(client, text(f"later {n}", configuration=quick))
+            assert response.task.status.state in (
+                TaskState.TASK_STATE_WORKING,
+                TaskState.TASK_STATE_COMPLETED,
+            )
+
+    run(served, body, streaming=False)
+
+
 def test_malformed_json_rpc_calls_get_one_clear_error_each_and_change_nothing(
     serve: Callable[..., Served], support: plait.Agent
 ) -> None:
