@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -64,6 +65,26 @@ PROTOCOLS = (
 """The protocol modules served, each with ``routes(server) -> list[Route]``."""
 
 PUBLIC_PATHS = frozenset({"/healthz"})
+
+
+class _Cors(CORSMiddleware):
+    """Starlette's CORS, its refused preflight a JSON error like every other 4xx."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code != 400:
+            return response
+        refused = bytes(response.body).decode().removeprefix("Disallowed CORS ")
+        error = error_response(
+            400,
+            "cors_refused",
+            f"CORS preflight refused: {refused} not allowed (the allowed origins are "
+            "those given with --cors-origin)",
+        )
+        for name, value in response.headers.items():
+            if name.startswith("access-control-") or name == "vary":
+                error.headers[name] = value
+        return error
 
 
 @define(eq=False)
@@ -301,7 +322,7 @@ def app(
         middleware.insert(
             0,
             Middleware(
-                CORSMiddleware,
+                _Cors,
                 allow_origins=origins,
                 allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
                 allow_headers=[

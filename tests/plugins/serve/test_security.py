@@ -115,6 +115,41 @@ def test_cors_is_closed_unless_origins_are_listed(
         plait_serve.app(plait_serve_agent(), cors_origins=["*"])
 
 
+def test_a_refused_cors_preflight_is_a_json_error(serve: Callable[..., Served]) -> None:
+    """Errors are JSON for every 4xx: a preflight from an origin not listed, or asking
+    for a header not allowed, too."""
+    listed = serve(plait_serve_agent(), cors_origins=["https://app.example.com"])
+    preflight = {
+        "Origin": "https://evil.example",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization",
+    }
+    with listed.client() as client:
+        origin = client.options("/v1/chat/completions", headers=preflight)
+        header = client.options(
+            "/v1/chat/completions",
+            headers={
+                **preflight,
+                "Origin": "https://app.example.com",
+                "Access-Control-Request-Headers": "x-custom",
+            },
+        )
+    assert origin.status_code == 400
+    assert origin.json() == {
+        "error": {
+            "code": "cors_refused",
+            "message": "CORS preflight refused: origin not allowed (the allowed origins "
+            "are those given with --cors-origin)",
+        }
+    }
+    assert "access-control-allow-origin" not in origin.headers
+    assert header.status_code == 400
+    assert header.json()["error"]["message"].startswith(
+        "CORS preflight refused: headers not allowed"
+    )
+    assert header.headers["access-control-allow-origin"] == "https://app.example.com"
+
+
 def plait_serve_agent() -> plait.Agent:
     from plait.agentfile import load_agent
 
