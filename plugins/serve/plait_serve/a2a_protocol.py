@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from plait.messages import AnyMessage, HumanMessage
 from plait_serve._app import Server
-from plait_serve._http import ApiError, read_json, sse, sse_event
+from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
 from plait_serve._interrupts import ResumeRefused
 from plait_serve._runlog import Busy, Full, NotFound
 from plait_serve._runs import runs_of
@@ -202,7 +202,10 @@ def routes(server: Server) -> list[Route]:
             answer: Any = data[0] if data else "\n".join(texts)
             answers: dict[str | None, Any] | None = {None: answer}
         else:
-            thread = message.context_id or str(uuid.uuid4())
+            try:  # bounded like every id, before a thread is made for it
+                thread = check_id("contextId", message.context_id or str(uuid.uuid4()))
+            except ApiError as exc:
+                raise RpcError(_INVALID_PARAMS, exc.message) from None
             task_id = _task_id(thread, run_id)
             answers = None
             if not any(t.strip() for t in texts):

@@ -288,3 +288,27 @@ def test_malformed_json_rpc_calls_get_one_clear_error_each_and_change_nothing(
         assert len(support.get_interrupts(context)) == 1
         got = rpc(http, "tasks/get", {"id": task}, mine).json()["result"]
         assert got["status"]["state"] == "input-required"
+
+
+def test_a_context_id_past_the_id_bound_is_refused_before_any_run(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    """Ids are at most 256 characters on every protocol: A2A's ``contextId`` too — one
+    clear error, and no thread made for it."""
+    served = serve(support, keys=[KEY])
+    long = "c" * 300
+    message = {
+        "role": "user",
+        "messageId": "m-long",
+        "contextId": long,
+        "parts": [{"kind": "text", "text": "Where is order 2077?"}],
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+    with served.client(KEY) as http:
+        error = http.post("/a2a", json=body).json()["error"]
+    assert error == {
+        "code": -32602,
+        "message": "contextId: expected a non-empty string of at most 256 characters, "
+        "got 'a string of 300 characters'",
+    }
+    assert long not in support.list_threads()
