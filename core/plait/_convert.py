@@ -69,6 +69,7 @@ __all__ = [
     "make_converter",
     "non_empty_string",
     "number",
+    "option_problems",
     "plain",
     "same_literal",
     "show",
@@ -1087,3 +1088,25 @@ def _problem_of(error: BaseException, tp: Any) -> Problem:
     if tp is not None and not isinstance(error, ValueError | TypeError | ConfigError):
         message = f"expected {describe_type(tp)} ({type(error).__name__}: {message})"
     return Problem("", message)
+
+
+def option_problems(error: ConversionError, *, at: str = "") -> str:
+    """The problems of options that did not structure, in the words of every option
+    refusal (``unknown option 'trigerr' (did you mean 'trigger'?); valid options: ...``,
+    ``option 'keep': expected an int, got 'two'``), separated by ``;``; ``at`` is where
+    the options sit inside a larger table (``agents[0]``)."""
+    return "; ".join(
+        _option_problem(attrs.evolve(p, path=join_path(at, p.path))) for p in error.problems
+    )
+
+
+def _option_problem(problem: Problem) -> str:
+    if problem.kind == "missing":
+        return f"missing required option {problem.path!r}"
+    if problem.kind == "unknown" and not problem.path:
+        parts = [f"unknown option {with_suggestion(key, problem.valid)}" for key in problem.keys]
+        valid = ", ".join(problem.valid) if problem.valid else "none"
+        return "; ".join(parts) + f"; valid options: {valid}"
+    if not problem.path:
+        return problem.message
+    return f"option {problem.path!r}: {problem.message}"

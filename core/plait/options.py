@@ -106,7 +106,7 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str, 
     try:
         result: T = _convert.structure(dict(options), cls)
     except _convert.ConversionError as exc:
-        raise ConfigError(_describe_problems(exc, at=at), plugin=plugin) from None
+        raise ConfigError(_convert.option_problems(exc, at=at), plugin=plugin) from None
     except (NameError, cattrs.errors.StructureHandlerNotFoundError) as exc:
         # the plugin's own annotations are at fault, not the user's options
         raise ConfigError(
@@ -117,30 +117,6 @@ def structure_options(cls: type[T], options: Mapping[str, Any], *, plugin: str, 
         exc.in_plugin(plugin)
         raise
     return result
-
-
-def _describe_problems(error: _convert.ConversionError, *, at: str = "") -> str:
-    """The problems of options that did not structure, in the words of every option
-    refusal (``unknown option 'trigerr' (did you mean 'trigger'?); valid options: ...``,
-    ``option 'keep': expected an int, got 'two'``), separated by ``;``; ``at`` is where
-    the options sit inside a larger table (``agents[0]``)."""
-    return "; ".join(
-        _describe(attrs.evolve(p, path=_convert.join_path(at, p.path))) for p in error.problems
-    )
-
-
-def _describe(problem: _convert.Problem) -> str:
-    if problem.kind == "missing":
-        return f"missing required option {problem.path!r}"
-    if problem.kind == "unknown" and not problem.path:
-        parts = [
-            f"unknown option {_convert.with_suggestion(key, problem.valid)}" for key in problem.keys
-        ]
-        valid = ", ".join(problem.valid) if problem.valid else "none"
-        return "; ".join(parts) + f"; valid options: {valid}"
-    if not problem.path:
-        return problem.message
-    return f"option {problem.path!r}: {problem.message}"
 
 
 positive_or_none = integer(minimum=1, optional=True)

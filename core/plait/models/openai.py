@@ -129,15 +129,14 @@ def _compat(value: OpenAICompat | Mapping[str, Any] | str | None) -> OpenAICompa
                 f"{', '.join(map(repr, COMPAT_PRESETS))} or a mapping of OpenAICompat fields"
             ) from None
     if isinstance(value, Mapping):
-        from plait._convert import ConversionError, structure
-        from plait.options import _describe_problems
+        from plait._convert import ConversionError, option_problems, structure
 
         fields = dict(value)
         base = _compat(fields.pop("preset", None))
         try:  # each field checked against its type, as an agent file's options are
             compat: OpenAICompat = structure({**attrs.asdict(base), **fields}, OpenAICompat)
         except ConversionError as exc:
-            raise ConfigError(f"openai: compat: {_describe_problems(exc)}") from None
+            raise ConfigError(f"openai: compat: {option_problems(exc)}") from None
         return compat
     wanted = "a preset name, a mapping or an OpenAICompat"
     raise ConfigError(f"openai: compat: {expected(wanted, value)}")
