@@ -64,6 +64,20 @@ def start_server(url: str) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("the server did not start")
 
 
+def tool_running(base: str, prompt: str = "wait") -> None:
+    """Start run r1 of thread t1 on the server at ``base`` and return once its tool is
+    running (the run is mid-step), leaving the run going on there."""
+    with httpx.Client(base_url=base, timeout=30) as client:
+        with client.stream("POST", "/ag-ui", json=run_input("t1", "r1", prompt)) as response:
+            assert response.status_code == 200
+            buffer = ""
+            for text in response.iter_text():
+                buffer += text
+                if "TOOL_CALL_END" in buffer:
+                    return
+    raise AssertionError("the run's tool never started")
+
+
 def logged(url: str, kind: str) -> None:
     """Wait until thread t1's log on ``url`` holds an event of type ``kind``."""
     log = agent(url).checkpointer
@@ -79,15 +93,7 @@ def test_a_killed_servers_run_ends_for_its_followers_within_seconds(
 ) -> None:
     process, base = start_server(url)
     try:
-        with httpx.Client(base_url=base, timeout=30) as client:
-            body = run_input("t1", "r1", "wait for ever")
-            with client.stream("POST", "/ag-ui", json=body) as response:
-                assert response.status_code == 200
-                buffer = ""
-                for text in response.iter_text():
-                    buffer += text
-                    if "TOOL_CALL_END" in buffer:
-                        break  # the tool is running: the run is mid-step
+        tool_running(base, "wait for ever")
         logged(url, "tool_call")  # written through (the server writes in batches)
     finally:
         process.send_signal(signal.SIGKILL)
@@ -123,13 +129,7 @@ def test_a_live_run_in_another_process_is_not_taken_for_dead(
     url = f"sqlite:///{tmp_path / 'agent.db'}"
     process, base = start_server(url)
     try:
-        with httpx.Client(base_url=base, timeout=30) as client:
-            with client.stream("POST", "/ag-ui", json=run_input("t1", "r1", "wait")) as response:
-                buffer = ""
-                for text in response.iter_text():
-                    buffer += text
-                    if "TOOL_CALL_END" in buffer:
-                        break
+        tool_running(base)
         other = serve(agent(url))
         with httpx.Client(base_url=other.url, timeout=HEARTBEAT_LEASE + 5) as client:
             with pytest.raises(httpx.ReadTimeout):  # still following when the lease would end
@@ -152,13 +152,7 @@ def test_new_input_after_a_killed_server_ends_the_dead_runs_log_first(
     url = f"sqlite:///{tmp_path / 'agent.db'}"
     process, base = start_server(url)
     try:
-        with httpx.Client(base_url=base, timeout=30) as client:
-            with client.stream("POST", "/ag-ui", json=run_input("t1", "r1", "wait")) as response:
-                buffer = ""
-                for text in response.iter_text():
-                    buffer += text
-                    if "TOOL_CALL_END" in buffer:
-                        break
+        tool_running(base)
         logged(url, "tool_call")
     finally:
         process.send_signal(signal.SIGKILL)
@@ -190,13 +184,7 @@ def test_a_thread_whose_run_goes_on_in_another_process_reads_busy(
     url = f"sqlite:///{tmp_path / 'agent.db'}"
     process, base = start_server(url)
     try:
-        with httpx.Client(base_url=base, timeout=30) as client:
-            with client.stream("POST", "/ag-ui", json=run_input("t1", "r1", "wait")) as response:
-                buffer = ""
-                for text in response.iter_text():
-                    buffer += text
-                    if "TOOL_CALL_END" in buffer:
-                        break
+        tool_running(base)
         other = get_sync_client(url=serve(agent(url)).url)
         assert other.runs.get("t1", "r1")["status"] == "running"
         assert other.threads.get("t1")["status"] == "busy"
