@@ -125,15 +125,21 @@ class Keep:
         else:
             assert self.fraction is not None and max_input is not None
             budget = int(self.fraction * max_input)
-        used = 0
-        index = len(messages)
-        while index > 0:
-            cost = counter([messages[index - 1]])
-            if used + cost > budget:
-                break
-            used += cost
-            index -= 1
-        return index
+        return _newest_within(messages, budget, counter)
+
+
+def _newest_within(messages: Sequence[AnyMessage], budget: int, counter: TokenCounter) -> int:
+    """The index of the first of the newest ``messages`` that fit in ``budget`` tokens
+    together (``len(messages)`` when not even the newest does)."""
+    used = 0
+    index = len(messages)
+    while index > 0:
+        cost = counter([messages[index - 1]])
+        if used + cost > budget:
+            break
+        used += cost
+        index -= 1
+    return index
 
 
 def safe_cut(messages: Sequence[AnyMessage], cut: int) -> int:
@@ -402,14 +408,7 @@ class SummarizationMiddleware(Middleware):
         earlier = [m for m in messages if _is_summary(m)]
         rest = [m for m in messages if not _is_summary(m)]
         budget = max(0, limit - (counter(earlier) if earlier else 0))
-        used = 0
-        start = len(rest)
-        while start > 0:
-            cost = counter([rest[start - 1]])
-            if used + cost > budget:
-                break
-            used += cost
-            start -= 1
+        start = _newest_within(rest, budget, counter)
         if rest and start == len(rest):
             # Even the newest message is over the budget: keep its end.
             tail = _render(rest[-1:])[-budget * 4 :] if budget else ""
