@@ -53,14 +53,12 @@ class RunStream(Iterator[StreamEvent]):
         self._sink = EventSink(modes, self._events.put)
         self._worker: threading.Thread | None = None
         self._interrupted = False
-        self._reader: int | None = None
         self.result: AgentResult | None = None
 
     def __iter__(self) -> RunStream:
         return self
 
     def __next__(self) -> StreamEvent:
-        self._reader = threading.get_ident()
         if self._worker is None:
             context = contextvars.copy_context()
             # The worker holds the run, the sink and the queue, never this object, so a
@@ -100,15 +98,8 @@ class RunStream(Iterator[StreamEvent]):
             worker.join()
 
     def __del__(self) -> None:
-        # Dropped after ``break``: stop the run. Wait for its step in flight only in the
-        # thread that read the stream — a collection in any other thread (one the step
-        # itself may be waiting on) must not wait for it.
-        if sys.is_finalizing():
-            return
-        if threading.get_ident() == self._reader:
+        if not sys.is_finalizing():
             self.close()
-        elif self._worker is not None and not self._sink.closed:
-            self._sink.stopped = True
 
 
 def _work(
