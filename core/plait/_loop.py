@@ -24,7 +24,7 @@ import attrs
 
 from plait._plugin_errors import NAMEABLE, raise_named
 from plait._state import RUN_KEY, ThreadState
-from plait._stream import ReaderGone, ToolCallScope, in_tool_call, run_sink
+from plait._stream import ToolCallScope, in_tool_call, run_sink
 from plait.errors import (
     CheckpointerRequiredError,
     ConfigError,
@@ -690,9 +690,6 @@ def drive(run: Run) -> Any:
             except StopIteration as stop:
                 return stop.value
             error = None
-            if run.sink is not None and run.sink.stopped and not isinstance(effect, SaveStep):
-                value, error = None, ReaderGone()  # no new work for a reader who left
-                continue
             try:
                 value = _perform(effect, agent)
             except BaseException as exc:  # handed to the loop, which decides

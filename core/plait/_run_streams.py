@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextvars
 import queue
-import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
@@ -38,45 +37,40 @@ class _Finished:
 class RunStream(Iterator[StreamEvent]):
     """The events of a streamed run, as they happen; the run starts on the first
     ``next()`` (in a worker thread, so tokens arrive while the model works) and, once the
-    events are exhausted, ``result`` holds its ``AgentResult``.
-
-    A reader that leaves early — ``close()``, or dropping the stream after ``break`` —
-    stops the run before its next step, as closing LangGraph's stream generator does:
-    ``close()`` waits for the step in flight (a model call, a tool call) to end, then the
-    run is recorded as stopped, its finished steps saved and its thread free
-    (``invoke(None, thread_id=...)`` continues it). After Ctrl-C in the reader nothing
-    waits: the run is recorded as failed at once and stops after its step in flight."""
+    events are exhausted, ``result`` holds its ``AgentResult``."""
 
     def __init__(self, run: Callable[[EventSink], AgentResult], modes: frozenset[str]) -> None:
         self._run = run
         self._events: queue.Queue[Any] = queue.Queue()
         self._sink = EventSink(modes, self._events.put)
-        self._worker: threading.Thread | None = None
-        self._interrupted = False
+        self._started = False
         self.result: AgentResult | None = None
+
+    def _work(self) -> None:
+        try:
+            result = self._run(self._sink)
+        except BaseException as exc:
+            self._sink.closed = True
+            self._events.put(_Failure(exc))
+        else:
+            self._sink.closed = True
+            self._events.put(_Finished(result))
 
     def __iter__(self) -> RunStream:
         return self
 
     def __next__(self) -> StreamEvent:
-        if self._worker is None:
+        if not self._started:
+            self._started = True
             context = contextvars.copy_context()
-            # The worker holds the run, the sink and the queue, never this object, so a
-            # reader that drops the stream mid-run lets it be collected (and closed).
-            self._worker = threading.Thread(
-                target=context.run,
-                args=(_work, self._run, self._sink, self._events),
-                name="plait-stream",
-                daemon=True,
-            )
-            self._worker.start()
+            threading.Thread(
+                target=context.run, args=(self._work,), name="plait-stream", daemon=True
+            ).start()
         if self.result is not None:
             raise StopIteration
         try:
             item = self._events.get()
         except BaseException:  # Ctrl-C while waiting: the run cannot go on for anyone
-            self._interrupted = True  # and no one waits for its step in flight
-            self._sink.stopped = True
             self._sink.abort()
             raise
         if isinstance(item, _Finished):
@@ -86,33 +80,6 @@ class RunStream(Iterator[StreamEvent]):
             raise item.error
         event: StreamEvent = item
         return event
-
-    def close(self) -> None:
-        """Stop the run if it is still going (the reader is done with it) and wait for
-        its step in flight to end; nothing if it never started or has ended."""
-        worker = self._worker
-        if worker is None or self.result is not None or self._sink.closed:
-            return
-        self._sink.stopped = True
-        if not self._interrupted and worker is not threading.current_thread():
-            worker.join()
-
-    def __del__(self) -> None:
-        if not sys.is_finalizing():
-            self.close()
-
-
-def _work(
-    run: Callable[[EventSink], AgentResult], sink: EventSink, events: queue.Queue[Any]
-) -> None:
-    try:
-        result = run(sink)
-    except BaseException as exc:
-        sink.closed = True
-        events.put(_Failure(exc))
-    else:
-        sink.closed = True
-        events.put(_Finished(result))
 
 
 class AsyncRunStream(AsyncIterator[StreamEvent]):
@@ -226,10 +193,6 @@ class GraphRunStream(Iterator[Any]):
 
     def __next__(self) -> Any:
         return graph_item(next(self._events), self._several, self._tools)
-
-    def close(self) -> None:
-        """``RunStream.close``: stop the run if the reader is done with it."""
-        self._events.close()
 
 
 class GraphAsyncRunStream(AsyncIterator[Any]):

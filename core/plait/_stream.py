@@ -18,7 +18,7 @@ from plait.errors import ConfigError
 if TYPE_CHECKING:
     from plait._stream_event import StreamEvent
 
-__all__ = ["STREAM_MODES", "EventSink", "ReaderGone", "stream_sink"]
+__all__ = ["STREAM_MODES", "EventSink", "stream_sink"]
 
 STREAM_MODES = ("updates", "messages", "values", "custom")
 
@@ -37,11 +37,6 @@ class EventSink:
         self.closed = False
         """Set once the streamed run has ended: a run nested in it that goes on (a
         background task) no longer writes to it."""
-        self.stopped = False
-        """Set when the reader of a sync stream is gone (it closed the stream, dropped it
-        after ``break``, or was interrupted): the run stops before its next model call,
-        tool calls or async hook, as LangGraph's stream does when its generator is
-        closed; what it finished is saved."""
         self.streamed_calls = 0
         """The model calls whose chunks reached this sink: the loop sends an answer whole
         when its call added none (a cache hit, a hook that answered, a handoff's receiver)."""
@@ -62,13 +57,6 @@ class EventSink:
             self(StreamEvent("custom", data, "custom"))
 
         return write
-
-
-class ReaderGone(BaseException):
-    """Thrown into a run whose sync stream's reader is gone (``EventSink.stopped``): it
-    ends the run as Ctrl-C does — recorded as failed, its thread freed, continued later
-    with ``invoke(None, thread_id=...)`` — and no middleware takes it for an error to
-    retry."""
 
 
 def _nothing() -> None:
