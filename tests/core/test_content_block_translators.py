@@ -9,11 +9,11 @@ their plugins (tests/plugins/anthropic, tests/plugins/openai_responses)."""
 from __future__ import annotations
 
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fake_distribution import install_distribution
 
 from plait import _entrypoints
 from plait.messages import AIMessage, HumanMessage, ToolCall
@@ -43,14 +43,16 @@ def _install(
 ) -> None:
     """acme-chat ``version`` on ``sys.path``, its ``module`` reading provider ``acme``'s
     blocks with its ``read`` (as pip installs it: a ``.dist-info`` beside the module)."""
-    (folder / f"{module}.py").write_text(textwrap.dedent(source))
-    info = folder / f"acme_chat-{version}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: acme-chat\nVersion: {version}\n")
-    (info / "entry_points.txt").write_text(f"[{CONTENT_BLOCKS}]\nacme = {module}:read\n")
-    monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.delitem(sys.modules, module, raising=False)
-    _entrypoints.refresh()
+    install_distribution(
+        folder,
+        monkeypatch,
+        name="acme-chat",
+        version=version,
+        module=module,
+        source=source,
+        group=CONTENT_BLOCKS,
+        entry_points={"acme": "read"},
+    )
 
 
 @pytest.fixture

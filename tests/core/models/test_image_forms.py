@@ -8,12 +8,12 @@ same way from plait-google (tests/integration/test_provider_crossover.py)."""
 from __future__ import annotations
 
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_distribution import install_distribution
 
 from plait import _entrypoints
 from plait.messages import HumanMessage
@@ -37,16 +37,16 @@ def _install(
 ) -> None:
     """acme-pictures ``version`` on ``sys.path``, its ``module`` declaring ``acmePicture``
     read by its ``read`` (as pip installs it: a ``.dist-info`` beside the module)."""
-    (folder / f"{module}.py").write_text(textwrap.dedent(source))
-    info = folder / f"acme_pictures-{version}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: acme-pictures\nVersion: {version}\n"
+    install_distribution(
+        folder,
+        monkeypatch,
+        name="acme-pictures",
+        version=version,
+        module=module,
+        source=source,
+        group="plait.image_forms",
+        entry_points={"acmePicture": "read"},
     )
-    (info / "entry_points.txt").write_text(f"[plait.image_forms]\nacmePicture = {module}:read\n")
-    monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.delitem(sys.modules, module, raising=False)
-    _entrypoints.refresh()
 
 
 @pytest.fixture
