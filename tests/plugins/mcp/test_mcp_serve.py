@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -108,18 +109,34 @@ def test_a_request_too_deep_for_json_itself_is_answered_too() -> None:
     lines = [
         json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": start}),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc": "2.0", "method": "notifications/x", "params": {"v": ' + deep + "}}",
         '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": '
         f'"get_weather", "arguments": {{"city": {deep}}}}}}}',
-        '{"jsonrpc": "2.0", "method": "notifications/x", "params": {"v": ' + deep + "}}",
     ]
-    done = subprocess.run(
+    server = subprocess.Popen(
         [sys.executable, "-m", "plait.cli", "mcp-serve", str(HELLO)],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
-        timeout=60,
     )
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert server.stdin is not None and server.stdout is not None
+    killer = threading.Timer(60, server.kill)  # a server that never answers fails, not hangs
+    killer.start()
+    try:
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        # Like a real client, stdin stays open until the answers are in: the SDK cancels
+        # the requests still in flight when its client hangs up.
+        answers = [json.loads(server.stdout.readline() or "null") for _ in range(2)]
+        server.stdin.close()
+        rest = server.stdout.read()
+        assert server.wait() == 0
+    finally:
+        killer.cancel()
+        server.kill()
+    # The notification as deep came first and is dropped: nothing answers it.
     assert [a["id"] for a in answers] == [1, 7]
+    assert rest == ""
     assert answers[1]["error"]["code"] == -32602
     assert answers[1]["error"]["message"].startswith("the request nests deeper than 128")
