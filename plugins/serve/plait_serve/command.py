@@ -142,9 +142,11 @@ def _run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         err.write(f"plait {args.verb}: error: {' '.join(str(exc).split())}\n")
         return 1
     guard = "API keys required" if keys else "no keys: loopback only"
-    page = f"; page: http://{args.host}:{args.port}/" if options["ui"] else ""
+    # an IPv6 address is bracketed in a URL, or its colons read as the port's
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    page = f"; page: http://{host}:{args.port}/" if options["ui"] else ""
     err.write(
-        f"plait {args.verb}: {args.agent} on http://{args.host}:{args.port} "
+        f"plait {args.verb}: {args.agent} on http://{host}:{args.port} "
         f"(AG-UI: POST /ag-ui; OpenAI-compatible: /v1; {guard}{page})\n"
     )
     if options["ui"] and keys:

@@ -131,3 +131,26 @@ def test_plait_dev_with_keys_warns_that_the_page_will_be_refused() -> None:
         "(PLAIT_SERVE_KEYS or --keys-file) each of its calls is refused (401); "
         "unset them to use the page on loopback\n"
     ) in err
+
+
+def test_the_start_line_gives_an_ipv6_servers_url_as_a_browser_takes_it() -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "PLAIT_SERVE_KEYS"}
+    agent_file = str(ROOT / "examples" / "support.toml")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "plait", "dev", agent_file, "--host", "::1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        url = f"http://[::1]:{port}"
+        assert line.startswith(f"plait dev: {agent_file} on {url} (AG-UI: POST /ag-ui;")
+        assert line.endswith(f"; page: {url}/)\n")
+        assert agent_name(url, time.monotonic() + 60) == "agent"  # the printed URL serves
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)
