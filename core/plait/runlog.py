@@ -12,7 +12,8 @@ in this process.
 Each event is a JSON object with a ``type``:
 
 - ``thread``: the thread's first event, naming the key that owns it (``plait serve``'s).
-- ``run_started`` ``{run_id}`` (written by whoever starts the run), then
+- ``run_started`` ``{run_id, metadata}`` (written by whoever starts the run; ``metadata``,
+  the client's for the run, only when it gave some), then
   ``state_snapshot`` ``{values}`` (the state keys other than ``messages``).
 - ``message_start`` / ``text`` ``{delta}`` / ``message_end``, each with ``message_id``:
   an AI message's text as it streams.

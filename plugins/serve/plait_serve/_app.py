@@ -127,10 +127,16 @@ class Server:
         prepare: Callable[[], Awaitable[Any]],
         *,
         run_id: str,
+        metadata: dict[str, Any] | None = None,
     ) -> int:
         """Start a run for the caller (see ``RunLog.start``); a new thread becomes theirs."""
         return await self.runs.start(
-            thread_id, prepare, run_id=run_id, owner=self.owner(request), adopt=self.adopt
+            thread_id,
+            prepare,
+            run_id=run_id,
+            owner=self.owner(request),
+            adopt=self.adopt,
+            metadata=metadata,
         )
 
     async def run_input(

@@ -273,12 +273,14 @@ class RunLog:
         run_id: str,
         owner: str,
         adopt: bool,
+        metadata: dict[str, Any] | None = None,
     ) -> int:
         """Start a run on ``thread_id`` for ``owner`` in the background; returns the
         number of its first event. ``NotFound`` if another owner has the thread, ``Busy``
         if a run is going on there. ``prepare()`` returns the run's input; it runs only
         then, so what it checks (a pending interrupt) cannot change before the run
-        starts, and whatever it raises starts nothing and claims no thread."""
+        starts, and whatever it raises starts nothing and claims no thread. ``metadata``
+        (the client's, for the run) is kept in its ``run_started`` event."""
         async with self._start_lock(thread_id):
             new = await self._new_thread(thread_id, owner, adopt=adopt)
             if thread_id in self._away and await self._settled(
@@ -310,8 +312,11 @@ class RunLog:
                         raise Busy(thread_id)
                     if await self._lost(thread_id, last) is not None:
                         last += 1
+                started: dict[str, Any] = {"type": "run_started", "run_id": run_id}
+                if metadata:
+                    started["metadata"] = metadata
                 if self._submits:
-                    first = await self._submit(thread_id, input, run_id, last)
+                    first = await self._submit(thread_id, input, started, last)
                     if first is not None:
                         return first
                     last += 1  # run_started is written: the run is this process's after all
@@ -324,22 +329,24 @@ class RunLog:
             if self._leases is not None and (self._beating is None or self._beating.done()):
                 self._beating = asyncio.create_task(self._heartbeat())
         if not self._submits:
-            self._emit(thread_id, live, {"type": "run_started", "run_id": run_id})
+            self._emit(thread_id, live, started)
         else:
             live.first -= 1
-            live.events.append((live.first, {"type": "run_started", "run_id": run_id}))
+            live.events.append((live.first, started))
         live.task = asyncio.create_task(self._run(thread_id, live, input))
         return live.first
 
-    async def _submit(self, thread_id: str, input: Any, run_id: str, last: int) -> int | None:
+    async def _submit(
+        self, thread_id: str, input: Any, started: dict[str, Any], last: int
+    ) -> int | None:
         """Offer the run to the agent's ``submit_run`` hooks (the ``dbos`` middleware
-        queues it for its workers), its ``run_started`` written first, after the log's
+        queues it for its workers), its ``started`` event written first, after the log's
         last event — refused (``Busy``) while a run of another process has not ended
         there. The number of its ``run_started`` when a middleware took it, ``None`` when
         none did (it is then this process's to run)."""
         if not await self._settled(thread_id, last):
             raise Busy(thread_id)
-        started = {"type": "run_started", "run_id": run_id}
+        run_id = started["run_id"]
         try:
             first = await self.call(self.log.append_events, thread_id, [started], after=last)
         except ThreadBusyError:  # another server started a run there meanwhile

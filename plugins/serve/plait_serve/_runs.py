@@ -14,11 +14,12 @@ _PAGE = 500
 
 
 async def runs_of(server: Server, thread: str) -> dict[str, dict[str, Any]]:
-    """``{run_id: {"first", "status", "end"}}`` in the order the runs started: ``first``
-    is the number of its ``run_started`` event; ``status`` is ``running``, ``success``,
-    ``interrupted`` (paused), ``cancelled``, ``error``, or ``lost`` (its process stopped
-    before it ended; never for an agent whose runs a middleware runs, such as a queued
-    durable run); ``end`` is its end event (``None`` while it runs)."""
+    """``{run_id: {"first", "status", "end", "metadata"}}`` in the order the runs
+    started: ``first`` is the number of its ``run_started`` event; ``status`` is
+    ``running``, ``success``, ``interrupted`` (paused), ``cancelled``, ``error``, or
+    ``lost`` (its process stopped before it ended; never for an agent whose runs a
+    middleware runs, such as a queued durable run); ``end`` is its end event (``None``
+    while it runs); ``metadata`` the client's for the run (``{}`` if none was given)."""
     found: dict[str, dict[str, Any]] = {}
     current: dict[str, Any] | None = None
 
@@ -26,7 +27,12 @@ async def runs_of(server: Server, thread: str) -> dict[str, dict[str, Any]]:
         nonlocal current
         kind = event.get("type")
         if kind == "run_started":
-            current = {"first": seq, "status": "running", "end": None}
+            current = {
+                "first": seq,
+                "status": "running",
+                "end": None,
+                "metadata": event.get("metadata") or {},
+            }
             found[event["run_id"]] = current
         elif kind in END_TYPES and current is not None:
             current["end"] = event

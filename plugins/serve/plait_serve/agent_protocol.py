@@ -250,7 +250,9 @@ def routes(server: Server) -> list[Route]:
             run["status"] = _STATUS.get(run["status"], run["status"])
         return runs
 
-    def run_json(thread: str, run_id: str, status: str, record: dict[str, Any]) -> dict[str, Any]:
+    def run_json(
+        thread: str, run_id: str, status: str, record: dict[str, Any], metadata: dict[str, Any]
+    ) -> dict[str, Any]:
         created = _iso(record.get("created", started))
         return {
             "run_id": run_id,
@@ -259,7 +261,7 @@ def routes(server: Server) -> list[Route]:
             "created_at": created,
             "updated_at": created,
             "status": status,
-            "metadata": {},
+            "metadata": metadata,
             "multitask_strategy": "reject",
         }
 
@@ -628,6 +630,11 @@ def routes(server: Server) -> list[Route]:
                 f"multitask_strategy: expected one of {', '.join(map(repr, _MULTITASK))}, "
                 f"got {strategy!r}"[:300],
             )
+        metadata = body.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise ApiError(
+                422, "invalid_request", f"metadata: expected an object, got {metadata!r}"[:200]
+            )
         messages = input_messages(body.get("input"))
         if thread is None:
             thread = str(uuid.uuid4())
@@ -656,7 +663,9 @@ def routes(server: Server) -> list[Route]:
 
             return await server.run_input(thread, answers=answers, new_messages=new)
 
-        first = await server.start(request, thread, prepare, run_id=run_id)
+        first = await server.start(
+            request, thread, prepare, run_id=run_id, metadata=jsonable(metadata)
+        )
         modes_of[run_id] = modes
         if len(modes_of) > 10_000:
             modes_of.pop(next(iter(modes_of)))
@@ -742,9 +751,9 @@ def routes(server: Server) -> list[Route]:
         return await values(thread)
 
     async def create_run(request: Request) -> Response:
-        thread, run_id, _, _, _ = await create(request, request.path_params["thread_id"])
+        thread, run_id, _, _, body = await create(request, request.path_params["thread_id"])
         _, record = await owned(request, thread)
-        return JSONResponse(run_json(thread, run_id, "running", record))
+        return JSONResponse(run_json(thread, run_id, "running", record, body.get("metadata") or {}))
 
     async def stream_run(request: Request) -> Response:
         thread, run_id, modes, first, _ = await create(
@@ -766,13 +775,16 @@ def routes(server: Server) -> list[Route]:
         thread, record = await owned(request, request.path_params["thread_id"])
         run_id = check_id("run id", request.path_params["run_id"])
         run = await run_of(thread, run_id)
-        return JSONResponse(run_json(thread, run_id, run["status"], record))
+        return JSONResponse(run_json(thread, run_id, run["status"], record, run["metadata"]))
 
     async def list_runs(request: Request) -> Response:
         thread, record = await owned(request, request.path_params["thread_id"])
         runs = await runs_of(thread)
         return JSONResponse(
-            [run_json(thread, r, run["status"], record) for r, run in reversed(runs.items())]
+            [
+                run_json(thread, r, run["status"], record, run["metadata"])
+                for r, run in reversed(runs.items())
+            ]
         )
 
     async def join_run(request: Request) -> Response:

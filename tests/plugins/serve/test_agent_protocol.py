@@ -525,6 +525,12 @@ def test_malformed_agent_protocol_requests_get_one_clear_4xx_each_and_change_not
         ),
         ("GET", f"{runs}/{run_id}/stream?stream_mode=debug", {"key": KEY}, "invalid_request"),
         ("POST", f"{runs}/{run_id}/cancel", {"key": KEY}, "no_run"),
+        (
+            "POST",
+            runs + "/wait",
+            {"json": {**ok, "input": ASK, "metadata": ["x"]}, "key": KEY},
+            "invalid_request",
+        ),
         ("POST", "/threads", {"json": {"thread_id": thread}, "key": KEY}, "thread_exists"),
         ("POST", "/threads", {"json": {"thread_id": 7}, "key": KEY}, "invalid_request"),
         ("POST", "/threads", {"json": {"metadata": "x"}, "key": KEY}, "invalid_request"),
@@ -618,6 +624,40 @@ def test_a_restarted_server_on_the_same_sqlite_log_reports_and_replays_the_run(
     assert replayed[-1].data["messages"][-1]["content"] == "It said hi."
     with pytest.raises(NotFoundError):
         client(serve(agent(), keys=[OTHER]), OTHER).threads.get(thread)
+
+
+def test_a_runs_metadata_is_kept_on_the_run_and_survives_a_restart(
+    serve: Callable[..., Served], tmp_path: Any
+) -> None:
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+
+    def agent() -> plait.Agent:
+        return plait.create_agent(
+            plait.ScriptedChatModel([ai("Said."), ai("Said again."), ai("Once more.")]),
+            checkpointer=url,
+            name="echoer",
+        )
+
+    first = serve(agent(), keys=[KEY])
+    lg = client(first)
+    thread = lg.threads.create(metadata={"kind": "echo"})["thread_id"]
+    ask = {"messages": [{"role": "user", "content": "hi"}]}
+    parts = list(lg.runs.stream(thread, "echoer", input=ask, metadata={"source": "stream"}))
+    streamed = parts[0].data["run_id"]
+    lg.runs.wait(thread, "echoer", input=ask, metadata={"source": "wait", "n": [1, 2]})
+    created = lg.runs.create(thread, "echoer", input=ask, metadata={"source": "create"})
+    assert created["metadata"] == {"source": "create"}
+    lg.runs.join(thread, created["run_id"])
+    assert lg.runs.get(thread, streamed)["metadata"] == {"source": "stream"}
+    listed = [r["metadata"] for r in lg.runs.list(thread)]
+    assert listed == [{"source": "create"}, {"source": "wait", "n": [1, 2]}, {"source": "stream"}]
+    # the run's metadata is its own: the thread's stays as created
+    assert lg.threads.get(thread)["metadata"] == {"kind": "echo"}
+    first.stop()
+
+    again = client(serve(agent(), keys=[KEY]))
+    assert [r["metadata"] for r in again.runs.list(thread)] == listed
+    assert again.runs.get(thread, created["run_id"])["metadata"] == {"source": "create"}
 
 
 def echo(text: str) -> str:
