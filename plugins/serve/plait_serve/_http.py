@@ -4,11 +4,12 @@ reconnect position, and server-sent events numbered by the run log."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 __all__ = [
     "ApiError",
@@ -94,10 +95,30 @@ def sse_event(
     return f"{head}data: {text}\n\n"
 
 
-def sse(chunks: AsyncIterator[str]) -> StreamingResponse:
-    """A ``text/event-stream`` response of ``chunks``; proxies are asked not to buffer it."""
-    return StreamingResponse(
-        chunks,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+class _EventStream(StreamingResponse):
+    """A streaming response that calls ``on_close`` once it is over, however it ended:
+    sent whole, its client gone, or never begun (then ``chunks`` never ran, so a
+    ``finally`` in it could not tell)."""
+
+    def __init__(self, chunks: AsyncIterator[str], on_close: Callable[[], None]) -> None:
+        super().__init__(
+            chunks,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+        self.on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.on_close()
+
+
+def sse(
+    chunks: AsyncIterator[str], *, on_close: Callable[[], None] | None = None
+) -> StreamingResponse:
+    """A ``text/event-stream`` response of ``chunks``; proxies are asked not to buffer it.
+    ``on_close()`` is called once the response is over, whether or not its client read
+    it to the end."""
+    return _EventStream(chunks, on_close or (lambda: None))

@@ -12,6 +12,9 @@ as LangGraph names them: a run that paused at an interrupt is ``success`` (its t
 ...}`` answers it, checked against the stored interrupt like every resume (409 if the
 interrupt does not allow it).
 
+A stateless run (``POST /runs``, ``/runs/stream``, ``/runs/wait``) runs on a new thread
+that is deleted when it ends, unless ``on_completion="keep"``.
+
 Streams carry the modes ``values`` (the thread's state after each step the run saves, as
 LangGraph sends it after each superstep, and as the run left it), ``updates``
 (``{"model": ...}``, ``{"tools": ...}``, ``{"__interrupt__": ...}``), ``messages`` /
@@ -23,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -64,6 +67,10 @@ _RUN_KEYS = frozenset(
     }
 )
 
+
+_ON_COMPLETION = ("delete", "keep")
+"""What becomes of a stateless run's thread when the run ends (LangGraph's default:
+deleted)."""
 
 _MULTITASK = ("reject", "interrupt", "rollback", "enqueue")
 """LangGraph's ``multitask_strategy`` values. ``interrupt`` cancels the run going on in the
@@ -605,8 +612,9 @@ def routes(server: Server) -> list[Route]:
 
     async def create(
         request: Request, thread: str | None
-    ) -> tuple[str, str, list[str], int, dict[str, Any]]:
-        """Start a run from the request; ``(thread, run_id, modes, first event, body)``."""
+    ) -> tuple[str, str, list[str], int, dict[str, Any], bool]:
+        """Start a run from the request; ``(thread, run_id, modes, first event, body,
+        temporary)``: ``temporary`` for a stateless run whose thread goes when it ends."""
         body = await read_json(request, server.max_body)
         unknown = sorted(set(body) - _RUN_KEYS)
         if unknown:
@@ -630,6 +638,14 @@ def routes(server: Server) -> list[Route]:
                 f"multitask_strategy: expected one of {', '.join(map(repr, _MULTITASK))}, "
                 f"got {strategy!r}"[:300],
             )
+        on_completion = body.get("on_completion") or "delete"
+        if on_completion not in _ON_COMPLETION:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"on_completion: expected 'delete' or 'keep', got {on_completion!r}"[:200],
+            )
+        temporary = thread is None and on_completion == "delete"
         metadata = body.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise ApiError(
@@ -669,7 +685,7 @@ def routes(server: Server) -> list[Route]:
         modes_of[run_id] = modes
         if len(modes_of) > 10_000:
             modes_of.pop(next(iter(modes_of)))
-        return thread, run_id, modes, first, body
+        return thread, run_id, modes, first, body, temporary
 
     async def interrupt_running(thread: str) -> None:
         """``multitask_strategy="interrupt"``: cancel the run going on in the thread (it
@@ -726,9 +742,18 @@ def routes(server: Server) -> list[Route]:
                 yield text
 
     def stream_response(
-        thread: str, run_id: str, modes: list[str], first: int, after: int
+        thread: str,
+        run_id: str,
+        modes: list[str],
+        first: int,
+        after: int,
+        chunks: AsyncIterator[str] | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> Response:
-        response = sse(project(thread, run_id, modes, first, after))
+        """The run's stream (``chunks``, else its projection from event ``after`` on)."""
+        if chunks is None:
+            chunks = project(thread, run_id, modes, first, after)
+        response = sse(chunks, on_close=on_close)
         location = f"/threads/{thread}/runs/{run_id}/stream"
         response.headers["Location"] = location
         response.headers["Content-Location"] = location
@@ -742,31 +767,81 @@ def routes(server: Server) -> list[Route]:
                     return event
         return None
 
-    async def outcome(thread: str, run_id: str, first: int) -> dict[str, Any]:
+    async def ended(thread: str, run_id: str, first: int) -> dict[str, Any] | None:
+        """The run's end event, once the run is over (its last events written)."""
         end = await wait_end(thread, run_id, first)
         while server.runs.running(thread) == run_id:  # its last events are being written
             await asyncio.sleep(0.005)
+        return end
+
+    async def outcome(thread: str, run_id: str, first: int) -> dict[str, Any]:
+        end = await ended(thread, run_id, first)
         if end is not None and end.get("type") == "run_error":
             return {"__error__": {"error": end.get("code"), "message": end.get("message")}}
         return await values(thread)
 
+    # A stateless run's thread is deleted when the run ends, as LangGraph's is — once
+    # the response reading the thread (a stream's last ``values``, ``wait``'s result) is
+    # over, or at once by that response when it was read to the end.
+    discarding: set[asyncio.Task[None]] = set()
+
+    async def discard(thread: str) -> None:
+        if server.runs.running(thread) is None:  # no run started on it since
+            await server.runs.call(agent.delete_thread, thread)
+
+    def discard_after(thread: str, run_id: str, first: int, read: asyncio.Event) -> None:
+        """Delete ``thread`` once its run has ended and ``read`` is set."""
+
+        async def wait_then_discard() -> None:
+            await ended(thread, run_id, first)
+            await read.wait()
+            await discard(thread)
+
+        task = asyncio.create_task(wait_then_discard())
+        discarding.add(task)
+        task.add_done_callback(discarding.discard)
+
     async def create_run(request: Request) -> Response:
-        thread, run_id, _, _, body = await create(request, request.path_params["thread_id"])
+        thread, run_id, _, first, body, temporary = await create(
+            request, request.path_params.get("thread_id")
+        )
         _, record = await owned(request, thread)
+        if temporary:  # nobody reads it here: it goes when the run ends
+            read = asyncio.Event()
+            read.set()
+            discard_after(thread, run_id, first, read)
         return JSONResponse(run_json(thread, run_id, "running", record, body.get("metadata") or {}))
 
     async def stream_run(request: Request) -> Response:
-        thread, run_id, modes, first, _ = await create(
+        thread, run_id, modes, first, _, temporary = await create(
             request, request.path_params.get("thread_id")
         )
-        return stream_response(thread, run_id, modes, first, 0)
+        if not temporary:
+            return stream_response(thread, run_id, modes, first, 0)
+        read = asyncio.Event()
+        discard_after(thread, run_id, first, read)
+
+        async def then_discard() -> AsyncIterator[str]:
+            async for chunk in project(thread, run_id, modes, first, 0):
+                yield chunk
+            await ended(thread, run_id, first)
+            await discard(thread)  # gone before the client sees the stream end
+
+        return stream_response(thread, run_id, modes, first, 0, then_discard(), read.set)
 
     async def wait_run(request: Request) -> Response:
-        stateless = "thread_id" not in request.path_params
-        thread, run_id, _, first, body = await create(request, request.path_params.get("thread_id"))
-        result = await outcome(thread, run_id, first)
-        if stateless and body.get("on_completion", "delete") == "delete":
-            await server.runs.call(agent.delete_thread, thread)
+        thread, run_id, _, first, _, temporary = await create(
+            request, request.path_params.get("thread_id")
+        )
+        read = asyncio.Event()
+        if temporary:
+            discard_after(thread, run_id, first, read)
+        try:
+            result = await outcome(thread, run_id, first)
+            if temporary:
+                await discard(thread)
+        finally:
+            read.set()
         return JSONResponse(
             result, headers={"Content-Location": f"/threads/{thread}/runs/{run_id}"}
         )
@@ -835,6 +910,7 @@ def routes(server: Server) -> list[Route]:
         Route(t + "/runs", list_runs, methods=["GET"]),
         Route(t + "/runs/stream", stream_run, methods=["POST"]),
         Route(t + "/runs/wait", wait_run, methods=["POST"]),
+        Route("/runs", create_run, methods=["POST"]),
         Route("/runs/stream", stream_run, methods=["POST"]),
         Route("/runs/wait", wait_run, methods=["POST"]),
         Route(r, get_run, methods=["GET"]),

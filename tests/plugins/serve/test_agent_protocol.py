@@ -356,6 +356,82 @@ def test_custom_events_legacy_messages_mode_and_a_stateless_wait(
     assert [t["thread_id"] for t in lg.threads.search()] == [thread]  # the stateless one is gone
 
 
+def test_a_stateless_runs_thread_is_deleted_when_it_ends_unless_kept(
+    serve: Callable[..., Served],
+) -> None:
+    release = threading.Event()
+
+    def slow() -> str:
+        """Waits."""
+        release.wait(10)
+        return "late"
+
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([ai("Working.", call("slow")), ai("All done.")] * 4),
+        tools=[slow],
+        checkpointer="memory",
+        name="worker",
+    )
+    served = serve(agent, keys=[KEY])
+    lg = client(served)
+    ask = {"messages": [{"role": "user", "content": "go"}]}
+    release.set()
+
+    def thread_of(parts: list[Any]) -> str:
+        (thread,) = {p.data[1]["thread_id"] for p in parts if p.event == "messages"}
+        return str(thread)
+
+    modes = ["messages-tuple", "values"]
+    parts = list(lg.runs.stream(None, "worker", input=ask, stream_mode=modes))
+    assert parts[-1].event == "values"
+    assert parts[-1].data["messages"][-1]["content"] == "All done."  # read before it went
+    gone = thread_of(parts)
+    with pytest.raises(NotFoundError):  # gone by the time the stream ends
+        lg.threads.get(gone)
+    with pytest.raises(NotFoundError):
+        lg.runs.list(gone)
+    assert lg.threads.search() == []
+
+    kept = list(lg.runs.stream(None, "worker", input=ask, stream_mode=modes, on_completion="keep"))
+    thread = thread_of(kept)
+    assert lg.threads.get(thread)["status"] == "idle"
+    assert [r["status"] for r in lg.runs.list(thread)] == ["success"]
+    assert [t["thread_id"] for t in lg.threads.search()] == [thread]
+
+    # a background stateless run: its thread goes when it ends
+    run = lg.runs.create(None, "worker", input=ask, metadata={"job": 1})
+    assert run["status"] == "running" and run["metadata"] == {"job": 1}
+    wait_gone(lg, run["thread_id"])
+
+    # a client that leaves a stateless stream early: the run goes on, and its thread
+    # goes when it ends
+    release.clear()
+    body = {"assistant_id": "worker", "input": ask, "stream_mode": ["messages-tuple"]}
+    with served.client(KEY) as http, http.stream("POST", "/runs/stream", json=body) as response:
+        assert response.status_code == 200
+        left = response.headers["Content-Location"].split("/")[2]
+        for line in response.iter_lines():
+            if line.startswith("event: messages"):
+                break  # the model has answered: its tool waits
+    assert lg.threads.get(left)["status"] == "busy"
+    release.set()
+    wait_gone(lg, left)
+    assert [t["thread_id"] for t in lg.threads.search()] == [thread]
+
+
+def wait_gone(lg: Any, thread: str) -> None:
+    """Until ``thread`` is 404 (a stateless run's, deleted in the background when the run
+    ends); fails after 20 s."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            lg.threads.get(thread)
+        except NotFoundError:
+            return
+        assert time.monotonic() < deadline, f"thread {thread} was not deleted"
+        time.sleep(0.02)
+
+
 def test_unknown_assistants_and_threads_and_another_keys_threads_are_404(
     serve: Callable[..., Served], support: plait.Agent
 ) -> None:
@@ -525,6 +601,12 @@ def test_malformed_agent_protocol_requests_get_one_clear_4xx_each_and_change_not
         ),
         ("GET", f"{runs}/{run_id}/stream?stream_mode=debug", {"key": KEY}, "invalid_request"),
         ("POST", f"{runs}/{run_id}/cancel", {"key": KEY}, "no_run"),
+        (
+            "POST",
+            "/runs/wait",
+            {"json": {**ok, "input": ASK, "on_completion": "archive"}, "key": KEY},
+            "invalid_request",
+        ),
         (
             "POST",
             runs + "/wait",
