@@ -244,6 +244,9 @@ class Run:
         self.runtime = runtime
         self.recursion_limit = recursion_limit
         self.sink = sink
+        self.gate = sink.gate if sink is not None else None
+        """Called before each step starts (``EventSink.gate``): a sync stream's reader sets
+        the pace, and a reader who left ends the run there."""
         self.request = RunRequest(
             input,
             runtime,
@@ -345,6 +348,8 @@ class Run:
         jump: str | None = None
         for index in range(start, len(impls)):
             impl = impls[index]
+            if self.gate is not None:
+                self.gate()
             self.info.hook = index
             self.enter(f"{hook}:{impl.middleware}")
             try:
@@ -432,6 +437,8 @@ class Run:
 
     def model_node(self) -> Steps:
         info = self.info
+        if self.gate is not None:
+            self.gate()
         if info.model_calls >= self.recursion_limit:
             raise RecursionLimitError(
                 f"the run reached its recursion limit of {self.recursion_limit} model calls "
@@ -493,6 +500,8 @@ class Run:
         calls = self.pending_calls()
         if not calls:
             return "before_model", False
+        if self.gate is not None:
+            self.gate()
         tools = self.agent.tools_by_name
         structured = self.agent.structured
         answers: dict[str, Any] = {}

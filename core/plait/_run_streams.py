@@ -1,6 +1,6 @@
-"""A streamed run handed to its caller: ``RunStream`` (sync, the run in a worker thread)
-and ``AsyncRunStream`` (a task on the running loop) give its events as they happen, then
-hold its result; the ``Graph`` forms give them in LangGraph's shapes.
+"""A streamed run handed to its caller: ``RunStream`` (sync, the run in a worker thread
+paced by its reader) and ``AsyncRunStream`` (a task on the running loop) give its events
+as they happen, then hold its result; the ``Graph`` forms give them in LangGraph's shapes.
 
 Imported when a run is streamed (``agent.stream``/``astream``): a run that is not never
 pays for these classes.
@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextvars
 import queue
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
-from plait._stream import EventSink
+from plait._stream import EventSink, ReaderGone
 from plait.lazy import frozen
 from plait.types import AgentResult, StreamEvent
 
@@ -37,40 +38,52 @@ class _Finished:
 class RunStream(Iterator[StreamEvent]):
     """The events of a streamed run, as they happen; the run starts on the first
     ``next()`` (in a worker thread, so tokens arrive while the model works) and, once the
-    events are exhausted, ``result`` holds its ``AgentResult``."""
+    events are exhausted, ``result`` holds its ``AgentResult``.
+
+    The reader sets the pace, as with LangGraph's stream generator: the run starts a step
+    (a hook, a model call, a tools step) only while the reader waits in ``next()`` and has
+    taken every event given so far. A reader that leaves — ``close()``, or the stream
+    dropped after ``break`` — has therefore left before any later step starts, and none
+    does: the step in flight (the model call whose tokens it read, the tools step whose
+    output it read) ends and is saved, then the run ends as after Ctrl-C (recorded as
+    failed; ``invoke(None, thread_id=...)`` continues it from its last saved step).
+    ``close()``, and dropping the stream in the thread that read it, wait for that step,
+    so the thread takes new input at once; a stream kept unread holds its run paused."""
 
     def __init__(self, run: Callable[[EventSink], AgentResult], modes: frozenset[str]) -> None:
         self._run = run
-        self._events: queue.Queue[Any] = queue.Queue()
-        self._sink = EventSink(modes, self._events.put)
-        self._started = False
+        self._pace = _Pace()
+        self._sink = EventSink(modes, self._pace.put)
+        self._sink.gate = self._pace.gate
+        self._worker: threading.Thread | None = None
+        self._reader: int | None = None
+        self._closed = False
+        self._interrupted = False
         self.result: AgentResult | None = None
-
-    def _work(self) -> None:
-        try:
-            result = self._run(self._sink)
-        except BaseException as exc:
-            self._sink.closed = True
-            self._events.put(_Failure(exc))
-        else:
-            self._sink.closed = True
-            self._events.put(_Finished(result))
 
     def __iter__(self) -> RunStream:
         return self
 
     def __next__(self) -> StreamEvent:
-        if not self._started:
-            self._started = True
-            context = contextvars.copy_context()
-            threading.Thread(
-                target=context.run, args=(self._work,), name="plait-stream", daemon=True
-            ).start()
-        if self.result is not None:
+        if self._closed or self.result is not None:
             raise StopIteration
+        self._reader = threading.get_ident()
+        if self._worker is None:
+            context = contextvars.copy_context()
+            # The worker holds the run, the sink and the pace, never this object, so a
+            # reader that drops the stream mid-run lets it be collected (and closed).
+            self._worker = threading.Thread(
+                target=context.run,
+                args=(_work, self._run, self._sink),
+                name="plait-stream",
+                daemon=True,
+            )
+            self._worker.start()
         try:
-            item = self._events.get()
+            item = self._pace.ask()
         except BaseException:  # Ctrl-C while waiting: the run cannot go on for anyone
+            self._interrupted = True  # and no one waits for its step in flight
+            self._pace.leave()
             self._sink.abort()
             raise
         if isinstance(item, _Finished):
@@ -80,6 +93,76 @@ class RunStream(Iterator[StreamEvent]):
             raise item.error
         event: StreamEvent = item
         return event
+
+    def close(self) -> None:
+        """Leave the stream: the run starts no further step; wait for its step in flight
+        to end and be saved. Nothing to stop if the run never started or has ended."""
+        self._leave(wait=True)
+
+    def _leave(self, *, wait: bool) -> None:
+        self._closed = True
+        worker = self._worker
+        if worker is None or not worker.is_alive():
+            return
+        self._pace.leave()
+        if wait and not self._interrupted and worker is not threading.current_thread():
+            worker.join()
+
+    def __del__(self) -> None:
+        # Dropped after ``break``: leave. Wait for the step in flight only in the thread
+        # that read the stream; a collection in another thread (one the step itself may
+        # be waiting on, or the worker) must not wait for it.
+        if not sys.is_finalizing():
+            self._leave(wait=threading.get_ident() == self._reader)
+
+
+class _Pace:
+    """What a sync stream's reader and its run's worker share: the events, and the
+    reader's demand. ``gate`` lets the run start a step only when the reader has asked
+    for more events than were given (``asked > given``): it is then inside ``next()``,
+    waiting, and cannot leave before an event given later reaches it."""
+
+    def __init__(self) -> None:
+        self.events: queue.Queue[Any] = queue.Queue()
+        self.changed = threading.Condition()
+        self.asked = 0
+        self.given = 0
+        self.gone = False
+
+    def put(self, item: Any) -> None:
+        # Counted as it is queued, under the lock: a gate never sees an event taken by the
+        # reader that it has not counted (one written by a tool's own thread, say).
+        with self.changed:
+            self.given += 1
+            self.events.put(item)
+
+    def ask(self) -> Any:
+        with self.changed:
+            self.asked += 1
+            self.changed.notify_all()
+        return self.events.get()
+
+    def leave(self) -> None:
+        with self.changed:
+            self.gone = True
+            self.changed.notify_all()
+
+    def gate(self) -> None:
+        with self.changed:
+            self.changed.wait_for(lambda: self.gone or self.asked > self.given)
+            if self.gone:
+                raise ReaderGone
+
+
+def _work(run: Callable[[EventSink], AgentResult], sink: EventSink) -> None:
+    try:
+        result = run(sink)
+    except BaseException as exc:
+        sink.closed = True
+        sink.put(_Failure(exc))
+    else:
+        sink.closed = True
+        sink.put(_Finished(result))
 
 
 class AsyncRunStream(AsyncIterator[StreamEvent]):
@@ -193,6 +276,10 @@ class GraphRunStream(Iterator[Any]):
 
     def __next__(self) -> Any:
         return graph_item(next(self._events), self._several, self._tools)
+
+    def close(self) -> None:
+        """``RunStream.close``: leave the stream; the run starts no further step."""
+        self._events.close()
 
 
 class GraphAsyncRunStream(AsyncIterator[Any]):

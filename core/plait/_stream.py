@@ -18,7 +18,7 @@ from plait.errors import ConfigError
 if TYPE_CHECKING:
     from plait._stream_event import StreamEvent
 
-__all__ = ["STREAM_MODES", "EventSink", "stream_sink"]
+__all__ = ["STREAM_MODES", "EventSink", "ReaderGone", "stream_sink"]
 
 STREAM_MODES = ("updates", "messages", "values", "custom")
 
@@ -37,6 +37,11 @@ class EventSink:
         self.closed = False
         """Set once the streamed run has ended: a run nested in it that goes on (a
         background task) no longer writes to it."""
+        self.gate: Callable[[], None] | None = None
+        """Called by the run before each step it starts (a hook, a model call, a tools
+        step) when its reader sets the pace (a sync ``RunStream``): returns once the reader
+        waits for an event the run has not yet given, or raises ``ReaderGone`` if the
+        reader left, so no step starts after the reader is done with the stream."""
         self.streamed_calls = 0
         """The model calls whose chunks reached this sink: the loop sends an answer whole
         when its call added none (a cache hit, a hook that answered, a handoff's receiver)."""
@@ -59,6 +64,14 @@ class EventSink:
         return write
 
 
+class ReaderGone(BaseException):
+    """Raised at a run's next step boundary when the reader of its sync stream has left
+    (``close()``, the stream dropped after ``break``, Ctrl-C): the run ends as after
+    Ctrl-C — recorded as failed, its last finished step saved, its thread free,
+    ``invoke(None, thread_id=...)`` continues it. A ``BaseException``, so no middleware
+    takes it for an error to retry or to answer."""
+
+
 def _nothing() -> None:
     """``EventSink.abort`` before the run began: nothing to record."""
 
@@ -77,6 +90,9 @@ class NestedSink(EventSink):
                 outer(attrs.evolve(event, path=(*below, *event.path)))
 
         super().__init__((own.modes if own is not None else frozenset()) | outer.modes, put)
+        # The nested run is part of the outer run's step in flight, which ends whatever
+        # the outer reader does; only a reader of its own stream sets its pace.
+        self.gate = own.gate if own is not None else None
 
 
 class ToolCallScope:

@@ -390,6 +390,7 @@ def record_run(
     returns ``None``; any other ``BaseException`` (a process stopping) writes nothing more
     and propagates."""
     recorder = Recorder()
+    stream = None
     try:
         emit(_snapshot(agent, thread_id))
         stream = agent.stream(input, mode=MODES, thread_id=thread_id)
@@ -402,6 +403,8 @@ def record_run(
         emit(_finished(agent, thread_id, run_id, stream.result))
         return stream.result
     except BaseException as exc:
+        if stream is not None:  # left early (``emit`` failed): the run starts no more steps
+            stream.close()
         if cancelled is not None and cancelled(exc):
             for record in recorder.finish():
                 emit(record)

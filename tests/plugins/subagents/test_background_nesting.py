@@ -132,7 +132,7 @@ def test_once_the_stream_has_ended_a_task_runs_on_without_writing_to_it(
     assert {e.path for e in events} <= {(), ("s1",)}
     gate.set()
     assert middleware.wait_for_tasks("t", timeout=10)
-    assert stream._events.empty()  # nothing written to the stream nobody reads any more
+    assert stream._pace.events.empty()  # nothing written to the stream nobody reads any more
     assert [e.data for e in events if e.mode == "custom"] == []
     [record] = agent.invoke("news?", thread_id="t").state[BACKGROUND_KEY].values()
     assert record["status"] == "completed"

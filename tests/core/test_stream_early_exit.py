@@ -1,0 +1,171 @@
+"""Leaving a sync ``agent.stream`` early, as with LangGraph's stream generator: the reader
+sets the pace, so a reader who leaves between events (``break``, ``close()``) has left
+before any later step starts — no tool the model asked for runs, the model is not called
+again — while the step in flight ends and is saved. The thread takes new input at once
+and a later run continues from the last saved step."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import plait
+from plait.messages import AIMessage, ToolCall
+from plait.testing import ScriptedChatModel, transcript
+
+
+def _agent(
+    runs: list[str], checkpointer: str = "memory", first: str = ""
+) -> tuple[plait.Agent, ScriptedChatModel]:
+    def act(x: str, runtime: plait.ToolRuntime) -> str:
+        """Do something with a side effect."""
+        runtime.stream_writer({"acting": x})
+        runs.append(x)
+        return f"did {x}"
+
+    model = ScriptedChatModel(
+        [AIMessage(first, tool_calls=[ToolCall("act", {"x": "first"}, "c1")]), "second answer"]
+    )
+    return plait.create_agent(model, tools=[act], checkpointer=checkpointer), model
+
+
+def test_breaking_after_the_model_update_runs_no_tool_and_no_second_model_call() -> None:
+    """The race that sank the first attempt (the worker starting the tools step before the
+    reader's ``break`` reached it): 60 runs, the reader lingering a little before leaving,
+    not one tool run or second model call."""
+    for attempt in range(60):
+        runs: list[str] = []
+        agent, model = _agent(runs)
+        for update in agent.stream("first", thread_id="t", stream_mode="updates"):
+            assert list(update) == ["model"]
+            time.sleep(0.002)  # the reader's own work: a racing run would act meanwhile
+            break
+        assert (attempt, runs, model.calls) == (attempt, [], 1)
+        assert transcript(agent.get_state("t")["messages"]) == [("human", "first"), ("ai", "")]
+
+
+def test_after_a_break_the_thread_takes_new_input_at_once(tmp_path: Path) -> None:
+    runs: list[str] = []
+    agent, model = _agent(runs, f"sqlite:///{tmp_path / 'a.db'}")
+    for _ in agent.stream("first", thread_id="t"):
+        break
+    assert agent.invoke("second", thread_id="t").text == "second answer"
+    assert runs == []
+    assert model.calls == 2
+    messages = agent.get_state("t")["messages"]
+    assert [m.type for m in messages] == ["human", "ai", "tool", "human", "ai"]
+    assert messages[2].text.startswith("Not run:")
+
+
+def test_invoke_none_after_a_break_continues_from_the_last_saved_step(tmp_path: Path) -> None:
+    runs: list[str] = []
+    agent, model = _agent(runs, f"sqlite:///{tmp_path / 'a.db'}")
+    for _ in agent.stream("first", thread_id="t"):
+        break
+    assert agent.invoke(None, thread_id="t").text == "second answer"
+    assert runs == ["first"]
+    assert transcript(agent.get_state("t")["messages"]) == [
+        ("human", "first"),
+        ("ai", ""),
+        ("tool", "did first"),
+        ("ai", "second answer"),
+    ]
+    assert model.calls == 2
+
+
+def test_breaking_on_a_token_lets_that_model_call_end_and_saves_its_answer() -> None:
+    runs: list[str] = []
+    agent, model = _agent(runs, first="let me act on it")
+    for token, meta in agent.stream("first", thread_id="t", stream_mode="messages"):
+        assert (token.content, meta["langgraph_node"]) == ("let ", "model")
+        break
+    assert runs == []
+    assert model.calls == 1
+    messages = agent.get_state("t")["messages"]
+    assert transcript(messages) == [("human", "first"), ("ai", "let me act on it")]
+    assert [c.name for c in messages[1].tool_calls] == ["act"]
+
+
+def test_breaking_on_a_tools_output_lets_the_tools_step_end_and_calls_no_model() -> None:
+    runs: list[str] = []
+    agent, model = _agent(runs)
+    for mode, data in agent.stream("first", thread_id="t", stream_mode=["custom"]):
+        assert (mode, data) == ("custom", {"acting": "first"})
+        break
+    assert runs == ["first"]  # the tool in flight ended (the break waited for it) ...
+    assert model.calls == 1  # ... and nothing began after it
+    assert transcript(agent.get_state("t")["messages"])[-1] == ("tool", "did first")
+    assert agent.invoke(None, thread_id="t").text == "second answer"
+    assert runs == ["first"]
+
+
+def test_close_on_a_kept_stream_stops_it_and_ends_its_events() -> None:
+    runs: list[str] = []
+    agent, model = _agent(runs)
+    stream = agent.stream("first", thread_id="t")
+    assert next(stream).source == "model"
+    stream.close()
+    assert (runs, model.calls) == ([], 1)
+    with pytest.raises(StopIteration):
+        next(stream)
+    assert stream.result is None
+    stream.close()  # again: nothing to do
+    assert agent.invoke("second", thread_id="t").text == "second answer"
+
+
+def test_a_stream_closed_before_it_is_read_never_runs() -> None:
+    runs: list[str] = []
+    agent, model = _agent(runs)
+    stream = agent.stream("first", thread_id="t")
+    stream.close()
+    assert list(stream) == []
+    assert model.calls == 0
+
+
+def test_a_stream_read_to_its_end_runs_the_whole_run_and_holds_its_result() -> None:
+    runs: list[str] = []
+    agent, model = _agent(runs, first="on it")
+    stream = agent.stream("first", thread_id="t", mode=["messages", "custom"])
+    events = list(stream)
+    tokens = [e.data.content for e in events if e.mode == "messages" and e.source == "model"]
+    assert "".join(tokens) == "on itsecond answer"
+    assert [e.data for e in events if e.mode == "custom"] == [{"acting": "first"}]
+    assert stream.result is not None
+    assert stream.result.text == "second answer"
+    assert (runs, model.calls) == (["first"], 2)
+
+
+def test_a_stream_dropped_in_another_thread_stops_without_waiting_there() -> None:
+    """A stream collected in a thread that did not read it (here, one the tool in flight
+    waits on) stops its run without waiting for that step, which would wait forever."""
+    runs: list[str] = []
+    gate = threading.Event()
+
+    def wait(runtime: plait.ToolRuntime) -> str:
+        """Wait for the gate."""
+        runtime.stream_writer("waiting")
+        gate.wait(30)
+        runs.append("wait")
+        return "waited"
+
+    model = ScriptedChatModel([AIMessage("", tool_calls=[ToolCall("wait", {}, "c1")]), "never"])
+    agent = plait.create_agent(model, tools=[wait], checkpointer="memory")
+    stream = agent.stream("go", thread_id="t", mode=["updates", "custom"])
+    assert next(stream).source == "model"
+    assert next(stream).data == "waiting"  # the tool is in flight, waiting on the gate
+    holder = [stream]
+    del stream
+    dropper = threading.Thread(target=holder.clear)
+    dropper.start()
+    dropper.join(30)
+    assert not dropper.is_alive()  # it did not wait for the tool
+    assert runs == []
+    gate.set()
+    deadline = time.monotonic() + 30
+    while len(agent.get_state("t")["messages"]) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert transcript(agent.get_state("t")["messages"])[-1] == ("tool", "waited")
+    assert model.calls == 1
