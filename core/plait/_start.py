@@ -260,18 +260,41 @@ def _cancel_unanswered(thread: ThreadState, info: RunInfo, input: Any) -> None:
     given = input if isinstance(input, Sequence) and not isinstance(input, str) else [input]
     answered = {m.tool_call_id for m in given if isinstance(m, ToolMessage)}
     why = "waiting for a human's answer" if info.status == "interrupted" else "not finished"
-    thread.add_messages(
-        [
-            ToolMessage.error(
-                call,
-                f"Not run: this call was {why} when new input arrived, so it was cancelled.",
-                metadata={"plait": {"cancelled": True}},
-            )
-            for call in thread.last_calls()[1]
-            if call.id not in answered
-        ],
-        "input",
+    _cancel_calls(thread, answered, f"{why} when new input arrived")
+
+
+def _cancel_calls(thread: ThreadState, answered: set[str], when: str) -> list[ToolMessage]:
+    """An error ToolMessage added for each of the last AI message's calls without an
+    answer (but those in ``answered``), saying the call was ``when``, so it was not run."""
+    cancelled = [
+        ToolMessage.error(
+            call,
+            f"Not run: this call was {when}, so it was cancelled.",
+            metadata={"plait": {"cancelled": True}},
+        )
+        for call in thread.last_calls()[1]
+        if call.id not in answered
+    ]
+    thread.add_messages(list(cancelled), "input")
+    return cancelled
+
+
+def cancel_paused(thread: ThreadState) -> list[ToolMessage] | None:
+    """End the thread's run paused at an interrupt without answering it: each tool call
+    it holds back gets an error ToolMessage, and the run is over (``done``), so the
+    thread takes new input as after a finished run, and ``None`` input runs the model on
+    those results. ``None`` if the thread's run is not paused."""
+    stored = thread.values.get(RUN_KEY)
+    info = RunInfo.load(stored) if stored else None
+    if info is None or info.status != "interrupted":
+        return None
+    cancelled = _cancel_calls(
+        thread, set(), "waiting for a human's answer when its run was cancelled"
     )
+    info.status, info.interrupts = "done", []
+    thread.set(RUN_KEY, info.dump())
+    thread.writer = (info.run_id, "cancelled")
+    return cancelled
 
 
 def _resume_values(resume: Any, pending: list[Interrupt]) -> dict[str, Any]:

@@ -82,6 +82,7 @@ __all__ = [
     "RunJob",
     "abandon_run",
     "arecord_run",
+    "cancel_paused_run",
     "describe_error",
     "event_log",
     "jsonable",
@@ -125,6 +126,17 @@ def event_log(agent: Agent) -> EventLog:
 
 
 # -- from stream events to run-log events ---------------------------------------------------
+
+
+def _tool_result(message: ToolMessage) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "message_id": message.id,
+        "tool_call_id": message.tool_call_id,
+        "name": message.name,
+        "content": message_text(message.content),
+        "status": message.status,
+    }
 
 
 class Recorder:
@@ -171,14 +183,7 @@ class Recorder:
                 yield from self._ai(message)
             elif isinstance(message, ToolMessage):
                 yield from self._close()
-                yield {
-                    "type": "tool_result",
-                    "message_id": message.id,
-                    "tool_call_id": message.tool_call_id,
-                    "name": message.name,
-                    "content": message_text(message.content),
-                    "status": message.status,
-                }
+                yield _tool_result(message)
         values = {k: v for k, v in update.items() if k not in _INTERNAL_KEYS}
         if values:
             yield {"type": "state", "values": jsonable(values)}
@@ -473,6 +478,40 @@ def abandon_run(agent: Agent, thread_id: str) -> bool:
     from plait._start import abandon_run as abandon
 
     return abandon(agent.compiled, thread_id)
+
+
+def cancel_paused_run(agent: Agent, thread_id: str, run_id: str) -> list[dict[str, Any]] | None:
+    """End ``thread_id``'s run paused at an interrupt without answering it — what a
+    client that abandons the pause asks for (A2A's ``tasks/cancel`` of an
+    ``input-required`` task): each tool call the interrupt holds back gets an error
+    result saying its run was cancelled, saved as one step, and the thread takes new
+    input as after a finished run. Returns the run-log events of that, tagged ``run_id``
+    (a ``tool_result`` per call, the ``step``, a ``cancelled`` ``run_finished``), for the
+    caller to append after its ``run_started``; ``None`` if the thread is not paused.
+    ``ThreadBusyError`` while a run holds the thread. Blocking: call it from a worker
+    thread."""
+    from plait._start import cancel_paused
+
+    checkpointer = agent.checkpointer
+    if checkpointer is None:
+        raise ConfigError("this agent has no checkpointer, so it keeps no threads")
+    state = agent._thread(thread_id)
+    try:
+        cancelled = cancel_paused(state)
+        if cancelled is not None:
+            delta = state.take_delta()
+            checkpointer.save(thread_id, delta)
+            state.step = delta.step
+    except BaseException:
+        agent._release(thread_id, None)
+        raise
+    agent._release(thread_id, state)
+    if cancelled is None:
+        return None
+    events = [_tool_result(message) for message in cancelled]
+    events.append({"type": "step", "step": delta.step})
+    events.append(_cancelled(run_id))
+    return events
 
 
 class LogWriter:

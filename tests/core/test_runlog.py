@@ -15,7 +15,15 @@ from plait import effects
 from plait.checkpoint import MemoryCheckpointer
 from plait.errors import PlaitError, ThreadBusyError
 from plait.messages import AIMessage, HumanMessage, ToolCall, Usage
-from plait.runlog import LogWriter, RunHandle, RunJob, logged_usage, record_run, start_run
+from plait.runlog import (
+    LogWriter,
+    RunHandle,
+    RunJob,
+    cancel_paused_run,
+    logged_usage,
+    record_run,
+    start_run,
+)
 from plait.types import Command
 
 
@@ -365,3 +373,39 @@ def test_logged_usage_reads_a_log_that_has_only_the_two_token_counts() -> None:
     assert logged_usage(old) == (Usage(input_tokens=7, output_tokens=3), 0)
     cancelled = {"type": "run_finished", "run_id": "r", "status": "cancelled"}
     assert logged_usage(cancelled) == (Usage(), 0)
+
+
+def test_cancel_paused_run_answers_the_held_calls_and_ends_the_run() -> None:
+    def risky(x: int) -> str:
+        """Asks a human first."""
+        return f"ran with {plait.interrupt({'question': 'run risky?'})}"
+
+    held = ToolCall("risky", {"x": 1}, id="call-r")
+    model = plait.ScriptedChatModel(
+        [AIMessage("", tool_calls=[held], id="ai-1"), AIMessage("ok then", id="ai-2")]
+    )
+    agent = plait.create_agent(model=model, tools=[risky], checkpointer="memory")
+    assert agent.invoke("go", thread_id="t").interrupts
+    assert cancel_paused_run(agent, "unknown", "r0") is None
+
+    events = cancel_paused_run(agent, "t", "r-cancel")
+
+    assert events is not None
+    assert [e["type"] for e in events] == ["tool_result", "step", "run_finished"]
+    assert events[0]["tool_call_id"] == "call-r" and events[0]["status"] == "error"
+    assert "its run was cancelled" in events[0]["content"]
+    assert events[1]["step"] == agent.get_state_history("t")[0].step
+    assert events[2] == {"type": "run_finished", "run_id": "r-cancel", "status": "cancelled"}
+    assert agent.get_interrupts("t") == []
+    assert cancel_paused_run(agent, "t", "r-again") is None  # nothing paused any more
+    with pytest.raises(PlaitError, match="nothing to resume"):
+        agent.invoke(Command(resume="yes"), thread_id="t")
+    result = agent.invoke("never mind", thread_id="t")
+    assert [(m.type, m.text) for m in result.messages] == [
+        ("human", "go"),
+        ("ai", ""),
+        ("tool", events[0]["content"]),
+        ("human", "never mind"),
+        ("ai", "ok then"),
+    ]
+    assert model.calls == 2  # the cancel itself called no model

@@ -42,6 +42,7 @@ from plait.runlog import (
     RunJob,
     abandon_run,
     arecord_run,
+    cancel_paused_run,
     describe_error,
     submits_runs,
     submitted,
@@ -390,6 +391,25 @@ class RunLog:
             return False
         live.task.cancel()
         return True
+
+    async def cancel_paused(self, thread_id: str, run_id: str) -> bool:
+        """End the thread's run paused at an interrupt without answering it
+        (``plait.runlog.cancel_paused_run``: the calls it held back get error results),
+        logged as a run ``run_id`` that ends ``cancelled``; ``False`` if the thread is
+        not paused, ``Busy`` while a run goes on there."""
+        async with self._start_lock(thread_id):
+            last = await self.call(self.log.last_event, thread_id)
+            if self.running(thread_id) is not None or not await self._settled(thread_id, last):
+                raise Busy(thread_id)
+            try:
+                events = await self.call(cancel_paused_run, self.agent, thread_id, run_id)
+                if events is None:
+                    return False
+                started = {"type": "run_started", "run_id": run_id}
+                await self.call(self.log.append_events, thread_id, [started, *events], after=last)
+            except ThreadBusyError:  # a run of another process on the same database
+                raise Busy(thread_id) from None
+            return True
 
     async def _run(self, thread_id: str, live: _Live, input: Any) -> None:
         def emit(event: dict[str, Any]) -> None:

@@ -9,6 +9,8 @@ calls under review and the decisions each allows), then ``completed``, ``cancele
 ``failed``. A follow-up message on the same task answers the pause with plait's
 decisions payload as a data part (``{"decisions": [...]}``), checked against the stored
 interrupt like every resume — a refused one is a JSON-RPC error and changes nothing.
+``tasks/cancel`` cancels a working task's run, and abandons an ``input-required`` one:
+the calls its interrupt holds back get error results, and the context takes new tasks.
 """
 
 from __future__ import annotations
@@ -294,12 +296,25 @@ def routes(server: Server) -> list[Route]:
     # -- tasks/get and tasks/cancel ------------------------------------------------------------
 
     async def tasks_cancel(request: Request, params: a2a.TaskIdParams) -> dict[str, Any]:
+        """A working task's run is cancelled; an input-required one is abandoned: the
+        calls its interrupt holds back are not run (each gets an error result), and the
+        context takes a new task."""
         thread, task_id, runs = await task_runs(request, params.id)
         _, run = runs[-1]
-        if run["status"] != "running" or not await server.runs.cancel(thread):
-            raise RpcError(_NOT_CANCELABLE, f"task {task_id!r} is not running")
-        await until_end(thread, run["first"])
-        return await task_json(request, task_id)
+        if run["status"] == "interrupted":
+            try:
+                if await server.runs.cancel_paused(thread, str(uuid.uuid4())):
+                    return await task_json(request, task_id)
+            except Busy:
+                pass  # answered meanwhile: it is working again
+        elif run["status"] == "running" and await server.runs.cancel(thread):
+            await until_end(thread, run["first"])
+            return await task_json(request, task_id)
+        state = _STATES[run["status"]].value
+        raise RpcError(
+            _NOT_CANCELABLE,
+            f"task {task_id!r} is {state}, not running or waiting for input: it cannot be canceled",
+        )
 
     # -- the JSON-RPC endpoint -----------------------------------------------------------------
 

@@ -201,6 +201,47 @@ def test_tasks_cancel_cancels_a_running_task(serve: Callable[..., Served]) -> No
     run(served, body, streaming=False)
 
 
+def test_tasks_cancel_abandons_a_task_waiting_for_input_and_the_context_goes_on(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    served = serve(support, keys=[KEY])
+
+    async def body(client: Any) -> Any:
+        (response,) = await responses(client, text("Refund order 1042."))
+        task = response.task
+        assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        context = task.context_id
+        cancelled = await client.cancel_task(CancelTaskRequest(id=task.id))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+        got = await client.get_task(GetTaskRequest(id=task.id))
+        assert got.status.state == TaskState.TASK_STATE_CANCELED
+        # the refund was not run: its call has an error result, nothing is paused
+        assert support.get_interrupts(context) == []
+        last = support.get_state(context)["messages"][-1]
+        assert last.type == "tool" and last.name == "issue_refund" and last.status == "error"
+        assert "its run was cancelled" in last.text
+        with pytest.raises(Exception, match="not running"):
+            await client.cancel_task(CancelTaskRequest(id=task.id))
+        with pytest.raises(Exception, match="not waiting for input"):
+            await responses(client, decisions(task, {"type": "approve"}))
+
+        # a new task on the same context starts at once, on the consistent thread
+        again = text("Where is order 9999?")
+        again.message.context_id = context
+        (response,) = await responses(client, again)
+        assert response.task.context_id == context and response.task.id != task.id
+        assert response.task.status.state == TaskState.TASK_STATE_COMPLETED
+        answer = response.task.artifacts[0].parts[0].text
+        assert answer.startswith("Sorry, I could not find that order.")
+        assert (await client.get_task(GetTaskRequest(id=task.id))).status.state == (
+            TaskState.TASK_STATE_CANCELED
+        )
+        return context
+
+    context = run(served, body, streaming=False)
+    assert not any("Refunded" in m.text for m in support.get_state(context)["messages"])
+
+
 def test_message_send_on_a_database_log_answers_with_the_tasks_real_state(
     serve: Callable[..., Served], tmp_path: Any
 ) -> None:
@@ -272,7 +313,7 @@ def test_malformed_json_rpc_calls_get_one_clear_error_each_and_change_nothing(
             ("tasks/get", {"id": task}, theirs, -32001, "not found"),
             ("tasks/get", {"id": f"{context}#nope"}, mine, -32001, "not found"),
             ("tasks/get", {}, mine, -32602, "params.id"),
-            ("tasks/cancel", {"id": task}, mine, -32002, "not running"),
+            ("tasks/cancel", {"id": task}, theirs, -32001, "not found"),
             ("tasks/resubscribe", {"id": task}, mine, -32601, "not served"),
         ]
         for method, params, headers, code, text in calls:
