@@ -58,6 +58,7 @@ T = TypeVar("T")
 _BATCH = 256  # events per append to a database checkpointer
 _PAGE = 500  # events per read while catching up
 _POLL = 0.1  # seconds between reads of a log another process writes
+_RUN_ID_THREADS = 1024  # threads whose run ids are kept read (the latest used)
 
 
 class NotFound(Exception):
@@ -96,6 +97,16 @@ class _Live:
     def notify(self) -> None:
         changed, self.changed = self.changed, asyncio.Event()
         changed.set()
+
+
+@define(eq=False)
+class _RunIds:
+    """The run ids a thread's log holds, read up to event ``cursor``; ``head`` is its
+    first event (never forgotten), so a thread deleted and made again reads anew."""
+
+    head: Any
+    cursor: int = 0
+    ids: set[str] = attrs.field(factory=set)
 
 
 def _cut(
@@ -145,6 +156,7 @@ class RunLog:
         # One start at a time per thread; the lock goes when nobody waits for it.
         self._starting: dict[str, asyncio.Lock] = {}
         self._waiting: collections.Counter[str] = collections.Counter()
+        self._run_ids: collections.OrderedDict[str, _RunIds] = collections.OrderedDict()
         # Runs a middleware took over (``submit_run``: a dbos worker runs them), by thread.
         self._away: dict[str, RunHandle] = {}
         self._watchers: set[asyncio.Task[None]] = set()
@@ -250,6 +262,24 @@ class RunLog:
                 raise NotFound(thread_id) from None
 
     # -- runs ------------------------------------------------------------------------------
+
+    async def run_ids(self, thread_id: str) -> frozenset[str]:
+        """The ids of the runs in the thread's log — read whole once, then only the
+        events appended since (a long thread is not read again for every run)."""
+        head = await self.call(self.log.read_events, thread_id, after=0, limit=1)
+        first = head[0][1] if head else None
+        known = self._run_ids.pop(thread_id, None)
+        if known is None or known.head != first:
+            known = _RunIds(first)
+        while rows := await self.call(
+            self.log.read_events, thread_id, after=known.cursor, limit=_PAGE
+        ):
+            known.cursor = rows[-1][0]
+            known.ids.update(e["run_id"] for _, e in rows if e.get("type") == "run_started")
+        self._run_ids[thread_id] = known
+        if len(self._run_ids) > _RUN_ID_THREADS:
+            self._run_ids.popitem(last=False)
+        return frozenset(known.ids)
 
     def running(self, thread_id: str) -> str | None:
         """The id of the run going on in ``thread_id`` that this process runs or

@@ -6,7 +6,8 @@ whole conversation), only user messages the thread does not hold yet are new inp
 A paused run finishes with an ``interrupt`` outcome whose interrupt carries the tool
 call under review; the next run answers it with ``resume`` entries whose payload is
 plait's decisions payload (``{"decisions": [...]}``), checked against the stored
-interrupt before anything runs.
+interrupt before anything runs. A ``runId`` the thread has used already is refused
+(``409``), as AG-UI wants a new one for each run.
 """
 
 from __future__ import annotations
@@ -186,6 +187,15 @@ def routes(server: Server) -> list[Route]:
         thread = check_id("threadId", data.thread_id)
 
         async def prepare() -> Any:
+            # AG-UI names each run by a new runId; one the thread used already would
+            # make two runs named alike (a replay could not tell them apart).
+            if run_id in await server.runs.run_ids(thread):
+                raise ApiError(
+                    409,
+                    "run_exists",
+                    f"runId {run_id!r} already names a run of thread {thread!r}: "
+                    "give each run a new runId",
+                )
             answers: dict[str | None, Any] | None = None
             if data.resume:
                 pending = await server.runs.call(pending_interrupts, server.agent, thread)

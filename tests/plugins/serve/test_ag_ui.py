@@ -212,6 +212,45 @@ def test_a_resume_for_a_thread_with_nothing_paused_is_refused(
     assert new_thread.status_code == 409
 
 
+def test_a_run_id_the_thread_used_already_is_refused_before_anything_runs(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    log = support.checkpointer
+    assert log is not None
+    with serve(support).client() as client:
+        interrupt = paused(client, "dup")  # its run is r1
+        before = (support.get_state("dup"), log.last_event("dup"))  # type: ignore[attr-defined]
+        for body in (
+            run_input("dup", "r1", resume=approve(interrupt["id"])),
+            run_input("dup", "r1", "Refund order 2077 too."),
+        ):
+            response = client.post("/ag-ui", json=body)
+            assert response.status_code == 409, response.text
+            assert response.headers["content-type"] == "application/json"
+            assert response.json()["error"] == {
+                "code": "run_exists",
+                "message": "runId 'r1' already names a run of thread 'dup': "
+                "give each run a new runId",
+            }
+        assert (support.get_state("dup"), log.last_event("dup")) == before  # type: ignore[attr-defined]
+        assert [i.id for i in support.get_interrupts("dup")] == [interrupt["id"]]
+
+        resumed = post_sse(
+            client, "/ag-ui", run_input("dup", "r2", resume=approve(interrupt["id"]))
+        )
+        assert resumed[-1][1]["type"] == "RUN_FINISHED" and resumed[-1][1]["runId"] == "r2"
+        again = client.post("/ag-ui", json=run_input("dup", "r2", "And order 2077?"))
+        assert again.status_code == 409 and "'r2'" in again.json()["error"]["message"]
+        runs = client.get("/threads/dup/runs").json()
+        assert [r["run_id"] for r in runs] == ["r2", "r1"]
+        # a runId is the thread's own: another thread may use it, and so may the same
+        # thread id made anew after a delete
+        assert post_sse(client, "/ag-ui", run_input("dup-2", "r1", "Where is order 2077?"))
+        assert client.delete("/threads/dup").status_code == 204
+        fresh = post_sse(client, "/ag-ui", run_input("dup", "r1", "Where is order 2077?"))
+        assert fresh[-1][1]["type"] == "RUN_FINISHED" and fresh[-1][1]["runId"] == "r1"
+
+
 def test_new_messages_on_a_paused_thread_are_refused_until_it_is_answered(
     serve: Callable[..., Served], support: plait.Agent
 ) -> None:
