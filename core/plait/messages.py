@@ -553,9 +553,14 @@ def _structure_content(value: Any, _: Any) -> Content:
 _OMIT_DEFAULTS: dict[type, dict[str, Any]] = {
     ToolCall: {"error": override(omit_if_default=True)},
     Usage: {"_cattrs_omit_if_default": True},
-    **{cls: {"_cattrs_omit_if_default": True} for cls in _TYPES.values()},
+    **{
+        cls: {"_cattrs_omit_if_default": True, "id": override(omit_if_default=False)}
+        for cls in _TYPES.values()
+    },
 }
-"""How each persisted class is unstructured: fields at their default left out."""
+"""How each persisted class is unstructured: fields at their default left out — but a
+message's ``id``, always written: its default is a fresh id, which cattrs would draw
+(from an installed ``effects.id_source`` too) only to compare it with the message's."""
 
 
 def _own(tp: Any, classes: Iterable[type]) -> type | None:
