@@ -444,6 +444,8 @@ class Run:
                 f"the run reached its recursion limit of {self.recursion_limit} model calls "
                 "without finishing; raise recursion_limit= in invoke() if the task needs more"
             )
+        if self.agent.keeps(self.runtime.thread_id) and self.thread.dirty:
+            yield from self.save_input()
         info.model_calls += 1
         request = self.agent.model_request(self.thread, self.runtime)
         streamed = self.sink.streamed_calls if self.sink is not None else 0
@@ -474,6 +476,21 @@ class Run:
             self.redo_answer(error)  # or raise, once the retries are spent
             return "before_model", True
         return "after_model", True
+
+    def save_input(self) -> Steps:
+        """Save what the run changed before its model call that no node saved: the input
+        of a run whose hooks before the model are none (each node that ran saved its own),
+        or a resume's update. A run stopped in the model call (a ``StopRun``, a provider's
+        error, the process killed) then leaves the thread with its input, as LangGraph's
+        checkpoint before a failing node holds it, and ``invoke(None, ...)`` asks the
+        model again. Saved after the hooks before the model, never before them: a hook
+        that rewrites or refuses the input (``pii``) acts before anything is stored. The
+        step is recorded under ``"input"`` (LangGraph's ``source`` for it)."""
+        node, self.node_ran = self.node_ran, "input"
+        try:
+            yield from self.save()
+        finally:
+            self.node_ran = node
 
     def redo_answer(self, error: StructuredOutputError) -> None:
         """Ask the model again for an answer in the format, telling it what was wrong —

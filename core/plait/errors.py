@@ -95,7 +95,8 @@ class StopRun(PlaitError):
     The kernel never turns these into an error ``ToolMessage``: they propagate to the caller
     of ``invoke``. ``update``, when a node hook or a ``wrap_model_call`` hook sets it, is
     state the kernel applies and checkpoints before the error propagates (a limiter's
-    counts, a guardrail's trip); without it nothing of the failing step is saved.
+    counts, a guardrail's trip); without it nothing of the failing step is saved. What
+    came before the step is: the run's input is saved before its first model call.
     """
 
     update: dict[str, Any] | None = None

@@ -51,7 +51,8 @@ def test_the_default_end_message_says_the_model_was_not_called_again() -> None:
 
 def test_a_stop_raised_in_wrap_model_call_saves_its_update() -> None:
     """A ``StopRun`` a ``wrap_model_call`` hook raises with an ``update`` (a guardrail's
-    trip) is checkpointed before it propagates; without one nothing of the step is."""
+    trip) is checkpointed before it propagates; without one nothing of the step is (the
+    run's input, saved before the model call, stays)."""
     import plait
     from plait.testing import scripted
 
@@ -74,4 +75,4 @@ def test_a_stop_raised_in_wrap_model_call_saves_its_update() -> None:
     assert saved[-1].metadata == {"why": "test"}
     with pytest.raises(Stopped):
         agent.invoke("plain", thread_id="u")
-    assert agent.get_state("u")["messages"] == []
+    assert [(m.type, m.text) for m in agent.get_state("u")["messages"]] == [("human", "plain")]

@@ -96,10 +96,11 @@ def test_start_run_records_the_run_into_the_checkpointers_log() -> None:
         "step",
         "run_finished",
     ]
-    # each step the run saved, numbered as the thread's history reads it back
+    # each step a node of the run saved, numbered as the thread's history reads it back
+    # (step 1 is the input's, saved before the first model call)
     steps = [e["step"] for e in events if e["type"] == "step"]
-    assert steps == [1, 2, 3]
-    assert agent.get_state("t", 2)["messages"][-1].text == "3"
+    assert steps == [2, 3, 4]
+    assert agent.get_state("t", 3)["messages"][-1].text == "3"
     assert events[2] | {} == {
         "type": "tool_call",
         "message_id": "ai-1",

@@ -190,13 +190,18 @@ def test_a_run_that_lost_the_race_fails_with_thread_busy_and_writes_nothing(
 ) -> None:
     intruder = weather_agent(backend.make())
 
-    def answers(messages: list[AnyMessage], tools: list[Any]) -> AIMessage:
-        # Another run takes the thread while this one's first model call is in flight,
-        # before this run saved anything that could show it live.
-        intruder.invoke("Lima", thread_id="race")
-        return AIMessage("Quito is sunny.")
+    class Intrude(plait.Middleware):
+        def before_agent(self, state: Any) -> None:
+            # Another run takes the thread while this one's first hook runs, before this
+            # run saved anything that could show it live (its input is saved with the
+            # step of this hook, before its model call).
+            intruder.invoke("Lima", thread_id="race")
 
-    loser = plait.create_agent(model=ScriptedChatModel([answers]), checkpointer=backend.make())
+    loser = plait.create_agent(
+        model=ScriptedChatModel(["Quito is sunny."]),
+        middleware=[Intrude()],
+        checkpointer=backend.make(),
+    )
     with pytest.raises(ThreadBusyError, match="another run wrote to it"):
         loser.invoke("Quito", thread_id="race")
     messages = intruder.get_state("race")["messages"]

@@ -151,7 +151,7 @@ def test_a_replay_does_not_write_again_what_the_run_saved(
     assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
     history = worker.checkpointer.history("t")  # type: ignore[attr-defined]
     assert sorted((i.step, i.run_id) for i in history) == [
-        (n, first["run_id"]) for n in (1, 2, 3, 4)
+        (n, first["run_id"]) for n in (1, 2, 3, 4, 5)
     ]
 
 
@@ -159,9 +159,10 @@ def test_a_step_is_recorded_in_the_transaction_of_the_save_after_it(
     worker: plait.Agent, database_url: str
 ) -> None:
     """A run of a model call, a tool and a model call commits its four recorded steps
-    and four saves in four transactions: the thread's load and the first call with the
-    first save, the tool with the second, the last call with the third; the fourth save
-    (the run's end) commits alone. Each row's ``xmin`` is the transaction that wrote it."""
+    and five saves in five transactions: the thread's load with the first save (the
+    input, saved before the first call), the first call with the second, the tool with
+    the third, the last call with the fourth; the fifth save (the run's end) commits
+    alone. Each row's ``xmin`` is the transaction that wrote it."""
     _run("run-1", "hello")
     with psycopg.connect(database_url, autocommit=True) as conn:
         steps = conn.execute(
@@ -177,10 +178,10 @@ def test_a_step_is_recorded_in_the_transaction_of_the_save_after_it(
         "plait.tool:note",
         "plait.model:notes",
     ]
-    assert [step for step, _ in saves] == [1, 2, 3, 4]
+    assert [step for step, _ in saves] == [1, 2, 3, 4, 5]
     save_of = {xid: step for step, xid in saves}
-    assert [save_of.get(xid) for _, xid in steps] == [1, 1, 2, 3]
-    assert len({xid for _, xid in steps} | set(save_of)) == 4
+    assert [save_of.get(xid) for _, xid in steps] == [1, 2, 3, 4]
+    assert len({xid for _, xid in steps} | set(save_of)) == 5
 
 
 def test_a_run_no_longer_owned_records_neither_its_step_nor_its_save(
@@ -233,7 +234,7 @@ def test_a_run_no_longer_owned_records_neither_its_step_nor_its_save(
     run.join(30)
     assert [type(e).__name__ for e in ended] == ["DBOSAwaitedWorkflowCancelledError"]
     assert steps == [("plait.checkpoint:load",), ("plait.model:notes",)]
-    assert saves == [(1,)]
+    assert saves == [(1,), (2,)]  # the input's and the model call's
 
 
 def test_a_save_another_writer_got_to_first_fails(worker: plait.Agent) -> None:
@@ -242,8 +243,9 @@ def test_a_save_another_writer_got_to_first_fails(worker: plait.Agent) -> None:
         _run("run-1", "intrude")
     assert worker.checkpointer is not None
     history = sorted(worker.checkpointer.history("t"), key=lambda i: i.step)  # type: ignore[attr-defined]
-    # run-1 saved its model's answer (step 5); the tool's writer took step 6 first
-    assert [i.step for i in history][-2:] == [5, 6]
+    # run-0 saved steps 1-5; run-1 its input (6) and its model's answer (7); the tool's
+    # writer took step 8 first
+    assert [i.step for i in history][-2:] == [7, 8]
     assert history[-1].run_id == "other" != history[-2].run_id
 
 
@@ -257,8 +259,8 @@ def test_a_replay_of_a_later_run_sees_the_thread_as_the_run_first_found_it(
     _run("run-0", "first")
     second = _run("run-1", "second")
     steps = _client(database_url).list_workflow_steps("run-1")
-    # The load records the step the thread was at (run-0 wrote steps 1-4), not the thread
-    assert (steps[0]["function_name"], steps[0]["output"]) == ("plait.checkpoint:load", 4)
+    # The load records the step the thread was at (run-0 wrote steps 1-5), not the thread
+    assert (steps[0]["function_name"], steps[0]["output"]) == ("plait.checkpoint:load", 5)
     # The worker "died" after run-1's saves but before its calls were recorded
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(
@@ -272,14 +274,14 @@ def test_a_replay_of_a_later_run_sees_the_thread_as_the_run_first_found_it(
     (handle,) = DBOS._recover_pending_workflows([_executor_of_test])
     again: dict[str, Any] = handle.get_result()
 
-    # The replay saw the thread at step 4 (as run-1 first found it, though the thread
+    # The replay saw the thread at step 5 (as run-1 first found it, though the thread
     # now holds run-1's own saves): the same calls, messages and answer
     assert calls == ["HumanMessage", "ToolMessage"]
     assert again["messages"] == second["messages"]
     assert again["text"] == second["text"] == "noted: noted second"
     assert worker.checkpointer is not None
     checkpoint = worker.checkpointer.load("t")
-    assert checkpoint is not None and checkpoint.step == 8
+    assert checkpoint is not None and checkpoint.step == 10
     assert [m.text for m in checkpoint.messages if isinstance(m, HumanMessage)] == [
         "first",
         "second",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -128,6 +129,42 @@ def test_an_anthropic_refusal_raises_model_refused_error(replay_server: ReplaySe
     )
     (refusal,) = raised.value.refusals
     assert (refusal.provider, refusal.reason, refusal.text) == ("anthropic", "refusal", "I won't")
+
+
+def test_a_refusal_error_keeps_the_users_input_on_the_thread(
+    replay_server: ReplayServer, tmp_path: Path
+) -> None:
+    """The refused answer is not saved; the input is, so ``invoke(None)`` asks again."""
+    model = anthropic_refusal(replay_server, "I won't")
+    agent = plait.create_agent(
+        model,
+        middleware=[ModelRefusalMiddleware(on_refusal="error")],
+        checkpointer=f"sqlite:///{tmp_path / 'agent.db'}",
+    )
+    with pytest.raises(ModelRefusedError):
+        agent.invoke("Plan my trip", thread_id="t")
+    assert [(m.type, m.text) for m in agent.get_state("t")["messages"]] == [
+        ("human", "Plan my trip")
+    ]
+    replay_server.json(
+        {
+            "id": "msg_02",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": "Lisbon, then Porto."}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 12, "output_tokens": 5},
+        }
+    )
+    result = agent.invoke(None, thread_id="t")
+    assert [(m.type, m.text) for m in result.messages] == [
+        ("human", "Plan my trip"),
+        ("ai", "Lisbon, then Porto."),
+    ]
+    sent = replay_server.last.body["messages"]
+    assert sent == [{"role": "user", "content": "Plan my trip"}]
 
 
 def test_a_gemini_safety_finish_is_a_refusal_not_a_failure(replay_server: ReplayServer) -> None:
