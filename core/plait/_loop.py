@@ -245,8 +245,8 @@ class Run:
         self.recursion_limit = recursion_limit
         self.sink = sink
         self.gate = sink.gate if sink is not None else None
-        """Called before each step starts (``EventSink.gate``): a sync stream's reader sets
-        the pace, and a reader who left ends the run there."""
+        """Called before each step starts (``EventSink.gate``, through ``pace``): a
+        stream's reader sets the pace, and a reader who left ends the run there."""
         self.request = RunRequest(
             input,
             runtime,
@@ -319,6 +319,14 @@ class Run:
         with _live_lock:
             _live.discard(self.owner)
 
+    def pace(self) -> Steps:
+        """Before a step starts: wait for the stream's reader (``EventSink.gate``) — in
+        the driver's thread on the sync path, as an awaited step on the async one."""
+        assert self.gate is not None
+        wait = self.gate()
+        if wait is not None:
+            yield AwaitHook(wait, ())
+
     def enter(self, key: str) -> None:
         self.scope.key = f"{self.info.model_calls}:{key}"
         self.scope.counter = 0
@@ -349,7 +357,7 @@ class Run:
         for index in range(start, len(impls)):
             impl = impls[index]
             if self.gate is not None:
-                self.gate()
+                yield from self.pace()
             self.info.hook = index
             self.enter(f"{hook}:{impl.middleware}")
             try:
@@ -438,7 +446,7 @@ class Run:
     def model_node(self) -> Steps:
         info = self.info
         if self.gate is not None:
-            self.gate()
+            yield from self.pace()
         if info.model_calls >= self.recursion_limit:
             raise RecursionLimitError(
                 f"the run reached its recursion limit of {self.recursion_limit} model calls "
@@ -518,7 +526,7 @@ class Run:
         if not calls:
             return "before_model", False
         if self.gate is not None:
-            self.gate()
+            yield from self.pace()
         tools = self.agent.tools_by_name
         structured = self.agent.structured
         answers: dict[str, Any] = {}
@@ -858,10 +866,22 @@ async def _aperform(effect: Step, agent: CompiledAgent) -> Any:
 
 async def _asave(effect: SaveStep, agent: CompiledAgent) -> None:
     import asyncio
+    import contextvars
 
     assert agent.checkpointer is not None
     delta = effect.state.take_delta()  # on the loop's thread, where the state changes
-    await asyncio.to_thread(agent.checkpointer.save, effect.thread_id, delta)
+    save = functools.partial(agent.checkpointer.save, effect.thread_id, delta)
+    saving = asyncio.get_running_loop().run_in_executor(
+        None, functools.partial(contextvars.copy_context().run, save)
+    )
+    try:
+        await asyncio.shield(saving)
+    except asyncio.CancelledError:
+        # Cancelled mid-save (a stream's aclose(), a cancelled task): the save goes on in
+        # its thread, and the run ends once it has, so the thread holds the step or not
+        # and no write of this run lands after the next run on the thread began.
+        await asyncio.wait([saving])
+        raise
     effect.state.step = delta.step
 
 

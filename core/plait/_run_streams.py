@@ -8,6 +8,7 @@ pays for these classes.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import queue
 import sys
@@ -166,54 +167,44 @@ def _work(run: Callable[[EventSink], AgentResult], sink: EventSink) -> None:
 
 
 class AsyncRunStream(AsyncIterator[StreamEvent]):
-    """The async form of ``RunStream``: the run is a task on the running loop, cancelled
-    if the stream is closed early."""
+    """The async form of ``RunStream``: the run is a task on the running loop, paced by
+    its reader in the same way — it starts a step only while the reader awaits an event
+    not yet given. ``aclose()`` cancels the run at once, the step in flight included (as
+    cancelling an ``ainvoke`` task does), and returns once the run has ended and its thread
+    is free. A stream dropped after ``break`` without ``aclose()`` starts no further step
+    either: the step in flight ends and is saved, then the run ends, freeing its thread as
+    soon as the event loop runs its task."""
 
     def __init__(
         self, run: Callable[[EventSink], Awaitable[AgentResult]], modes: frozenset[str]
     ) -> None:
         self._run = run
         self._modes = modes
-        self._events: asyncio.Queue[Any] | None = None
+        self._pace: _AsyncPace | None = None
         self._task: asyncio.Future[None] | None = None
+        self._closed = False
         self.result: AgentResult | None = None
 
-    def _start(self) -> asyncio.Queue[Any]:
+    def _start(self) -> _AsyncPace:
         import asyncio
 
-        loop = asyncio.get_running_loop()
-        events: asyncio.Queue[Any] = asyncio.Queue()
-        loop_thread = threading.get_ident()
-
-        def put(event: Any) -> None:
-            if threading.get_ident() == loop_thread:
-                events.put_nowait(event)
-            else:
-                loop.call_soon_threadsafe(events.put_nowait, event)
-
-        async def work() -> None:
-            sink = EventSink(self._modes, put)
-            try:
-                result = await self._run(sink)
-            except BaseException as exc:
-                sink.closed = True
-                put(_Failure(exc))
-            else:
-                sink.closed = True
-                put(_Finished(result))
-
-        self._task = asyncio.ensure_future(work())
-        return events
+        pace = _AsyncPace(asyncio.get_running_loop())
+        sink = EventSink(self._modes, pace.put)
+        sink.gate = pace.gate
+        # The task holds the run, the sink and the pace, never this object, so a reader
+        # that drops the stream mid-run lets it be collected (and the run stopped).
+        self._task = asyncio.ensure_future(_awork(self._run, sink))
+        return pace
 
     def __aiter__(self) -> AsyncRunStream:
         return self
 
     async def __anext__(self) -> StreamEvent:
-        if self._events is None:
-            self._events = self._start()
-        if self.result is not None:
+        if self._closed or self.result is not None:
             raise StopAsyncIteration
-        item = await self._events.get()
+        if self._pace is None:
+            self._pace = self._start()
+        item = await self._pace.ask()
         if isinstance(item, _Finished):
             self.result = item.result
             raise StopAsyncIteration
@@ -223,8 +214,88 @@ class AsyncRunStream(AsyncIterator[StreamEvent]):
         return event
 
     async def aclose(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        import asyncio
+
+        self._closed = True
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task])
+
+    def __del__(self) -> None:
+        pace = self._pace
+        if pace is not None and self.result is None and not sys.is_finalizing():
+            pace.leave_soon()
+
+
+class _AsyncPace:
+    """``_Pace`` on an event loop: the reader and the run's task share its thread, so the
+    counts need no lock; events written in other threads are queued (and counted) on it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        import asyncio
+
+        self.loop = loop
+        self.thread = threading.get_ident()
+        self.events: asyncio.Queue[Any] = asyncio.Queue()
+        self.changed = asyncio.Event()
+        self.asked = 0
+        self.given = 0
+        self.gone = False
+
+    def put(self, item: Any) -> None:
+        if threading.get_ident() == self.thread:
+            self._put(item)
+        else:
+            self.loop.call_soon_threadsafe(self._put, item)
+
+    def _put(self, item: Any) -> None:
+        self.given += 1
+        self.events.put_nowait(item)
+
+    async def ask(self) -> Any:
+        self.asked += 1
+        self.changed.set()
+        try:
+            return await self.events.get()
+        except BaseException:  # the reader's await was cancelled: it took nothing
+            self.asked -= 1
+            raise
+
+    def leave(self) -> None:
+        self.gone = True
+        self.changed.set()
+
+    def leave_soon(self) -> None:
+        """``leave`` from any thread (a stream collected anywhere)."""
+        if threading.get_ident() == self.thread:
+            self.leave()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing runs
+                self.loop.call_soon_threadsafe(self.leave)
+
+    def gate(self) -> Callable[[], Awaitable[None]] | None:
+        if self.gone:
+            raise ReaderGone
+        return None if self.asked > self.given else self.wait
+
+    async def wait(self) -> None:
+        while not self.gone and self.asked <= self.given:
+            self.changed.clear()
+            await self.changed.wait()
+        if self.gone:
+            raise ReaderGone
+
+
+async def _awork(run: Callable[[EventSink], Awaitable[AgentResult]], sink: EventSink) -> None:
+    try:
+        result = await run(sink)
+    except BaseException as exc:
+        sink.closed = True
+        sink.put(_Failure(exc))
+    else:
+        sink.closed = True
+        sink.put(_Finished(result))
 
 
 def graph_item(event: StreamEvent, several: bool, tools: Collection[str] = ()) -> Any:

@@ -7,7 +7,7 @@ happen, then hold the run's result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -37,11 +37,12 @@ class EventSink:
         self.closed = False
         """Set once the streamed run has ended: a run nested in it that goes on (a
         background task) no longer writes to it."""
-        self.gate: Callable[[], None] | None = None
+        self.gate: Callable[[], Callable[[], Awaitable[None]] | None] | None = None
         """Called by the run before each step it starts (a hook, a model call, a tools
-        step) when its reader sets the pace (a sync ``RunStream``): returns once the reader
-        waits for an event the run has not yet given, or raises ``ReaderGone`` if the
-        reader left, so no step starts after the reader is done with the stream."""
+        step) when its reader sets the pace (``RunStream``, ``AsyncRunStream``): it
+        returns once the reader waits for an event the run has not yet given — or, on the
+        async path, gives what to await for that — and raises ``ReaderGone`` if the reader
+        left, so no step starts after the reader is done with the stream."""
         self.streamed_calls = 0
         """The model calls whose chunks reached this sink: the loop sends an answer whole
         when its call added none (a cache hit, a hook that answered, a handoff's receiver)."""
@@ -65,7 +66,7 @@ class EventSink:
 
 
 class ReaderGone(BaseException):
-    """Raised at a run's next step boundary when the reader of its sync stream has left
+    """Raised at a run's next step boundary when the reader of its stream has left
     (``close()``, the stream dropped after ``break``, Ctrl-C): the run ends as after
     Ctrl-C — recorded as failed, its last finished step saved, its thread free,
     ``invoke(None, thread_id=...)`` continues it. A ``BaseException``, so no middleware

@@ -2,10 +2,12 @@
 sets the pace, so a reader who leaves between events (``break``, ``close()``) has left
 before any later step starts — no tool the model asked for runs, the model is not called
 again — while the step in flight ends and is saved. The thread takes new input at once
-and a later run continues from the last saved step."""
+and a later run continues from the last saved step. ``astream`` is paced alike; its
+``aclose()`` cancels the step in flight."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from pathlib import Path
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import plait
+from plait.errors import ThreadBusyError
 from plait.messages import AIMessage, ToolCall
 from plait.testing import ScriptedChatModel, transcript
 
@@ -169,3 +172,77 @@ def test_a_stream_dropped_in_another_thread_stops_without_waiting_there() -> Non
         time.sleep(0.01)
     assert transcript(agent.get_state("t")["messages"])[-1] == ("tool", "waited")
     assert model.calls == 1
+
+
+# -- astream: the same pace; aclose() cancels the step in flight and frees the thread ---
+
+
+def test_an_async_stream_left_after_the_model_update_runs_no_tool() -> None:
+    """As the sync loop above: 60 runs, each left with ``aclose()`` after the first event
+    and a little of the reader's own awaiting; ``aclose()`` returns with the thread free
+    and the model's step saved."""
+
+    async def scenario() -> None:
+        for attempt in range(60):
+            runs: list[str] = []
+            agent, model = _agent(runs)
+            stream = agent.astream("first", thread_id="t", stream_mode="updates")
+            async for update in stream:
+                assert list(update) == ["model"]
+                await asyncio.sleep(0.002)  # a racing run would start the tool meanwhile
+                break
+            await stream.aclose()
+            assert (attempt, runs, model.calls) == (attempt, [], 1)
+            assert (await agent.ainvoke("second", thread_id="t")).text == "second answer"
+            assert transcript(agent.get_state("t")["messages"])[:2] == [
+                ("human", "first"),
+                ("ai", ""),
+            ]
+            assert runs == []
+
+    asyncio.run(scenario())
+
+
+def test_an_async_stream_dropped_on_a_token_ends_that_model_call_and_no_more() -> None:
+    """Dropped after ``break`` without ``aclose()``: the model call in flight ends and is
+    saved, nothing starts after it, and the thread is free once the loop has run the
+    run's task to its end."""
+
+    async def scenario() -> None:
+        runs: list[str] = []
+        agent, model = _agent(runs, first="let me act on it")
+        async for token, _ in agent.astream("first", thread_id="t", stream_mode="messages"):
+            assert token.content == "let "
+            break
+        for _ in range(3000):
+            try:
+                result = await agent.ainvoke(None, thread_id="t")
+                break
+            except ThreadBusyError:
+                await asyncio.sleep(0.01)
+        assert result.text == "second answer"
+        assert runs == ["first"]  # run by the invoke that continued the run
+        assert model.calls == 2
+        assert transcript(agent.get_state("t")["messages"]) == [
+            ("human", "first"),
+            ("ai", "let me act on it"),
+            ("tool", "did first"),
+            ("ai", "second answer"),
+        ]
+
+    asyncio.run(scenario())
+
+
+def test_an_async_stream_read_to_its_end_runs_the_whole_run() -> None:
+    async def scenario() -> None:
+        runs: list[str] = []
+        agent, model = _agent(runs, first="on it")
+        stream = agent.astream("first", thread_id="t", mode=["messages", "custom"])
+        events = [e async for e in stream]
+        tokens = [e.data.content for e in events if e.mode == "messages" and e.source == "model"]
+        assert "".join(tokens) == "on itsecond answer"
+        assert [e.data for e in events if e.mode == "custom"] == [{"acting": "first"}]
+        assert stream.result is not None and stream.result.text == "second answer"
+        assert (runs, model.calls) == (["first"], 2)
+
+    asyncio.run(scenario())

@@ -154,7 +154,7 @@ def test_once_the_async_stream_has_ended_a_task_runs_on_without_writing_to_it(
     stream, events = asyncio.run(scenario())
     assert stream.result.text == "Started."
     assert [e.data for e in events if e.mode == "custom"] == []
-    assert stream._events.empty()
+    assert stream._pace.events.empty()
     assert len(sub["model"].requests) == 3  # the task ran to its end meanwhile
 
 
