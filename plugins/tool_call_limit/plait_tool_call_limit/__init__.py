@@ -69,9 +69,8 @@ class ToolCallLimitMiddleware(Middleware):
       the tool again; other calls run and the model carries on.
     - ``"error"``: no call of that AI message runs; each is answered, then the run stops
       with ``ToolCallLimitExceededError``.
-    - ``"end"``: no call of that AI message runs; each is answered, and the run ends with
-      a final AI message. If the message also calls tools this limiter does not limit,
-      it stops with ``ToolCallLimitExceededError`` instead, saying why.
+    - ``"end"``: no call of that AI message runs (nor the calls of other tools in it);
+      each is answered, and the run ends with a final AI message.
 
     Blocked calls do not count toward the thread count; the run count counts every
     attempt.
@@ -164,8 +163,9 @@ class ToolCallLimitMiddleware(Middleware):
                 self._blocked_message(call, which) for call, which in decision.blocked
             ]
             return Command(update=update)
-        others = [c for c in pending if c not in mine]
-        if self.exit_behavior == "end" and not others:
+        if self.exit_behavior == "end":
+            # Every pending call is answered (calls of tools this limiter does not limit
+            # with "Not run"), then the run ends, as LangChain's "end" does.
             return limit_reached(
                 f"Tool call limit reached: {decision.exceeded} for {self._subject}.",
                 exit_behavior="end",
@@ -175,15 +175,7 @@ class ToolCallLimitMiddleware(Middleware):
                 update=update,
                 messages=self._stop_messages(pending, decision),
             )
-        if self.exit_behavior == "end":
-            error = (
-                f"Tool call limit reached: {decision.exceeded} for {self._subject}, but "
-                "exit_behavior='end' cannot end the run while the model's answer also calls "
-                f"{', '.join(sorted({repr(c.name) for c in others}))}, which this limiter "
-                "does not limit; use exit_behavior='continue' or 'error', or limit every tool."
-            )
-        else:
-            error = f"Tool call limit exceeded: {decision.exceeded} for {self._subject}."
+        error = f"Tool call limit exceeded: {decision.exceeded} for {self._subject}."
         # Answer every call first so the checkpointed history stays valid; the error is
         # raised in after_agent, once this update is saved.
         update["messages"] = self._stop_messages(pending, decision)

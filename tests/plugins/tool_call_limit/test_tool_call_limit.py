@@ -288,22 +288,39 @@ def test_end_for_a_global_limiter(make_agent: Any) -> None:
     assert_every_call_answered_once(result.messages)
 
 
-def test_end_refuses_when_other_tools_calls_are_pending(make_agent: Any) -> None:
+def test_end_with_other_tools_calls_pending_ends_cleanly(make_agent: Any) -> None:
+    # As LangChain 1.5's "end": the other tools' calls are answered as not run and the run
+    # ends with the limit's message (it used to raise ToolCallLimitExceededError).
     agent = make_agent(
-        [ai("", call("search", "c1", q="a"), call("fetch", "c2", url="x"))],
+        [ai("", call("search", "c1", q="a"), call("fetch", "c2", url="x")), "never"],
         tools=TOOLS,
         middleware=[ToolCallLimitMiddleware(tool_name="search", run_limit=0, exit_behavior="end")],
     )
-    with pytest.raises(ToolCallLimitExceededError) as raised:
-        agent.invoke("go", thread_id="t")
-    assert str(raised.value) == (
-        "Tool call limit reached: run limit (1/0 calls) for tool 'search', but "
-        "exit_behavior='end' cannot end the run while the model's answer also calls 'fetch', "
-        "which this limiter does not limit; use exit_behavior='continue' or 'error', or limit "
-        "every tool."
-    )
+    result = agent.invoke("go", thread_id="t")
     assert ran == []
+    assert agent.model.calls == 1
+    assert transcript(result.messages) == [
+        ("human", "go"),
+        ("ai", ""),
+        (
+            "tool",
+            "Error: tool call limit exceeded: run limit (1/0 calls). This call to 'search' was "
+            "not run, and the agent is stopping.",
+        ),
+        (
+            "tool",
+            "Not run: the tool calls of this turn were stopped because the tool call limit for "
+            "tool 'search' was reached (run limit (1/0 calls)).",
+        ),
+        (
+            "ai",
+            "Tool call limit reached: run limit (1/0 calls) for tool 'search'. The agent stopped "
+            "before running more tools; start a new conversation or raise the limit to continue.",
+        ),
+    ]
+    assert result.state[RUN]["stop"] is None
     assert_every_call_answered_once(agent.get_state("t")["messages"])
+    assert agent.get_state("t")["messages"][-1].text == result.text
 
 
 # -- async --------------------------------------------------------------------------------
