@@ -45,8 +45,9 @@ class RunStream(Iterator[StreamEvent]):
     (a hook, a model call, a tools step) only while the reader waits in ``next()`` and has
     taken every event given so far. A reader that leaves — ``close()``, or the stream
     dropped after ``break`` — has therefore left before any later step starts, and none
-    does: the step in flight (the model call whose tokens it read, the tools step whose
-    output it read) ends and is saved, then the run ends as after Ctrl-C (recorded as
+    does: the step in flight (the model call whose tokens it read, with any retry its
+    middleware makes; the tools step whose output it read, with all its calls) ends and is
+    saved, then the run ends as after Ctrl-C (recorded as
     failed; ``invoke(None, thread_id=...)`` continues it from its last saved step).
     ``close()``, and dropping the stream in the thread that read it, wait for that step,
     so the thread takes new input at once; a stream kept unread holds its run paused."""
