@@ -18,6 +18,7 @@ from plait.backends import (
     BackendError,
     BackendMiddleware,
     FileSystem,
+    check_path,
     text_lines,
     text_size,
 )
@@ -69,6 +70,26 @@ def _included(fs: FileSystem, files: list[str], include: str, path: str) -> list
         else:
             keep.update(f for f in files if fnmatch.fnmatchcase(f.rsplit("/", 1)[-1], alternative))
     return [f for f in files if f in keep]
+
+
+_BINARY = "\x00"
+"""A NUL marks a file as binary, as it does for grep and git: such a file is skipped."""
+
+
+def _searched(fs: FileSystem, path: str) -> list[str]:
+    """The files ``grep_search`` reads: ``path`` itself when it is a file, else every
+    file under it."""
+    size_of = getattr(fs, "size", None)
+    if callable(size_of) and size_of(path) is not None:
+        return [check_path(path)]
+    files = [info.path for info in fs.glob("**/*", path)]
+    if files or callable(size_of):
+        return files
+    try:  # a backend that cannot tell a file's size: is it one?
+        fs.read_text(path)
+    except BackendError:
+        return []
+    return [check_path(path)]
 
 
 @frozen(kw_only=True)
@@ -126,7 +147,7 @@ class AnthropicFileSearchMiddleware(BackendMiddleware):
                 )
             try:
                 fs = bind(runtime)
-                files = [info.path for info in fs.glob("**/*", path)]
+                files = _searched(fs, path)
                 if include:
                     files = _included(fs, files, include, path)
             except BackendError as problem:
@@ -151,6 +172,8 @@ class AnthropicFileSearchMiddleware(BackendMiddleware):
                         continue
                     text = fs.read_text(file)
                 except BackendError:
+                    continue
+                if _BINARY in text:  # what grep calls a binary file: not text to show
                     continue
                 if max_bytes is not None and size is None and text_size(text) > max_bytes:
                     too_big += 1

@@ -243,3 +243,27 @@ def test_a_state_file_with_a_lone_surrogate_is_written_and_searched(make_agent: 
     got = tool_answers(agent.invoke("go").messages)
     assert got["c"].content == "Created /odd.txt"
     assert got["g"].content == "/odd.txt:1: caf\udce9 needle"
+
+
+def test_on_disk_grep_searches_a_file_path_and_skips_binary_files(
+    make_agent: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("import os\ndef main():\n    print('hi')\n")
+    (tmp_path / "src" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00def main\x00\xff\n")
+    agent = make_agent(
+        [
+            ai(
+                "",
+                call("grep_search", "file", pattern="print", path="/src/app.py"),
+                call("grep_search", "all", pattern="def main", output_mode="content"),
+                call("grep_search", "png", pattern="main", path="/src/logo.png"),
+            ),
+            "done",
+        ],
+        middleware=[AnthropicFileSearchMiddleware(backend=f"disk:{tmp_path}")],
+    )
+    got = tool_answers(agent.invoke("go").messages)
+    assert got["file"].content == "/src/app.py"
+    assert got["all"].content == "/src/app.py:2: def main():"
+    assert got["png"].content == "No matches for 'main' under /src/logo.png"
