@@ -37,6 +37,7 @@ from plait_otel._spans import (
     current_capture,
     current_scope,
     fail,
+    provider_name,
     usage_attributes,
 )
 
@@ -114,7 +115,7 @@ class OtelMiddleware(Middleware):
         if runtime.thread_id is not None:
             attributes["gen_ai.conversation.id"] = runtime.thread_id
         if runtime.model is not None:
-            attributes["gen_ai.provider.name"] = runtime.model.provider
+            attributes["gen_ai.provider.name"] = provider_name(runtime.model)
             attributes["gen_ai.request.model"] = runtime.model.model_name
         return self._telemetry.tracer.start_span(
             f"invoke_agent {request.agent_name}", kind=SpanKind.INTERNAL, attributes=attributes

@@ -27,6 +27,7 @@ __all__ = [
     "ToolCapture",
     "current_scope",
     "fail",
+    "provider_name",
     "usage_attributes",
 ]
 
@@ -44,6 +45,21 @@ _SETTINGS = {
     "seed": "gen_ai.request.seed",
     "n": "gen_ai.request.choice.count",
 }
+
+
+_PROVIDER_NAMES = {"openai-responses": "openai"}
+"""Providers whose plait name is not the conventions' well-known value, which "MUST be
+used" when one applies (``gen_ai.provider.name``)."""
+
+
+def provider_name(model: Any) -> str:
+    """``gen_ai.provider.name`` for ``model``: the conventions' well-known value when one
+    applies (Gemini: ``gcp.gemini`` on generativelanguage.googleapis.com, ``gcp.vertex_ai``
+    through Vertex AI), else the model's ``provider``."""
+    name = str(model.provider)
+    if name == "google":
+        return "gcp.vertex_ai" if getattr(model, "vertex", False) is True else "gcp.gemini"
+    return _PROVIDER_NAMES.get(name, name)
 
 
 @frozen
@@ -293,7 +309,7 @@ class SpanPerformer:
         name = model.model_name
         metric = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": model.provider,
+            "gen_ai.provider.name": provider_name(model),
             "gen_ai.request.model": name,
         }
         attributes: dict[str, Any] = {
