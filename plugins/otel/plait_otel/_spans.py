@@ -33,18 +33,27 @@ __all__ = [
 
 T = TypeVar("T")
 
-# Model settings recorded as ``gen_ai.request.*`` (the provider's spelling → the convention's).
+# Model settings recorded as ``gen_ai.request.*`` (each provider's spellings → the
+# convention's: OpenAI's, Anthropic's, Gemini's snake_case and its API's camelCase).
 _SETTINGS = {
     "temperature": "gen_ai.request.temperature",
     "top_p": "gen_ai.request.top_p",
+    "topP": "gen_ai.request.top_p",
     "top_k": "gen_ai.request.top_k",
+    "topK": "gen_ai.request.top_k",
     "max_tokens": "gen_ai.request.max_tokens",
     "max_completion_tokens": "gen_ai.request.max_tokens",
+    "max_output_tokens": "gen_ai.request.max_tokens",
+    "maxOutputTokens": "gen_ai.request.max_tokens",
     "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "frequencyPenalty": "gen_ai.request.frequency_penalty",
     "presence_penalty": "gen_ai.request.presence_penalty",
+    "presencePenalty": "gen_ai.request.presence_penalty",
     "seed": "gen_ai.request.seed",
     "n": "gen_ai.request.choice.count",
 }
+_STOP = ("stop", "stop_sequences", "stopSequences")
+"""The spellings of the stop sequences setting (``gen_ai.request.stop_sequences``)."""
 
 
 _PROVIDER_NAMES = {"openai-responses": "openai"}
@@ -322,14 +331,20 @@ class SpanPerformer:
         # The model's own settings (init_chat_model(..., temperature=0), an agent file's
         # model_settings), overridden by the call's, as the provider sends them.
         options = {**effect.model.settings, **effect.options}
+        # A provider that always sends a token limit keeps it as an attribute of the
+        # model, not a setting (Anthropic's max_tokens, required by its API)
+        limit = getattr(model, "max_tokens", None)
+        if isinstance(limit, int) and not isinstance(limit, bool):
+            attributes["gen_ai.request.max_tokens"] = limit
         for key, value in options.items():
             if key in _SETTINGS and isinstance(value, (int, float)) and value is not None:
                 attributes[_SETTINGS[key]] = value
-        stop = options.get("stop")
-        if isinstance(stop, str):
-            attributes["gen_ai.request.stop_sequences"] = [stop]
-        elif isinstance(stop, (list, tuple)):
-            attributes["gen_ai.request.stop_sequences"] = [str(s) for s in stop]
+        for key in _STOP:
+            stop = options.get(key)
+            if isinstance(stop, str):
+                attributes["gen_ai.request.stop_sequences"] = [stop]
+            elif isinstance(stop, (list, tuple)):
+                attributes["gen_ai.request.stop_sequences"] = [str(s) for s in stop]
         if options.get("response_format") is not None:
             attributes["gen_ai.output.type"] = "json"
         if self.telemetry.capture_content:

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replay_server import ReplayServer
+from replay_server import ReplayServer, claude_message
 
 import plait
 from plait.agentfile import load_agent
 from plait.models import init_chat_model
 from plait.types import ModelRequest
+from plait_anthropic import AnthropicChatModel
+from plait_google import GoogleChatModel
 
 from .conftest import Telemetry
 
@@ -81,3 +83,53 @@ def test_an_agent_files_model_settings_reach_the_model(tmp_path: Path, server: A
     )
     agent = load_agent(str(path))
     assert agent.model.settings["temperature"] == 0.2
+
+
+def test_anthropic_and_gemini_spellings_are_request_attributes(
+    otel: Telemetry, server: Any
+) -> None:
+    """Anthropic's max_tokens (kept by the model, sent on every call) and stop_sequences,
+    Gemini's max_output_tokens, stop_sequences and the API's camelCase names: each is
+    sent, so each is recorded."""
+    server.json(claude_message("hi"))
+    claude = AnthropicChatModel(
+        "claude-sonnet-4-5",
+        api_key="sk-ant-loop",
+        base_url=server.url,
+        max_tokens=300,
+        stop_sequences=["END"],
+    )
+    plait.create_agent(claude, middleware=[otel.middleware()]).invoke("hello")
+    body = server.requests[0].body
+    assert (body["max_tokens"], body["stop_sequences"]) == (300, ["END"])
+    (chat,) = otel.named("chat claude-sonnet-4-5")
+    assert chat.attributes["gen_ai.request.max_tokens"] == 300
+    assert chat.attributes["gen_ai.request.stop_sequences"] == ("END",)
+
+    server.json(
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": "hi"}]}, "finishReason": "STOP"}
+            ],
+            "modelVersion": "gemini-2.5-flash",
+        }
+    )
+    gemini = GoogleChatModel(
+        "gemini-2.5-flash",
+        api_key="AIza" + "SyE-plaitTestKeyNotRealzzzzzzzzzzz",
+        base_url=server.url,
+        max_output_tokens=50,
+        stop_sequences=["STOP"],
+        topP=0.5,
+    )
+    plait.create_agent(gemini, middleware=[otel.middleware()]).invoke("hello")
+    config = server.requests[1].body["generationConfig"]
+    assert (config["maxOutputTokens"], config["stopSequences"], config["topP"]) == (
+        50,
+        ["STOP"],
+        0.5,
+    )
+    (chat,) = otel.named("chat gemini-2.5-flash")
+    assert chat.attributes["gen_ai.request.max_tokens"] == 50
+    assert chat.attributes["gen_ai.request.stop_sequences"] == ("STOP",)
+    assert chat.attributes["gen_ai.request.top_p"] == 0.5
