@@ -149,6 +149,7 @@ def compile_agent(
         config = attrs.evolve(config, tools=all_tools)
         native = chat_model.profile is None or chat_model.profile.structured_output
         structured = Structured(response_format, native, output_retries)
+        _check_tool_choice(chat_model, all_tools, structured)
         for impl in registry.impls("validate_agent"):
             with PluginCode(impl.middleware, impl.owner):
                 impl.call(config)
@@ -201,6 +202,23 @@ def close_middleware(objects: Sequence[object], *, quiet: bool = False) -> None:
             except Exception:
                 if not quiet:
                     raise
+
+
+def _check_tool_choice(model: ChatModel, tools: Sequence[Tool], structured: Structured) -> None:
+    """The model's own ``tool_choice`` setting, which its every call is made with, against
+    the agent's tools (its own and its middleware's): refused here, in the words its first
+    call would refuse it in (a name no tool has; one that needs a tool when the agent has
+    none), not left to fail on the first call or be dropped unsent."""
+    choice = model.settings.get("tool_choice")
+    if not isinstance(choice, str):
+        return
+    # imported here: only a model made with a tool_choice setting needs it, and such a
+    # model is one of plait's HTTP providers, which imported the module already
+    from plait.models._http import HTTPChatModel, resolve_tool_choice
+
+    if isinstance(model, HTTPChatModel):
+        extra = () if structured.tool is None else (structured.tool.name,)
+        resolve_tool_choice(model.provider, choice, tools, extra=extra)
 
 
 def _check_inline_tools(tools: Sequence[Tool], tool_timeout: float) -> None:

@@ -155,9 +155,13 @@ def resolve_tool_choice(
     provider: str, choice: str, tools: Sequence[ToolDefinition], *, extra: Sequence[str] = ()
 ) -> ToolChoice:
     """What ``choice`` asks of ``provider``'s model; a name that is no offered tool (nor
-    one of ``extra``) is a ``ConfigError`` listing the tools."""
+    one of ``extra``) is a ``ConfigError`` listing the tools, and so is a choice that
+    needs a tool (``"required"``, a name) when none is offered: never dropped unsent."""
     if choice in ("auto", "none"):
         return ToolChoice(choice)
+    if not tools and not extra:
+        wanted = "'auto' or 'none' (no tool is offered)"
+        raise ConfigError(f"{provider}: tool_choice: {expected(wanted, choice)}")
     if choice in ("required", "any"):
         return ToolChoice("required")
     for tool in tools:
@@ -646,8 +650,17 @@ class HTTPChatModel(ChatModel):
         ``_prepare`` as such, every other key is a provider setting."""
         settings = dict(self.settings)
         named: dict[str, Any] = {}
+        if isinstance(settings.get("tool_choice"), str):
+            # The model's own tool_choice (init_chat_model(..., tool_choice="required"),
+            # an agent file's model_settings) is read as a call's: the default of the
+            # call's, never sent raw in a form the provider does not take.
+            named["tool_choice"] = settings.pop("tool_choice")
         for key, value in options.items():
-            (named if key in _NAMED_OPTIONS else settings)[key] = value
+            if key in _NAMED_OPTIONS:
+                if value is not None or key not in named:
+                    named[key] = value
+            else:
+                settings[key] = value
         get = named.get
         return self._prepare(
             ChatRequest(  # in field order: positional arguments make it fastest

@@ -385,8 +385,10 @@ class OpenAIChatModel(OpenAIAccount, HTTPChatModel):
             body[key] = value
         if request.tools:
             body["tools"] = [self._tool(t) for t in request.tools]
-            if request.tool_choice is not None:
-                body["tool_choice"] = self._tool_choice(request.tool_choice, request.tools)
+        if request.tool_choice is not None:
+            choice = self._tool_choice(request.tool_choice, request.tools)  # may refuse it
+            if request.tools:
+                body["tool_choice"] = choice
         if request.response_format is not None:
             body["response_format"] = _response_format(
                 request.response_format, self.compat.structured_output

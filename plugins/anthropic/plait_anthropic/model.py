@@ -454,9 +454,9 @@ class AnthropicChatModel(HTTPChatModel):
                     "input_schema": dict(request.response_format),
                 }
             )
+        choice = self._tool_choice(request.tool_choice, request.tools, answer_tool)
         if wire_tools:
             body["tools"] = wire_tools
-            choice = self._tool_choice(request.tool_choice, request.tools, answer_tool)
             if choice is not None:
                 body["tool_choice"] = choice
         if request.stream:

@@ -197,11 +197,11 @@ def _declaration(tool: ToolDefinition) -> dict[str, Any]:
 
 
 def _tool_config(choice: str | None, tools: Sequence[ToolDefinition]) -> dict[str, Any] | None:
-    if choice is None or not tools:
-        if choice not in (None, "auto", "none"):
-            raise ConfigError(f"{PROVIDER}: tool_choice {choice!r} but no tools are offered")
+    if choice is None:
         return None
-    resolved = resolve_tool_choice(PROVIDER, choice, tools)
+    resolved = resolve_tool_choice(PROVIDER, choice, tools)  # without tools: auto or none
+    if not tools:
+        return None
     if resolved.mode == "tool":
         return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
     mode = "ANY" if resolved.mode == "required" else resolved.mode.upper()

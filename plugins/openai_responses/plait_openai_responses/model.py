@@ -301,8 +301,10 @@ class OpenAIResponsesModel(OpenAIAccount, HTTPChatModel):
             body["max_output_tokens" if key == "max_tokens" else key] = value
         if request.tools:
             body["tools"] = [_tool(t) for t in request.tools]
-            if request.tool_choice is not None:
-                body["tool_choice"] = _tool_choice(request.tool_choice, request.tools)
+        if request.tool_choice is not None:
+            choice = _tool_choice(request.tool_choice, request.tools)  # may refuse it
+            if request.tools:
+                body["tool_choice"] = choice
         if request.response_format is not None:
             text = dict(body.get("text") or {})
             text["format"] = _text_format(request.response_format)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import plait
 from plait.errors import ConfigError, ContextOverflowError, ProviderError
 from plait.messages import (
     AIMessage,
@@ -242,6 +243,60 @@ def test_tool_choice_naming_no_tool_is_a_config_error(server: Any, make_tool: An
     assert str(info.value) == (
         "openai: tool_choice: expected 'auto', 'none', 'required' or the name of a tool "
         "(a), got 'nope'"
+    )
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("choice", ["required", "any", "get_weather"])
+def test_a_tool_choice_needing_a_tool_without_tools_is_a_config_error(
+    server: Any, choice: str
+) -> None:
+    """Never dropped unsent: refused as a name no offered tool has is."""
+    with pytest.raises(ConfigError) as info:
+        model(server).invoke([HumanMessage("?")], tool_choice=choice)
+    assert str(info.value) == (
+        f"openai: tool_choice: expected 'auto' or 'none' (no tool is offered), got {choice!r}"
+    )
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("choice", ["auto", "none"])
+def test_auto_or_none_without_tools_sends_no_tool_choice(server: Any, choice: str) -> None:
+    server.json(completion("ok"))
+    model(server).invoke([HumanMessage("?")], tool_choice=choice)
+    assert "tool_choice" not in server.last.body and "tools" not in server.last.body
+
+
+def test_the_models_own_tool_choice_is_read_as_each_calls(server: Any, make_tool: Any) -> None:
+    """``OpenAIChatModel(..., tool_choice="get_weather")``: sent in the wire form a call's
+    would be (not the raw name, which the API refuses); a call's own wins."""
+    forced = model(server, tool_choice="get_weather")
+    server.json(completion("ok"))
+    forced.invoke([HumanMessage("?")], tools=[make_tool("get_weather")])
+    assert server.last.body["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "get_weather"},
+    }
+    server.json(completion("ok"))
+    forced.invoke([HumanMessage("?")], tools=[make_tool("get_weather")], tool_choice="none")
+    assert server.last.body["tool_choice"] == "none"
+    with pytest.raises(ConfigError, match=r"\(no tool is offered\), got 'get_weather'"):
+        forced.invoke([HumanMessage("?")])
+
+
+def test_a_hook_forcing_a_tool_on_an_agent_without_tools_fails_the_call(server: Any) -> None:
+    """A ``wrap_model_call`` hook's ``tool_choice`` is the call's: refused on the call,
+    as on an agent with tools, not dropped."""
+
+    @plait.wrap_model_call
+    def force(request: Any, handler: Any) -> Any:
+        return handler(request.override(tool_choice="required"))
+
+    agent = plait.create_agent(model(server), middleware=[force])
+    with pytest.raises(ConfigError) as info:
+        agent.invoke("hi")
+    assert str(info.value) == (
+        "openai: tool_choice: expected 'auto' or 'none' (no tool is offered), got 'required'"
     )
     assert server.requests == []
 

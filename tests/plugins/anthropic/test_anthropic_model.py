@@ -316,6 +316,18 @@ def test_tool_choice(server: Any, make_tool: Any, choice: str, expected: Any, cl
     assert server.last.body["tool_choice"] == expected
 
 
+@pytest.mark.parametrize("choice", ["required", "any", "get_weather"])
+def test_a_tool_choice_needing_a_tool_without_tools_is_a_config_error(
+    server: Any, claude: Any, choice: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        claude().invoke([HumanMessage("?")], tool_choice=choice)
+    assert str(info.value) == (
+        f"anthropic: tool_choice: expected 'auto' or 'none' (no tool is offered), got {choice!r}"
+    )
+    assert server.requests == []
+
+
 def test_provider_defined_tools_are_sent_by_type(server: Any, make_tool: Any, claude: Any) -> None:
     bash = make_tool(
         "bash",

@@ -614,3 +614,15 @@ def test_a_usage_sent_after_the_finish_replaces_the_earlier_one(server: ReplaySe
     message = assemble_chunks(chunks)
     assert message.usage == plait.Usage(input_tokens=3, output_tokens=6, reasoning_tokens=1)
     assert message.content == "Hi"
+
+
+@pytest.mark.parametrize("choice", ["required", "lookup"])
+def test_a_tool_choice_needing_a_tool_without_tools_is_a_config_error(
+    server: ReplayServer, choice: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        model(server).invoke([HumanMessage("hi")], tool_choice=choice)
+    assert str(info.value) == (
+        f"google: tool_choice: expected 'auto' or 'none' (no tool is offered), got {choice!r}"
+    )
+    assert server.requests == []

@@ -185,6 +185,19 @@ def test_tool_choice_of_a_built_in_tool_and_of_no_tool(
     )
 
 
+@pytest.mark.parametrize("choice", ["required", "search"])
+def test_a_tool_choice_needing_a_tool_without_tools_is_a_config_error(
+    server: ReplayServer, choice: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        model(server).invoke([HumanMessage("hi")], tool_choice=choice)
+    assert str(info.value) == (
+        "openai-responses: tool_choice: expected 'auto' or 'none' (no tool is offered), "
+        f"got {choice!r}"
+    )
+    assert server.requests == []
+
+
 def test_prompt_cache_breakpoints_on_text_parts_are_sent_as_recorded(server: ReplayServer) -> None:
     request = recorded("resp_prompt_cache_write")["request"]
     (turn,) = request["input"]
