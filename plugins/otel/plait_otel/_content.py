@@ -22,7 +22,9 @@ _ROLES = {
 
 def _parts(message: Message) -> list[dict[str, Any]]:
     if isinstance(message, ToolMessage):
-        return [{"type": "tool_call_response", "id": message.tool_call_id, "result": message.text}]
+        return [
+            {"type": "tool_call_response", "id": message.tool_call_id, "response": message.text}
+        ]
     parts: list[dict[str, Any]] = []
     if message.text:
         parts.append({"type": "text", "content": message.text})

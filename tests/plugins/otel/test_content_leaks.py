@@ -99,7 +99,7 @@ def test_with_content_and_pii_a_tool_span_records_the_redacted_result(
     assert tool.attributes["gen_ai.tool.call.result"] == "write to [REDACTED_EMAIL]"
     (_, second) = otel.named("chat scripted")
     sent = json.loads(second.attributes["gen_ai.input.messages"])
-    assert sent[-1]["parts"][0]["result"] == "write to [REDACTED_EMAIL]"
+    assert sent[-1]["parts"][0]["response"] == "write to [REDACTED_EMAIL]"
     assert SECRET not in everything(otel)
 
 

@@ -202,7 +202,7 @@ def test_capture_content_records_messages_as_the_conventions_say(
     ]
     assert json.loads(second.attributes["gen_ai.input.messages"])[-1] == {
         "role": "tool",
-        "parts": [{"type": "tool_call_response", "id": "call_1", "result": "pong from a"}],
+        "parts": [{"type": "tool_call_response", "id": "call_1", "response": "pong from a"}],
     }
     assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {"host": "a"}
     assert tool.attributes["gen_ai.tool.call.result"] == "pong from a"
