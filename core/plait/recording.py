@@ -447,9 +447,15 @@ class RecordReplay(Middleware):
         assert self.replay is not None
         theirs = {k: self.header.get(k) for k in mine}
         if theirs != mine:
+            # The prompt is kept as a hash, so it is named only when it is what differs.
+            prompt = (
+                "; its system prompt differs"
+                if theirs["system_prompt"] != mine["system_prompt"]
+                else ""
+            )
             raise ConfigError(
                 f"replay: {str(self.replay)!r} was recorded by another agent "
-                f"({_describe(theirs)}), not this one ({_describe(mine)})"
+                f"({_describe(theirs)}), not this one ({_describe(mine)}){prompt}"
             )
         self.performer = Replayer(self.replay, self.entries, self.mode)
 

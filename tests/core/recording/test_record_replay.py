@@ -108,6 +108,22 @@ def test_a_recording_of_another_agent_is_refused_in_one_line(tmp_path: Path) -> 
     )
 
 
+def test_a_recording_made_with_another_system_prompt_says_so(tmp_path: Path) -> None:
+    # Model, name and tools alike: both descriptions read the same, so the error names
+    # the prompt (it read "(agent 'agent' on openai:gpt-4.1 with tools weather), not this
+    # one (agent 'agent' on openai:gpt-4.1 with tools weather)", giving no reason).
+    path, _ = _record(tmp_path)
+    with pytest.raises(ConfigError) as caught:
+        plait.create_agent(
+            _model("http://127.0.0.1:9"), [weather], replay=path, system_prompt="Be terse."
+        )
+    assert str(caught.value) == (
+        f"replay: {str(path)!r} was recorded by another agent (agent 'agent' on "
+        "openai:gpt-4.1 with tools weather), not this one (agent 'agent' on openai:gpt-4.1 "
+        "with tools weather); its system prompt differs"
+    )
+
+
 def test_bad_options_are_one_line(tmp_path: Path) -> None:
     model = _model("http://127.0.0.1:9")
     not_a_recording = tmp_path / "x.jsonl"
