@@ -80,8 +80,8 @@ def _check_route_name(_: Any, attribute: attrs.Attribute[Any], value: Any) -> No
 class ModelRouterMiddleware(Middleware):
     """Sends each model call to the model of a route: the first of ``rules`` that matches,
     else what ``routing_model`` (a small classifier) answers, else ``fallback_route``, else
-    the agent's own model. LangChain's ``ModelRoutingMiddleware`` options (``models`` with
-    ``criteria``, ``routing_model``, ``system_prompt``, ``fallback_route``) mean the same."""
+    the agent's own model. LangChain 1.5's ``choices``, ``instructions`` and ``classifier``
+    are ``models`` (with ``criteria``), ``system_prompt`` and ``routing_model`` here."""
 
     models: Mapping[str, str | ChatModel | Mapping[str, Any]] = attrs.field(validator=_check_models)
     """Route name -> model id, ``ChatModel``, or ``{"model": ..., "criteria": "..."}`` (the
@@ -225,7 +225,7 @@ class ModelRouterMiddleware(Middleware):
 
 
 ModelRoutingMiddleware = ModelRouterMiddleware
-"""LangChain's name for the same middleware."""
+"""Another name for the same middleware (LangChain 1.5 calls it ``ModelRouterMiddleware``)."""
 
 
 def _model(value: str | ChatModel, option: str) -> ChatModel:
