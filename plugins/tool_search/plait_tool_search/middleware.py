@@ -95,7 +95,8 @@ class ToolSearchMiddleware(Middleware):
             for t in agent_config.tools
             if t.func is not None and (names is None or t.name in names)
         ]
-        return [self._search_tool()]
+        # Nothing to hide (``deferred=[]``): no search tool, and requests go out unchanged.
+        return [self._search_tool()] if self._catalog else []
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
         if self.deferred is not None:
@@ -135,6 +136,8 @@ class ToolSearchMiddleware(Middleware):
         return name != SEARCH_TOOL and any(t.name == name for t in self._catalog)
 
     def rewrite(self, request: ModelRequest) -> ModelRequest:
+        if not self._catalog:
+            return request
         native = NATIVE.get(request.model.provider) if self.mode == "auto" else None
         if native is not None:
             return self._native(request, native)
@@ -177,5 +180,7 @@ def ProviderToolSearchMiddleware(
     *, searchable_tools: Sequence[str | Tool] | None = None
 ) -> ToolSearchMiddleware:
     """LangChain's ``ProviderToolSearchMiddleware(searchable_tools=...)``: the same
-    middleware, with the local search where the provider has none."""
-    return ToolSearchMiddleware(deferred=searchable_tools)
+    middleware, with the local search where the provider has none. As there, no
+    ``searchable_tools`` defers no tool (``ToolSearchMiddleware``'s ``deferred=None``
+    defers every tool)."""
+    return ToolSearchMiddleware(deferred=() if searchable_tools is None else searchable_tools)

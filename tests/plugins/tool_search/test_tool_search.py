@@ -109,6 +109,24 @@ def anthropic_answer(server: ReplayServer) -> None:
     )
 
 
+def test_provider_tool_search_without_searchable_tools_defers_nothing(
+    replay_server: ReplayServer, make_agent: Any
+) -> None:
+    # LangChain 1.5's ProviderToolSearchMiddleware() passes requests through when no tool
+    # is searchable; it used to hide every tool (deferred=None) and add the search tool.
+    anthropic_answer(replay_server)
+    model = AnthropicChatModel("claude-sonnet-4-5", api_key="k", base_url=replay_server.url)
+    agent = plait.create_agent(model, tools=TOOLS, middleware=[ProviderToolSearchMiddleware()])
+    agent.invoke("hi")
+    sent = replay_server.last
+    assert [t["name"] for t in sent.body["tools"]] == [n for n, _ in TOPICS]
+    assert not any("defer_loading" in t for t in sent.body["tools"])
+    assert "advanced-tool-use" not in sent.headers.get("anthropic-beta", "")
+    local = make_agent(["ok"], tools=TOOLS, middleware=[ProviderToolSearchMiddleware()])
+    local.invoke("hi")
+    assert offered(local.model.requests[0]) == [n for n, _ in TOPICS]
+
+
 def test_anthropic_gets_defer_loading_and_its_tool_search_tool(
     replay_server: ReplayServer,
 ) -> None:
