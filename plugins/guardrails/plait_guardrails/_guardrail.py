@@ -200,7 +200,8 @@ class Guardrail:
             )
         if result.action not in ALLOWED[kind]:
             raise TypeError(
-                f"guardrail {self.name!r} answered {result.action!r} on a {kind} check; "
+                f"guardrail {self.name!r} answered {result.action!r} on "
+                f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} check; "
                 f"there it may answer {' or '.join(map(repr, ALLOWED[kind]))}"
             )
         return result

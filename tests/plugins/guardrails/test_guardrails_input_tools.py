@@ -388,3 +388,17 @@ def test_a_failed_run_leaves_no_pending_parallel_check(make_agent: Any) -> None:
     assert agent.invoke("hello").text == "fine"
     assert checked == ["hello"]
     assert guards._pending == {}
+
+
+def test_an_answer_a_guardrail_may_not_give_is_a_type_error_naming_it(make_agent: Any) -> None:
+    def refuses(data: GuardrailData) -> GuardrailResult:
+        return GuardrailResult.reject("no")
+
+    agent = make_agent(["hi"], middleware=[GuardrailsMiddleware(input=[refuses])])
+    with pytest.raises(TypeError) as raised:
+        agent.invoke("hello")
+    # it read "on a input check"
+    assert str(raised.value) == (
+        "guardrail 'refuses' answered 'reject' on an input check; there it may answer "
+        "'allow' or 'trip'"
+    )
