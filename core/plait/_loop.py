@@ -218,6 +218,9 @@ class SaveStep:
 
 
 Step = AwaitHook | AskModel | RunTools | SaveStep
+
+_SAVES_INPUT = frozenset({"before_model", "model"})
+"""The nodes that save what no node saved before they start (``Run.save_input``)."""
 Steps = Generator[Step, Any, Any]
 
 
@@ -280,8 +283,11 @@ class Run:
             "tools": self.tools_node,
             "after_agent": lambda: self.node_hooks("after_agent", "done"),
         }
+        keeps = self.agent.keeps(self.runtime.thread_id)
         while info.node != "done":
             node = self.node_ran = info.node
+            if node in _SAVES_INPUT and keeps and self.thread.dirty:
+                yield from self.save_input()
             outcome = yield from nodes[node]()
             if outcome is None:  # paused at an interrupt (already checkpointed)
                 return
@@ -452,8 +458,6 @@ class Run:
                 f"the run reached its recursion limit of {self.recursion_limit} model calls "
                 "without finishing; raise recursion_limit= in invoke() if the task needs more"
             )
-        if self.agent.keeps(self.runtime.thread_id) and self.thread.dirty:
-            yield from self.save_input()
         info.model_calls += 1
         request = self.agent.model_request(self.thread, self.runtime)
         streamed = self.sink.streamed_calls if self.sink is not None else 0
@@ -486,13 +490,14 @@ class Run:
         return "after_model", True
 
     def save_input(self) -> Steps:
-        """Save what the run changed before its model call that no node saved: the input
-        of a run whose hooks before the model are none (each node that ran saved its own),
-        or a resume's update. A run stopped in the model call (a ``StopRun``, a provider's
-        error, the process killed) then leaves the thread with its input, as LangGraph's
-        checkpoint before a failing node holds it, and ``invoke(None, ...)`` asks the
-        model again. Saved after the hooks before the model, never before them: a hook
-        that rewrites or refuses the input (``pii``) acts before anything is stored. The
+        """Save, as the ``before_model`` or ``model`` node starts, what the run changed
+        that no node saved: the input of a run with no ``before_agent`` hook (a node that
+        ran saved its own), or a resume's update. A run stopped from then on (a
+        ``StopRun``, a provider's error, the process killed, in a ``before_model`` hook's
+        model call or the run's own) leaves the thread with its input, as LangGraph's
+        checkpoint before a failing node holds it, and ``invoke(None, ...)`` runs that
+        node again. Never saved before the ``before_agent`` hooks: one that rewrites or
+        refuses the input (``pii``, ``guardrails``) acts before anything is stored. The
         step is recorded under ``"input"`` (LangGraph's ``source`` for it)."""
         node, self.node_ran = self.node_ran, "input"
         try:

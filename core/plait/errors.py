@@ -96,7 +96,8 @@ class StopRun(PlaitError):
     of ``invoke``. ``update``, when a node hook or a ``wrap_model_call`` hook sets it, is
     state the kernel applies and checkpoints before the error propagates (a limiter's
     counts, a guardrail's trip); without it nothing of the failing step is saved. What
-    came before the step is: the run's input is saved before its first model call.
+    came before the step is: the run's input is saved after the ``before_agent`` hooks,
+    before the first ``before_model`` hook or model call.
     """
 
     update: dict[str, Any] | None = None

@@ -1,8 +1,9 @@
 """A run that fails in its model call keeps the user's input on the thread, as
 LangGraph's checkpoint before a failing node holds it: a ``StopRun`` raised around the
 call (a refusal, a limit), a provider's error, the process killed while the model
-thinks. ``get_state`` shows the input; ``invoke(None)`` asks the model again; new input
-is added after it. What the hooks before the model refuse is never stored."""
+thinks, or in a ``before_model`` hook's own model call. ``get_state`` shows the input;
+``invoke(None)`` runs the failed step again; new input is added after it. What a
+``before_agent`` hook refuses is never stored."""
 
 from __future__ import annotations
 
@@ -147,17 +148,46 @@ def test_a_hook_refusing_the_input_stores_nothing(tmp_path: Path) -> None:
     assert model.calls == 0
 
 
-def test_a_hook_before_the_model_saves_the_input_once_with_its_own_step(tmp_path: Path) -> None:
-    """With a hook before the model the input is saved with that hook's step, as before:
-    no step of its own."""
+def test_a_before_agent_hook_saves_the_input_with_its_own_step(tmp_path: Path) -> None:
+    """With a ``before_agent`` hook the input is saved with that hook's step (after it
+    could refuse or rewrite it): no step of its own."""
 
     class Note(plait.Middleware):
-        def before_model(self, state: Any) -> dict[str, Any]:
-            return {"messages": [AIMessage("(noted)")]} if len(state["messages"]) == 1 else {}
+        def before_agent(self, state: Any) -> dict[str, Any]:
+            return {"messages": [AIMessage("(noted)")]}
 
     agent = _agent(tmp_path, ScriptedChatModel(["answer"]), middleware=[Note()])
     agent.invoke("hi", thread_id="t")
     assert [step.node for step in agent.get_state_history("t")] == [
+        "after_agent",
+        "model",
+        "before_agent",
+    ]
+
+
+def test_a_before_model_hook_failing_in_its_own_model_call_keeps_the_input(
+    tmp_path: Path,
+) -> None:
+    """A ``before_model`` hook that calls a model (``summarization``) fails as the run's
+    model call does: the input is saved before it, and ``invoke(None)`` runs it again."""
+    outage = ProviderError("openai: 503 Service Unavailable", status_code=503)
+    summaries: list[str] = []
+
+    class Summarize(plait.Middleware):
+        def __init__(self) -> None:
+            self.summarizer = ScriptedChatModel([outage, "a short summary"])
+
+        def before_model(self, state: Any) -> None:
+            summaries.append(self.summarizer.invoke(state["messages"]).text)
+
+    agent = _agent(tmp_path, ScriptedChatModel(["answer"]), middleware=[Summarize()])
+    with pytest.raises(ProviderError):
+        agent.invoke("hi", thread_id="t")
+    assert transcript(agent.get_state("t")["messages"]) == [("human", "hi")]
+    assert [step.node for step in agent.get_state_history("t")] == ["failed", "input"]
+    assert agent.invoke(None, thread_id="t").text == "answer"
+    assert summaries == ["a short summary"]
+    assert [step.node for step in agent.get_state_history("t")][:3] == [
         "after_agent",
         "model",
         "before_model",
