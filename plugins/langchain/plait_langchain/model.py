@@ -55,6 +55,10 @@ class LangChainChatModel(ChatModel):
 
     def _bound(self, tools: Sequence[ToolDefinition], tool_choice: str | None) -> Any:
         if not tools:
+            if tool_choice is not None:  # one that needs a tool is refused, never dropped
+                from plait.models.http import resolve_tool_choice
+
+                resolve_tool_choice(self.provider, tool_choice, ())
             return self.model
         specs = [
             convert_to_openai_tool(

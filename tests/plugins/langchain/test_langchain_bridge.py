@@ -179,6 +179,35 @@ def test_tools_are_bound_and_a_structured_answer_comes_through_the_answer_tool()
     assert options == {"tool_choice": "any"}
 
 
+@pytest.mark.parametrize("choice", ["required", "add"])
+def test_a_tool_choice_needing_a_tool_without_tools_is_refused(choice: str) -> None:
+    """As plait's own providers refuse it: never dropped unsent."""
+
+    @plait.wrap_model_call
+    def force(request: Any, handler: Any) -> Any:
+        return handler(request.override(tool_choice=choice))
+
+    fake = BindingFake(messages=iter([AIMessage("never")]))
+    agent = plait.create_agent(chat_model(fake), middleware=[force])
+    with pytest.raises(ConfigError) as info:
+        agent.invoke("hi")
+    assert str(info.value) == (
+        f"langchain: tool_choice: expected 'auto' or 'none' (no tool is offered), got {choice!r}"
+    )
+
+
+def test_tool_choice_auto_without_tools_calls_the_model_unbound() -> None:
+    @plait.wrap_model_call
+    def auto(request: Any, handler: Any) -> Any:
+        return handler(request.override(tool_choice="auto"))
+
+    fake = BindingFake(messages=iter([AIMessage("fine")]))
+    fake.bound.clear()
+    agent = plait.create_agent(chat_model(fake), middleware=[auto])
+    assert agent.invoke("hi").text == "fine"
+    assert fake.bound == []
+
+
 def test_a_langchain_model_id_names_a_class_and_its_settings() -> None:
     with pytest.raises(ConfigError) as info:
         plait.create_agent(
