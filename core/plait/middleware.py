@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
+import typing
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, get_args, overload
 
-from plait._convert import expected, with_suggestion
-from plait.errors import ConfigError
+import attrs
+
+from plait._convert import describe_type, expected, is_optional, same_literal, with_suggestion
+from plait.errors import ConfigError, FieldError
 from plait.hookspecs import ALL_HOOKS, HOOKS, hookimpl
 from plait.types import JumpTarget
 
@@ -81,15 +86,102 @@ def _checked_init(cls: type, init: Callable[..., None]) -> Callable[..., None]:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         try:
             init(self, *args, **kwargs)
-        except TypeError:
+        except TypeError as exc:
+            reworded = _validator_problem(exc)
+            if reworded is not None:
+                raise reworded from None
             problems = _argument_problems(cls, init, args, kwargs)
             if not problems:
                 raise
             raise ConfigError(f"{cls.__name__}: {'; '.join(problems)}") from None
+        except ValueError as exc:
+            reworded = _validator_problem(exc)
+            if reworded is None:
+                raise
+            raise reworded from None
+        for name, wanted in _closed_fields(type(self)):
+            value = getattr(self, name)
+            if not _allowed(value, wanted):
+                raise FieldError(name, expected(describe_type(wanted), value))
 
     # the class's own name even when the checked __init__ is a base class's
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__
+
+
+def _validator_problem(exc: Exception) -> FieldError | None:
+    """attrs' own ``in_`` and ``instance_of`` validators' errors (a message, the field,
+    what was allowed, the value) in an option's words: ``strategy: expected one of
+    'block', 'redact', got 'bogus'`` rather than a tuple holding the field's repr."""
+    if len(exc.args) != 4 or not isinstance(exc.args[1], attrs.Attribute):
+        return None
+    _, field, allowed, value = exc.args
+    if isinstance(exc, ValueError) and isinstance(allowed, tuple | list | set | frozenset):
+        what = "one of " + ", ".join(repr(option) for option in allowed)
+    elif isinstance(exc, TypeError) and isinstance(allowed, type | tuple):
+        types = allowed if isinstance(allowed, tuple) else (allowed,)
+        what = " or ".join(describe_type(tp) for tp in types)
+    else:
+        return None
+    return FieldError(field.name, expected(what, value))
+
+
+_CLOSED: weakref.WeakKeyDictionary[type, list[tuple[str, Any]]] = weakref.WeakKeyDictionary()
+
+
+def _closed_fields(cls: type) -> list[tuple[str, Any]]:
+    """The options of ``cls`` whose type is a closed set — a ``Literal`` (``"5m" | "1h"``),
+    ``bool``, or either or ``None`` — that a direct ``Cls(option=...)`` call is checked
+    against, as an agent file's value is: an attrs class checks only what its validators
+    say. Worked out once per class; a class whose hints cannot be resolved checks none."""
+    found = _CLOSED.get(cls)
+    if found is not None:
+        return found
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # a name only a type checker sees: resolve the fields one by one
+        hints = {}
+    found = []
+    for field in attrs.fields(cls):
+        hint = hints.get(field.name) if hints else _hint(cls, field.type)
+        if field.init and hint is not None and _is_closed(hint):
+            found.append((field.name, hint))
+    _CLOSED[cls] = found
+    return found
+
+
+def _hint(cls: type, annotation: Any) -> Any:
+    """One field's annotation resolved in the module of the class that declared it, or
+    None when it names what only a type checker sees."""
+    if not isinstance(annotation, str):
+        return annotation
+    for owner in cls.__mro__:
+        module = sys.modules.get(owner.__module__)
+        try:
+            return eval(annotation, vars(module) if module else {}, {})
+        except Exception:
+            continue
+    return None
+
+
+def _is_closed(hint: Any) -> bool:
+    members = get_args(hint) if is_optional(hint) else (hint,)
+    return bool(members) and all(
+        tp is bool or tp is type(None) or typing.get_origin(tp) is typing.Literal for tp in members
+    )
+
+
+def _allowed(value: Any, hint: Any) -> bool:
+    for tp in get_args(hint) if is_optional(hint) else (hint,):
+        if tp is type(None) and value is None:
+            return True
+        if tp is bool and isinstance(value, bool):
+            return True
+        if typing.get_origin(tp) is typing.Literal and any(
+            same_literal(value, option) for option in get_args(tp)
+        ):
+            return True
+    return False
 
 
 def _argument_problems(

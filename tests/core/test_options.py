@@ -10,7 +10,7 @@ import attrs
 import pytest
 
 import plait
-from plait.errors import ConfigError
+from plait.errors import ConfigError, FieldError
 from plait.models import ChatModel, ScriptedChatModel
 from plait.options import OptionInfo, check_tool_names, describe_options, structure_options
 from plait.retry import RetryPolicy
@@ -422,3 +422,33 @@ def error_of_policy(**options: Any) -> str:
     with pytest.raises(ConfigError) as info:
         structure_options(PolicyMiddleware, options, plugin="policy")
     return str(info.value)
+
+
+@attrs.frozen
+class Switches(plait.Middleware):
+    mode: Literal["end", "error"] = "end"
+    verbose: bool = False
+    level: Literal[1, 2] | None = None
+    strategy: str = attrs.field(default="a", validator=attrs.validators.in_(("a", "b")))
+    flag: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"mode": "loud"}, "mode: expected one of 'end', 'error', got 'loud'"),
+        ({"verbose": "yes"}, "verbose: expected a bool, got 'yes'"),
+        ({"level": True}, "level: expected one of 1, 2 or None, got True"),
+        ({"strategy": "c"}, "strategy: expected one of 'a', 'b', got 'c'"),
+        ({"flag": 1}, "flag: expected a bool, got 1"),
+    ],
+)
+def test_the_class_checks_closed_options_as_an_agent_file_does(
+    options: dict[str, Any], message: str
+) -> None:
+    """``Cls(option=...)`` refuses what is outside a Literal or not a bool, in the words
+    of the agent file's check, instead of taking it silently (or with attrs' tuple)."""
+    with pytest.raises(FieldError) as info:
+        Switches(**options)
+    assert str(info.value) == message
+    assert Switches(mode="error", verbose=True, level=2, strategy="b", flag=True).level == 2

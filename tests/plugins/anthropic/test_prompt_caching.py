@@ -282,3 +282,20 @@ def test_options_by_name_and_their_errors(server: Any, claude: Any) -> None:
     ]:
         with pytest.raises(ConfigError, match=f"plugin 'anthropic_prompt_caching': {problem}"):
             plait.create_agent(claude(), middleware=[("anthropic_prompt_caching", options)])
+
+
+def test_the_class_refuses_what_the_api_would(server: Any, claude: Any) -> None:
+    """``AnthropicPromptCachingMiddleware(ttl="2h")`` was built, and every call then sent
+    ``"ttl": "2h"``, which Anthropic refuses; the class now says so as the options do."""
+    for options, message in [
+        ({"ttl": "2h"}, "ttl: expected one of '5m', '1h', got '2h'"),
+        ({"type": "persistent"}, "type: expected one of 'ephemeral', got 'persistent'"),
+        (
+            {"unsupported_model_behavior": "shout"},
+            "unsupported_model_behavior: expected one of 'ignore', 'warn', 'raise', got 'shout'",
+        ),
+    ]:
+        with pytest.raises(ValueError) as info:
+            AnthropicPromptCachingMiddleware(**options)
+        assert str(info.value) == message
+    assert not server.requests

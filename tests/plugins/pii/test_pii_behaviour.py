@@ -436,6 +436,20 @@ def test_a_detector_that_is_not_one_is_worded_like_every_option() -> None:
     assert str(info.value) == "detector: expected a regular expression, a callable or None, got 3"
 
 
+def test_the_class_words_a_bad_strategy_or_switch_like_every_option() -> None:
+    """``PIIMiddleware("email", strategy="scramble")`` raised attrs' tuple (the field's
+    repr inside), and ``apply_to_input="no"`` was taken as true."""
+    with pytest.raises(ValueError) as info:
+        PIIMiddleware("email", strategy="scramble")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "strategy: expected one of 'block', 'redact', 'mask', 'hash', 'pseudonymize', "
+        "got 'scramble'"
+    )
+    with pytest.raises(ValueError) as info:
+        PIIMiddleware("email", apply_to_input="no")  # type: ignore[arg-type]
+    assert str(info.value) == "apply_to_input: expected a bool, got 'no'"
+
+
 def test_streamed_block_sends_nothing_of_the_value(make_agent: Any) -> None:
     model = TrickleModel([ai("ok", call("send", id="s1", to="leak@x.com", cc=[], count=1))])
     mw = PIIMiddleware("email", strategy="block", apply_to_input=False, apply_to_output=True)
