@@ -278,12 +278,34 @@ class StepSQL:
         )
 
     def forget(self, q: Query, thread_id: str, where: str) -> None:
-        """Before a thread is deleted: the forks still reading it get their own rows,
-        and its records and parent pointer go."""
-        for fork_id, step in self.run(
-            q, "SELECT thread, step FROM plait_forks WHERE parent = ? AND copied = 0", (thread_id,)
+        """Before a thread is deleted: the forks still reading it get their own rows and
+        the records of their steps up to the fork point (they were this thread's), so a
+        fork's history stays listed and loadable, as the memory checkpointer keeps it;
+        then its records and parent pointer go."""
+        mine = self.fork_of(q, thread_id)
+        for fork_id, step, copied in self.run(
+            q, "SELECT thread, step, copied FROM plait_forks WHERE parent = ?", (thread_id,)
         ):
-            self.copy_fork(q, str(fork_id), thread_id, int(step), where)
+            if not copied:
+                self.copy_fork(q, str(fork_id), thread_id, int(step), where)
+            self.run(
+                q,
+                "INSERT INTO plait_steps (thread, step, run, node, time, undo) "
+                "SELECT CAST(? AS TEXT), step, run, node, time, undo FROM plait_steps "
+                "WHERE thread = ? AND step <= ?",
+                (fork_id, thread_id, step),
+            )
+            if mine is None:
+                self.run(q, "DELETE FROM plait_forks WHERE thread = ?", (fork_id,))
+            else:
+                # this thread's steps up to its own fork point are its parent's records:
+                # the fork reads those there now (this thread has its own rows, since the
+                # fork was made at a step this thread's records hold)
+                self.run(
+                    q,
+                    "UPDATE plait_forks SET parent = ?, step = ?, copied = 1 WHERE thread = ?",
+                    (mine[0], mine[1], fork_id),
+                )
         self.run(q, "DELETE FROM plait_steps WHERE thread = ?", (thread_id,))
         self.run(q, "DELETE FROM plait_forks WHERE thread = ?", (thread_id,))
 

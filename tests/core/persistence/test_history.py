@@ -137,6 +137,42 @@ def test_deleting_the_parent_leaves_its_forks_whole(cp: Any) -> None:
     assert [m.content for m in cp.load("f").messages][-1] == "go on"
 
 
+def test_a_fork_keeps_its_history_when_its_parent_is_deleted(cp: Any) -> None:
+    # The fork's steps up to its fork point were its parent's records: deleting the parent
+    # leaves them listed and loadable from the fork, written to or not (SQLite and
+    # PostgreSQL dropped them, so a fork at step 4 listed no step at all; memory kept them).
+    seen = _save_all(cp)
+    cp.fork("t", 4, "fresh")
+    cp.fork("t", 3, "written")
+    cp.save("written", StepDelta(4, upserts=(_h("mine", "w"),), run_id="rw", node="model"))
+    cp.delete_thread("t")
+    assert [i.step for i in cp.history("fresh")] == [4, 3, 2, 1]
+    assert [i.step for i in cp.history("written")] == [4, 3, 2, 1]
+    assert [(i.run_id, i.node) for i in cp.history("fresh")][1:] == [
+        ("r1", "x"),
+        ("r1", "model"),
+        ("r1", "before_agent"),
+    ]
+    for step in (1, 2, 3, 4):
+        assert cp.load_step("fresh", step) == seen[step - 1]
+    for step in (1, 2, 3):
+        assert cp.load_step("written", step) == seen[step - 1]
+
+
+def test_a_fork_of_a_fork_keeps_its_history_when_the_middle_one_is_deleted(cp: Any) -> None:
+    seen = _save_all(cp)
+    cp.fork("t", 2, "mid")
+    cp.save("mid", StepDelta(3, upserts=(_h("mid", "x"),), run_id="rm", node="model"))
+    cp.save("mid", StepDelta(4, upserts=(_h("mid 2", "y"),), run_id="rm", node="model"))
+    mid_at_3 = cp.load_step("mid", 3)
+    cp.fork("mid", 3, "leaf")
+    cp.delete_thread("mid")
+    assert [i.step for i in cp.history("leaf")] == [3, 2, 1]
+    assert cp.load_step("leaf", 3) == mid_at_3
+    assert cp.load_step("leaf", 2) == seen[1]
+    assert cp.load_step("leaf", 1) == seen[0]
+
+
 def test_prune_by_age_forgets_old_steps_never_the_latest(cp: Any) -> None:
     seen = _save_all(cp)
     assert cp.prune(before=0.0) == 0
