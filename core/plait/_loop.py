@@ -579,7 +579,9 @@ class Run:
                 continue
             if isinstance(outcome, StopRun):
                 stop = stop or outcome
-                outcome = ToolMessage.error(call, f"Not run: the run was stopped ({outcome}).")
+                # the error's own full stop gives way to the sentence's
+                reason = str(outcome).removesuffix(".")
+                outcome = ToolMessage.error(call, f"Not run: the run was stopped ({reason}).")
             if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
                 raise outcome
             jump = self.apply_tool_outcome(call, outcome) or jump

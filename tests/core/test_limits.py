@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+import plait
 from plait.errors import StopRun
 from plait.limits import limit_reached
 from plait.messages import AIMessage, ToolMessage
+from plait.testing import ai, call, scripted
 
 
 class BudgetError(StopRun):
@@ -76,3 +78,20 @@ def test_a_stop_raised_in_wrap_model_call_saves_its_update() -> None:
     with pytest.raises(Stopped):
         agent.invoke("plain", thread_id="u")
     assert [(m.type, m.text) for m in agent.get_state("u")["messages"]] == [("human", "plain")]
+
+
+def test_a_stop_raised_by_a_tool_answers_its_call_with_one_full_stop() -> None:
+    @plait.tool
+    def spend() -> str:
+        """Spend the budget."""
+        raise BudgetError("Budget reached (5/3).")
+
+    agent = plait.create_agent(
+        scripted(ai("", call("spend", id="c1"))), [spend], checkpointer="memory"
+    )
+    with pytest.raises(BudgetError):
+        agent.invoke("go", thread_id="t")
+    answer = agent.get_state("t")["messages"][-1]
+    # it read "(Budget reached (5/3).)."
+    assert answer.text == "Not run: the run was stopped (Budget reached (5/3))."
+    assert answer.status == "error"
