@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -69,6 +71,17 @@ def _merge(*updates: FilesUpdate | None) -> FilesUpdate | None:
     return merged
 
 
+def _outer_paths(message: str, names: Mapping[str, str]) -> str:
+    """``message`` with each inner path of ``names`` (and any path under it) written as
+    the caller's path: ``file /a.md not found`` → ``file /memories/a.md not found``."""
+    inner = sorted(names, key=len, reverse=True)
+    pattern = "|".join(
+        "/(?=$|[\\s'\"),:;])" if path == "/" else re.escape(path) + "(?=$|[^\\w.-])"
+        for path in inner
+    )
+    return re.sub(f"(?<![\\w./-])(?:{pattern})", lambda m: names[m.group(0)], message)
+
+
 class _CompositeFiles:
     def __init__(self, backend: CompositeBackend, runtime: ToolRuntime) -> None:
         self._backend = backend
@@ -102,6 +115,19 @@ class _CompositeFiles:
             return update
         return {self._outer(prefix, path): data for path, data in update.items()}
 
+    @contextlib.contextmanager
+    def _named(self, prefix: str, *inner: str) -> Iterator[None]:
+        """A routed backend's error names the paths it was given, without the prefix:
+        say the caller's paths instead, so the model is not sent looking for ``/a.md``
+        when it asked for ``/memories/a.md``."""
+        try:
+            yield
+        except BackendError as error:
+            if not prefix:
+                raise
+            names = {path: self._outer(prefix, path) for path in inner}
+            raise BackendError(_outer_paths(str(error), names)) from None
+
     def _in_default(self, path: str) -> bool:
         return not any(path == p[:-1] or path.startswith(p) for p in self._prefixes)
 
@@ -117,7 +143,8 @@ class _CompositeFiles:
                 name = route[len(base) :].split("/", 1)[0]
                 dirs[base + name + "/"] = FileInfo(base + name + "/", is_dir=True)
         try:
-            listed = self._fs(prefix).ls(inner)
+            with self._named(prefix, inner):
+                listed = self._fs(prefix).ls(inner)
         except BackendError:
             if not dirs:
                 raise
@@ -132,35 +159,45 @@ class _CompositeFiles:
 
     def read(self, path: str, offset: int = 0, limit: int = 2000) -> str:
         prefix, inner = self._route(path)
-        return self._fs(prefix).read(inner, offset, limit)
+        with self._named(prefix, inner):
+            shown = self._fs(prefix).read(inner, offset, limit)
+        empty = f"(the file {inner} is empty)"
+        return f"(the file {self._outer(prefix, inner)} is empty)" if shown == empty else shown
 
     def read_text(self, path: str) -> str:
         prefix, inner = self._route(path)
-        return self._fs(prefix).read_text(inner)
+        with self._named(prefix, inner):
+            return self._fs(prefix).read_text(inner)
 
     def size(self, path: str) -> int | None:
         """The routed backend's ``size`` (None when it cannot tell without reading)."""
         prefix, inner = self._route(path)
         size_of = getattr(self._fs(prefix), "size", None)
-        return size_of(inner) if callable(size_of) else None
+        with self._named(prefix, inner):
+            return size_of(inner) if callable(size_of) else None
 
     def resolve(self, path: str) -> str:
         """Where ``path`` leads once the routed backend follows its links (DiskBackend),
         so a prefix check cannot be passed by a link inside a route."""
         prefix, inner = self._route(path)
         resolve = getattr(self._fs(prefix), "resolve", None)
-        return self._outer(prefix, resolve(inner)) if callable(resolve) else check_path(path)
+        if not callable(resolve):
+            return check_path(path)
+        with self._named(prefix, inner):
+            return self._outer(prefix, resolve(inner))
 
     def write(self, path: str, content: str) -> WriteResult:
         prefix, inner = self._route(path)
-        result = self._fs(prefix).write(inner, content)
+        with self._named(prefix, inner):
+            result = self._fs(prefix).write(inner, content)
         return WriteResult(
             self._outer(prefix, result.path), self._update(prefix, result.files_update)
         )
 
     def edit(self, path: str, old: str, new: str, replace_all: bool = False) -> EditResult:
         prefix, inner = self._route(path)
-        result = self._fs(prefix).edit(inner, old, new, replace_all)
+        with self._named(prefix, inner):
+            result = self._fs(prefix).edit(inner, old, new, replace_all)
         return EditResult(
             self._outer(prefix, result.path),
             result.count,
@@ -169,7 +206,8 @@ class _CompositeFiles:
 
     def delete(self, path: str) -> WriteResult:
         prefix, inner = self._route(path)
-        result = self._fs(prefix).delete(inner)
+        with self._named(prefix, inner):
+            result = self._fs(prefix).delete(inner)
         return WriteResult(
             self._outer(prefix, result.path), self._update(prefix, result.files_update)
         )
@@ -191,7 +229,9 @@ class _CompositeFiles:
         regex = glob_regex(pattern)
         found: dict[str, FileInfo] = {}
         for prefix, inner in self._searched(path):
-            for info in self._fs(prefix).glob("**", inner):
+            with self._named(prefix, inner):
+                listed = self._fs(prefix).glob("**", inner)
+            for info in listed:
                 outer = self._outer(prefix, info.path)
                 if not prefix and not self._in_default(outer):
                     continue
@@ -219,7 +259,8 @@ class _CompositeFiles:
         old_prefix, old_inner = self._route(old)
         new_prefix, new_inner = self._route(new)
         if old_prefix == new_prefix:
-            result = self._fs(old_prefix).rename(old_inner, new_inner)
+            with self._named(old_prefix, old_inner, new_inner):
+                result = self._fs(old_prefix).rename(old_inner, new_inner)
             return WriteResult(
                 self._outer(new_prefix, result.path), self._update(new_prefix, result.files_update)
             )
@@ -228,15 +269,20 @@ class _CompositeFiles:
         try:
             files = [(old_inner, new_inner, source.read_text(old_inner))]
         except BackendError:
+            with self._named(old_prefix, old_inner):
+                listed = source.glob("**", old_inner)
             files = [
                 (info.path, new_inner.rstrip("/") + info.path[len(old_inner.rstrip("/")) :], "")
-                for info in source.glob("**", old_inner)
+                for info in listed
             ]
             if not files:
                 raise BackendError(f"Error: {check_path(old)} not found") from None
-            files = [(src, dst, source.read_text(src)) for src, dst, _ in files]
+            with self._named(old_prefix, old_inner):
+                files = [(src, dst, source.read_text(src)) for src, dst, _ in files]
         updates = []
-        for _, dst, text in files:
-            updates.append(self._update(new_prefix, target.write(dst, text).files_update))
-        updates.append(self._update(old_prefix, source.delete(old_inner).files_update))
+        with self._named(new_prefix, new_inner):
+            for _, dst, text in files:
+                updates.append(self._update(new_prefix, target.write(dst, text).files_update))
+        with self._named(old_prefix, old_inner):
+            updates.append(self._update(old_prefix, source.delete(old_inner).files_update))
         return WriteResult(check_path(new), _merge(*updates))

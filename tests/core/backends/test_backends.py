@@ -298,6 +298,40 @@ def test_composite_state_route_updates_carry_the_prefix() -> None:
     assert update is not None and set(update) == {"/scratch/x.txt"}
 
 
+def test_composite_errors_name_the_callers_path(tmp_path: Path) -> None:
+    """A routed backend sees ``/a.md`` for ``/memories/a.md``; its errors, which the model
+    reads, said ``file /a.md not found`` and sent it looking at the root."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "f.txt").write_text("")
+    (tmp_path / "out").symlink_to("/etc")
+    backend = CompositeBackend(
+        StateBackend(), {"/memories/": StoreBackend(), "/disk/": DiskBackend(tmp_path)}
+    )
+    fs = backend.bind(runtime({FILES: {}}, store=MemoryStore()))
+
+    def error(operation: str, *args: Any) -> str:
+        with pytest.raises(BackendError) as info:
+            getattr(fs, operation)(*args)
+        return str(info.value)
+
+    assert error("read", "/memories/nope.md") == "Error: file /memories/nope.md not found"
+    assert error("read_text", "/disk/sub") == "Error: /disk/sub is a directory; use ls to list it"
+    assert error("read", "/disk/out/passwd") == (
+        "Error: invalid path '/disk/out/passwd': it resolves outside the backend's root "
+        "(through a symbolic link)"
+    )
+    assert error("write", "/disk/f.txt/y", "x") == (
+        "Error: cannot write /disk/f.txt/y: a part of it is a file"
+    )
+    assert error("edit", "/disk/f.txt", "q", "r").startswith(
+        "Error: old_string not found in /disk/f.txt;"
+    )
+    assert error("delete", "/disk/nope") == "Error: /disk/nope not found"
+    assert error("rename", "/disk/f.txt", "/disk/sub") == "Error: /disk/sub already exists"
+    assert error("ls", "/disk/nope") == "Error: directory /disk/nope not found"
+    assert fs.read("/disk/f.txt") == "(the file /disk/f.txt is empty)"
+
+
 # -- DiskBackend confinement ----------------------------------------------------------
 
 
