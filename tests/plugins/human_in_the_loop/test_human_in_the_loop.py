@@ -453,6 +453,29 @@ def test_a_misspelt_tool_name_is_not_run_and_not_reviewed(make_agent: Any) -> No
     assert "no tool named 'Send_Email'" in answer.text
 
 
+def test_a_call_whose_arguments_are_not_json_is_not_reviewed(make_agent: Any) -> None:
+    broken = ToolCall("send_email", {}, "c_broken", error="Expecting ',' delimiter")
+    agent = make_agent([ai("", broken), "ok"], tools=TOOLS, middleware=[hitl(send_email=True)])
+    result = agent.invoke("mail", thread_id="t")
+    assert result.interrupts == []
+    assert ran == []
+    assert tool_messages(result.messages)["c_broken"].status == "error"
+
+
+def test_arguments_the_tool_refuses_are_still_reviewed_and_an_edit_can_fix_them(
+    make_agent: Any,
+) -> None:
+    bad = call("send_email", "c_bad", to=5, body="x")
+    agent = make_agent([ai("", bad), "ok"], tools=TOOLS, middleware=[hitl(send_email=True)])
+    paused = agent.invoke("mail", thread_id="t")
+    assert [r["args"] for r in paused.interrupts[0].value["action_requests"]] == [
+        {"to": 5, "body": "x"}
+    ]
+    fixed = {"type": "edit", "edited_action": {"args": {"to": "ann@example.com", "body": "x"}}}
+    agent.invoke(resume(fixed), thread_id="t")
+    assert ran == [("send_email", {"to": "ann@example.com", "body": "x"})]
+
+
 # -- build time ----------------------------------------------------------------------------
 
 
