@@ -103,6 +103,13 @@ def _declare_key_shapes(shapes: Sequence[str]) -> None:
         _key_shaped = re.compile("|".join(f"(?:{shape})" for shape in _KEY_SHAPES))
 
 
+_CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key"}
+)
+"""Headers whose value is a credential: given in a model's ``headers``, it is redacted from
+errors as its ``api_key`` is."""
+
+
 def redact(text: str, secrets: Sequence[str] = ()) -> str:
     """``text`` without any of ``secrets`` and without anything shaped like an API key of
     a provider defined in this process (each declares its ``key_shapes``)."""
@@ -801,7 +808,16 @@ class HTTPChatModel(ChatModel):
         return headers
 
     def _secrets(self) -> tuple[str, ...]:
-        return (self._api_key.get(),)
+        """The key, and credentials given in ``headers`` instead of one (an OAuth token
+        for Vertex AI, Azure's ``api-key``): each is redacted from errors like the key."""
+        found = [self._api_key.get()]
+        for name, value in self.extra_headers.items():
+            if name.lower() in _CREDENTIAL_HEADERS and isinstance(value, str):
+                found.append(value)
+                scheme, _, token = value.partition(" ")
+                if token and scheme.isalpha():  # "Bearer <token>": the token alone too
+                    found.append(token.strip())
+        return tuple(found)
 
     def _metadata(self, response: httpx.Response) -> dict[str, Any]:
         request_id = response.headers.get("x-request-id") or response.headers.get("request-id")

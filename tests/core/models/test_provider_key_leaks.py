@@ -26,6 +26,7 @@ from plait.models.openai import OpenAIChatModel
 from plait.testing import ScriptedChatModel
 from plait_anthropic import AnthropicChatModel
 from plait_env import outside_env
+from plait_google import GoogleChatModel
 from plait_openai_responses import OpenAIResponsesModel
 
 KEY = "sk-live-0123456789abcdefLEAKCHECK"
@@ -176,6 +177,43 @@ def test_provider_errors_never_carry_the_key(
     assert error.__context__ is None and error.__cause__ is None
     logged = "\n".join(r.getMessage() + str(r.exc_text or "") for r in caplog.records)
     assert key not in logged
+
+
+def _vertex_with_a_token(server: ReplayServer) -> Any:
+    # an OAuth token, as Vertex AI takes one (no api_key)
+    return GoogleChatModel(
+        "gemini-2.5-flash",
+        vertex=True,
+        project="p",
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {BARE_KEY}"},
+    )
+
+
+def _azure_header(server: ReplayServer) -> Any:
+    # Azure OpenAI's own header, beside a key the gateway ignores
+    return OpenAIChatModel(
+        "gpt-4.1",
+        api_key="unused-key-0000",
+        base_url=server.url + "/v1",
+        headers={"api-key": BARE_KEY},
+    )
+
+
+@pytest.mark.parametrize("make", [_vertex_with_a_token, _azure_header])
+def test_a_credential_given_in_headers_is_redacted_like_the_key(
+    make: Callable[[ReplayServer], Any], server: ReplayServer
+) -> None:
+    """A model reached with a credential in ``headers`` instead of ``api_key``: a server
+    echoing it put it in the error's text."""
+    model = make(server)
+    body = {"error": {"code": 401, "message": f"bad token {BARE_KEY}", "status": "X"}}
+    server.reply(Reply(401, json.dumps(body).encode()))
+    error = call(model, False)
+    assert BARE_KEY in json.dumps(server.last.headers)  # it went out, to the server
+    said = everything_said(error)
+    assert BARE_KEY not in said
+    assert "bad token [REDACTED]" in str(error)
 
 
 @pytest.mark.parametrize("name", list(failures(BARE_KEY)))
