@@ -53,6 +53,13 @@ EDITS_KEY = "human_in_the_loop_edits"
 edited, read by ``wrap_tool_call`` to run the edited call instead of the model's."""
 
 DEFAULT_PREFIX = "Tool execution requires approval"
+DEFAULT_EDIT_NOTICE = "Note: a human reviewer replaced your call before it ran."
+"""The start of the note on an edited call's result; both calls follow it."""
+
+
+def _check_edit_notice(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, str):
+        raise FieldError(attribute.name, expected("a string or None", value))
 
 
 class HumanInTheLoopError(PlaitError):
@@ -235,6 +242,9 @@ class HumanInTheLoopMiddleware(Middleware):
         default=DEFAULT_PREFIX, validator=attrs.validators.instance_of(str)
     )
     """The start of the reviewer's text for tools without their own ``description``."""
+    edit_notice: str | None = attrs.field(default=DEFAULT_EDIT_NOTICE, validator=_check_edit_notice)
+    """The start of the note put before an edited call's result (the call that ran and the
+    model's follow it); ``None`` or ``""``: no note (LangChain's ``edit_notice``)."""
 
     # -- build time -------------------------------------------------------------------------
 
@@ -355,7 +365,7 @@ class HumanInTheLoopMiddleware(Middleware):
         edited = _edited_request(request)
         if edited is None:
             return handler(request)
-        return _noted(handler(edited), request.tool_call, edited.tool_call)
+        return _noted(handler(edited), request.tool_call, edited.tool_call, self.edit_notice)
 
     async def awrap_tool_call(
         self,
@@ -365,7 +375,7 @@ class HumanInTheLoopMiddleware(Middleware):
         edited = _edited_request(request)
         if edited is None:
             return await handler(request)
-        return _noted(await handler(edited), request.tool_call, edited.tool_call)
+        return _noted(await handler(edited), request.tool_call, edited.tool_call, self.edit_notice)
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -463,12 +473,13 @@ def _edited_request(request: ToolCallRequest) -> ToolCallRequest | None:
 
 
 def _noted(
-    result: ToolMessage | Command, original: ToolCall, edited: ToolCall
+    result: ToolMessage | Command, original: ToolCall, edited: ToolCall, notice: str | None
 ) -> ToolMessage | Command:
     """The tool's result, telling the model a human replaced its call (so it does not
-    issue the original again)."""
+    issue the original again), after ``notice``; with no notice, only the metadata says
+    so."""
     note = (
-        "Note: a human reviewer replaced your call before it ran. It ran as "
+        f"{notice} It ran as "
         f"{edited.name}({json.dumps(edited.args, ensure_ascii=False)}) instead of "
         f"{original.name}({json.dumps(original.args, ensure_ascii=False)}); do not issue the "
         "original call again. The result of the call that ran:"
@@ -481,7 +492,9 @@ def _noted(
 
     def annotate(message: ToolMessage) -> ToolMessage:
         content: Any
-        if isinstance(message.content, str):
+        if not notice:
+            content = message.content
+        elif isinstance(message.content, str):
             content = f"{note}\n\n{message.content}"
         else:
             content = [{"type": "text", "text": note}, *message.content]

@@ -236,6 +236,52 @@ def test_edit_runs_the_new_args_keeps_the_original_call_and_tells_the_model(
     assert agent.model.requests[-1].messages[-1].text == answer.text
 
 
+EDIT_BODY = {
+    "type": "edit",
+    "edited_action": {"args": {"to": "ann@example.com", "body": "Hello Ann"}},
+}
+
+
+def test_edit_notice_leads_the_note_and_none_leaves_the_result_as_is(make_agent: Any) -> None:
+    # LangChain 1.5's edit_notice: its own text, or None for no note (it was a TypeError)
+    custom = make_agent(
+        [ai("", EMAIL), "done"],
+        tools=TOOLS,
+        middleware=[
+            HumanInTheLoopMiddleware(
+                interrupt_on={"send_email": True}, edit_notice="A reviewer changed this call."
+            )
+        ],
+    )
+    custom.invoke("mail", thread_id="t")
+    answer = tool_messages(custom.invoke(resume(EDIT_BODY), thread_id="t").messages)["c_mail"]
+    assert answer.text == (
+        'A reviewer changed this call. It ran as send_email({"to": "ann@example.com", "body": '
+        '"Hello Ann"}) instead of send_email({"to": "ann@example.com", "body": "hi"}); do not '
+        "issue the original call again. The result of the call that ran:\n\n"
+        "sent to ann@example.com"
+    )
+    quiet = make_agent(
+        [ai("", EMAIL), "done"],
+        tools=TOOLS,
+        middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True}, edit_notice=None)],
+    )
+    quiet.invoke("mail", thread_id="t")
+    answer = tool_messages(quiet.invoke(resume(EDIT_BODY), thread_id="t").messages)["c_mail"]
+    assert answer.text == "sent to ann@example.com"
+    assert answer.metadata["human_in_the_loop"]["edited"] is True
+    with pytest.raises(
+        ConfigError, match=r"option 'edit_notice': expected a string or None, got 3"
+    ):
+        make_agent(
+            ["x"],
+            tools=TOOLS,
+            middleware=[
+                ("human_in_the_loop", {"interrupt_on": {"send_email": True}, "edit_notice": 3})
+            ],
+        )
+
+
 def test_edit_may_switch_to_another_tool(make_agent: Any) -> None:
     agent = make_agent([ai("", EMAIL), "done"], tools=TOOLS, middleware=[hitl(send_email=True)])
     agent.invoke("mail", thread_id="t")
