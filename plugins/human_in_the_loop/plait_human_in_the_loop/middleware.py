@@ -15,6 +15,7 @@ run stays paused at the same interrupt, so the caller can answer again.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -46,7 +47,9 @@ DecisionType: TypeAlias = Literal["approve", "edit", "reject", "respond"]
 ALL_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
 State: TypeAlias = Mapping[str, Any]
 Describer: TypeAlias = Callable[[ToolCall, State, Runtime], str]
-Predicate: TypeAlias = Callable[[ToolCall, State, Runtime], bool]
+Predicate: TypeAlias = (
+    Callable[[ToolCall, State, Runtime], bool] | Callable[[ToolCallRequest], bool]
+)
 
 EDITS_KEY = "human_in_the_loop_edits"
 """Run-scoped: ``{tool_call_id: {"name": ..., "args": ...}}`` for every call a human
@@ -104,7 +107,8 @@ class InterruptOnConfig:
     ``description`` is the text shown to the reviewer (a string, or a function
     ``(tool_call, state, runtime) -> str``); without one it is the middleware's
     ``description_prefix`` followed by the tool's name and arguments. ``when`` is a
-    predicate ``(tool_call, state, runtime) -> bool``: a call it refuses runs unreviewed.
+    predicate ``(tool_call, state, runtime) -> bool`` (or LangChain's ``(request) -> bool``,
+    given a ``ToolCallRequest``): a call it refuses runs unreviewed.
     """
 
     allowed_decisions: tuple[DecisionType, ...] = attrs.field(
@@ -114,7 +118,8 @@ class InterruptOnConfig:
     description: str | Describer | None = None
     """The reviewer's text, or a function of ``(tool_call, state, runtime)`` making it."""
     when: Predicate | None = None
-    """Review only the calls this predicate of ``(tool_call, state, runtime)`` accepts."""
+    """Review only the calls this predicate accepts: ``(tool_call, state, runtime)``, or
+    LangChain's one-argument ``(request)`` form, given a ``ToolCallRequest``."""
 
 
 _REVIEW_ALL = InterruptOnConfig()
@@ -333,7 +338,7 @@ class HumanInTheLoopMiddleware(Middleware):
                 continue
             config = _REVIEW_ALL if entry is True else entry
             assert isinstance(config, InterruptOnConfig)
-            if config.when is not None and not config.when(call, state, runtime):
+            if config.when is not None and not _asks(config.when, call, tools, state, runtime):
                 continue
             reviews.append(_Review(call, config, self._describe(call, config, state, runtime)))
         return reviews
@@ -417,6 +422,31 @@ def _parse_decisions(answer: Any, reviews: Sequence[_Review]) -> list[Decision]:
             )
         decisions.append(decision)
     return decisions
+
+
+def _asks(
+    when: Callable[..., bool],
+    call: ToolCall,
+    tools: Mapping[str, Tool],
+    state: State,
+    runtime: Runtime,
+) -> bool:
+    """``when``'s verdict on ``call``: a predicate of one argument is LangChain's and gets a
+    ``ToolCallRequest`` (``request.tool_call["args"]``); any other gets ``(tool_call,
+    state, runtime)``."""
+    if _takes_one(when):
+        return bool(when(ToolCallRequest(call, tools.get(call.name), state, runtime)))
+    return bool(when(call, state, runtime))
+
+
+def _takes_one(func: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: plait's form
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
+    return len(positional) == 1 and not varargs
 
 
 def _check_edit(action: EditedAction, review: _Review, tools: Mapping[str, Tool]) -> ToolCall:

@@ -204,6 +204,29 @@ def test_when_predicate_decides_per_call(make_agent: Any) -> None:
 # -- decisions -----------------------------------------------------------------------------
 
 
+def test_when_may_be_langchains_one_argument_predicate(make_agent: Any) -> None:
+    # LangChain 1.5 calls when(request); it used to be called with three arguments here
+    # and fail with a TypeError
+    seen: list[Any] = []
+
+    def only_outside(request: Any) -> bool:
+        seen.append(request)
+        return not request.tool_call["args"]["to"].endswith("@example.com")
+
+    inside = call("send_email", "c_in", to="ann@example.com", body="hi")
+    outside = call("send_email", "c_out", to="eve@elsewhere.org", body="hi")
+    agent = make_agent(
+        [ai("", inside, outside), "done"],
+        tools=TOOLS,
+        middleware=[hitl(send_email={"when": only_outside})],
+    )
+    paused = agent.invoke("mail", thread_id="t")
+    requests = paused.interrupts[0].value["action_requests"]
+    assert [r["args"]["to"] for r in requests] == ["eve@elsewhere.org"]
+    assert [r.tool.name for r in seen] == ["send_email", "send_email"]
+    assert seen[0].state["messages"][0].text == "mail"
+
+
 def test_edit_runs_the_new_args_keeps_the_original_call_and_tells_the_model(
     make_agent: Any,
 ) -> None:
