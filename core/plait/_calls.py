@@ -18,7 +18,7 @@ import attrs
 
 from plait import _performers, _tool_threads
 from plait._compose import Layers, transform_async, transform_sync
-from plait._stream import stream_sink
+from plait._stream import in_tool_call, stream_sink
 from plait.messages import ToolMessage, assemble_chunks
 from plait.tools import mark_raised_by_tool
 from plait.types import (
@@ -91,6 +91,7 @@ class Innermost:
     # -- tools -----------------------------------------------------------------------------
 
     def call_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+        _reached()
         try:
             if _performers.active():
                 return _performers.perform(ToolRun(request), lambda: self._run_tool(request))
@@ -100,6 +101,7 @@ class Innermost:
             raise
 
     async def acall_tool(self, request: ToolCallRequest) -> ToolMessage | Command:
+        _reached()
         try:
             if _performers.active():
                 return await _performers.aperform(
@@ -247,3 +249,10 @@ def _base64_bytes(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_base64_bytes(item) for item in value]
     return value
+
+
+def _reached() -> None:
+    """Note on the tool call in progress that it reached the tool (``ToolCallScope.called``)."""
+    scope = in_tool_call.get()
+    if scope is not None:
+        scope.called = True

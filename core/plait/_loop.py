@@ -581,7 +581,11 @@ class Run:
                 stop = stop or outcome
                 # the error's own full stop gives way to the sentence's
                 reason = str(outcome).removesuffix(".")
-                outcome = ToolMessage.error(call, f"Not run: the run was stopped ({reason}).")
+                if getattr(outcome, _CALLED, False):  # the tool may have done what it does
+                    text = f"The tool was called, but the run was stopped ({reason})."
+                else:
+                    text = f"Not run: the run was stopped ({reason})."
+                outcome = ToolMessage.error(call, text)
             if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
                 raise outcome
             jump = self.apply_tool_outcome(call, outcome) or jump
@@ -753,11 +757,12 @@ def _perform(effect: Step, agent: CompiledAgent) -> Any:
         outcomes: list[Any] = []
         for request, scope in zip(effect.requests, effect.scopes, strict=True):
             token = current_scope.set(scope)
-            nesting = in_tool_call.set(effect.nest(request))
+            nest = effect.nest(request)
+            nesting = in_tool_call.set(nest)
             try:
                 outcomes.append(agent.tool_handler(request))
             except (Exception, InterruptSignal) as exc:
-                outcomes.append(_outcome_of(exc, request))
+                outcomes.append(_outcome_of(exc, request, called=nest.called))
                 if isinstance(exc, StopRun) or isinstance(outcomes[-1], MiddlewareFailure):
                     break
             finally:
@@ -783,11 +788,21 @@ class MiddlewareFailure:
         self.error = error
 
 
-def _outcome_of(error: Exception | InterruptSignal, request: ToolCallRequest) -> Any:
+_CALLED = "_plait_tool_called"
+"""Set on a ``StopRun`` raised around a call that reached its tool (``ToolCallScope.called``)."""
+
+
+def _outcome_of(
+    error: Exception | InterruptSignal, request: ToolCallRequest, *, called: bool
+) -> Any:
     """What a tool call that raised ``error`` answers: the error itself, which the model is
-    told of, if the tool raised it (or it stops or pauses the run); a
-    ``MiddlewareFailure`` if a middleware around the call did."""
-    if isinstance(error, (InterruptSignal, StopRun)) or raised_by_tool(error):
+    told of, if the tool raised it (or it stops or pauses the run, noting whether the tool
+    was ``called``); a ``MiddlewareFailure`` if a middleware around the call did."""
+    if isinstance(error, StopRun):
+        if called:
+            setattr(error, _CALLED, True)
+        return error
+    if isinstance(error, InterruptSignal) or raised_by_tool(error):
         return error
     with contextlib.suppress(Exception):
         error.add_note(
@@ -900,11 +915,12 @@ async def _acall_tool(
     lock: asyncio.Lock,
 ) -> Any:
     current_scope.set(scope)  # this task's own context copy
-    in_tool_call.set(effect.nest(request))
+    nest = effect.nest(request)
+    in_tool_call.set(nest)
     try:
         outcome: Any = await agent.atool_handler(request)
     except (Exception, InterruptSignal) as exc:
-        outcome = _outcome_of(exc, request)
+        outcome = _outcome_of(exc, request, called=nest.called)
     async with lock:  # the calls' saves, one at a time, each a step of its own
         save = effect.finished(request, outcome)
         if save is not None:

@@ -103,7 +103,7 @@ class ToolCallScope:
     (``RunUsage.path``): the run's own plus ``below``. A plain class, as the loop's steps
     are (``plait._loop``): one is made for each tool call."""
 
-    __slots__ = ("below", "path", "sink")
+    __slots__ = ("below", "called", "path", "sink")
 
     def __init__(
         self, below: tuple[str, ...], path: tuple[str, ...], sink: EventSink | None
@@ -111,6 +111,10 @@ class ToolCallScope:
         self.below = below
         self.path = path
         self.sink = sink
+        self.called = False
+        """Set when the call reached the tool itself, past its ``wrap_tool_call``
+        middleware: a run stopped around the call then does not tell the model the
+        tool never ran (it may have done what it does)."""
 
 
 in_tool_call: ContextVar[ToolCallScope | None] = ContextVar("plait_in_tool_call", default=None)

@@ -92,6 +92,6 @@ def test_a_stop_raised_by_a_tool_answers_its_call_with_one_full_stop() -> None:
     with pytest.raises(BudgetError):
         agent.invoke("go", thread_id="t")
     answer = agent.get_state("t")["messages"][-1]
-    # it read "(Budget reached (5/3).)."
-    assert answer.text == "Not run: the run was stopped (Budget reached (5/3))."
+    # it read "(Budget reached (5/3).)."; and "Not run:", of a tool that ran and raised
+    assert answer.text == "The tool was called, but the run was stopped (Budget reached (5/3))."
     assert answer.status == "error"

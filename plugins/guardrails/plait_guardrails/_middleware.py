@@ -473,7 +473,7 @@ class GuardrailsMiddleware(Middleware):
     def _tool_trip(self, trip: GuardrailTripped, request: ToolCallRequest) -> Command:
         _trace.record(trip, request.runtime)
         if self.exit_behavior == "error":
-            raise trip  # the kernel answers the call "Not run: the run was stopped (...)"
+            raise trip  # the kernel answers the call, saying whether the tool was called
         record = {"guardrail": trip.guardrail, "kind": trip.kind, "reason": trip.reason}
         # the call ran when its result tripped: its answer says the result was withheld
         done = "Result withheld" if trip.kind == "tool_output" else "Not run"

@@ -337,6 +337,27 @@ def test_tool_trip_with_end_exit_answers_the_call_and_ends(make_agent: Any) -> N
     ]
 
 
+def test_a_tool_output_trip_with_error_exit_says_the_tool_was_called(make_agent: Any) -> None:
+    @tool_guardrail(when="after")
+    def no_cards(data: GuardrailData) -> str | None:
+        return "a card number in a tool result" if "4111" in data.text else None
+
+    agent = make_agent(
+        [ai("", call("lookup", id="c1", name="Ann")), "never"],
+        tools=[lookup],
+        middleware=[GuardrailsMiddleware(tools=[no_cards])],
+    )
+    with pytest.raises(GuardrailTripped):
+        agent.invoke("find Ann", thread_id="t")
+    answer = tool_answers(agent.get_state("t")["messages"])["c1"]
+    # the lookup ran: "Not run" would tell the model it had not
+    assert answer.content == (
+        "The tool was called, but the run was stopped (guardrail 'no_cards' tripped on the "
+        "tool result: a card number in a tool result)."
+    )
+    assert "4111" not in str(agent.get_state("t")["messages"])
+
+
 def test_tool_guardrails_on_the_async_path(make_agent: Any) -> None:
     agent = make_agent(
         [ai("", call("send_email", id="c1", to="x@evil.com", body="hi")), "ok"],
