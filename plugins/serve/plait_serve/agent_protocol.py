@@ -659,7 +659,7 @@ def routes(server: Server) -> list[Route]:
             if body.get("if_not_exists") != "create":
                 await owned(request, thread)  # LangGraph's default: the thread must exist
             if strategy == "interrupt":
-                await interrupt_running(thread)
+                await interrupt_running(request, thread)
         run_id = str(uuid.uuid4())
 
         async def prepare() -> Any:
@@ -687,9 +687,14 @@ def routes(server: Server) -> list[Route]:
             modes_of.pop(next(iter(modes_of)))
         return thread, run_id, modes, first, body, temporary
 
-    async def interrupt_running(thread: str) -> None:
-        """``multitask_strategy="interrupt"``: cancel the run going on in the thread (it
-        ends ``interrupted``) and wait until it has, so the new run can start."""
+    async def interrupt_running(request: Request, thread: str) -> None:
+        """``multitask_strategy="interrupt"``: cancel the run going on in the caller's
+        thread (it ends ``interrupted``) and wait until it has, so the new run can start.
+        Another key's thread is a 404 before anything is cancelled (``if_not_exists``
+        skips the ownership check of a thread that exists); one without a record has no
+        run going on."""
+        if await server.runs.record(thread) is not None:
+            await owned(request, thread)
         run_id = server.runs.running(thread)
         if run_id is None or not await server.runs.cancel(thread):
             return

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from serve_helpers import SUPPORT, Served, approve, post_sse, run_input
+from serve_helpers import SUPPORT, Served, approve, parse_sse, post_sse, run_input
 
 import plait
 import plait_serve
@@ -426,3 +426,49 @@ def test_runs_beyond_the_limit_are_refused_with_429(serve: Callable[..., Served]
     assert "two" not in agent.list_threads()
     with pytest.raises(ConfigError, match="max_runs: expected a positive int, got 0"):
         plait_serve.app(agent, max_runs=0)
+
+
+def test_a_key_cannot_cancel_another_keys_run_with_multitask_interrupt(
+    serve: Callable[..., Served],
+) -> None:
+    """``multitask_strategy="interrupt"`` cancels the run going on in a thread: only in
+    the caller's own. With ``if_not_exists="create"`` Bob's run request on Alice's
+    thread cancelled her run before it was refused."""
+    import threading
+
+    gate = threading.Event()
+
+    def wait() -> str:
+        """Wait for the gate."""
+        gate.wait(20)
+        return "open"
+
+    model = plait.ScriptedChatModel(
+        [plait.AIMessage("", tool_calls=[plait.ToolCall("wait", {})]), "done"]
+    )
+    agent = plait.create_agent(model, tools=[wait], checkpointer="memory")
+    served = serve(agent, keys=[ALICE, BOB])
+    try:
+        with served.client(ALICE) as alice, served.client(BOB) as bob:
+            with alice.stream("POST", "/ag-ui", json=run_input("alices", "r1", "go")) as response:
+                for text in response.iter_text():
+                    if "TOOL_CALL_END" in text:
+                        break
+            attack = bob.post(
+                "/threads/alices/runs",
+                json={
+                    "input": {"messages": [{"role": "user", "content": "hi"}]},
+                    "multitask_strategy": "interrupt",
+                    "if_not_exists": "create",
+                },
+            )
+            assert attack.status_code == 404
+            assert error_of(attack) == {"code": "not_found", "message": "thread 'alices' not found"}
+            gate.set()
+            log = alice.get("/plait/threads/alices/events?follow=run")
+    finally:
+        gate.set()
+    ends = [event for _, event in parse_sse(log.text) if event["type"] == "run_finished"]
+    # Alice's run went on to its answer: nothing of Bob's cancelled it.
+    assert [event["status"] for event in ends] == ["success"], ends
+    assert [m.text for m in agent.get_state("alices")["messages"]][-2:] == ["open", "done"]
