@@ -1,5 +1,5 @@
-"""Rewriting a message's text and tool-call arguments (the pseudonymize strategy's
-placeholders put in and taken out)."""
+"""Rewriting a message's text, tool-call arguments and metadata (the pseudonymize
+strategy's placeholders put in and taken out)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,13 @@ def _rewritten(message: AnyMessage, rewrite: Callable[[str], str]) -> AnyMessage
     content = _map_content(message.content, tracked)
     if changed:
         changes["content"] = content
+    if message.metadata:  # kept in state too (an MCP tool's structured_content)
+        before = changed
+        changed = False
+        metadata = map_strings(message.metadata, tracked)
+        if changed:
+            changes["metadata"] = metadata
+        changed = changed or before
     if isinstance(message, AIMessage) and message.tool_calls:
         before = changed
         changed = False

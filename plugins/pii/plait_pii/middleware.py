@@ -230,6 +230,8 @@ class PIIMiddleware(Middleware):
         before = seen.count
         content = self._content(message.content, seen)
         changes: dict[str, Any] = {"content": content}
+        if message.metadata:  # kept in state too (an MCP tool's structured_content)
+            changes["metadata"] = self._value(message.metadata, seen)
         if isinstance(message, AIMessage) and message.tool_calls:
             changes["tool_calls"] = [
                 attrs.evolve(call, args=self._value(call.args, seen)) for call in message.tool_calls

@@ -14,6 +14,7 @@ import pytest
 
 import plait
 from plait.checkpoint import MemoryCheckpointer, StepDelta
+from plait.messages import ToolMessage
 from plait.models import ScriptedChatModel
 from plait.testing import ai, call
 from plait_human_in_the_loop import HumanInTheLoopMiddleware
@@ -103,6 +104,57 @@ def test_the_checkpoint_never_holds_a_tool_results_value(make_agent: Any) -> Non
     agent.invoke("find Jane", thread_id="t")
     stored = json.dumps([[m.content for m in d.upserts] for d in store.deltas])
     assert JANE not in stored and "<EMAIL_1>" in stored
+
+
+@plait.tool
+def record(name: str, runtime: plait.ToolRuntime) -> ToolMessage:
+    """A customer's record, its fields in the message's metadata as an MCP tool keeps its
+    structuredContent.
+
+    Args:
+        name: who.
+    """
+    return ToolMessage(
+        "Jane's record",
+        tool_call_id=runtime.tool_call_id,
+        metadata={"structured_content": {"name": name, "emails": [JANE]}},
+    )
+
+
+@pytest.mark.parametrize("strategy", ["pseudonymize", "redact", "hash"])
+def test_a_tool_results_metadata_is_handled_before_it_is_stored(
+    make_agent: Any, strategy: str
+) -> None:
+    """The message's metadata is kept in state and checkpointed with it (an MCP tool's
+    structured_content): it held the value the text no longer did."""
+
+    class Recording(MemoryCheckpointer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.deltas: list[StepDelta] = []
+
+        def save(self, thread_id: str, delta: StepDelta) -> None:
+            self.deltas.append(delta)
+            super().save(thread_id, delta)
+
+    store = Recording()
+    agent = make_agent(
+        [ai("", call("record", id="c1", name="Jane")), "ok"],
+        tools=[record],
+        middleware=[PIIMiddleware("email", strategy=strategy, apply_to_tool_results=True)],
+        checkpointer=store,
+    )
+    result = agent.invoke("find Jane", thread_id="t")
+    stored = json.dumps([[[m.content, m.metadata] for m in d.upserts] for d in store.deltas])
+    assert JANE not in stored
+    assert JANE not in everything_sent(agent.model)
+    (answer,) = [m for m in result.messages if isinstance(m, ToolMessage)]
+    emails = answer.metadata["structured_content"]["emails"]
+    if strategy == "pseudonymize":
+        assert "<EMAIL_1>" in stored
+        assert emails == [JANE]  # the caller's copy is restored, as its text is
+    else:
+        assert emails != [JANE] and "jane" not in emails[0]
 
 
 @pytest.mark.parametrize("run", ["invoke", "ainvoke"])
