@@ -23,6 +23,7 @@ import re
 import ssl
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import MappingProxyType
@@ -808,9 +809,15 @@ class HTTPChatModel(ChatModel):
         return headers
 
     def _secrets(self) -> tuple[str, ...]:
-        """The key, and credentials given in ``headers`` instead of one (an OAuth token
-        for Vertex AI, Azure's ``api-key``): each is redacted from errors like the key."""
+        """The key, credentials given in ``headers`` instead of one (an OAuth token
+        for Vertex AI, Azure's ``api-key``) and the password of a ``base_url`` that
+        carries one (``https://user:pass@gateway/v1``, sent as basic auth): each is
+        redacted from errors and logs like the key."""
         found = [self._api_key.get()]
+        with contextlib.suppress(ValueError):
+            password = urllib.parse.urlsplit(self.base_url).password
+            if password:
+                found += [password, urllib.parse.unquote(password)]
         for name, value in self.extra_headers.items():
             if name.lower() in _CREDENTIAL_HEADERS and isinstance(value, str):
                 found.append(value)
@@ -824,7 +831,7 @@ class HTTPChatModel(ChatModel):
         logger.debug(
             "%s POST %s -> %s (request id %s)",
             self.provider,
-            response.request.url,
+            redact(str(response.request.url), self._secrets()),
             response.status_code,
             request_id,
         )

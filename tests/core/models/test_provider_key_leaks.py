@@ -216,6 +216,32 @@ def test_a_credential_given_in_headers_is_redacted_like_the_key(
     assert "bad token [REDACTED]" in str(error)
 
 
+def test_a_password_in_base_url_is_redacted_like_the_key(
+    server: ReplayServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A gateway reached as ``https://user:pass@host/v1`` (httpx sends basic auth): the
+    password was in the text of a connection error (which names the URL), of an error a
+    server echoing it sent, and in the debug log of every request's URL."""
+    password = "gw-PASSWORD-0123456789"
+    address = server.url.removeprefix("http://")
+    model = OpenAIChatModel("gpt-4o", api_key="", base_url=f"http://gw:{password}@{address}/v1")
+    body = {"error": {"message": f"bad password {password}", "type": "invalid_request_error"}}
+    with caplog.at_level(logging.DEBUG, logger="plait.models"):
+        server.reply(Reply(401, json.dumps(body).encode()))
+        echoed = call(model, False)
+    assert server.last.headers["authorization"].startswith("Basic ")  # it went out
+    assert password not in everything_said(echoed)
+    assert "bad password [REDACTED]" in str(echoed)
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "POST" in logged and password not in logged
+    # Nothing listening: the error names the address, without the password.
+    closed = OpenAIChatModel("gpt-4o", api_key="", base_url=f"http://gw:{password}@127.0.0.1:9/v1")
+    refused = call(closed, False)
+    assert refused.error_type == "connection_error"
+    assert password not in everything_said(refused)
+    assert "could not connect to http://gw:[REDACTED]@127.0.0.1:9/v1" in str(refused)
+
+
 @pytest.mark.parametrize("name", list(failures(BARE_KEY)))
 def test_a_tool_error_in_a_sqlite_checkpoint_does_not_carry_the_key(
     name: str, server: ReplayServer, tmp_path: Path
