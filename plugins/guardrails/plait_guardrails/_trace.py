@@ -14,6 +14,11 @@ __all__ = ["EVENT", "record"]
 EVENT = "guardrail.tripped"
 
 
+CAPTURE_CONTENT = "plait.otel.capture_content"
+"""The OpenTelemetry context key ``otel`` sets to its ``capture_content`` while a run's
+span is current."""
+
+
 def record(trip: GuardrailTripped, runtime: Runtime | None) -> None:
     attributes: dict[str, Any] = {
         "guardrail.name": trip.guardrail,
@@ -21,13 +26,21 @@ def record(trip: GuardrailTripped, runtime: Runtime | None) -> None:
         "guardrail.reason": trip.reason,
     }
     try:
-        from opentelemetry import trace
+        from opentelemetry import context, trace
     except ImportError:  # tracing is optional
         pass
     else:
         span = trace.get_current_span()
         if span.is_recording():
-            span.add_event(EVENT, attributes)
+            # A reason is a check's own words about the text (a judge's "the user gives
+            # the address jane@..."): content, kept off spans unless otel captures it.
+            captured = context.get_value(CAPTURE_CONTENT) is True
+            on_span = (
+                attributes
+                if captured
+                else {k: v for k, v in attributes.items() if k != "guardrail.reason"}
+            )
+            span.add_event(EVENT, on_span)
             span.set_attribute("plait.guardrail.tripped", trip.guardrail)
     if runtime is not None:
         runtime.stream_writer({EVENT: attributes})

@@ -34,6 +34,7 @@ from plait_otel._spans import (
     SpanPerformer,
     Telemetry,
     ToolCapture,
+    content_flag,
     current_capture,
     current_scope,
     fail,
@@ -155,6 +156,7 @@ class OtelMiddleware(Middleware):
         try:
             with (
                 trace.use_span(span, record_exception=False, set_status_on_exception=False),
+                content_flag(self.capture_content),
                 effects.performing(self._performer),
             ):
                 result = handler(request)
@@ -176,6 +178,7 @@ class OtelMiddleware(Middleware):
         try:
             with (
                 trace.use_span(span, record_exception=False, set_status_on_exception=False),
+                content_flag(self.capture_content),
                 effects.performing(self._performer),
             ):
                 result = await handler(request)

@@ -4,12 +4,14 @@ records the duration and token histograms."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import attrs
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.metrics import Histogram
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
@@ -140,6 +142,24 @@ def current_scope() -> ContextVar[RunScope | None]:
 
 def current_capture() -> ContextVar[ToolCapture | None]:
     return _capture
+
+
+CAPTURE_CONTENT = "plait.otel.capture_content"
+"""The OpenTelemetry context key under which a run's ``capture_content`` is set while its
+span is current. Another plugin that records on the current span (``guardrails``' trip
+event) reads it with ``opentelemetry.context.get_value`` and records text it did not
+write itself (a judge's reason) only when it is ``True``: content stays out of spans
+unless the user asked for it."""
+
+
+@contextlib.contextmanager
+def content_flag(capture_content: bool) -> Iterator[None]:
+    """``CAPTURE_CONTENT`` set in the OpenTelemetry context for the code inside."""
+    token = otel_context.attach(otel_context.set_value(CAPTURE_CONTENT, capture_content))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 def fail(span: Span, exc: BaseException, capture_content: bool) -> str:

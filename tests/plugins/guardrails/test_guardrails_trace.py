@@ -27,15 +27,18 @@ def lookup(name: str) -> str:
     return "secret record"
 
 
-def spans_after(run: Any, guards: GuardrailsMiddleware, model: Any, **kw: Any) -> list[Any]:
+def spans_after(
+    run: Any, guards: GuardrailsMiddleware, model: Any, capture_content: bool = False, **kw: Any
+) -> list[Any]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    otel = OtelMiddleware(tracer_provider=provider, capture_content=capture_content)
     agent = plait.create_agent(
         model,
         [lookup],
         name="helper",
-        middleware=[OtelMiddleware(tracer_provider=provider), guards],
+        middleware=[otel, guards],
         **kw,
     )
     with pytest.raises(GuardrailTripped):
@@ -50,13 +53,24 @@ def spans_after(run: Any, guards: GuardrailsMiddleware, model: Any, **kw: Any) -
     ids=["sync", "async"],
 )
 def test_input_trip_is_an_event_on_the_run_span(run: Any) -> None:
-    spans = spans_after(run, GuardrailsMiddleware(input=[no_homework]), scripted())
+    guards = GuardrailsMiddleware(input=[no_homework])
+    spans = spans_after(run, guards, scripted(), capture_content=True)
     (agent_span,) = [s for s in spans if s.name == "invoke_agent helper"]
     (event,) = [e for e in agent_span.events if e.name == "guardrail.tripped"]
     assert dict(event.attributes or {}) == {
         "guardrail.name": "no_homework",
         "guardrail.kind": "input",
         "guardrail.reason": "asks for homework",
+    }
+    assert agent_span.attributes["plait.guardrail.tripped"] == "no_homework"
+    # Without capture_content (the default) the reason, the check's words about the
+    # text, stays off the span: the trip's name and kind are there.
+    spans = spans_after(run, GuardrailsMiddleware(input=[no_homework]), scripted())
+    (agent_span,) = [s for s in spans if s.name == "invoke_agent helper"]
+    (event,) = [e for e in agent_span.events if e.name == "guardrail.tripped"]
+    assert dict(event.attributes or {}) == {
+        "guardrail.name": "no_homework",
+        "guardrail.kind": "input",
     }
     assert agent_span.attributes["plait.guardrail.tripped"] == "no_homework"
 

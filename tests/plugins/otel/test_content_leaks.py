@@ -13,6 +13,7 @@ from opentelemetry.trace import StatusCode
 import plait
 from plait.errors import ProviderError
 from plait.testing import ai, call
+from plait_guardrails import GuardrailTripped
 from plait_pii import PIIMiddleware
 
 from .conftest import Telemetry
@@ -66,6 +67,23 @@ def test_without_capture_content_no_error_text_or_argument_reaches_a_span(
         "ValueError",
     )
     assert [dict(e.attributes or {}) for e in raised.events] == [{"exception.type": "ValueError"}]
+    assert SECRET not in everything(otel)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_without_capture_content_a_guardrail_judges_reason_reaches_no_span(
+    otel: Telemetry, make_agent: Any, use_async: bool
+) -> None:
+    """A judge's reason quotes the text it judged; its trip event on the run's span
+    carried it whatever capture_content said."""
+    judge = plait.ScriptedChatModel([f'{{"tripped": true, "reason": "it gives {SECRET}"}}'])
+    guards = ("guardrails", {"input": [{"judge": judge, "prompt": "no e-mail", "name": "mail"}]})
+    agent = make_agent(["never"], middleware=[otel.middleware(), guards])
+    with pytest.raises(GuardrailTripped, match=f"it gives {SECRET}"):  # the caller sees it
+        asyncio.run(agent.ainvoke("hi")) if use_async else agent.invoke("hi")
+    (run,) = otel.named("invoke_agent agent")
+    (event,) = [e for e in run.events if e.name == "guardrail.tripped"]
+    assert dict(event.attributes or {}) == {"guardrail.name": "mail", "guardrail.kind": "input"}
     assert SECRET not in everything(otel)
 
 
