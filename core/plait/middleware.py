@@ -99,10 +99,8 @@ def _checked_init(cls: type, init: Callable[..., None]) -> Callable[..., None]:
             if reworded is None:
                 raise
             raise reworded from None
-        for name, wanted in _closed_fields(type(self)):
-            value = getattr(self, name)
-            if not _allowed(value, wanted):
-                raise FieldError(name, expected(describe_type(wanted), value))
+        if args or kwargs:
+            _check_closed(self, args, kwargs)
 
     # the class's own name even when the checked __init__ is a base class's
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
@@ -126,28 +124,48 @@ def _validator_problem(exc: Exception) -> FieldError | None:
     return FieldError(field.name, expected(what, value))
 
 
-_CLOSED: weakref.WeakKeyDictionary[type, list[tuple[str, Any]]] = weakref.WeakKeyDictionary()
+def _check_closed(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Check the options a direct ``Cls(option=...)`` call gave whose type is a closed set
+    (``_closed_hint``) against it, as an agent file's value is: an attrs class checks only
+    what its validators say. Only the options given are looked at (a default is the
+    plugin's own), each field's annotation once per class."""
+    cls = type(obj)
+    fields = _init_fields(cls)
+    given = [f.name for f in fields if not f.kw_only][: len(args)]
+    given += [f.name for f in fields if f.alias in kwargs]
+    for name in given:
+        wanted = _closed_hint(cls, name)
+        if wanted is not None:
+            value = getattr(obj, name)
+            if not _allowed(value, wanted):
+                raise FieldError(name, expected(describe_type(wanted), value))
 
 
-def _closed_fields(cls: type) -> list[tuple[str, Any]]:
-    """The options of ``cls`` whose type is a closed set — a ``Literal`` (``"5m" | "1h"``),
-    ``bool``, or either or ``None`` — that a direct ``Cls(option=...)`` call is checked
-    against, as an agent file's value is: an attrs class checks only what its validators
-    say. Worked out once per class; a class whose hints cannot be resolved checks none."""
-    found = _CLOSED.get(cls)
-    if found is not None:
-        return found
-    try:
-        hints = typing.get_type_hints(cls)
-    except Exception:  # a name only a type checker sees: resolve the fields one by one
-        hints = {}
-    found = []
-    for field in attrs.fields(cls):
-        hint = hints.get(field.name) if hints else _hint(cls, field.type)
-        if field.init and hint is not None and _is_closed(hint):
-            found.append((field.name, hint))
-    _CLOSED[cls] = found
+_FIELDS: weakref.WeakKeyDictionary[type, list[attrs.Attribute[Any]]] = weakref.WeakKeyDictionary()
+_CLOSED: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def _init_fields(cls: type) -> list[attrs.Attribute[Any]]:
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = [f for f in attrs.fields(cls) if f.init]
     return found
+
+
+def _closed_hint(cls: type, name: str) -> Any:
+    """The type of ``cls``'s field ``name`` if it is a closed set — a ``Literal``
+    (``"5m" | "1h"``), ``bool``, or either or ``None`` — else ``None``; an annotation
+    only a type checker can resolve counts as open."""
+    known = _CLOSED.get(cls)
+    if known is None:
+        known = _CLOSED[cls] = {}
+    try:
+        return known[name]
+    except KeyError:
+        pass
+    hint = _hint(cls, getattr(attrs.fields(cls), name).type)
+    known[name] = hint if hint is not None and _is_closed(hint) else None
+    return known[name]
 
 
 def _hint(cls: type, annotation: Any) -> Any:
