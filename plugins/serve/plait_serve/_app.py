@@ -44,6 +44,7 @@ from plait_serve._http import (
     sse_event,
 )
 from plait_serve._interrupts import ResumeRefused, check_resume, pending_interrupts
+from plait_serve._origin import OriginGuard
 from plait_serve._runlog import Busy, Full, NotFound, RunLog
 
 __all__ = ["MAX_BODY", "MAX_RUNS", "PROTOCOLS", "Server", "app"]
@@ -323,7 +324,10 @@ def app(
             await server.runs.aclose()
 
     public = PUBLIC_PATHS | {"/", "/ui/app.js", "/ui/app.css"} if ui else PUBLIC_PATHS
-    middleware = [Middleware(AuthMiddleware, keys=server.keys, public=public)]
+    middleware = [
+        Middleware(OriginGuard, origins=origins, loopback_only=not server.keys),
+        Middleware(AuthMiddleware, keys=server.keys, public=public),
+    ]
     if origins:
         middleware.insert(
             0,

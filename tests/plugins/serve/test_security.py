@@ -472,3 +472,54 @@ def test_a_key_cannot_cancel_another_keys_run_with_multitask_interrupt(
     # Alice's run went on to its answer: nothing of Bob's cancelled it.
     assert [event["status"] for event in ends] == ["success"], ends
     assert [m.text for m in agent.get_state("alices")["messages"]][-2:] == ["open", "done"]
+
+
+def test_a_web_page_of_another_site_cannot_drive_a_server(serve: Callable[..., Served]) -> None:
+    """CORS only hides the answer from a page: a "simple" cross-site request (``fetch``
+    with ``mode: "no-cors"``, a ``text/plain`` body) is sent all the same, and started a
+    run of a keyless loopback server (``plait dev``), its tools included. A name that
+    rebinds to 127.0.0.1 made the attacker's page same-origin and could read threads."""
+    ran: list[str] = []
+
+    def write_note(text: str) -> str:
+        """Write a note."""
+        ran.append(text)
+        return "written"
+
+    model = plait.ScriptedChatModel(
+        [plait.AIMessage("", tool_calls=[plait.ToolCall("write_note", {"text": "pwned"})]), "ok"]
+    )
+    agent = plait.create_agent(model, tools=[write_note], checkpointer="memory")
+    served = serve(agent, cors_origins=["https://app.example.com"])
+    body = json.dumps(run_input("x", "r1", "write pwned"))
+    simple = {"Content-Type": "text/plain;charset=UTF-8"}
+    with served.client() as client:
+        for origin in ("https://evil.example", "null", "http://127.0.0.1.evil.example"):
+            refused = client.post("/ag-ui", content=body, headers={**simple, "Origin": origin})
+            assert refused.status_code == 403
+            assert error_of(refused)["code"] == "origin_refused"
+        rebound = client.get("/threads/x/state", headers={"Host": "evil.example:8000"})
+        assert rebound.status_code == 403
+        assert error_of(rebound)["code"] == "host_refused"
+        assert ran == [] and "x" not in agent.list_threads()
+        # The server's own page (plait dev), a listed origin and a client that is no
+        # browser (no Origin) are served.
+        port = served.url.rpartition(":")[2]
+        for headers in (
+            {"Origin": served.url},
+            {"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"},
+            {"Origin": "https://app.example.com"},
+            {},
+        ):
+            answer = client.get("/healthz", headers=headers)
+            assert answer.status_code == 200, (headers, answer.text)
+        events = post_sse(client, "/ag-ui", run_input("x", "r1", "write pwned"))
+    assert events[-1][1]["type"] == "RUN_FINISHED" and ran == ["pwned"]
+    # With keys a page cannot present one: any host name is served to a key.
+    keyed = serve(plait_serve_agent(), keys=[ALICE])
+    with keyed.client(ALICE) as alice:
+        assert alice.get("/healthz", headers={"Host": "agent.example.com"}).status_code == 200
+        assert (
+            alice.get("/threads/none/state", headers={"Host": "agent.example.com"}).status_code
+            == 404
+        )
