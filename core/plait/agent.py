@@ -8,9 +8,10 @@ agent holds the threads in use and the ones it served last.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 import attrs
@@ -542,6 +543,26 @@ class Agent:
             raise
         return state
 
+    @contextlib.contextmanager
+    def _holding(self, thread_id: str) -> Iterator[ThreadState]:
+        """The thread held (as a run holds it) while a change outside a run is made to
+        it (``update_state``, ``plait.runlog.cancel_paused_run``); released with its
+        state kept if the change went through, forgotten if it failed."""
+        state = self._thread(thread_id)
+        try:
+            yield state
+        except BaseException:
+            self._release(thread_id, None)
+            raise
+        self._release(thread_id, state)
+
+    def _save_step(self, thread_id: str, state: ThreadState) -> int:
+        """Save what changed in ``state`` as the thread's next step; its number."""
+        delta = state.take_delta()
+        self._need_checkpointer().save(thread_id, delta)
+        state.step = delta.step
+        return delta.step
+
     def _release(self, thread_id: str | None, state: ThreadState | None) -> None:
         if self.checkpointer is None or thread_id is None:
             return
@@ -612,20 +633,12 @@ class Agent:
         if RUN_KEY in values:
             raise ValueError(f"update_state: {RUN_KEY!r} is the kernel's own key")
         check_thread_id(thread_id, "update_state: thread_id")
-        checkpointer = self._need_checkpointer()
-        state = self._thread(thread_id)
-        try:
+        self._need_checkpointer()
+        with self._holding(thread_id) as state:
             state.update(values, as_node)
             run = state.values.get(RUN_KEY)
             state.writer = (RunInfo.load(run).run_id if run else "", as_node)
-            delta = state.take_delta()
-            checkpointer.save(thread_id, delta)
-            state.step = delta.step
-        except BaseException:
-            self._release(thread_id, None)
-            raise
-        self._release(thread_id, state)
-        return delta.step
+            return self._save_step(thread_id, state)
 
     async def aget_state(self, thread_id: str, step: int | None = None) -> dict[str, Any]:
         """``get_state`` for async code (the checkpointer runs in a worker thread)."""

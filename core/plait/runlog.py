@@ -492,24 +492,15 @@ def cancel_paused_run(agent: Agent, thread_id: str, run_id: str) -> list[dict[st
     thread."""
     from plait._start import cancel_paused
 
-    checkpointer = agent.checkpointer
-    if checkpointer is None:
+    if agent.checkpointer is None:
         raise ConfigError("this agent has no checkpointer, so it keeps no threads")
-    state = agent._thread(thread_id)
-    try:
+    with agent._holding(thread_id) as state:
         cancelled = cancel_paused(state)
-        if cancelled is not None:
-            delta = state.take_delta()
-            checkpointer.save(thread_id, delta)
-            state.step = delta.step
-    except BaseException:
-        agent._release(thread_id, None)
-        raise
-    agent._release(thread_id, state)
-    if cancelled is None:
-        return None
+        if cancelled is None:
+            return None
+        step = agent._save_step(thread_id, state)
     events = [_tool_result(message) for message in cancelled]
-    events.append({"type": "step", "step": delta.step})
+    events.append({"type": "step", "step": step})
     events.append(_cancelled(run_id))
     return events
 
