@@ -84,7 +84,46 @@ T = TypeVar("T")
 __getattr__ = lazy_exports(__name__, {"Problem": "plait._problem"})
 Hook = Callable[[Any, Any], Any]
 
-_repr = reprlib.Repr()
+_CREDENTIAL = re.compile(
+    r"(?:^|[_\-.])(?:api[_\-]?key|access[_\-]?key|private[_\-]?key|secret|secret[_\-]?key"
+    r"|token|access[_\-]?token|refresh[_\-]?token|password|passwd|authorization"
+    r"|credentials?)$",
+    re.IGNORECASE,
+)
+"""Names whose value is a credential (``api_key``, ``Authorization``, ``GITHUB_TOKEN``,
+``client_secret``), not ``max_tokens``."""
+
+
+_AUTH_SCHEME = re.compile(r"(?i)\b(bearer\s+)[^\s'\",;]{8,}|\b(basic\s+)[A-Za-z0-9+/]{8,}=*")
+"""An ``Authorization`` value's credential: ``Bearer <token>``, ``Basic <base64>``."""
+
+
+class _Hidden:
+    def __repr__(self) -> str:
+        return "'***'"
+
+
+class _Shown(reprlib.Repr):
+    """A refused value as errors show it: shortened, and with the credentials it holds
+    (a table's ``api_key`` or ``Authorization``, a ``Bearer`` token, a string shaped like
+    a provider's key) hidden: an error is printed, logged and pasted into issues."""
+
+    def repr_dict(self, x: Any, level: int) -> str:
+        hidden = {
+            k: _Hidden() if isinstance(k, str) and v and _CREDENTIAL.search(k) else v
+            for k, v in x.items()
+        }
+        return super().repr_dict(hidden, level)
+
+    def repr_str(self, x: str, level: int) -> str:
+        x = _AUTH_SCHEME.sub(lambda m: (m.group(1) or m.group(2)) + "***", x)
+        http = sys.modules.get("plait.models._http")  # loaded with any provider
+        if http is not None:  # a provider's key shapes (sk-..., AIza...), as its errors
+            x = http.redact(x)
+        return super().repr_str(x, level)
+
+
+_repr = _Shown()
 _repr.maxstring = 60
 _repr.maxother = 60
 _repr.maxlist = _repr.maxtuple = _repr.maxdict = _repr.maxset = 6
