@@ -38,7 +38,11 @@ def _checked(line: str) -> str | None:
     try:
         message = json.loads(line)
     except RecursionError:
-        message = json.loads(_pruned(line))
+        pruned = _pruned(line)
+        try:
+            message = json.loads(pruned)
+        except ValueError:  # too deep and not JSON either ("[" * 5000): shallow now,
+            return pruned  # the SDK takes it as any line that is not JSON
     except ValueError:
         return line  # not JSON: the SDK answers it as it does
     else:

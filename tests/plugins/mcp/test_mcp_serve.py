@@ -140,3 +140,43 @@ def test_a_request_too_deep_for_json_itself_is_answered_too() -> None:
     assert rest == ""
     assert answers[1]["error"]["code"] == -32602
     assert answers[1]["error"]["message"].startswith("the request nests deeper than 128")
+
+
+def test_a_line_too_deep_for_json_and_not_json_leaves_the_server_serving() -> None:
+    """``"[" * 5000`` is too deep for ``json`` and, once cut to 128 levels, still not
+    JSON: the server died on it (exit 1) and the requests after it got no answer."""
+    start = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    start["clientInfo"] = {"name": "t", "version": "1"}
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": start}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        "[" * 5000,
+        '{"a": ' * 5000,
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "plait.cli", "mcp-serve", str(HELLO)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    killer = threading.Timer(60, server.kill)
+    killer.start()
+    try:
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        answers = []
+        while len(answers) < 2 or answers[-1].get("id") != 2:
+            line = server.stdout.readline()
+            assert line, f"the server stopped answering after {answers}"
+            answers.append(json.loads(line))
+        server.stdin.close()
+        server.stdout.read()
+        assert server.wait() == 0
+    finally:
+        killer.cancel()
+        server.kill()
+    assert answers[0]["id"] == 1
+    assert "get_weather" in [tool["name"] for tool in answers[-1]["result"]["tools"]]
