@@ -11,8 +11,9 @@ The sub-agent's run is nested in the main run by the kernel, because it starts i
 tool call: its model calls count in the main run's usage ledger (``plait.usage``), so the
 main agent's ``usage_limit`` and ``model_call_limit`` count and refuse them, and its events
 reach the main run's stream with ``StreamEvent.path == (tool call id,)``. The main
-agent's ``pii`` and ``otel`` instances are added to each built sub-agent. ``inherit``
-opts out of any of the four.
+agent's ``pii`` and ``otel`` instances are added to each built sub-agent, and its
+``human_in_the_loop`` as a copy reviewing the reviewed tools the sub-agent is given.
+``inherit`` opts out of any of the five.
 
 An interrupt inside a sub-agent pauses its thread; ``task`` then calls ``plait.interrupt``
 with the same value, so the main agent's caller sees it. On resume the kernel runs ``task``
@@ -93,10 +94,13 @@ log = logging.getLogger("plait_subagents")
 TOOL_NAME = "task"
 BACKGROUND_TOOLS = ("start_task", "check_task", "update_task", "cancel_task", "list_tasks")
 GENERAL_PURPOSE = "general-purpose"
-INHERITED = ("usage_limit", "model_call_limit", "pii", "otel")
+INHERITED = ("usage_limit", "model_call_limit", "pii", "otel", "human_in_the_loop")
 """Middleware of the main agent that apply to its sub-agents unless one opts out: the
 limits through the run's usage ledger (a sub-agent's calls count, and are refused, as the
-main run's), ``pii`` and ``otel`` as the same instances added to each built sub-agent."""
+main run's), ``pii`` and ``otel`` as the same instances added to each built sub-agent,
+``human_in_the_loop`` as a copy reviewing the sub-agent's calls of the tools it reviews
+(else the model skips a review by asking ``general-purpose`` to make the call)."""
+REVIEWS = "human_in_the_loop"
 LIMITS = ("usage_limit", "model_call_limit")
 REMOTE_AGAIN = ("interrupted", "completed", "failed")
 """The ends of a remote background task ``update_task`` starts a new run after (on the
@@ -484,7 +488,10 @@ class SubAgentMiddleware(RequestMiddleware):
                 model=default_model,
                 tools=default_tools,
                 system_prompt=config.system_prompt,
-                middleware=(*_inherited(config, self.inherit, middleware), *middleware),
+                middleware=(
+                    *_inherited(config, self.inherit, middleware, default_tools),
+                    *middleware,
+                ),
             )
             entries[GENERAL_PURPOSE] = _Entry(
                 name=GENERAL_PURPOSE,
@@ -502,16 +509,19 @@ class SubAgentMiddleware(RequestMiddleware):
                 agent = spec.agent
             else:
                 middleware = (*self.default_middleware, *spec.middleware)
+                tools = (
+                    default_tools
+                    if spec.tools is None
+                    else _resolve_tools(spec.tools, config, f"{where}.tools")
+                )
                 agent = self._agent(
                     config,
                     where=f"sub-agent {spec.name!r} (option {where!r})",
                     name=spec.name,
                     model=self._model(spec.model, config, f"{where}.model", default_model),
-                    tools=default_tools
-                    if spec.tools is None
-                    else _resolve_tools(spec.tools, config, f"{where}.tools"),
+                    tools=tools,
                     system_prompt=spec.system_prompt,
-                    middleware=(*_inherited(config, inherit, middleware), *middleware),
+                    middleware=(*_inherited(config, inherit, middleware, tools), *middleware),
                 )
             entries[spec.name] = _Entry(
                 name=spec.name,
@@ -674,10 +684,10 @@ def _exempt(inherit: Sequence[str]) -> tuple[str, ...]:
 
 
 def _inherited(
-    config: AgentConfig, inherit: Sequence[str], own: Sequence[Any]
+    config: AgentConfig, inherit: Sequence[str], own: Sequence[Any], tools: Sequence[Tool]
 ) -> tuple[object, ...]:
-    """The main agent's ``pii`` and ``otel`` instances ``inherit`` names, for a built
-    sub-agent whose own middleware has none of that kind."""
+    """The main agent's ``pii``, ``otel`` and ``human_in_the_loop`` instances ``inherit``
+    names, for a built sub-agent whose own middleware has none of that kind."""
     found: list[object] = []
     for name in inherit:
         if name in LIMITS:
@@ -685,8 +695,25 @@ def _inherited(
         cls = _middleware_class(name)
         if cls is None or any(_is(item, name, cls) for item in own):
             continue
-        found.extend(m for m in config.middleware if isinstance(m, cls))
+        for middleware in config.middleware:
+            if not isinstance(middleware, cls):
+                continue
+            if name == REVIEWS:
+                reviews = _reviews_of(middleware, tools)
+                if reviews is not None:
+                    found.append(reviews)
+            else:
+                found.append(middleware)
     return tuple(found)
+
+
+def _reviews_of(middleware: Any, tools: Sequence[Tool]) -> object | None:
+    """``human_in_the_loop`` for a sub-agent given ``tools``: a copy reviewing the calls
+    of those of them the main agent's reviews (``None``: none), since it refuses to name
+    a tool its agent lacks (the main agent's ``task``, a tool left out)."""
+    names = {tool.name for tool in tools}
+    kept = {k: v for k, v in middleware.interrupt_on.items() if k in names and v is not False}
+    return attrs.evolve(middleware, interrupt_on=kept) if kept else None
 
 
 def _middleware_class(name: str) -> type | None:

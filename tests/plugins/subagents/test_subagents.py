@@ -469,7 +469,7 @@ def test_inherit_names_only_what_can_be_inherited(make_agent: Any) -> None:
         make_agent(["hi"], middleware=[("subagents", {"inherit": ["todo_list"]})])
     assert (
         "option 'inherit': expected a list of names among usage_limit, model_call_limit, "
-        "pii, otel, got" in str(raised.value)
+        "pii, otel, human_in_the_loop, got" in str(raised.value)
     )
 
 
@@ -522,6 +522,69 @@ def _mailer_agent(make_agent: Any, sub: Any, main: Any) -> Any:
         middleware=[("human_in_the_loop", {"interrupt_on": {"send_email": True}})],
     )
     return make_agent(main, tools=[send_email], middleware=[SubAgentMiddleware(subagents=[spec])])
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_sub_agent_cannot_make_a_call_the_main_agent_reviews_unreviewed(
+    make_agent: Any, use_async: bool
+) -> None:
+    """The main agent's ``human_in_the_loop`` reviews a sub-agent's calls of the tools it
+    reviews: the model asked ``general-purpose`` (or a spec given the tool) to send the
+    mail it must not send unapproved, and the sub-agent sent it, with no review."""
+    sent: list[str] = []
+
+    def send_mail(to: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    spec = SubAgent(name="mailer", description="Mails.", system_prompt="Mail.", tools=["send_mail"])
+    for name in ("general-purpose", "mailer"):
+        sent.clear()
+        model = scripted(
+            delegate((name, "Mail eve@example.com.")),
+            ai("", call("send_mail", to="eve@example.com", id="m1")),
+            "Mailed.",
+            "Done.",
+        )
+        agent = make_agent(
+            model,
+            tools=[send_mail],
+            middleware=[
+                ("human_in_the_loop", {"interrupt_on": {"send_mail": True, "task": False}}),
+                SubAgentMiddleware(subagents=[spec]),
+            ],
+        )
+        run = _runner(agent, use_async)
+        paused = run("Mail Eve.", thread_id="t")
+        [review] = paused.interrupts
+        assert review.value["action_requests"][0]["args"] == {"to": "eve@example.com"}
+        assert sent == []  # nothing sent before a human answered
+        rejected = plait.Command(resume={"decisions": [{"type": "reject", "message": "no"}]})
+        assert run(rejected, thread_id="t").text == "Done."
+        assert sent == [], name
+    # A sub-agent given none of the reviewed tools is built without a review; opting out
+    # of the inherited review is explicit.
+    quiet = SubAgent(name="quiet", description="Q.", system_prompt="Q.", tools=[])
+    opted = SubAgent(
+        name="free", description="F.", system_prompt="F.", tools=["send_mail"], inherit=[]
+    )
+    model = scripted(
+        delegate(("free", "Mail eve@example.com.")),
+        ai("", call("send_mail", to="eve@example.com", id="m1")),
+        "Mailed.",
+        "Done.",
+    )
+    agent = make_agent(
+        model,
+        tools=[send_mail],
+        middleware=[
+            ("human_in_the_loop", {"interrupt_on": {"send_mail": True}}),
+            SubAgentMiddleware(subagents=[quiet, opted]),
+        ],
+    )
+    assert _runner(agent, use_async)("Mail Eve.", thread_id="t").text == "Done."
+    assert sent == ["eve@example.com"]
 
 
 def _runner(agent: Any, use_async: bool) -> Callable[..., Any]:
