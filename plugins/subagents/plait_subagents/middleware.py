@@ -26,6 +26,7 @@ earlier pauses are skipped, never delivered twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import importlib.metadata
 import logging
@@ -435,6 +436,9 @@ class SubAgentMiddleware(RequestMiddleware):
         init=False, factory=dict, eq=False, repr=False
     )
     """The sub-agents as ``agent_tools`` built them (durable tasks' run logs are theirs)."""
+    _built: list[Agent] = attrs.field(init=False, factory=list, eq=False, repr=False)
+    """Every sub-agent this middleware built (not a prebuilt ``agent=``), for ``close``:
+    their own middleware holds processes (an MCP server) and threads."""
 
     def state_fields(self) -> dict[str, StateField]:
         if not self.background:
@@ -463,7 +467,32 @@ class SubAgentMiddleware(RequestMiddleware):
         ``timeout`` seconds passed first): for a script that must not exit before them."""
         return self._tasks.wait(thread_id, timeout)
 
+    def close(self) -> None:
+        """Close the sub-agents this middleware built, last first (``agent.close()`` of
+        the main agent, or its failed build, calls this)."""
+        built, self._built[:] = list(self._built), []
+        for agent in reversed(built):
+            agent.close()
+
+    async def aclose(self) -> None:
+        built, self._built[:] = list(self._built), []
+        for agent in reversed(built):
+            await agent.aclose()
+
     def _build(self, config: AgentConfig) -> dict[str, _Entry | _RemoteEntry]:
+        start = len(self._built)
+        try:
+            return self._build_all(config)
+        except BaseException:
+            # The sub-agents built before the one that failed: closed now, as the main
+            # agent's failed build closes its own middleware.
+            built, self._built[start:] = self._built[start:], []
+            for agent in reversed(built):
+                with contextlib.suppress(Exception):
+                    agent.close()
+            raise
+
+    def _build_all(self, config: AgentConfig) -> dict[str, _Entry | _RemoteEntry]:
         seen: dict[str, int] = {}
         for index, spec in enumerate(self.subagents):
             if spec.name in seen:
@@ -545,8 +574,8 @@ class SubAgentMiddleware(RequestMiddleware):
         except ConfigError as exc:
             raise ConfigError(str(exc), option=option) from exc
 
-    @staticmethod
     def _agent(
+        self,
         config: AgentConfig,
         *,
         where: str,
@@ -557,7 +586,7 @@ class SubAgentMiddleware(RequestMiddleware):
         middleware: Sequence[Any],
     ) -> Agent:
         try:
-            return create_agent(
+            agent = create_agent(
                 model,
                 tools,
                 name=name,
@@ -566,6 +595,8 @@ class SubAgentMiddleware(RequestMiddleware):
                 checkpointer=config.checkpointer,
                 store=config.store,
             )
+            self._built.append(agent)
+            return agent
         except ConfigError as exc:
             # Keep the class (CheckpointerRequiredError stays one) and say which sub-agent.
             raise type(exc)(f"{where} cannot be built: {exc}") from exc

@@ -125,3 +125,51 @@ def test_an_unknown_tool_in_human_in_the_loop_stops_the_server(tmp_path: Path) -
             checkpointer="memory",
         )
     assert gone(tmp_path)
+
+
+def test_a_sub_agents_servers_stop_with_the_main_agent(tmp_path: Path) -> None:
+    """A sub-agent's own ``mcp`` starts its servers when ``subagents`` builds it: they
+    outlived the main agent's failed build and its ``close()``/``aclose()`` (nothing
+    closed the sub-agents), and a later sub-agent failing to build left the earlier
+    ones' running."""
+    from plait_subagents import SubAgent
+
+    def finder(tag: str, **extra: Any) -> SubAgent:
+        server = odd(tmp_path / tag, ("search", OK_SCHEMA))
+        return SubAgent(
+            name=f"finder_{tag}",
+            description="Finds.",
+            system_prompt="Find.",
+            tools=[],
+            middleware=[("mcp", {"servers": [server]})],
+            **extra,
+        )
+
+    for tag in ("failed", "closed", "aclosed", "later"):
+        (tmp_path / tag).mkdir()
+    with pytest.raises(ConfigError, match="nope"):
+        plait.create_agent(
+            scripted("ok"),
+            middleware=[
+                ("subagents", {"subagents": [finder("failed")]}),
+                ("human_in_the_loop", {"interrupt_on": {"nope": True}}),
+            ],
+            checkpointer="memory",
+        )
+    assert gone(tmp_path / "failed")
+    agent = plait.create_agent(
+        scripted("ok"), middleware=[("subagents", {"subagents": [finder("closed")]})]
+    )
+    agent.close()
+    assert gone(tmp_path / "closed")
+    agent = plait.create_agent(
+        scripted("ok"), middleware=[("subagents", {"subagents": [finder("aclosed")]})]
+    )
+    asyncio.run(agent.aclose())
+    assert gone(tmp_path / "aclosed")
+    broken = SubAgent(name="broken", description="B.", system_prompt="B.", tools=["no_such_tool"])
+    with pytest.raises(ConfigError, match="no_such_tool"):
+        plait.create_agent(
+            scripted("ok"), middleware=[("subagents", {"subagents": [finder("later"), broken]})]
+        )
+    assert gone(tmp_path / "later")
