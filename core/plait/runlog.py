@@ -88,6 +88,7 @@ __all__ = [
     "jsonable",
     "logged_usage",
     "pending_interrupts",
+    "private_keys",
     "record_run",
     "start_run",
     "submits_runs",
@@ -144,9 +145,10 @@ class Recorder:
     ``values``) into run-log events. Text streams from the model chunks; tool calls come from the
     finished AI message (their arguments whole), tool results from the step's update."""
 
-    def __init__(self) -> None:
+    def __init__(self, private: frozenset[str] = frozenset()) -> None:
         self._open: str | None = None  # the AI message whose text is streaming
         self._seen: set[str] = set()  # AI messages and tool calls already recorded
+        self._private = private  # state keys never logged (``private_keys``)
 
     def translate(self, event: StreamEvent) -> Iterator[dict[str, Any]]:
         if event.mode == "messages":
@@ -184,7 +186,9 @@ class Recorder:
             elif isinstance(message, ToolMessage):
                 yield from self._close()
                 yield _tool_result(message)
-        values = {k: v for k, v in update.items() if k not in _INTERNAL_KEYS}
+        values = {
+            k: v for k, v in update.items() if k not in _INTERNAL_KEYS and k not in self._private
+        }
         if values:
             yield {"type": "state", "values": jsonable(values)}
 
@@ -310,9 +314,17 @@ def _reviewed(value: Any, waiting: Sequence[ToolCall], shown: Any) -> tuple[Revi
 # -- recording a run ----------------------------------------------------------------------------
 
 
+def private_keys(agent: Agent) -> frozenset[str]:
+    """The state keys a middleware declared ``private`` (``StateField(private=True)``:
+    pii's pseudonym table, a secret): checkpointed, but never in a run log, whose events
+    a server streams to its clients, nor in a state a server shows them."""
+    return frozenset(key for key, field in agent.compiled.fields.items() if field.private)
+
+
 def _snapshot(agent: Agent, thread_id: str) -> dict[str, Any]:
     state = agent.get_state(thread_id)
-    values = {k: v for k, v in state.items() if k != "messages"}
+    private = private_keys(agent)
+    values = {k: v for k, v in state.items() if k != "messages" and k not in private}
     return {"type": "state_snapshot", "values": jsonable(values)}
 
 
@@ -394,7 +406,7 @@ def record_run(
     again; any other ``Exception`` ends it with ``run_error`` (``describe`` words it) and
     returns ``None``; any other ``BaseException`` (a process stopping) writes nothing more
     and propagates."""
-    recorder = Recorder()
+    recorder = Recorder(private_keys(agent))
     stream = None
     try:
         emit(_snapshot(agent, thread_id))
@@ -432,7 +444,7 @@ async def arecord_run(
 ) -> AgentResult | None:
     """The async form of ``record_run`` (``agent.astream``); a cancelled task ends the
     log with a ``cancelled`` ``run_finished`` and stays cancelled."""
-    recorder = Recorder()
+    recorder = Recorder(private_keys(agent))
     stream = None
     try:
         emit(await asyncio.to_thread(_snapshot, agent, thread_id))

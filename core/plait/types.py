@@ -76,8 +76,9 @@ class StateField:
     :param shared: two middleware classes may declare the same key only if both set this
         and their declarations are equal.
     :param private: the value is checkpointed and hooks read it as usual, but the state's
-        ``repr`` (what ``PLAIT_TRACE`` logs) shows ``<private>`` in its place: for secrets
-        such as pii's pseudonym table.
+        ``repr`` (what ``PLAIT_TRACE`` logs) shows ``<private>`` in its place, and a run
+        log (what a server streams) and a served state leave it out: for secrets such as
+        pii's pseudonym table.
     """
 
     default: Any = None

@@ -36,7 +36,7 @@ from starlette.routing import Route
 
 from plait.errors import ConfigError, ThreadBusyError
 from plait.messages import AnyMessage, message_from_dict, unstructure_message
-from plait.runlog import END_TYPES, jsonable
+from plait.runlog import END_TYPES, jsonable, private_keys
 from plait_serve._app import Server
 from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
 from plait_serve._interrupts import Pending, pending_interrupts
@@ -276,7 +276,10 @@ def routes(server: Server) -> list[Route]:
         """The thread's state as LangGraph shows it (after ``step``, else the latest);
         ``__interrupt__`` while the latest is paused."""
         state = await server.runs.call(agent.get_state, thread, step)
-        out: dict[str, Any] = jsonable({k: v for k, v in state.items() if k != "messages"})
+        private = private_keys(agent)  # checkpointed, never shown to a client
+        out: dict[str, Any] = jsonable(
+            {k: v for k, v in state.items() if k != "messages" and k not in private}
+        )
         out["messages"] = [_message(m) for m in state["messages"]]
         if step is None:
             pending = await server.runs.call(pending_interrupts, agent, thread)

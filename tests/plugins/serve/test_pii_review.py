@@ -132,3 +132,43 @@ def test_an_agent_protocol_reviewer_sees_the_real_address(serve: Callable[..., S
     seen = json.dumps([m.content for r in model.requests for m in r.messages])
     assert JANE not in seen
     agent.close()
+
+
+def test_a_private_state_key_is_never_served(serve: Callable[..., Served]) -> None:
+    """pii's pseudonym table (``StateField(private=True)``, every real value it has
+    numbered) is checkpointed but not shown: it was in the run log's ``state`` events,
+    the AG-UI ``STATE_SNAPSHOT``/``STATE_DELTA`` a client gets, ``/plait/.../events`` and
+    the Agent Protocol's ``/state``, also for a value only a tool had returned."""
+
+    def contact(name: str) -> str:
+        """The address of a person."""
+        return BOB
+
+    model = plait.ScriptedChatModel([ai("", call("contact", id="c1", name="Bob")), "done"])
+    agent = plait.create_agent(
+        model,
+        tools=[contact],
+        middleware=[
+            (
+                "pii",
+                {"pii_type": "email", "strategy": "pseudonymize", "apply_to_tool_results": True},
+            )
+        ],
+        checkpointer="memory",
+    )
+    served = serve(agent)
+    with served.client() as client:
+        events = post_sse(client, "/ag-ui", run_input("x", "r1", f"I am {JANE}; find Bob."))
+        assert events[-1][1]["type"] == "RUN_FINISHED"
+        seen = [
+            json.dumps(events),
+            client.get("/plait/threads/x/events").text,
+            client.get("/threads/x/state").text,
+            client.get("/threads/x").text,
+            client.post("/threads/x/history", json={}).text,
+            client.get("/ag-ui/threads/x/stream?since=0").text,
+        ]
+    assert agent.get_state("x")["pii_pseudonyms"] == {"email": {JANE: 1, BOB: 2}}  # kept
+    for text in seen:
+        assert "pii_pseudonyms" not in text
+    assert any("STATE_SNAPSHOT" in text for text in seen)
