@@ -22,12 +22,15 @@ The command lists become mounts:
   and the read-only directories of ``PATH``) and puts back only the allowed programs (with
   the symlinks leading to them) and bash, which runs the session;
 - a deny-list mounts ``/dev/null`` over every file in those directories that is, or is
-  linked to, a file named like a denied command, so it cannot run (or be copied) under
-  any name or path that reaches it.
+  linked to, a file named like a denied command, and over every file of the read-only
+  directories that is a hard link to one or holds the same bytes (``/usr/lib/git-core/git``
+  for ``git``), so it cannot run (or be copied) under any name or path that reaches it.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import shutil
 import subprocess
@@ -213,6 +216,7 @@ class Bubblewrap:
             mounts += _expose(os.path.realpath(bash), bins, made)
         elif denied:
             masked = [f for f in _identical(bins, set(denied)) if _within(f, roots)]
+            masked += _copies(tuple(masked), tuple(roots))
             if bash in masked:
                 raise SandboxUnavailable(
                     f"denied_commands would mask bash ({bash}), which runs the session"
@@ -299,6 +303,68 @@ def _expose(program: str, bins: Sequence[str], made: set[str]) -> list[str]:
             made.add(current)
         break
     return mounts
+
+
+@functools.lru_cache(maxsize=64)
+def _copies(files: tuple[str, ...], roots: tuple[str, ...]) -> tuple[str, ...]:
+    """The other files under ``roots`` that are one of ``files`` (a hard link) or hold
+    the same bytes (a copy: ``/usr/lib/git-core/git`` of ``/usr/bin/git``), which run the
+    same program by another path. Each directory is listed once; only files of a size
+    one of ``files`` has are read. A walk of the system directories takes about a second,
+    so it is done once per process for each deny-list (they change with packages only)."""
+    wanted: dict[int, list[str]] = {}
+    inodes: set[tuple[int, int]] = set()
+    for path in files:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        wanted.setdefault(info.st_size, []).append(path)
+        inodes.add((info.st_dev, info.st_ino))
+    if not wanted:
+        return ()
+    digests: dict[str, bytes | None] = {}
+    found: list[str] = []
+    todo = [root for root in roots if os.path.isdir(root)]
+    seen: set[tuple[int, int]] = set()
+    while todo:
+        directory = todo.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    info = entry.stat(follow_symlinks=False)
+                    if (info.st_dev, info.st_ino) not in seen:
+                        seen.add((info.st_dev, info.st_ino))
+                        todo.append(entry.path)
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue  # a symlink leads to a file masked here, or to none
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if entry.path in files or info.st_size not in wanted:
+                continue
+            if (info.st_dev, info.st_ino) in inodes or any(
+                _same_bytes(entry.path, other, digests) for other in wanted[info.st_size]
+            ):
+                found.append(entry.path)
+    return tuple(sorted(found))
+
+
+def _same_bytes(path: str, other: str, digests: dict[str, bytes | None]) -> bool:
+    """Whether the two files hold the same bytes (digests kept across calls)."""
+    for name in (path, other):
+        if name not in digests:
+            try:
+                with open(name, "rb") as handle:
+                    digests[name] = hashlib.file_digest(handle, "sha256").digest()
+            except OSError:
+                digests[name] = None
+    return digests[path] is not None and digests[path] == digests[other]
 
 
 def _identical(bins: Sequence[str], names: set[str]) -> list[str]:

@@ -211,6 +211,28 @@ def test_the_denied_programs_are_masked_under_every_name(sandboxed: Any) -> None
     assert result.output.endswith("end\n")
 
 
+def test_a_copy_of_a_denied_program_elsewhere_is_masked_too(sandboxed: Any, tmp_path: Path) -> None:
+    """A file holding the denied program's bytes outside the bin directories (git's
+    ``/usr/lib/git-core/git`` beside ``/usr/bin/git``; here ``rm`` copied into a
+    ``sandbox_read_only`` directory, and a hard link to that copy) ran it by its path."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    real = os.path.realpath(shutil.which("rm", path="/usr/bin:/bin") or "/usr/bin/rm")
+    shutil.copy2(real, tools / "remove")
+    os.link(tools / "remove", tools / "erase")
+    os.chmod(tools, 0o755)
+    target = tmp_path / "ws" / "f"
+    target.write_text("keep me\n")
+    sandbox = Bubblewrap.build(path=PATH, denied=["rm"], read_only=[str(tools)])
+    assert {str(tools / "remove"), str(tools / "erase"), real} <= set(sandbox.masked)
+    run = sandboxed(denied=["rm"], read_only=[str(tools)])
+    result = run(f"{tools}/remove f; {tools}/erase f; echo end")
+    assert result.output.count("Permission denied") == 2, result.output
+    assert target.read_text() == "keep me\n"
+    subprocess.run([str(tools / "remove"), str(target)], check=True)  # the copy is rm
+    assert not target.exists()
+
+
 def test_an_allow_list_leaves_only_its_programs(sandboxed: Any, tmp_path: Path) -> None:
     run = sandboxed(allowed=["ls", "cat", "find"])
     target = tmp_path / "ws" / "f"
