@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections.abc as cabc
 import dataclasses
 import enum
+import functools
 import importlib
 import re
 import reprlib
@@ -84,18 +85,24 @@ T = TypeVar("T")
 __getattr__ = lazy_exports(__name__, {"Problem": "plait._problem"})
 Hook = Callable[[Any, Any], Any]
 
-_CREDENTIAL = re.compile(
-    r"(?:^|[_\-.])(?:api[_\-]?key|access[_\-]?key|private[_\-]?key|secret|secret[_\-]?key"
-    r"|token|access[_\-]?token|refresh[_\-]?token|password|passwd|authorization"
-    r"|credentials?)$",
-    re.IGNORECASE,
-)
-"""Names whose value is a credential (``api_key``, ``Authorization``, ``GITHUB_TOKEN``,
-``client_secret``), not ``max_tokens``."""
+
+@functools.cache
+def _credential_name() -> re.Pattern[str]:
+    """Names whose value is a credential (``api_key``, ``Authorization``, ``GITHUB_TOKEN``,
+    ``client_secret``), not ``max_tokens``. Compiled when an error first shows a value:
+    a run that refuses nothing never pays for it."""
+    return re.compile(
+        r"(?:^|[_\-.])(?:api[_\-]?key|access[_\-]?key|private[_\-]?key|secret|secret[_\-]?key"
+        r"|token|access[_\-]?token|refresh[_\-]?token|password|passwd|authorization"
+        r"|credentials?)$",
+        re.IGNORECASE,
+    )
 
 
-_AUTH_SCHEME = re.compile(r"(?i)\b(bearer\s+)[^\s'\",;]{8,}|\b(basic\s+)[A-Za-z0-9+/]{8,}=*")
-"""An ``Authorization`` value's credential: ``Bearer <token>``, ``Basic <base64>``."""
+@functools.cache
+def _auth_scheme() -> re.Pattern[str]:
+    """An ``Authorization`` value's credential: ``Bearer <token>``, ``Basic <base64>``."""
+    return re.compile(r"(?i)\b(bearer\s+)[^\s'\",;]{8,}|\b(basic\s+)[A-Za-z0-9+/]{8,}=*")
 
 
 class _Hidden:
@@ -110,13 +117,13 @@ class _Shown(reprlib.Repr):
 
     def repr_dict(self, x: Any, level: int) -> str:
         hidden = {
-            k: _Hidden() if isinstance(k, str) and v and _CREDENTIAL.search(k) else v
+            k: _Hidden() if isinstance(k, str) and v and _credential_name().search(k) else v
             for k, v in x.items()
         }
         return super().repr_dict(hidden, level)
 
     def repr_str(self, x: str, level: int) -> str:
-        x = _AUTH_SCHEME.sub(lambda m: (m.group(1) or m.group(2)) + "***", x)
+        x = _auth_scheme().sub(lambda m: (m.group(1) or m.group(2)) + "***", x)
         http = sys.modules.get("plait.models._http")  # loaded with any provider
         if http is not None:  # a provider's key shapes (sk-..., AIza...), as its errors
             x = http.redact(x)
