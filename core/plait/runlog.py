@@ -85,6 +85,7 @@ __all__ = [
     "cancel_paused_run",
     "describe_error",
     "event_log",
+    "guarded_keys",
     "jsonable",
     "logged_usage",
     "pending_interrupts",
@@ -319,6 +320,14 @@ def private_keys(agent: Agent) -> frozenset[str]:
     pii's pseudonym table, a secret): checkpointed, but never in a run log, whose events
     a server streams to its clients, nor in a state a server shows them."""
     return frozenset(key for key, field in agent.compiled.fields.items() if field.private)
+
+
+def guarded_keys(agent: Agent) -> frozenset[str]:
+    """The state keys a server's clients cannot write: those declared ``private`` or
+    ``internal`` (a limit's counts, pii's table, a review's edits)."""
+    return frozenset(
+        key for key, field in agent.compiled.fields.items() if field.private or field.internal
+    )
 
 
 def _snapshot(agent: Agent, thread_id: str) -> dict[str, Any]:

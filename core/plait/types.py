@@ -79,6 +79,11 @@ class StateField:
         ``repr`` (what ``PLAIT_TRACE`` logs) shows ``<private>`` in its place, and a run
         log (what a server streams) and a served state leave it out: for secrets such as
         pii's pseudonym table.
+    :param internal: the middleware's own bookkeeping (a limit's counts, a review's edits,
+        which agent a handoff made active): a server's clients cannot write it
+        (``plait serve`` refuses it in a state update, as it refuses a private key), so a
+        client cannot reset the thread's budget. ``agent.update_state`` in your own code
+        still can.
     """
 
     default: Any = None
@@ -88,6 +93,7 @@ class StateField:
     )
     shared: bool = False
     private: bool = False
+    internal: bool = False
 
 
 @frozen

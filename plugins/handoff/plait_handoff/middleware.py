@@ -189,7 +189,7 @@ class HandoffMiddleware(Middleware):
     _model: list[Any] = attrs.field(init=False, factory=list, eq=False, repr=False)
 
     def state_fields(self) -> dict[str, StateField]:
-        return {STATE_KEY: StateField(default=None, scope="thread")}
+        return {STATE_KEY: StateField(default=None, scope="thread", internal=True)}
 
     # -- build time -------------------------------------------------------------------------
 

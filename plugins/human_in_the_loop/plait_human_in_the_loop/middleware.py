@@ -254,7 +254,7 @@ class HumanInTheLoopMiddleware(Middleware):
     # -- build time -------------------------------------------------------------------------
 
     def state_fields(self) -> dict[str, StateField]:
-        return {EDITS_KEY: StateField(default={}, scope="run")}
+        return {EDITS_KEY: StateField(default={}, scope="run", internal=True)}
 
     def validate_agent(self, agent_config: AgentConfig) -> None:
         if agent_config.checkpointer is None:

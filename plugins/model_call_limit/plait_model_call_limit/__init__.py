@@ -78,8 +78,8 @@ class ModelCallLimitMiddleware(LedgerLimit):
 
     def state_fields(self) -> dict[str, StateField]:
         return {
-            THREAD_KEY: StateField(default={"calls": 0}, scope="thread"),
-            RUN_KEY: StateField(default={"calls": 0}, scope="run"),
+            THREAD_KEY: StateField(default={"calls": 0}, scope="thread", internal=True),
+            RUN_KEY: StateField(default={"calls": 0}, scope="run", internal=True),
         }
 
     def wrap_run(

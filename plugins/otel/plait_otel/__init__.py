@@ -100,7 +100,11 @@ class OtelMiddleware(Middleware):
         object.__setattr__(self, "_performer", SpanPerformer(telemetry))
 
     def state_fields(self) -> dict[str, StateField]:
-        return {SPANS_KEY: StateField(default={"run_id": None, "spans": []}, scope="thread")}
+        return {
+            SPANS_KEY: StateField(
+                default={"run_id": None, "spans": []}, scope="thread", internal=True
+            )
+        }
 
     # -- the run span ----------------------------------------------------------------------
 

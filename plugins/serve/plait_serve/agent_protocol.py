@@ -36,7 +36,7 @@ from starlette.routing import Route
 
 from plait.errors import ConfigError, ThreadBusyError
 from plait.messages import AnyMessage, message_from_dict, unstructure_message
-from plait.runlog import END_TYPES, jsonable, private_keys
+from plait.runlog import END_TYPES, guarded_keys, jsonable, private_keys
 from plait_serve._app import Server
 from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
 from plait_serve._interrupts import Pending, pending_interrupts
@@ -549,6 +549,14 @@ def routes(server: Server) -> list[Route]:
                 f"expected 'values' (an object) and an optional 'as_node' string, got {update!r}"[
                     :200
                 ],
+            )
+        guarded = sorted(set(update) & guarded_keys(agent))
+        if guarded:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"values: {', '.join(map(repr, guarded))} is kept by the agent's middleware "
+                "(a limit's counts, pii's table, a review's edits): a client cannot write it"[:300],
             )
         if "messages" in update:
             update = {**update, "messages": input_messages({"messages": update["messages"]})}

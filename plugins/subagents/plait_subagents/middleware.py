@@ -443,7 +443,11 @@ class SubAgentMiddleware(RequestMiddleware):
     def state_fields(self) -> dict[str, StateField]:
         if not self.background:
             return {}
-        return {BACKGROUND_KEY: StateField(default={}, reducer=merge_records, scope="thread")}
+        return {
+            BACKGROUND_KEY: StateField(
+                default={}, reducer=merge_records, scope="thread", internal=True
+            )
+        }
 
     # -- build time -------------------------------------------------------------------------
 

@@ -116,8 +116,8 @@ class ToolCallLimitMiddleware(Middleware):
 
     def state_fields(self) -> dict[str, StateField]:
         return {
-            THREAD_KEY: StateField(default={}, scope="thread"),
-            RUN_KEY: StateField(default={"calls": {}, "stop": None}, scope="run"),
+            THREAD_KEY: StateField(default={}, scope="thread", internal=True),
+            RUN_KEY: StateField(default={"calls": {}, "stop": None}, scope="run", internal=True),
         }
 
     def validate_agent(self, agent_config: AgentConfig) -> None:

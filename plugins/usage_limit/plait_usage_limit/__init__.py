@@ -150,8 +150,8 @@ class UsageLimitMiddleware(LedgerLimit):
 
     def state_fields(self) -> dict[str, StateField]:
         return {
-            THREAD_KEY: StateField(default=dict(_ZERO), scope="thread"),
-            RUN_KEY: StateField(default=dict(_ZERO), scope="run"),
+            THREAD_KEY: StateField(default=dict(_ZERO), scope="thread", internal=True),
+            RUN_KEY: StateField(default=dict(_ZERO), scope="run", internal=True),
         }
 
     # -- counting: the run's usage ledger holds every call; the state keeps the thread's ------

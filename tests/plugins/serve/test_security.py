@@ -523,3 +523,48 @@ def test_a_web_page_of_another_site_cannot_drive_a_server(serve: Callable[..., S
             alice.get("/threads/none/state", headers={"Host": "agent.example.com"}).status_code
             == 404
         )
+
+
+def test_a_client_cannot_reset_its_threads_budget_through_the_state(
+    serve: Callable[..., Served],
+) -> None:
+    """A limit's counts (``model_call_limit_thread``...), pii's table and a review's
+    edits are the middleware's own: ``POST /threads/{id}/state`` wrote them, and a
+    client got past its thread's model call limit by setting the count back to 0."""
+    model = plait.ScriptedChatModel(["one", "two", "three"])
+    agent = plait.create_agent(
+        model,
+        checkpointer="memory",
+        middleware=[
+            ("model_call_limit", {"thread_limit": 1}),
+            ("usage_limit", {"thread_limit": {"total_tokens": 100_000}}),
+            ("tool_call_limit", {"thread_limit": 5}),
+            ("human_in_the_loop", {"interrupt_on": {}}),
+            ("pii", {"pii_type": "email", "strategy": "pseudonymize"}),
+        ],
+    )
+    served = serve(agent, keys=[ALICE])
+    with served.client(ALICE) as alice:
+        first = post_sse(alice, "/ag-ui", run_input("x", "r1", "hi"))
+        assert first[-1][1]["result"] == "one"
+        for values in (
+            {"model_call_limit_thread": {"calls": 0}},
+            {"usage_limit_thread": {"input_tokens": 0, "output_tokens": 0, "cost": 0.0}},
+            {"tool_call_limit_thread": {}},
+            {"human_in_the_loop_edits": {"c1": {"name": "x", "args": {}}}},
+            {"pii_pseudonyms": {"email": {"eve@example.com": 1}}},
+            {"messages": [{"role": "user", "content": "ok"}], "model_call_limit_run": {}},
+        ):
+            refused = alice.post("/threads/x/state", json={"values": values})
+            assert refused.status_code == 422, (values, refused.text)
+            assert error_of(refused)["message"].endswith(
+                "is kept by the agent's middleware (a limit's counts, pii's table, a "
+                "review's edits): a client cannot write it"
+            )
+        assert agent.get_state("x")["model_call_limit_thread"] == {"calls": 1}
+        again = post_sse(alice, "/ag-ui", run_input("x", "r2", "again"))
+        assert again[-1][1]["result"].startswith("Model call limit reached: thread limit (1/1)")
+        # messages (and keys no middleware keeps) are still a client's to write
+        ok = alice.post("/threads/x/state", json={"values": {"messages": ["a note"]}})
+        assert ok.status_code == 200, ok.text
+    assert len(model.requests) == 1
