@@ -41,6 +41,7 @@ __all__ = [
     "ToolArgumentError",
     "ToolRuntime",
     "raised_by_tool",
+    "set_error_text",
     "tool",
     "tool_error_message",
 ]
@@ -501,7 +502,22 @@ def raised_by_tool(error: BaseException) -> bool:
     return getattr(error, _BY_TOOL, False) is True
 
 
+_TEXT = "_plait_error_text"
+
+
+def set_error_text(error: Exception, text: str) -> None:
+    """Tell the model ``text`` instead of ``str(error)`` when ``error`` (a tool's own)
+    becomes its error message: a ``wrap_tool_call`` middleware that rewrites what tools
+    answer (``pii`` redacting an address) rewrites their errors too, while every hook
+    still sees the exception itself."""
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(error, _TEXT, text)
+
+
 def _describe(error: BaseException) -> str:
+    text = getattr(error, _TEXT, None)
+    if isinstance(text, str):
+        return text
     try:
         return str(error)
     except Exception:  # an exception whose __str__ raises must not end the run

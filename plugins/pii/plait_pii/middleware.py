@@ -23,6 +23,7 @@ from plait.messages import (
 )
 from plait.middleware import Middleware
 from plait.options import FieldError, expected
+from plait.tools import raised_by_tool, set_error_text
 from plait.types import (
     Command,
     ModelRequest,
@@ -562,7 +563,12 @@ class PIIMiddleware(Middleware):
     ) -> ToolMessage | Command:
         if self.strategy == "pseudonymize":
             return self._pseudonymized_result(handler(self._real_arguments(request)), request)
-        return self._tool_result(handler(request))
+        try:
+            result = handler(request)
+        except Exception as error:
+            self._tool_error(error, request)
+            raise
+        return self._tool_result(result)
 
     async def awrap_tool_call(
         self,
@@ -572,4 +578,25 @@ class PIIMiddleware(Middleware):
         if self.strategy == "pseudonymize":
             result = await handler(self._real_arguments(request))
             return self._pseudonymized_result(result, request)
-        return self._tool_result(await handler(request))
+        try:
+            result = await handler(request)
+        except Exception as error:
+            self._tool_error(error, request)
+            raise
+        return self._tool_result(result)
+
+    def _tool_error(self, error: Exception, request: ToolCallRequest) -> None:
+        """A tool's exception is its answer too: the model reads its text in the error
+        message the kernel makes of it (after this hook), so that text is redacted here
+        as a result's would be. (With ``pseudonymize`` the next ``before_model``
+        replaces it, numbering new values, before the model is called.)"""
+        if not self.apply_to_tool_results or not raised_by_tool(error):
+            return
+        try:
+            text = str(error)
+        except Exception:  # an exception whose __str__ raises: the kernel shows none
+            return
+        call = request.tool_call
+        handled = self._tool_result(ToolMessage(text, tool_call_id=call.id, name=call.name))
+        if isinstance(handled, ToolMessage) and handled.text != text:
+            set_error_text(error, handled.text)
