@@ -40,6 +40,7 @@ __all__ = [
     "Tool",
     "ToolArgumentError",
     "ToolRuntime",
+    "error_text",
     "raised_by_tool",
     "set_error_text",
     "tool",
@@ -512,6 +513,12 @@ def set_error_text(error: Exception, text: str) -> None:
     still sees the exception itself."""
     with contextlib.suppress(AttributeError, TypeError):
         setattr(error, _TEXT, text)
+
+
+def error_text(error: BaseException) -> str:
+    """The text the model is told for a tool's ``error``: what ``set_error_text`` set, else
+    ``str(error)`` (a tracer records this one, not the exception's own words)."""
+    return _describe(error)
 
 
 def _describe(error: BaseException) -> str:

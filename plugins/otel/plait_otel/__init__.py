@@ -212,9 +212,12 @@ class OtelMiddleware(Middleware):
         outcome: ToolMessage | Command | None = None
         try:
             outcome = handler(request)
-        finally:
+        except BaseException as error:
             current_capture().reset(token)
-            capture.finish(outcome)
+            capture.finish(None, error)
+            raise
+        current_capture().reset(token)
+        capture.finish(outcome)
         return outcome
 
     async def awrap_tool_call(
@@ -229,9 +232,12 @@ class OtelMiddleware(Middleware):
         outcome: ToolMessage | Command | None = None
         try:
             outcome = await handler(request)
-        finally:
+        except BaseException as error:
             current_capture().reset(token)
-            capture.finish(outcome)
+            capture.finish(None, error)
+            raise
+        current_capture().reset(token)
+        capture.finish(outcome)
         return outcome
 
     # -- the run's spans, kept in thread state for a resume to link to -----------------------

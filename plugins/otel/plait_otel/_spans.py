@@ -19,6 +19,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from plait import effects
 from plait.lazy import define, frozen
 from plait.messages import AIMessage, AIMessageChunk, ToolCall, ToolMessage, Usage
+from plait.tools import error_text, raised_by_tool, tool_error_message
 from plait.types import Command
 from plait_otel import _content
 
@@ -105,8 +106,28 @@ class ToolCapture:
 
     call: ToolCall
     spans: list[Span] = attrs.field(factory=list)
+    failed: list[tuple[Span, Exception]] = attrs.field(factory=list)
+    """The spans of runs that raised, with their exception, recorded at the end."""
 
-    def finish(self, outcome: ToolMessage | Command | None) -> None:
+    def finish(
+        self, outcome: ToolMessage | Command | None, error: BaseException | None = None
+    ) -> None:
+        for span, exc in self.failed:
+            if exc is error and raised_by_tool(exc):
+                # The tool's error the model gets, in the words the middleware inside
+                # otel gave it (pii's redaction), not the exception's own.
+                told = error_text(exc)
+                span.add_event(
+                    "exception", {"exception.type": type(exc).__name__, "exception.message": told}
+                )
+                span.set_attribute(
+                    "gen_ai.tool.call.result", tool_error_message(self.call, exc).text
+                )
+                span.set_status(Status(StatusCode.ERROR, told[:500] or type(exc).__name__))
+            else:  # an attempt retried, or a middleware's error: the model never read it
+                fail(span, exc, False)
+            span.end()
+        self.failed.clear()
         answer = _answer(outcome, self.call.id)
         for span in self.spans:
             if answer is not None:
@@ -276,7 +297,7 @@ class SpanPerformer:
             with trace.use_span(span, record_exception=False, set_status_on_exception=False):
                 outcome = _once(effect, proceed)
         except BaseException as exc:
-            self._tool_failed(span, exc)
+            self._tool_failed(span, exc, effect.request.tool_call.id)
             raise
         self._tool_done(span, outcome, effect.request.tool_call.id)
         return outcome
@@ -293,7 +314,7 @@ class SpanPerformer:
                 with trace.use_span(span, record_exception=False, set_status_on_exception=False):
                     outcome = await _aonce(effect, proceed)
             except BaseException as exc:
-                self._tool_failed(span, exc)
+                self._tool_failed(span, exc, effect.request.tool_call.id)
                 raise
             self._tool_done(span, outcome, effect.request.tool_call.id)
             return outcome
@@ -463,9 +484,17 @@ class SpanPerformer:
             return
         span.end()
 
-    def _tool_failed(self, span: Span, exc: BaseException) -> None:
-        if isinstance(exc, Exception):
-            fail(span, exc, self.telemetry.capture_content)
-        else:  # an interrupt pausing the run (or the process stopping): not the tool's fault
+    def _tool_failed(self, span: Span, exc: BaseException, call_id: str) -> None:
+        if not isinstance(exc, Exception):  # an interrupt pausing the run: not a failure
             span.set_attribute("plait.tool.interrupted", True)
+            span.end()
+            return
+        capture = _capture.get()
+        if self.telemetry.capture_content and capture is not None and capture.call.id == call_id:
+            # Recorded with the text the model gets, once the middleware inside otel
+            # (pii) had the error: its own words may hold what pii redacts.
+            span.set_attribute("error.type", type(exc).__name__)
+            capture.failed.append((span, exc))
+            return
+        fail(span, exc, self.telemetry.capture_content)
         span.end()

@@ -149,3 +149,30 @@ def test_with_capture_content_the_error_text_is_recorded(otel: Telemetry, make_a
     agent.invoke("go")
     (raised,) = otel.named("execute_tool lookup")
     assert raised.status.description == f"no order 7 for {SECRET}"
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_with_capture_content_a_tools_error_is_recorded_as_pii_redacted_it(
+    otel: Telemetry, make_agent: Any, use_async: bool
+) -> None:
+    """The model gets a tool's error in pii's words (``[REDACTED_EMAIL]``); the tool's
+    span recorded the exception's own text, address and traceback included."""
+    pii = PIIMiddleware("email", strategy="redact", apply_to_tool_results=True)
+    agent = make_agent(
+        [ai("", call("lookup", order_id=7)), "sorry"],
+        tools=[lookup],
+        middleware=[otel.middleware(capture_content=True), pii],
+    )
+    if use_async:
+        asyncio.run(agent.ainvoke("go"))
+    else:
+        agent.invoke("go")
+    (raised,) = otel.named("execute_tool lookup")
+    assert raised.status.description == "no order 7 for [REDACTED_EMAIL]"
+    assert [dict(e.attributes or {}) for e in raised.events] == [
+        {"exception.type": "ValueError", "exception.message": "no order 7 for [REDACTED_EMAIL]"}
+    ]
+    assert raised.attributes["gen_ai.tool.call.result"].startswith(
+        "Error: tool 'lookup' raised ValueError: no order 7 for [REDACTED_EMAIL]."
+    )
+    assert SECRET not in everything(otel)
