@@ -27,6 +27,7 @@ from plait.lazy import frozen
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage, HumanMessage, ToolMessage
 from plait.middleware import Middleware, can_jump_to
 from plait.options import check_tool_names, non_empty_string
+from plait.tools import raised_by_tool, tool_error_message
 from plait.types import (
     AgentConfig,
     AgentResult,
@@ -527,13 +528,40 @@ class GuardrailsMiddleware(Middleware):
             stopped = self._before(request, verdicts)
             if stopped is not None:
                 return stopped
-        result = handler(request)
+        try:
+            result = handler(request)
+        except Exception as error:
+            if not guards.after or not raised_by_tool(error):
+                raise
+            # The tool's exception is its answer: the model reads the error message the
+            # kernel makes of it, so the after-guards check that text too.
+            told = tool_error_message(request.tool_call, error)
+            checked = self._after_all(request, told, guards.after)
+            if checked is told:
+                raise
+            return checked
         if not guards.after or not isinstance(result, ToolMessage):
             return result
-        for guard in guards.after:  # each sees the result the previous ones left
+        return self._after_all(request, result, guards.after)
+
+    def _after_all(
+        self, request: ToolCallRequest, result: ToolMessage, guards: Sequence[Guardrail]
+    ) -> ToolMessage | Command:
+        for guard in guards:  # each sees the result the previous ones left
             checked = self._after(
                 request, result, guard, guard.run(self._result_data(request, result))
             )
+            if not isinstance(checked, ToolMessage):
+                return checked
+            result = checked
+        return result
+
+    async def _aafter_all(
+        self, request: ToolCallRequest, result: ToolMessage, guards: Sequence[Guardrail]
+    ) -> ToolMessage | Command:
+        for guard in guards:
+            verdict = await guard.arun(self._result_data(request, result))
+            checked = self._after(request, result, guard, verdict)
             if not isinstance(checked, ToolMessage):
                 return checked
             result = checked
@@ -556,13 +584,16 @@ class GuardrailsMiddleware(Middleware):
             stopped = self._before(request, verdicts)
             if stopped is not None:
                 return stopped
-        result = await handler(request)
+        try:
+            result = await handler(request)
+        except Exception as error:
+            if not guards.after or not raised_by_tool(error):
+                raise
+            told = tool_error_message(request.tool_call, error)
+            checked = await self._aafter_all(request, told, guards.after)
+            if checked is told:
+                raise
+            return checked
         if not guards.after or not isinstance(result, ToolMessage):
             return result
-        for guard in guards.after:
-            verdict = await guard.arun(self._result_data(request, result))
-            checked = self._after(request, result, guard, verdict)
-            if not isinstance(checked, ToolMessage):
-                return checked
-            result = checked
-        return result
+        return await self._aafter_all(request, result, guards.after)
