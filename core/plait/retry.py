@@ -285,6 +285,10 @@ class RetryPolicy:
 
 
 def describe_error(exc: BaseException) -> str:
-    """``"TypeName: text"`` (just the type name when the text is empty)."""
-    text = str(exc)
+    """``"TypeName: text"`` (just the type name when the text is empty); a tool's error
+    in the words a middleware gave it for the model (``plait.tools.set_error_text``:
+    pii's redaction), as the kernel's own error message would show it."""
+    from plait.tools import error_text  # here: plait.tools imports this module's users
+
+    text = error_text(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -62,3 +62,32 @@ def test_block_stops_on_a_tools_error_as_on_its_result() -> None:
     with pytest.raises(PIIDetectionError):
         agent_with("block", model).invoke("Find Bob.", thread_id="t")
     assert len(model.requests) == 1
+
+
+def test_a_retry_listed_outside_pii_says_the_error_in_pii_words() -> None:
+    """``tool_retry`` listed before ``pii`` answers a call whose retries ran out with the
+    last error's text: that text held the address pii had redacted from the error."""
+
+    @plait.tool
+    def reach(name: str) -> str:
+        """Reach a person."""
+        raise ConnectionError(f"no route for {ADDRESS}")
+
+    model = plait.ScriptedChatModel(
+        [plait.AIMessage("", tool_calls=[plait.ToolCall("reach", {"name": "Bob"})]), "done"]
+    )
+    agent = plait.create_agent(
+        model,
+        tools=[reach],
+        middleware=[
+            ("tool_retry", {"max_retries": 1, "initial_delay": 0, "on_failure": "continue"}),
+            ("pii", {"pii_type": "email", "strategy": "redact", "apply_to_tool_results": True}),
+        ],
+    )
+    agent.invoke("Reach Bob.")
+    told = model.requests[-1].messages[-1].text
+    assert told.startswith(
+        "Error: tool 'reach' failed after 2 attempts with ConnectionError: no route for "
+        "[REDACTED_EMAIL]."
+    )
+    assert all(ADDRESS not in m.text for r in model.requests for m in r.messages)
