@@ -559,6 +559,24 @@ class HTTPChatModel(ChatModel):
         problem = number(above=0, optional=True).problem(timeout)
         if problem is not None:
             raise ConfigError(f"{self.provider}: timeout: {problem}")
+        if api_key is not None and not isinstance(api_key, str):
+            # its type only: a key given as bytes is still a key, never shown in an error
+            raise ConfigError(
+                f"{self.provider}: api_key: expected a string or None, "
+                f"got a {type(api_key).__name__}"
+            )
+        if base_url is not None and not isinstance(base_url, str):
+            raise ConfigError(f"{self.provider}: base_url: {expected('a URL or None', base_url)}")
+        if headers is not None and not (
+            isinstance(headers, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
+        ):
+            # names only: a header's value may be a credential
+            raise ConfigError(
+                f"{self.provider}: headers: expected a mapping of header names to strings, "
+                f"got a {type(headers).__name__}"
+                + (f" with {sorted(map(str, headers))}" if isinstance(headers, Mapping) else "")
+            )
         self.model_name = model
         key = api_key if api_key is not None else os.environ.get(self.api_key_env, "")
         self._api_key = Secret(key)

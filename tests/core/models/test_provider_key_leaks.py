@@ -322,3 +322,29 @@ def test_plait_run_output_does_not_carry_the_key(
     assert server.requests, "the CLI never reached the server"
     assert BARE_KEY not in done.stdout + done.stderr
     assert "REDACTED" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ({"api_key": KEY.encode()}, "openai: api_key: expected a string or None, got a bytes"),
+        ({"api_key": [KEY]}, "openai: api_key: expected a string or None, got a list"),
+        ({"base_url": 5}, "openai: base_url: expected a URL or None, got 5"),
+        (
+            {"headers": {"Authorization": f"Bearer {KEY}".encode()}},
+            "openai: headers: expected a mapping of header names to strings, got a dict "
+            "with ['Authorization']",
+        ),
+        (
+            {"headers": [("api-key", KEY)]},
+            "openai: headers: expected a mapping of header names to strings, got a list",
+        ),
+    ],
+)
+def test_a_credential_of_the_wrong_type_is_refused_without_being_shown(
+    given: dict[str, Any], words: str
+) -> None:
+    with pytest.raises(plait.ConfigError) as refused:
+        OpenAIChatModel("gpt-4o", **{"api_key": "sk-test", **given})
+    assert str(refused.value) == words
+    assert KEY not in str(refused.value)
