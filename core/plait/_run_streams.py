@@ -160,11 +160,15 @@ def _work(run: Callable[[EventSink], AgentResult], sink: EventSink) -> None:
     try:
         result = run(sink)
     except BaseException as exc:
-        sink.closed = True
-        sink.put(_Failure(exc))
+        _end(sink, _Failure(exc))
     else:
-        sink.closed = True
-        sink.put(_Finished(result))
+        _end(sink, _Finished(result))
+
+
+def _end(sink: EventSink, last: _Failure | _Finished) -> None:
+    """Close ``sink`` to the run's nested writers, then give the reader the run's end."""
+    sink.closed = True
+    sink.put(last)
 
 
 class AsyncRunStream(AsyncIterator[StreamEvent]):
@@ -292,11 +296,9 @@ async def _awork(run: Callable[[EventSink], Awaitable[AgentResult]], sink: Event
     try:
         result = await run(sink)
     except BaseException as exc:
-        sink.closed = True
-        sink.put(_Failure(exc))
+        _end(sink, _Failure(exc))
     else:
-        sink.closed = True
-        sink.put(_Finished(result))
+        _end(sink, _Finished(result))
 
 
 def graph_item(event: StreamEvent, several: bool, tools: Collection[str] = ()) -> Any:

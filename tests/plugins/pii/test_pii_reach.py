@@ -84,17 +84,20 @@ def test_a_summary_model_never_sees_a_tool_results_value(make_agent: Any, pii_fi
     assert result.text == f"It is {JANE}."  # the summary's placeholder still restores
 
 
+class RecordingCheckpointer(MemoryCheckpointer):
+    """A memory checkpointer that keeps every step it was given, to search what is stored."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deltas: list[StepDelta] = []
+
+    def save(self, thread_id: str, delta: StepDelta) -> None:
+        self.deltas.append(delta)
+        super().save(thread_id, delta)
+
+
 def test_the_checkpoint_never_holds_a_tool_results_value(make_agent: Any) -> None:
-    class Recording(MemoryCheckpointer):
-        def __init__(self) -> None:
-            super().__init__()
-            self.deltas: list[StepDelta] = []
-
-        def save(self, thread_id: str, delta: StepDelta) -> None:
-            self.deltas.append(delta)
-            super().save(thread_id, delta)
-
-    store = Recording()
+    store = RecordingCheckpointer()
     agent = make_agent(
         [ai("", call("lookup", id="c1", name="Jane")), "ok"],
         tools=[lookup],
@@ -128,16 +131,7 @@ def test_a_tool_results_metadata_is_handled_before_it_is_stored(
     """The message's metadata is kept in state and checkpointed with it (an MCP tool's
     structured_content): it held the value the text no longer did."""
 
-    class Recording(MemoryCheckpointer):
-        def __init__(self) -> None:
-            super().__init__()
-            self.deltas: list[StepDelta] = []
-
-        def save(self, thread_id: str, delta: StepDelta) -> None:
-            self.deltas.append(delta)
-            super().save(thread_id, delta)
-
-    store = Recording()
+    store = RecordingCheckpointer()
     agent = make_agent(
         [ai("", call("record", id="c1", name="Jane")), "ok"],
         tools=[record],
