@@ -191,6 +191,10 @@ def routes(server: Server) -> list[Route]:
     async def send(request: Request, params: a2a.MessageSendParams) -> tuple[str, str, str, int]:
         """Start the run a message asks for: ``(thread, task id, run id, first event)``."""
         message = params.message
+        try:  # kept as the user message's id: bounded like every id
+            check_id("messageId", message.message_id)
+        except ApiError as exc:
+            raise RpcError(_INVALID_PARAMS, exc.message) from None
         texts = [p.root.text for p in message.parts if isinstance(p.root, a2a.TextPart)]
         data = [p.root.data for p in message.parts if isinstance(p.root, a2a.DataPart)]
         run_id = str(uuid.uuid4())

@@ -185,6 +185,8 @@ def routes(server: Server) -> list[Route]:
             raise _validation(exc) from None
         run_id = check_id("runId", data.run_id)
         thread = check_id("threadId", data.thread_id)
+        for index, message in enumerate(data.messages):  # a user message's id is stored
+            check_id(f"messages[{index}].id", message.id)
 
         async def prepare() -> Any:
             # AG-UI names each run by a new runId; one the thread used already would

@@ -598,7 +598,7 @@ def routes(server: Server) -> list[Route]:
         if isinstance(raw, dict | str):
             raw = [raw]
         messages: list[AnyMessage] = []
-        for item in raw if isinstance(raw, list) else [raw]:
+        for index, item in enumerate(raw if isinstance(raw, list) else [raw]):
             if isinstance(item, str):
                 item = {"role": "user", "content": item}
             elif isinstance(item, list) and len(item) == 2:
@@ -616,6 +616,8 @@ def routes(server: Server) -> list[Route]:
                     )
                 if fields.get("id") is None:
                     fields.pop("id", None)
+                else:  # stored with the message: bounded like every id
+                    check_id(f"input.messages[{index}].id", mid)
                 messages.append(message_from_dict(fields))
             except TypeError as exc:
                 raise ApiError(422, "invalid_request", f"input.messages: {exc}"[:300]) from None

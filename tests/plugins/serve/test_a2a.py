@@ -353,3 +353,53 @@ def test_a_context_id_past_the_id_bound_is_refused_before_any_run(
         "got 'a string of 300 characters'",
     }
     assert long not in support.list_threads()
+
+
+def test_a_message_id_past_the_id_bound_is_refused_before_any_run(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    """A2A's ``messageId`` becomes the stored user message's id: past the 256-character
+    bound of every id it is a JSON-RPC invalid params error naming the bound, on a new
+    task and on a follow-up alike, and nothing runs."""
+    served = serve(support, keys=[KEY])
+    long = "m" * 300
+
+    async def body(client: Any) -> Any:
+        ask = Message(role=Role.ROLE_USER, message_id=long, parts=[Part(text="Where is 2077?")])
+        with pytest.raises(Exception, match="at most 256 characters") as refused:
+            await responses(client, SendMessageRequest(message=ask))
+        return refused.value
+
+    refused = run(served, body, streaming=False)
+    assert "messageId" in str(refused)
+    assert support.list_threads() == []
+
+    def rpc(http: httpx.Client, message: dict[str, Any]) -> Any:
+        request = {"jsonrpc": "2.0", "id": 7, "method": "message/send"}
+        return http.post("/a2a", json={**request, "params": {"message": message}}).json()
+
+    with served.client(KEY) as http:
+        ask = {"role": "user", "messageId": "1", "parts": [{"kind": "text", "text": "Refund 1042"}]}
+        paused = rpc(http, ask)["result"]
+        assert paused["status"]["state"] == "input-required"
+        before = support.get_state(paused["contextId"])
+        for message in (
+            {"role": "user", "messageId": long, "parts": [{"kind": "text", "text": "Hi"}]},
+            {
+                "role": "user",
+                "messageId": long,
+                "taskId": paused["id"],
+                "parts": [{"kind": "data", "data": {"decisions": [{"type": "approve"}]}}],
+            },
+        ):
+            assert rpc(http, message) == {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "error": {
+                    "code": -32602,
+                    "message": "messageId: expected a non-empty string of at most 256 "
+                    "characters, got 'a string of 300 characters'",
+                },
+            }
+        assert support.get_state(paused["contextId"]) == before
+        assert len(support.list_threads()) == 1

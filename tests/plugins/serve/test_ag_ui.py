@@ -428,3 +428,32 @@ def test_a_cancelled_resume_entry_rejects_the_calls_under_review(
         resumed = post_sse(client, "/ag-ui", run_input("t7", "r2", resume=cancelled))
     assert "I have not refunded order 1042." in resumed[-1][1]["result"]
     assert support.get_interrupts("t7") == []
+
+
+def test_a_message_id_past_the_id_bound_is_refused_before_anything_runs(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    """A user message's ``id`` is stored with it: past the 256-character bound of every
+    id, any message's id is a 422 naming the message and the bound, and nothing runs."""
+    long = "u" * 300
+    with serve(support).client() as client:
+        for messages, where in (
+            ([{"id": long, "role": "user", "content": "Where is order 2077?"}], "messages[0]"),
+            (
+                [
+                    {"id": "u1", "role": "user", "content": "Hi"},
+                    {"id": long, "role": "assistant", "content": "Hello."},
+                    {"id": "u2", "role": "user", "content": "Where is order 2077?"},
+                ],
+                "messages[1]",
+            ),
+        ):
+            body = {"threadId": "long", "runId": "r1", "messages": messages}
+            response = client.post("/ag-ui", json=body)
+            assert response.status_code == 422, response.text
+            assert response.json()["error"] == {
+                "code": "invalid_request",
+                "message": f"{where}.id: expected a non-empty string of at most 256 "
+                "characters, got 'a string of 300 characters'",
+            }
+    assert support.list_threads() == []

@@ -745,3 +745,21 @@ def test_a_runs_metadata_is_kept_on_the_run_and_survives_a_restart(
 def echo(text: str) -> str:
     """Says the text back."""
     return text
+
+
+def test_a_message_id_past_the_id_bound_is_refused_before_any_run(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    """An input message's ``id`` is stored with it: past the 256-character bound of
+    every id it is a 422 naming the message and the bound, and nothing runs."""
+    lg = client(serve(support, keys=[KEY]))
+    thread = lg.threads.create()["thread_id"]
+    ask = {"messages": [{"role": "user", "content": "Where is order 2077?", "id": "i" * 300}]}
+    with pytest.raises(UnprocessableEntityError) as refused:
+        lg.runs.create(thread, support.name, input=ask)
+    assert refused.value.response.json()["error"]["message"] == (
+        "input.messages[0].id: expected a non-empty string of at most 256 characters, "
+        "got 'a string of 300 characters'"
+    )
+    assert support.get_state(thread)["messages"] == []
+    assert lg.runs.list(thread) == []
