@@ -32,7 +32,7 @@ from starlette.routing import Route
 from plait import Agent, Command
 from plait.errors import ConfigError
 from plait.lazy import define
-from plait.messages import AnyMessage
+from plait.messages import AnyMessage, SystemMessage
 from plait_serve._auth import LOCAL_OWNER, AuthMiddleware, load_keys
 from plait_serve._http import (
     ApiError,
@@ -47,7 +47,7 @@ from plait_serve._interrupts import ResumeRefused, check_resume, pending_interru
 from plait_serve._origin import OriginGuard
 from plait_serve._runlog import Busy, Full, NotFound, RunLog
 
-__all__ = ["MAX_BODY", "MAX_RUNS", "PROTOCOLS", "Server", "app"]
+__all__ = ["MAX_BODY", "MAX_RUNS", "PROTOCOLS", "Server", "app", "client_messages"]
 
 log = logging.getLogger("plait_serve")
 
@@ -66,6 +66,13 @@ PROTOCOLS = (
 """The protocol modules served, each with ``routes(server) -> list[Route]``."""
 
 PUBLIC_PATHS = frozenset({"/healthz"})
+
+
+def client_messages(messages: Iterable[AnyMessage]) -> list[AnyMessage]:
+    """What a client's messages give a thread, on every protocol: all but system ones.
+    The system prompt is the agent's own; a client's ``system`` or ``developer`` message
+    would speak to the model with the operator's voice, so it is dropped."""
+    return [message for message in messages if not isinstance(message, SystemMessage)]
 
 
 class _Cors(CORSMiddleware):
@@ -149,8 +156,9 @@ class Server:
     ) -> Any:
         """A run's input, for a ``prepare`` function: ``Command(resume=...)`` for
         ``answers`` (``{interrupt_id or None: answer}``) checked against the thread's
-        pending interrupts, else the messages ``new_messages(thread's messages)`` gives —
-        refused while the thread is paused (answer it first) or when there are none."""
+        pending interrupts, else the messages ``new_messages(thread's messages)`` gives
+        (``client_messages``: no system message) — refused while the thread is paused
+        (answer it first) or when there are none."""
         pending = await self.runs.call(pending_interrupts, self.agent, thread_id)
         if answers is not None:
             return Command(resume=check_resume(thread_id, pending, answers))
@@ -161,7 +169,7 @@ class Server:
                 "a resume before sending new messages"
             )
         state = await self.runs.call(self.agent.get_state, thread_id)
-        messages = new_messages(state["messages"])
+        messages = client_messages(new_messages(state["messages"]))
         if not messages:
             raise ApiError(
                 422,

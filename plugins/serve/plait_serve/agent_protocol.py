@@ -37,7 +37,7 @@ from starlette.routing import Route
 from plait.errors import ConfigError, ThreadBusyError
 from plait.messages import AnyMessage, message_from_dict, unstructure_message
 from plait.runlog import END_TYPES, guarded_keys, jsonable, private_keys
-from plait_serve._app import Server
+from plait_serve._app import Server, client_messages
 from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
 from plait_serve._interrupts import Pending, pending_interrupts
 from plait_serve._runlog import Busy, NotFound
@@ -559,7 +559,8 @@ def routes(server: Server) -> list[Route]:
                 "(a limit's counts, pii's table, a review's edits): a client cannot write it"[:300],
             )
         if "messages" in update:
-            update = {**update, "messages": input_messages({"messages": update["messages"]})}
+            given = input_messages({"messages": update["messages"]})
+            update = {**update, "messages": client_messages(given)}
         if server.runs.running(thread):
             raise Busy(thread)
         try:
@@ -607,6 +608,9 @@ def routes(server: Server) -> list[Route]:
                 if not isinstance(item, dict):
                     raise TypeError(f"expected a message object, got {item!r}")
                 fields = {k: v for k, v in item.items() if k in ("role", "type", "content", "id")}
+                for role in ("role", "type"):  # OpenAI's name for a system message
+                    if fields.get(role) == "developer":
+                        fields[role] = "system"
                 content, mid = fields.get("content", ""), fields.get("id")
                 blocks = isinstance(content, list) and all(isinstance(b, dict) for b in content)
                 if not (isinstance(content, str) or blocks) or not isinstance(mid, str | None):
