@@ -2,14 +2,14 @@
 backend — typically the files the text-editor or memory tool keeps.
 
 ``grep_search`` takes a Python regular expression (like LangChain's), matched line by line
-over the text of the files ``glob`` finds, with caps on file size and count. Both are plain
+over the text of the files ``glob`` finds, with caps on file size and count and a time
+limit on the matching (``_pattern``). Both are plain
 function tools on every provider.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import re
 from typing import Literal
 
 import attrs
@@ -24,10 +24,11 @@ from plait.backends import (
 )
 from plait.lazy import frozen
 from plait.messages import ToolMessage
-from plait.options import positive_or_none
+from plait.options import number, positive_or_none
 from plait.tools import Tool
 from plait.types import AgentConfig, ToolRuntime
 from plait_anthropic._editor import MB, error
+from plait_anthropic._pattern import PatternTimeout, SearchPattern
 
 __all__ = ["TOOL_DESCRIPTIONS", "TOOL_NAMES", "AnthropicFileSearchMiddleware"]
 
@@ -100,12 +101,17 @@ class AnthropicFileSearchMiddleware(BackendMiddleware):
     """``grep_search`` skips files over this many megabytes (and says so); None: no limit."""
     max_files: int | None = attrs.field(default=10000, validator=positive_or_none)
     """``grep_search`` reads at most this many files per call (and says so); None: all."""
+    timeout: float = attrs.field(default=10.0, validator=number(above=0))
+    """Seconds ``grep_search``'s pattern may run over all the lines of one search; a pattern
+    that takes longer (such as ``(a+)+$``, which backtracks without end) is stopped and the
+    tool answers so."""
 
     def agent_tools(self, agent_config: AgentConfig) -> list[Tool]:
         bind = self.bind
         max_bytes = None if self.max_file_size_mb is None else self.max_file_size_mb * MB
         max_files = self.max_files
         limit_mb = self.max_file_size_mb
+        seconds = self.timeout
 
         def glob_search(pattern: str, runtime: ToolRuntime, path: str = "/") -> ToolMessage | str:
             """Find files by path pattern.
@@ -138,14 +144,7 @@ class AnthropicFileSearchMiddleware(BackendMiddleware):
                 output_mode: files_with_matches, content or count.
             """
             try:
-                regex = re.compile(pattern)
-            except re.error as problem:
-                return error(
-                    runtime,
-                    "grep_search",
-                    BackendError(f"Error: invalid regular expression {pattern!r}: {problem}"),
-                )
-            try:
+                regex = SearchPattern(pattern, seconds)
                 fs = bind(runtime)
                 files = _searched(fs, path)
                 if include:
@@ -178,9 +177,17 @@ class AnthropicFileSearchMiddleware(BackendMiddleware):
                 if max_bytes is not None and size is None and text_size(text) > max_bytes:
                     too_big += 1
                     continue
-                found = [
-                    (n, line) for n, line in enumerate(text_lines(text), 1) if regex.search(line)
-                ]
+                try:
+                    found = regex.matching_lines(text_lines(text))
+                except PatternTimeout as stop:
+                    return error(
+                        runtime,
+                        "grep_search",
+                        BackendError(
+                            f"Error: the pattern {pattern!r} took longer than {seconds:g} s "
+                            f"(stopped on {file} line {stop.line}); try a simpler pattern"
+                        ),
+                    )
                 if found:
                     hits[file] = found
             if too_big:

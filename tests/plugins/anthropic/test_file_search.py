@@ -5,6 +5,8 @@ plain function tools on the Anthropic wire."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +186,8 @@ def test_options_and_their_errors() -> None:
         build(max_file_size_mb=1.5)
     with pytest.raises(ConfigError, match=r"plugin 'anthropic_file_search': option 'backend'"):
         build(backend="nowhere")
+    with pytest.raises(ConfigError, match=r"option 'timeout'.*expected"):
+        build(timeout=0)
     with pytest.raises(ConfigError, match=r"option 'backend'.*store"):
         build(backend="store")
 
@@ -267,3 +271,57 @@ def test_on_disk_grep_searches_a_file_path_and_skips_binary_files(
     assert got["file"].content == "/src/app.py"
     assert got["all"].content == "/src/app.py:2: def main():"
     assert got["png"].content == "No matches for 'main' under /src/logo.png"
+
+
+def test_a_pattern_that_runs_too_long_is_stopped_and_the_run_goes_on(
+    make_agent: Any, tmp_path: Path
+) -> None:
+    # (a+)+$ backtracks 2**n ways on a run of a's ending in b: with Python's re, 40 a's
+    # hold the GIL (every thread of the process) for hours
+    (tmp_path / "a.txt").write_text("fine\n")
+    (tmp_path / "b.txt").write_text("x\n" + "a" * 5000 + "b\n")
+    agent = make_agent(
+        [
+            ai("", call("grep_search", "slow", pattern="(a+)+$")),
+            ai("", call("grep_search", "next", pattern="fin(e|d)")),
+            "done",
+        ],
+        middleware=[AnthropicFileSearchMiddleware(backend=f"disk:{tmp_path}", timeout=2)],
+    )
+    outcome: list[Any] = []
+    worker = threading.Thread(target=lambda: outcome.append(agent.invoke("go")), daemon=True)
+    worker.start()
+    for _ in range(30):  # this thread runs while the search does: the GIL is not held
+        time.sleep(0.01)
+    assert worker.is_alive() and not outcome
+    worker.join(120)  # generous: the bound is 2 s, without it this takes hours
+    assert not worker.is_alive(), "grep_search did not stop the pattern"
+    got = tool_answers(outcome[0].messages)
+    assert got["slow"].status == "error"
+    assert got["slow"].content == (
+        "Error: the pattern '(a+)+$' took longer than 2 s (stopped on /b.txt line 2); "
+        "try a simpler pattern"
+    )
+    assert got["next"].content == "/a.txt"
+    assert outcome[0].text == "done"
+
+
+def test_python_regular_expression_syntax_keeps_working(make_agent: Any) -> None:
+    result = search(
+        make_agent,
+        call("grep_search", "named", pattern=r"(?P<kw>def|import) (?P=kw)?\w", output_mode="count"),
+        call("grep_search", "flags", pattern=r"(?i)^# APP$"),
+        call("grep_search", "look", pattern=r"(?<=\()'hi'(?=\))"),
+        call("grep_search", "class", pattern=r"[^\W\d]+\(\)\s*\{"),
+        call("grep_search", "atomic", pattern=r"(?>ret)urn \d++"),
+        call("grep_search", "posix", pattern=r"[[:alpha:]]"),
+    )
+    got = tool_answers(result.messages)
+    assert got["named"].content == "/src/app.py:2\n/src/util/helpers.py:1"
+    assert got["flags"].content == "/README.md"
+    assert got["look"].content == "/src/app.py"
+    assert got["class"].content == "/web/index.ts"
+    assert got["atomic"].content == "/src/util/helpers.py"
+    # matched by the regex package: a POSIX class means what it means to grep (Python's re
+    # would read a set of ':', 'a', 'l', 'p', 'h' followed by ']')
+    assert got["posix"].content == "\n".join(sorted(FILES))
