@@ -334,28 +334,43 @@ class _DiskFiles(FileOps):
 
     def _paths(self, under: str) -> Iterable[str]:
         under = check_path(under)
-        found: list[str] = []
-        with self._at(under, "list") as (fd, name):
+        with _host_errors(under, "list"):
             try:
-                top = os.open(name or ".", _DIR_FLAGS, dir_fd=fd)
+                fd, name, _ = self._walk(under, follow_last=True)
             except (FileNotFoundError, NotADirectoryError):
-                return []
-            except OSError as error:
-                if error.errno == errno.ELOOP:
-                    return []
-                raise
+                return []  # nothing is under a path that is not there, as on every backend
             try:
-                base = under.rstrip("/")
-                for directory, _dirs, files, dir_fd in os.fwalk(".", dir_fd=top):
-                    prefix = base + directory[1:]
-                    for file in files:
-                        virtual = f"{prefix}/{file}"
-                        mode = os.stat(file, dir_fd=dir_fd, follow_symlinks=False).st_mode
-                        if stat.S_ISLNK(mode) and not self._is_file(virtual):
-                            continue
-                        found.append(virtual)
+                return self._walk_files(under, fd, name)
             finally:
-                os.close(top)
+                os.close(fd)
+
+    def _walk_files(self, under: str, fd: int, name: str) -> list[str]:
+        """The files under ``under`` (the entry ``name`` of the directory ``fd``)."""
+        try:
+            top = os.open(name or ".", _DIR_FLAGS, dir_fd=fd)
+        except NotADirectoryError:
+            # a file is the one file under itself, as for every other backend (FileOps
+            # keeps the paths is_under ``under``, and is_under(path, path) holds)
+            return [under] if self._is_file(under) else []
+        except FileNotFoundError:
+            return []
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                return []
+            raise
+        found: list[str] = []
+        try:
+            base = under.rstrip("/")
+            for directory, _dirs, files, dir_fd in os.fwalk(".", dir_fd=top):
+                prefix = base + directory[1:]
+                for file in files:
+                    virtual = f"{prefix}/{file}"
+                    mode = os.stat(file, dir_fd=dir_fd, follow_symlinks=False).st_mode
+                    if stat.S_ISLNK(mode) and not self._is_file(virtual):
+                        continue
+                    found.append(virtual)
+        finally:
+            os.close(top)
         return found
 
     def _is_file(self, path: str) -> bool:

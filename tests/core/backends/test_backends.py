@@ -232,6 +232,20 @@ def test_glob_grep_delete_rename_on_every_backend(fs: Any) -> None:
         fs.delete("/lib")
 
 
+def test_glob_under_a_file_path_finds_that_file_on_every_backend(fs: Any) -> None:
+    # the path given is a file: it is the one file under it, as is_under(path, path) says,
+    # at the relative path "" (so "**/*" and "*" match it, "*.py" does not)
+    fs.write("/a/file.txt", "x\n")
+    fs.write("/a/other.txt", "y\n")
+    assert [i.path for i in fs.glob("**/*", "/a/file.txt")] == ["/a/file.txt"]
+    assert [i.path for i in fs.glob("**", "/a/file.txt")] == ["/a/file.txt"]
+    assert [i.path for i in fs.glob("/a/*.txt", "/a/file.txt")] == ["/a/file.txt"]
+    assert fs.glob("*.py", "/a/file.txt") == []
+    assert fs.glob("**/*", "/a/file.txt/below") == []
+    assert fs.glob("**/*", "/a/missing.txt") == []
+    assert fs.glob("**/*", "/missing/deeper") == []
+
+
 def test_state_backend_returns_updates_and_changes_nothing_itself() -> None:
     state = {FILES: {"/old.txt": {"content": "x", "created_at": "t", "modified_at": "t"}}}
     fs = StateBackend().bind(runtime(state))
