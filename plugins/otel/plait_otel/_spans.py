@@ -24,6 +24,7 @@ from plait.types import Command
 from plait_otel import _content
 
 __all__ = [
+    "UNKNOWN_TOOL",
     "RunScope",
     "SpanPerformer",
     "Telemetry",
@@ -35,6 +36,12 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+UNKNOWN_TOOL = "_OTHER"
+"""``gen_ai.tool.name`` (and so the span name) of a call to a tool the agent does not have,
+without ``capture_content``: such a name is the model's text, as its arguments are (a
+prompt injection can put anything there). ``_OTHER`` is what the OpenTelemetry conventions
+record for a value outside the known set (``http.request.method``, ``error.type``)."""
 
 # Model settings recorded as ``gen_ai.request.*`` (each provider's spellings → the
 # convention's: OpenAI's, Anthropic's, Gemini's snake_case and its API's camelCase).
@@ -452,9 +459,14 @@ class SpanPerformer:
     def _start_tool(self, scope: RunScope, effect: effects.ToolRun) -> Span:
         request = effect.request
         call = request.tool_call
+        name = call.name
+        if not self.telemetry.capture_content and (
+            request.tool is None or request.tool.name != name
+        ):
+            name = UNKNOWN_TOOL
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.name": name,
             "gen_ai.tool.call.id": call.id,
             "gen_ai.tool.type": "function",
             "gen_ai.agent.name": scope.agent,
@@ -469,7 +481,7 @@ class SpanPerformer:
             args = capture.call.args if capture and capture.call.id == call.id else call.args
             attributes["gen_ai.tool.call.arguments"] = _content.dumps(args)
         return self.telemetry.tracer.start_span(
-            f"execute_tool {call.name}", kind=SpanKind.INTERNAL, attributes=attributes
+            f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes
         )
 
     def _tool_done(self, span: Span, outcome: Any, call_id: str) -> None:

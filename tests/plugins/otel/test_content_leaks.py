@@ -176,3 +176,36 @@ def test_with_capture_content_a_tools_error_is_recorded_as_pii_redacted_it(
         "Error: tool 'lookup' raised ValueError: no order 7 for [REDACTED_EMAIL]."
     )
     assert SECRET not in everything(otel)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_without_capture_content_a_tool_name_the_model_invents_reaches_no_span(
+    otel: Telemetry, make_agent: Any, use_async: bool
+) -> None:
+    # the name of a tool the agent does not have is the model's text, as its arguments are
+    invented = f"mail_{SECRET}"
+    agent = make_agent(
+        [ai("", call("send", to="x"), call(invented, to="y")), "sorry"],
+        tools=[send],
+        middleware=[otel.middleware()],
+    )
+    result = asyncio.run(agent.ainvoke("go")) if use_async else agent.invoke("go")
+    assert result.text == "sorry"
+    assert SECRET not in everything(otel)
+    tools = [s for s in otel.spans() if s.attributes["gen_ai.operation.name"] == "execute_tool"]
+    assert [s.name for s in tools] == ["execute_tool send", "execute_tool _OTHER"]
+    assert [s.attributes["gen_ai.tool.name"] for s in tools] == ["send", "_OTHER"]
+    assert tools[1].attributes["error.type"] == "tool_error"
+
+
+def test_with_capture_content_an_invented_tool_name_is_recorded(
+    otel: Telemetry, make_agent: Any
+) -> None:
+    agent = make_agent(
+        [ai("", call("nope", to="y")), "sorry"],
+        tools=[send],
+        middleware=[otel.middleware(capture_content=True)],
+    )
+    agent.invoke("go")
+    (span,) = otel.named("execute_tool nope")
+    assert span.attributes["gen_ai.tool.name"] == "nope"
