@@ -24,6 +24,7 @@ _EXPORTS = {
     "check_resume": "plait_serve._interrupts",
     "key_id": "plait_serve._auth",
     "load_keys": "plait_serve._auth",
+    "scoped_thread_id": "plait_serve._auth",
 }
 """Names load on first use: the ``plait`` CLI imports ``plait_serve.command`` (so this
 package) on every invocation, and Starlette only when ``plait serve`` runs."""
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from plait_serve._auth import ENV_KEYS as ENV_KEYS
     from plait_serve._auth import key_id as key_id
     from plait_serve._auth import load_keys as load_keys
+    from plait_serve._auth import scoped_thread_id as scoped_thread_id
     from plait_serve._interrupts import Pending as Pending
     from plait_serve._interrupts import ResumeRefused as ResumeRefused
     from plait_serve._interrupts import ReviewedCall as ReviewedCall

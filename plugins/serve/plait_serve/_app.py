@@ -2,11 +2,13 @@
 and plait's own run-log routes.
 
 A protocol is one module listed in ``PROTOCOLS``, with ``routes(server) -> list[Route]``
-(``ag_ui``, ``openai_compat``). It reads the caller from ``server.owner(request)``,
-checks a thread is the caller's with ``server.require``, builds a run's input with
-``server.run_input`` (which checks a resume against the pending interrupt) and starts
-it with ``server.start``, then streams a projection of ``server.runs.batches`` (the run
-log from a number on). Authentication (``_auth``), CORS, body limits, the run limit and
+(``ag_ui``, ``openai_compat``). It reads the caller from ``server.owner(request)``, maps
+the thread id a client names to the stored one with ``server.thread`` (and back with
+``server.shown``), checks a thread is the caller's with ``server.require``, builds a
+run's input with ``server.run_input`` (which checks a resume against the pending
+interrupt) and starts it with ``server.start``, then streams a projection of
+``server.runs.batches`` (the run log from a number on). Authentication (``_auth``),
+CORS, body limits, the run limit and
 the JSON error shape are applied here, once, for all of them.
 """
 
@@ -20,6 +22,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -33,7 +36,7 @@ from plait import Agent, Command
 from plait.errors import ConfigError
 from plait.lazy import define
 from plait.messages import AnyMessage, SystemMessage
-from plait_serve._auth import LOCAL_OWNER, AuthMiddleware, load_keys
+from plait_serve._auth import LOCAL_OWNER, AuthMiddleware, key_id, load_keys, scoped_id
 from plait_serve._http import (
     ApiError,
     check_id,
@@ -103,11 +106,53 @@ class Server:
     runs: RunLog
     keys: tuple[str, ...]
     max_body: int
+    _prefixes: tuple[str, ...] = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._prefixes = tuple(scoped_id(key_id(key), "") for key in self.keys)
 
     @property
     def adopt(self) -> bool:
         """Whether a thread made outside the server may be served (no keys: one owner)."""
         return not self.keys
+
+    @property
+    def scoped(self) -> bool:
+        """Whether each key has its own thread ids (several keys): see ``thread``."""
+        return len(self.keys) > 1
+
+    async def thread(self, request: Request, thread_id: Any, what: str = "thread id") -> str:
+        """The stored id of the thread the caller names ``thread_id`` (checked with
+        ``check_id``): the one mapping of every route. Without keys it is ``thread_id``.
+        With keys it is the caller's scoped id (``_auth.scoped_id``) if that thread
+        exists, else ``thread_id`` itself if the caller owns that thread (made while the
+        server had one key, or before this mapping), else where the caller's new thread
+        goes: scoped with several keys, ``thread_id`` with one. So another key's thread
+        is never reached, and no answer tells the caller its id is taken."""
+        name = check_id(what, thread_id)
+        if not self.keys:
+            return name
+        owner = self.owner(request)
+        scoped = scoped_id(owner, name)
+        if await self.runs.owner(scoped) is not None:
+            return scoped
+        if await self.runs.owner(name) == owner:
+            return name
+        return scoped if self.scoped else name
+
+    def shown(self, thread: str) -> str:
+        """The id a client names the stored thread ``thread`` by (``thread``, reversed)."""
+        for prefix in self._prefixes:
+            if thread.startswith(prefix):
+                return thread[len(prefix) :]
+        return thread
+
+    def tell(self, text: str) -> str:
+        """An error's ``text`` as its client reads it: the stored thread ids it names
+        written as the client names them."""
+        for prefix in self._prefixes:
+            text = text.replace(prefix, "")
+        return text
 
     def owner(self, request: Request) -> str:
         """The caller's owner id (set by the auth middleware)."""
@@ -179,8 +224,8 @@ class Server:
         return messages
 
     async def require(self, request: Request, thread_id: Any) -> str:
-        """``thread_id`` if the caller owns it, else 404 (never a hint it exists)."""
-        thread = check_id("thread id", thread_id)
+        """The stored id of the caller's thread ``thread_id`` (``thread``), else 404."""
+        thread = await self.thread(request, thread_id)
         await self.runs.require(thread, self.owner(request))
         return thread
 
@@ -207,7 +252,8 @@ def _routes(server: Server) -> list[Route]:
         run_id = server.runs.running(thread)
         if run_id is None or not await server.runs.cancel(thread):
             raise ApiError(409, "no_run", f"thread {thread!r} has no run going on to cancel")
-        return JSONResponse({"thread_id": thread, "run_id": run_id, "status": "cancelling"})
+        shown = server.shown(thread)
+        return JSONResponse({"thread_id": shown, "run_id": run_id, "status": "cancelling"})
 
     async def fork(request: Request) -> Response:
         """A new thread of the caller's that is this one as it was after the step
@@ -221,7 +267,7 @@ def _routes(server: Server) -> list[Route]:
             raise ApiError(
                 422, "invalid_request", f"checkpoint_id: expected a step number, got {raw!r}"[:200]
             )
-        new = check_id("thread_id", body.get("thread_id") or uuid.uuid4().hex)
+        new = await server.thread(request, body.get("thread_id") or uuid.uuid4().hex, "thread_id")
         if await server.runs.owner(new) is not None:
             raise ApiError(409, "thread_exists", f"thread {new!r} already exists")
         try:
@@ -230,9 +276,9 @@ def _routes(server: Server) -> list[Route]:
             raise ApiError(409, "no_history", " ".join(str(exc).split())) from None
         except (ValueError, KeyError) as exc:
             raise ApiError(404, "not_found", " ".join(str(exc).split())[:300]) from None
-        metadata = {"forked_from": thread, "checkpoint_id": str(raw)}
+        metadata = {"forked_from": server.shown(thread), "checkpoint_id": str(raw)}
         await server.runs.claim(new, server.owner(request), adopt=True, metadata=metadata)
-        return JSONResponse({"thread_id": new, **metadata})
+        return JSONResponse({"thread_id": server.shown(new), **metadata})
 
     return [
         Route("/healthz", healthz, methods=["GET"]),
@@ -242,17 +288,23 @@ def _routes(server: Server) -> list[Route]:
     ]
 
 
+def _told(request: Request, status: int, code: str, message: str) -> Response:
+    """The JSON error, its thread ids as the client names them (``Server.tell``)."""
+    server: Server = request.app.state.server
+    return error_response(status, code, server.tell(message))
+
+
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.code, exc.message)
+    return _told(request, exc.status, exc.code, exc.message)
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
-    return error_response(404, "not_found", f"thread {str(exc)!r} not found")
+    return _told(request, 404, "not_found", f"thread {str(exc)!r} not found")
 
 
 async def _busy(request: Request, exc: Exception) -> Response:
-    return error_response(409, "thread_busy", f"thread {str(exc)!r} has a run going on")
+    return _told(request, 409, "thread_busy", f"thread {str(exc)!r} has a run going on")
 
 
 async def _full(request: Request, exc: Exception) -> Response:
@@ -264,7 +316,7 @@ async def _full(request: Request, exc: Exception) -> Response:
 
 
 async def _refused(request: Request, exc: Exception) -> Response:
-    return error_response(409, "resume_refused", str(exc))
+    return _told(request, 409, "resume_refused", str(exc))
 
 
 async def _http(request: Request, exc: Exception) -> Response:

@@ -4,6 +4,10 @@ Keys come from ``PLAIT_SERVE_KEYS`` (separated by commas or whitespace) or a key
 (one per line, ``#`` comments). A key is never stored: a thread records the owner as a
 hash of its key. With no keys configured every caller is the one local owner, which
 ``plait serve`` allows on a loopback address only.
+
+With several keys, each key has its own thread ids: the thread a key names ``x`` is
+stored as ``scoped_id(owner, "x")``, so another key's ``x`` is another thread and no
+answer tells a key which ids the others use (``plait_serve._app.Server.thread``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ __all__ = [
     "is_loopback",
     "key_id",
     "load_keys",
+    "scoped_id",
+    "scoped_thread_id",
 ]
 
 ENV_KEYS = "PLAIT_SERVE_KEYS"
@@ -37,6 +43,19 @@ MIN_KEY_LENGTH = 16
 def key_id(key: str) -> str:
     """The owner id a thread records for ``key``: a hash, so the log never holds a key."""
     return "key-" + hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def scoped_id(owner: str, thread_id: str) -> str:
+    """Where the thread ``owner`` (a ``key_id``) names ``thread_id`` is stored on a
+    server with several keys."""
+    return f"{owner}/{thread_id}"
+
+
+def scoped_thread_id(key: str, thread_id: str) -> str:
+    """The stored id of the thread ``key`` names ``thread_id`` on a server with several
+    keys: what ``agent.get_state`` and ``plait chat --thread`` take to read it outside
+    the server (a server with one key or none stores ``thread_id`` as it is)."""
+    return scoped_id(key_id(key), thread_id)
 
 
 def _split(text: str) -> list[str]:

@@ -64,8 +64,9 @@ def _dump(model: BaseModel) -> dict[str, Any]:
     return data
 
 
-def _task_id(thread: str, run_id: str) -> str:
-    return f"{thread}#{run_id}"
+def _task_id(context: str, run_id: str) -> str:
+    """A task's id: its context (the thread as its client names it) and its first run."""
+    return f"{context}#{run_id}"
 
 
 def _split(task_id: str) -> tuple[str, str]:
@@ -75,17 +76,17 @@ def _split(task_id: str) -> tuple[str, str]:
     return thread, run_id
 
 
-def _agent_message(thread: str, task_id: str, parts: list[a2a.Part]) -> a2a.Message:
+def _agent_message(context: str, task_id: str, parts: list[a2a.Part]) -> a2a.Message:
     return a2a.Message(
         role=a2a.Role.agent,
         message_id=str(uuid.uuid4()),
-        context_id=thread,
+        context_id=context,
         task_id=task_id,
         parts=parts,
     )
 
 
-def _status(thread: str, task_id: str, status: str, end: dict[str, Any] | None) -> a2a.TaskStatus:
+def _status(context: str, task_id: str, status: str, end: dict[str, Any] | None) -> a2a.TaskStatus:
     """A task's status from the status and end event of its latest run."""
     parts: list[a2a.Part] = []
     if end is not None and status == "interrupted":
@@ -100,7 +101,7 @@ def _status(thread: str, task_id: str, status: str, end: dict[str, Any] | None) 
         parts = [a2a.Part(root=a2a.TextPart(text=str(end.get("message"))))]
     return a2a.TaskStatus(
         state=_STATES[status],
-        message=_agent_message(thread, task_id, parts) if parts else None,
+        message=_agent_message(context, task_id, parts) if parts else None,
         timestamp=datetime.now(UTC).isoformat(),
     )
 
@@ -157,11 +158,11 @@ def routes(server: Server) -> list[Route]:
     async def task_runs(
         request: Request, task_id: str
     ) -> tuple[str, str, list[tuple[str, dict[str, Any]]]]:
-        """The caller's task: its thread, its id, and its runs — the first and those that
-        answered its pauses (each run after a paused one)."""
-        thread, first = _split(task_id)
+        """The caller's task: its stored thread, its id, and its runs — the first and
+        those that answered its pauses (each run after a paused one)."""
+        context, first = _split(task_id)
         try:
-            await server.require(request, thread)
+            thread = await server.require(request, context)
         except (NotFound, ApiError):
             raise RpcError(_TASK_NOT_FOUND, f"task {task_id[:80]!r} not found") from None
         runs = list((await runs_of(server, thread)).items())
@@ -178,10 +179,11 @@ def routes(server: Server) -> list[Route]:
     async def task_json(request: Request, task_id: str) -> dict[str, Any]:
         thread, task_id, runs = await task_runs(request, task_id)
         last = runs[-1][1]
+        context = server.shown(thread)
         task = a2a.Task(
             id=task_id,
-            context_id=thread,
-            status=_status(thread, task_id, last["status"], last["end"]),
+            context_id=context,
+            status=_status(context, task_id, last["status"], last["end"]),
             artifacts=_artifacts(last["status"], last["end"]),
         )
         return _dump(task)
@@ -189,7 +191,8 @@ def routes(server: Server) -> list[Route]:
     # -- message/send and message/stream -------------------------------------------------------
 
     async def send(request: Request, params: a2a.MessageSendParams) -> tuple[str, str, str, int]:
-        """Start the run a message asks for: ``(thread, task id, run id, first event)``."""
+        """Start the run a message asks for: ``(stored thread, task id, run id, first
+        event)``."""
         message = params.message
         try:  # kept as the user message's id: bounded like every id
             check_id("messageId", message.message_id)
@@ -209,10 +212,11 @@ def routes(server: Server) -> list[Route]:
             answers: dict[str | None, Any] | None = {None: answer}
         else:
             try:  # bounded like every id, before a thread is made for it
-                thread = check_id("contextId", message.context_id or str(uuid.uuid4()))
+                context = message.context_id or str(uuid.uuid4())
+                thread = await server.thread(request, context, "contextId")
             except ApiError as exc:
                 raise RpcError(_INVALID_PARAMS, exc.message) from None
-            task_id = _task_id(thread, run_id)
+            task_id = _task_id(context, run_id)
             answers = None
             if not any(t.strip() for t in texts):
                 raise RpcError(_INVALID_PARAMS, "message: expected a text part, got none")
@@ -228,9 +232,11 @@ def routes(server: Server) -> list[Route]:
         except ResumeRefused as exc:
             raise RpcError(_INVALID_PARAMS, str(exc)) from None
         except NotFound:
-            raise RpcError(_TASK_NOT_FOUND, f"context {thread[:80]!r} not found") from None
+            context = server.shown(thread)
+            raise RpcError(_TASK_NOT_FOUND, f"context {context[:80]!r} not found") from None
         except Busy:
-            raise RpcError(_INVALID_REQUEST, f"context {thread!r} has a task running") from None
+            context = server.shown(thread)
+            raise RpcError(_INVALID_REQUEST, f"context {context!r} has a task running") from None
         except Full as exc:
             raise RpcError(_INVALID_REQUEST, f"the server runs its maximum of {exc} runs") from None
         return thread, task_id, run_id, first
@@ -250,13 +256,14 @@ def routes(server: Server) -> list[Route]:
         request: Request, rpc_id: Any, params: a2a.MessageSendParams
     ) -> AsyncIterator[str]:
         thread, task_id, _, first = await send(request, params)
+        context = server.shown(thread)
 
         def result(model: BaseModel, seq: int | None = None) -> str:
             return sse_event({"jsonrpc": "2.0", "id": rpc_id, "result": _dump(model)}, seq=seq)
 
         async def chunks() -> AsyncIterator[str]:
             working = a2a.TaskStatus(state=a2a.TaskState.working)
-            yield result(a2a.Task(id=task_id, context_id=thread, status=working))
+            yield result(a2a.Task(id=task_id, context_id=context, status=working))
             async for batch in server.runs.batches(thread, first - 1):
                 text = ""
                 for seq, event in batch:
@@ -265,11 +272,11 @@ def routes(server: Server) -> list[Route]:
                         part = a2a.DataPart(data={k: v for k, v in event.items()})
                         update = a2a.TaskStatusUpdateEvent(
                             task_id=task_id,
-                            context_id=thread,
+                            context_id=context,
                             final=False,
                             status=a2a.TaskStatus(
                                 state=a2a.TaskState.working,
-                                message=_agent_message(thread, task_id, [a2a.Part(root=part)]),
+                                message=_agent_message(context, task_id, [a2a.Part(root=part)]),
                             ),
                         )
                         text += result(update, seq)
@@ -280,16 +287,16 @@ def routes(server: Server) -> list[Route]:
                             text += result(
                                 a2a.TaskArtifactUpdateEvent(
                                     task_id=task_id,
-                                    context_id=thread,
+                                    context_id=context,
                                     artifact=artifact,
                                     last_chunk=True,
                                 )
                             )
                         final = a2a.TaskStatusUpdateEvent(
                             task_id=task_id,
-                            context_id=thread,
+                            context_id=context,
                             final=True,
-                            status=_status(thread, task_id, status, event),
+                            status=_status(context, task_id, status, event),
                         )
                         text += result(final, seq)
                 if text:
@@ -361,7 +368,7 @@ def routes(server: Server) -> list[Route]:
             else:
                 raise RpcError(_METHOD_NOT_FOUND, f"method {method[:80]!r} is not served")
         except RpcError as exc:
-            return error(rpc_id, exc.code, exc.message)
+            return error(rpc_id, exc.code, server.tell(exc.message))
         return JSONResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result})
 
     return [

@@ -152,9 +152,11 @@ def encode(thread_id: str, seq: int, event: dict[str, Any]) -> str:
     )
 
 
-async def _stream(server: Server, thread_id: str, after: int) -> AsyncIterator[str]:
-    async for batch in server.runs.batches(thread_id, after):
-        text = "".join(encode(thread_id, seq, event) for seq, event in batch)
+async def _stream(server: Server, thread: str, after: int) -> AsyncIterator[str]:
+    """The stored thread's events after ``after``, named by its client's id."""
+    shown = server.shown(thread)
+    async for batch in server.runs.batches(thread, after):
+        text = "".join(encode(shown, seq, event) for seq, event in batch)
         if text:
             yield text
 
@@ -184,9 +186,10 @@ def routes(server: Server) -> list[Route]:
         except ValidationError as exc:
             raise _validation(exc) from None
         run_id = check_id("runId", data.run_id)
-        thread = check_id("threadId", data.thread_id)
+        check_id("threadId", data.thread_id)
         for index, message in enumerate(data.messages):  # a user message's id is stored
             check_id(f"messages[{index}].id", message.id)
+        thread = await server.thread(request, data.thread_id, "threadId")
 
         async def prepare() -> Any:
             # AG-UI names each run by a new runId; one the thread used already would

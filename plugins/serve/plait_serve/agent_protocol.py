@@ -239,13 +239,18 @@ def routes(server: Server) -> list[Route]:
         if value is not None and value != agent.name:
             raise ApiError(404, "not_found", f"assistant {str(value)[:80]!r} not found")
 
-    async def owned(request: Request, thread_id: Any) -> tuple[str, dict[str, Any]]:
-        """The caller's thread and its record; 404 for another key's or an unknown one."""
-        thread = check_id("thread id", thread_id)
+    async def mine(request: Request, thread: str) -> dict[str, Any]:
+        """The stored thread's record if it is the caller's; else 404."""
         record = await server.runs.record(thread)
         if record is None or record.get("owner") != server.owner(request):
             raise NotFound(thread)
-        return thread, record
+        return record
+
+    async def owned(request: Request, thread_id: Any) -> tuple[str, dict[str, Any]]:
+        """The caller's thread it names ``thread_id`` (stored id) and its record; 404 for
+        an unknown one (another key's is unknown: ``Server.thread``)."""
+        thread = await server.thread(request, thread_id)
+        return thread, await mine(request, thread)
 
     # As LangGraph names them: a run that paused at an interrupt succeeded (its thread is
     # "interrupted"); "interrupted" is a run cancelled (deepagents reads them so).
@@ -263,7 +268,7 @@ def routes(server: Server) -> list[Route]:
         created = _iso(record.get("created", started))
         return {
             "run_id": run_id,
-            "thread_id": thread,
+            "thread_id": server.shown(thread),
             "assistant_id": agent.name,
             "created_at": created,
             "updated_at": created,
@@ -321,7 +326,7 @@ def routes(server: Server) -> list[Route]:
         )
         created = _iso(record.get("created", started))
         return {
-            "thread_id": thread,
+            "thread_id": server.shown(thread),
             "created_at": created,
             "updated_at": created,
             "metadata": record.get("metadata") or {},
@@ -332,7 +337,7 @@ def routes(server: Server) -> list[Route]:
 
     def checkpoint(thread: str, number: int) -> dict[str, Any]:
         return {
-            "thread_id": thread,
+            "thread_id": server.shown(thread),
             "checkpoint_ns": "",
             "checkpoint_id": str(number),
             "checkpoint_map": None,
@@ -404,7 +409,9 @@ def routes(server: Server) -> list[Route]:
 
     async def create_thread(request: Request) -> Response:
         body = await read_json(request, server.max_body)
-        thread = check_id("thread_id", body.get("thread_id") or str(uuid.uuid4()))
+        thread = await server.thread(
+            request, body.get("thread_id") or str(uuid.uuid4()), "thread_id"
+        )
         metadata = body.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise ApiError(
@@ -423,8 +430,7 @@ def routes(server: Server) -> list[Route]:
                 or record.get("owner") != owner
             ):
                 raise ApiError(409, "thread_exists", f"thread {thread!r} already exists")
-        _, record = await owned(request, thread)
-        return JSONResponse(await thread_json(thread, record))
+        return JSONResponse(await thread_json(thread, await mine(request, thread)))
 
     async def get_thread(request: Request) -> Response:
         thread, record = await owned(request, request.path_params["thread_id"])
@@ -468,7 +474,7 @@ def routes(server: Server) -> list[Route]:
         found: list[dict[str, Any]] = []
         threads = await server.runs.call(agent.list_threads)
         for thread in reversed(threads):  # newest first
-            if ids is not None and thread not in ids:
+            if ids is not None and server.shown(thread) not in ids:
                 continue
             record = await server.runs.record(thread)
             if record is None or record.get("owner") != owner:
@@ -670,11 +676,11 @@ def routes(server: Server) -> list[Route]:
             )
         messages = input_messages(body.get("input"))
         if thread is None:
-            thread = str(uuid.uuid4())
+            thread = await server.thread(request, str(uuid.uuid4()))
         else:
-            thread = check_id("thread id", thread)
+            thread = await server.thread(request, thread)
             if body.get("if_not_exists") != "create":
-                await owned(request, thread)  # LangGraph's default: the thread must exist
+                await mine(request, thread)  # LangGraph's default: the thread must exist
             if strategy == "interrupt":
                 await interrupt_running(request, thread)
         run_id = str(uuid.uuid4())
@@ -707,11 +713,11 @@ def routes(server: Server) -> list[Route]:
     async def interrupt_running(request: Request, thread: str) -> None:
         """``multitask_strategy="interrupt"``: cancel the run going on in the caller's
         thread (it ends ``interrupted``) and wait until it has, so the new run can start.
-        Another key's thread is a 404 before anything is cancelled (``if_not_exists``
-        skips the ownership check of a thread that exists); one without a record has no
-        run going on."""
+        A thread of another owner is a 404 before anything is cancelled
+        (``if_not_exists`` skips the ownership check of a thread that exists); one
+        without a record has no run going on."""
         if await server.runs.record(thread) is not None:
-            await owned(request, thread)
+            await mine(request, thread)
         run_id = server.runs.running(thread)
         if run_id is None or not await server.runs.cancel(thread):
             return
@@ -738,7 +744,7 @@ def routes(server: Server) -> list[Route]:
         thread: str, run_id: str, modes: list[str], first: int, after: int
     ) -> AsyncIterator[str]:
         """The run's stream parts from its first event, sending those after ``after``."""
-        projector = _Projector(thread, modes)
+        projector = _Projector(server.shown(thread), modes)
         last_step: int | None = None  # the step whose state ``values`` sent last
         async for batch in server.runs.batches(thread, first - 1):
             text = ""
@@ -776,7 +782,7 @@ def routes(server: Server) -> list[Route]:
         if chunks is None:
             chunks = project(thread, run_id, modes, first, after)
         response = sse(chunks, on_close=on_close)
-        location = f"/threads/{thread}/runs/{run_id}/stream"
+        location = f"/threads/{server.shown(thread)}/runs/{run_id}/stream"
         response.headers["Location"] = location
         response.headers["Content-Location"] = location
         return response
@@ -827,7 +833,7 @@ def routes(server: Server) -> list[Route]:
         thread, run_id, _, first, body, temporary = await create(
             request, request.path_params.get("thread_id")
         )
-        _, record = await owned(request, thread)
+        record = await mine(request, thread)
         if temporary:  # nobody reads it here: it goes when the run ends
             read = asyncio.Event()
             read.set()
@@ -865,7 +871,8 @@ def routes(server: Server) -> list[Route]:
         finally:
             read.set()
         return JSONResponse(
-            result, headers={"Content-Location": f"/threads/{thread}/runs/{run_id}"}
+            result,
+            headers={"Content-Location": f"/threads/{server.shown(thread)}/runs/{run_id}"},
         )
 
     async def get_run(request: Request) -> Response:

@@ -28,7 +28,7 @@ from starlette.routing import Route
 from plait.messages import AIMessage, AnyMessage, HumanMessage
 from plait.runlog import END_TYPES
 from plait_serve._app import Server
-from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
+from plait_serve._http import ApiError, read_json, sse, sse_event
 
 __all__ = ["THREAD_HEADER", "routes"]
 
@@ -267,9 +267,10 @@ async def chat_completions(server: Server, request: Request) -> Response:
     _check_model(server, body)
     conversation = _conversation(body.get("messages"), "messages")
     stream = _stream_flag(body)
-    thread = check_id(THREAD_HEADER, request.headers.get(THREAD_HEADER) or uuid.uuid4().hex)
+    thread = await _header_thread(server, request)
     first = await _start(server, request, body, thread, conversation)
-    ident, created, model = f"chatcmpl-{thread}-{first}", int(time.time()), server.agent.name
+    shown = server.shown(thread)
+    ident, created, model = f"chatcmpl-{shown}-{first}", int(time.time()), server.agent.name
     if stream:
 
         async def chunks() -> AsyncIterator[str]:
@@ -288,17 +289,17 @@ async def chat_completions(server: Server, request: Request) -> Response:
                     elif end is not None:
                         last = _chunk(ident, created, model, {}, "stop")
                         last["usage"] = _usage(end, "prompt_tokens", "completion_tokens")
-                        last["plait"] = _plait(thread, end)
+                        last["plait"] = _plait(shown, end)
                         out.append(sse_event(last, seq=seq))
                 yield "".join(out)
             yield "data: [DONE]\n\n"
 
         response = sse(chunks())
-        response.headers[THREAD_HEADER] = thread
+        response.headers[THREAD_HEADER] = shown
         return response
     text, end = await _collect(server, thread, first - 1)
     if end.get("type") != "run_finished":
-        return _run_error(end, thread)
+        return _run_error(end, shown)
     completion = {
         "id": ident,
         "object": "chat.completion",
@@ -312,12 +313,19 @@ async def chat_completions(server: Server, request: Request) -> Response:
             }
         ],
         "usage": _usage(end, "prompt_tokens", "completion_tokens"),
-        "plait": _plait(thread, end),
+        "plait": _plait(shown, end),
     }
-    return JSONResponse(completion, headers={THREAD_HEADER: thread})
+    return JSONResponse(completion, headers={THREAD_HEADER: shown})
 
 
 # -- responses -------------------------------------------------------------------------------------
+
+
+async def _header_thread(server: Server, request: Request) -> str:
+    """The stored id of the thread ``X-Plait-Thread`` names (a new one without it)."""
+    return await server.thread(
+        request, request.headers.get(THREAD_HEADER) or uuid.uuid4().hex, THREAD_HEADER
+    )
 
 
 def response_id(thread: str, first: int) -> str:
@@ -386,8 +394,8 @@ async def responses(server: Server, request: Request) -> Response:
     _check_model(server, body)
     previous = body.get("previous_response_id")
     if previous is not None:
-        thread, answered = thread_of(previous)
-        thread = await server.require(request, thread)
+        named, answered = thread_of(previous)
+        thread = await server.require(request, named)
         latest = await _latest_run(server, thread, answered)
         if latest is not None:
             # The thread holds what came after that response: going on from it would
@@ -396,21 +404,22 @@ async def responses(server: Server, request: Request) -> Response:
                 409,
                 "not_latest_response",
                 f"previous_response_id {previous!r}: its conversation went on after it; "
-                f"continue from its latest response, {response_id(thread, latest)!r}",
+                f"continue from its latest response, {response_id(named, latest)!r}",
             )
     else:
-        thread = check_id(THREAD_HEADER, request.headers.get(THREAD_HEADER) or uuid.uuid4().hex)
+        thread = await _header_thread(server, request)
     conversation: list[tuple[str, str]] = []
     if not ("resume" in body and "input" not in body):  # a resume needs no new input
         conversation = _conversation(body.get("input"), "input")
     stream = _stream_flag(body)
     first = await _start(server, request, body, thread, conversation)
-    ident, created, model = response_id(thread, first), int(time.time()), server.agent.name
+    shown = server.shown(thread)
+    ident, created, model = response_id(shown, first), int(time.time()), server.agent.name
 
     def finished(text: str, end: Mapping[str, Any]) -> dict[str, Any]:
         done = _response(ident, created, model, text, "completed", previous)
         done["usage"] = _usage(end, "input_tokens", "output_tokens")
-        done["plait"] = _plait(thread, end)
+        done["plait"] = _plait(shown, end)
         return done
 
     if stream:
@@ -475,12 +484,12 @@ async def responses(server: Server, request: Request) -> Response:
                 yield "".join(out)
 
         response = sse(events())
-        response.headers[THREAD_HEADER] = thread
+        response.headers[THREAD_HEADER] = shown
         return response
     text, end = await _collect(server, thread, first - 1)
     if end.get("type") != "run_finished":
-        return _run_error(end, thread)
-    return JSONResponse(finished(text, end), headers={THREAD_HEADER: thread})
+        return _run_error(end, shown)
+    return JSONResponse(finished(text, end), headers={THREAD_HEADER: shown})
 
 
 def _completed(event: Any, item: str, whole: str, done: dict[str, Any], seq: int) -> list[str]:

@@ -30,6 +30,7 @@ from serve_helpers import Served
 
 import plait
 from plait.testing import ai, call
+from plait_serve import scoped_thread_id
 
 KEY = "a2a-client-key-0123456789"
 OTHER = "another-a2a-key-0123456789"
@@ -147,13 +148,15 @@ def test_a_decision_the_interrupt_does_not_allow_is_refused_and_changes_nothing(
         (response,) = await responses(client, text("Refund order 1042."))
         task = response.task
         assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-        before = support.get_state(task.context_id)
+        stored = scoped_thread_id(KEY, task.context_id)  # with two keys, each has its ids
+        before = support.get_state(stored)
+        assert len(support.get_interrupts(stored)) == 1
         for bad in ({"type": "maybe"}, {"type": "approve", "tool_call_id": "call_forged"}):
             with pytest.raises(Exception, match="decision 0") as raised:
                 await responses(client, decisions(task, bad))
             assert "issue_refund" in str(raised.value)
-        assert support.get_state(task.context_id) == before
-        assert len(support.get_interrupts(task.context_id)) == 1
+        assert support.get_state(stored) == before
+        assert len(support.get_interrupts(stored)) == 1
         (rejected,) = await responses(
             client, decisions(task, {"type": "reject", "message": "Not this order."})
         )
@@ -290,7 +293,8 @@ def test_malformed_json_rpc_calls_get_one_clear_error_each_and_change_nothing(
         paused = rpc(http, "message/send", user("Refund order 1042."), mine).json()["result"]
         assert paused["status"]["state"] == "input-required"
         task, context = paused["id"], paused["contextId"]
-        before = support.get_state(context)
+        stored = scoped_thread_id(KEY, context)
+        before = support.get_state(stored)
         forged = {
             "kind": "data",
             "data": {"decisions": [{"type": "approve", "approved": True}] * 2},
@@ -300,7 +304,6 @@ def test_malformed_json_rpc_calls_get_one_clear_error_each_and_change_nothing(
             ("message/send", {"message": {"role": "user"}}, mine, -32602, "params.message"),
             ("message/send", user(""), mine, -32602, "text part"),
             ("message/send", user("Hi", contextId=context), mine, -32602, "paused"),
-            ("message/send", user("Hi", contextId=context), theirs, -32001, "not found"),
             ("message/send", user("ok", taskId=task), theirs, -32001, "not found"),
             ("message/send", user("ok", taskId="no-such-task"), mine, -32001, "not found"),
             (
@@ -321,12 +324,13 @@ def test_malformed_json_rpc_calls_get_one_clear_error_each_and_change_nothing(
             assert response.status_code == 200
             error = response.json()["error"]
             assert error["code"] == code and text in error["message"], (method, params, error)
+            assert "key-" not in error["message"]  # ids as the client names them
         not_rpc = http.post("/a2a", json={"method": "tasks/get"}, headers=mine).json()
         assert not_rpc["error"]["code"] == -32600
         assert http.post("/a2a", content=b"{", headers=mine).status_code == 400
         assert http.post("/a2a", json={}, headers={}).status_code == 401
-        assert support.get_state(context) == before
-        assert len(support.get_interrupts(context)) == 1
+        assert support.get_state(stored) == before
+        assert len(support.get_interrupts(stored)) == 1
         got = rpc(http, "tasks/get", {"id": task}, mine).json()["result"]
         assert got["status"]["state"] == "input-required"
 

@@ -21,6 +21,7 @@ from serve_helpers import Served, parse_sse
 
 import plait
 from plait.testing import ai, call
+from plait_serve import scoped_thread_id
 
 KEY = "langgraph-client-key-0123456789"
 OTHER = "another-langgraph-key-0123456789"
@@ -462,8 +463,9 @@ def test_unknown_assistants_and_threads_and_another_keys_threads_are_404(
             attempt()
     assert theirs.threads.search() == []
     assert [t["thread_id"] for t in mine.threads.search()] == [thread]
-    assert len(support.get_interrupts(thread)) == 1  # nothing the other key did applied
-    assert paused["__interrupt__"][0]["id"] == support.get_interrupts(thread)[0].id
+    stored = scoped_thread_id(KEY, thread)  # with two keys, each has its own thread ids
+    assert len(support.get_interrupts(stored)) == 1  # nothing the other key did applied
+    assert paused["__interrupt__"][0]["id"] == support.get_interrupts(stored)[0].id
     with pytest.raises(UnprocessableEntityError, match="stream_mode"):
         list(mine.runs.stream(thread, support.name, input=ASK, stream_mode="debug"))
     with pytest.raises(UnprocessableEntityError, match="multitask_strategy: expected one of"):
@@ -484,7 +486,8 @@ def test_malformed_agent_protocol_requests_get_one_clear_4xx_each_and_change_not
     thread = lg.threads.create()["thread_id"]
     lg.runs.wait(thread, support.name, input=ASK)  # paused at the refund
     run_id = lg.runs.list(thread)[0]["run_id"]
-    before = (support.get_state(thread), support.checkpointer.last_event(thread))  # type: ignore[union-attr]
+    stored = scoped_thread_id(KEY, thread)
+    before = (support.get_state(stored), support.checkpointer.last_event(stored))  # type: ignore[union-attr]
     runs = f"/threads/{thread}/runs"
     ok = {"assistant_id": support.name}
     requests: list[tuple[str, str, dict[str, Any], str]] = [
@@ -670,8 +673,9 @@ def test_malformed_agent_protocol_requests_get_one_clear_4xx_each_and_change_not
             response = http.request(method, path, headers=headers, **options)
             assert 400 <= response.status_code < 500, (path, response.text)
             assert response.json()["error"]["code"] == code, (path, response.text)
-    assert (support.get_state(thread), support.checkpointer.last_event(thread)) == before  # type: ignore[union-attr]
-    assert len(support.get_interrupts(thread)) == 1
+            assert "key-" not in response.text  # ids as the client names them
+    assert (support.get_state(stored), support.checkpointer.last_event(stored)) == before  # type: ignore[union-attr]
+    assert len(support.get_interrupts(stored)) == 1
 
 
 def test_a_restarted_server_on_the_same_sqlite_log_reports_and_replays_the_run(

@@ -14,6 +14,7 @@ import pytest
 from serve_helpers import Served
 
 import plait
+import plait_serve
 from plait.testing import ai, call
 
 KEY = "openai-client-key-0123456789"
@@ -99,15 +100,20 @@ def test_a_thread_continues_through_the_header(serve: Callable[..., Served]) -> 
         )
     assert raw.headers["X-Plait-Thread"] == "mine"
     assert raw.parse().choices[0].message.content == "You asked: Weather in Oslo?"
-    assert [m.text for m in agent.get_state("mine")["messages"] if m.type == "human"] == [
-        "Weather in Oslo?",
-        "And what did I ask first?",
-    ]
-    with client(served, OTHER, default_headers={"X-Plait-Thread": "mine"}) as intruder:
-        with pytest.raises(openai.NotFoundError, match="thread 'mine' not found"):
-            intruder.chat.completions.create(
-                model="weather", messages=[{"role": "user", "content": "hi"}]
-            )
+    stored = plait_serve.scoped_thread_id(KEY, "mine")  # two keys: each has its own ids
+    asked = ["Weather in Oslo?", "And what did I ask first?"]
+    assert [m.text for m in agent.get_state(stored)["messages"] if m.type == "human"] == asked
+    # The other key's "mine" is its own thread: it never reads the first key's.
+    with client(served, OTHER, default_headers={"X-Plait-Thread": "mine"}) as other:
+        other.chat.completions.create(
+            model="weather", messages=[{"role": "user", "content": "Weather in Rome?"}]
+        )
+        theirs = other.chat.completions.with_raw_response.create(
+            model="weather", messages=[{"role": "user", "content": "And what did I ask first?"}]
+        )
+    assert theirs.headers["X-Plait-Thread"] == "mine"
+    assert theirs.parse().choices[0].message.content == "You asked: Weather in Rome?"
+    assert [m.text for m in agent.get_state(stored)["messages"] if m.type == "human"] == asked
 
 
 def test_the_model_is_the_agent_and_a_wrong_key_is_refused(serve: Callable[..., Served]) -> None:

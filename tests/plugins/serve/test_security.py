@@ -58,29 +58,39 @@ def test_a_key_cannot_see_resume_follow_or_cancel_another_keys_thread(
     serve: Callable[..., Served], support: plait.Agent
 ) -> None:
     served = serve(support, keys=[ALICE, BOB])
+    stored = plait_serve.scoped_thread_id(ALICE, "alices")  # two keys: each has its own ids
     with served.client(ALICE) as alice, served.client(BOB) as bob:
         events = post_sse(alice, "/ag-ui", run_input("alices", "r1", "Refund order 1042."))
         interrupt = events[-1][1]["outcome"]["interrupts"][0]
-        before = support.get_state("alices")
-        attempts = [
-            bob.post("/ag-ui", json=run_input("alices", "r2", resume=approve(interrupt["id"]))),
-            bob.post("/ag-ui", json=run_input("alices", "r3", "Refund order 2077 too.")),
-            bob.get("/ag-ui/threads/alices/stream?since=0"),
-            bob.get("/plait/threads/alices/events"),
-            bob.post("/plait/threads/alices/cancel"),
-        ]
-        for response in attempts:
-            assert response.status_code == 404
-            assert error_of(response) == {
-                "code": "not_found",
-                "message": "thread 'alices' not found",
+        before = support.get_state(stored)
+        # Alice's thread is not Bob's: he is answered as for an id nobody used.
+        for thread in ("alices", "unused"):
+            resume = bob.post(
+                "/ag-ui", json=run_input(thread, "r2", resume=approve(interrupt["id"]))
+            )
+            assert resume.status_code == 409
+            assert error_of(resume) == {
+                "code": "resume_refused",
+                "message": f"thread {thread!r} has no pending interrupt to resume",
             }
+            for response in (
+                bob.get(f"/ag-ui/threads/{thread}/stream?since=0"),
+                bob.get(f"/plait/threads/{thread}/events"),
+                bob.post(f"/plait/threads/{thread}/cancel"),
+            ):
+                assert response.status_code == 404
+                assert error_of(response) == {
+                    "code": "not_found",
+                    "message": f"thread {thread!r} not found",
+                }
+        assert support.get_state(stored) == before
         # The owner still can.
         resumed = post_sse(
             alice, "/ag-ui", run_input("alices", "r2", resume=approve(interrupt["id"]))
         )
-    assert support.get_state("alices") != before
+    assert support.get_state(stored) != before
     assert resumed[-1][1]["result"] == "Refunded 25.00 EUR for order 1042."
+    assert support.list_threads() == [stored]
 
 
 def test_a_thread_made_outside_the_server_is_not_served_to_a_key(
@@ -433,7 +443,8 @@ def test_a_key_cannot_cancel_another_keys_run_with_multitask_interrupt(
 ) -> None:
     """``multitask_strategy="interrupt"`` cancels the run going on in a thread: only in
     the caller's own. With ``if_not_exists="create"`` Bob's run request on Alice's
-    thread cancelled her run before it was refused."""
+    thread cancelled her run before it was refused; now Bob's ``alices`` is his own
+    thread, where his run goes on beside hers."""
     import threading
 
     gate = threading.Event()
@@ -443,9 +454,12 @@ def test_a_key_cannot_cancel_another_keys_run_with_multitask_interrupt(
         gate.wait(20)
         return "open"
 
-    model = plait.ScriptedChatModel(
-        [plait.AIMessage("", tool_calls=[plait.ToolCall("wait", {})]), "done"]
-    )
+    def brain(messages: list[Any], tools: Any) -> plait.AIMessage:
+        if messages[-1].text == "go":
+            return plait.AIMessage("", tool_calls=[plait.ToolCall("wait", {})])
+        return plait.AIMessage("done" if messages[-1].type == "tool" else "hello Bob")
+
+    model = plait.ScriptedChatModel([brain] * 3)
     agent = plait.create_agent(model, tools=[wait], checkpointer="memory")
     served = serve(agent, keys=[ALICE, BOB])
     try:
@@ -462,8 +476,9 @@ def test_a_key_cannot_cancel_another_keys_run_with_multitask_interrupt(
                     "if_not_exists": "create",
                 },
             )
-            assert attack.status_code == 404
-            assert error_of(attack) == {"code": "not_found", "message": "thread 'alices' not found"}
+            assert attack.status_code == 200, attack.text
+            assert attack.json()["thread_id"] == "alices"
+            bobs = bob.get("/plait/threads/alices/events?follow=run")
             gate.set()
             log = alice.get("/plait/threads/alices/events?follow=run")
     finally:
@@ -471,7 +486,10 @@ def test_a_key_cannot_cancel_another_keys_run_with_multitask_interrupt(
     ends = [event for _, event in parse_sse(log.text) if event["type"] == "run_finished"]
     # Alice's run went on to its answer: nothing of Bob's cancelled it.
     assert [event["status"] for event in ends] == ["success"], ends
-    assert [m.text for m in agent.get_state("alices")["messages"]][-2:] == ["open", "done"]
+    hers = agent.get_state(plait_serve.scoped_thread_id(ALICE, "alices"))["messages"]
+    assert [m.text for m in hers] == ["go", "", "open", "done"]
+    (his,) = [event for _, event in parse_sse(bobs.text) if event["type"] == "run_finished"]
+    assert his["status"] == "success" and his["text"] == "hello Bob"
 
 
 def test_a_web_page_of_another_site_cannot_drive_a_server(serve: Callable[..., Served]) -> None:
