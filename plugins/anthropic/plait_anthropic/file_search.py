@@ -3,14 +3,17 @@ backend — typically the files the text-editor or memory tool keeps.
 
 ``grep_search`` takes a Python regular expression (like LangChain's), matched line by line
 over the text of the files ``glob`` finds, with caps on file size and count and a time
-limit on the matching (``_pattern``). Both are plain
-function tools on every provider.
+limit on the matching (``_pattern``). Both are plain function tools on every provider,
+and search only where the agent's other file tools on the same backend may go
+(``_Scope``): beside ``anthropic_memory`` alone, ``/memories``; or where
+``allowed_path_prefixes`` says.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import attrs
 
@@ -27,7 +30,7 @@ from plait.messages import ToolMessage
 from plait.options import number, positive_or_none
 from plait.tools import Tool
 from plait.types import AgentConfig, ToolRuntime
-from plait_anthropic._editor import MB, error
+from plait_anthropic._editor import MB, Editor, check_prefixes, error
 from plait_anthropic._pattern import PatternTimeout, SearchPattern
 
 __all__ = ["TOOL_DESCRIPTIONS", "TOOL_NAMES", "AnthropicFileSearchMiddleware"]
@@ -93,6 +96,56 @@ def _searched(fs: FileSystem, path: str) -> list[str]:
     return [check_path(path)]
 
 
+def _under(path: str, roots: Sequence[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+@frozen
+class _Scope:
+    """Where one search may look: under ``roots`` (None: anywhere on the backend)."""
+
+    fs: FileSystem
+    roots: Sequence[str] | None
+
+    def starts(self, path: str, tool: str) -> list[str]:
+        """The paths to search for ``path``: itself when it is in scope, else the roots
+        inside it; a path neither in scope nor above it is refused as the editor refuses
+        it (a link on it leading out of scope too)."""
+        path = check_path(path)
+        if self.roots is None:
+            return [path]
+        inside = [root for root in self.roots if _under(root, [path]) and root != path]
+        if inside and not _under(path, self.roots):
+            return inside
+        return [Editor(fs=self.fs, allowed_path_prefixes=self.roots).guard(path, tool)]
+
+    def allows(self, file: str) -> bool:
+        """Whether ``file`` is in scope, and so is where it leads on a backend with links."""
+        if self.roots is None:
+            return True
+        resolve = getattr(self.fs, "resolve", None)
+        seen = [file, resolve(file)] if callable(resolve) else [file]
+        return all(_under(where, self.roots) for where in seen)
+
+
+def _inherited(me: object, backend: Any, agent_config: AgentConfig) -> list[str] | None:
+    """The union of the ``allowed_path_prefixes`` of the agent's other file tools on
+    ``backend`` (``anthropic_memory``, ``anthropic_text_editor``, ``filesystem``); None
+    (the whole backend) if one of them may go anywhere, or there are none: a search never
+    reads what the tools beside it may not."""
+    roots: list[str] = []
+    for other in agent_config.middleware:
+        if other is me or isinstance(other, AnthropicFileSearchMiddleware):
+            continue
+        if not isinstance(other, BackendMiddleware) or other.backend != backend:
+            continue
+        prefixes = getattr(other, "allowed_path_prefixes", None)
+        if prefixes is None:
+            return None
+        roots.extend(check_path(prefix) for prefix in prefixes if check_path(prefix) not in roots)
+    return roots or None
+
+
 @frozen(kw_only=True)
 class AnthropicFileSearchMiddleware(BackendMiddleware):
     """Gives the agent ``glob_search`` and ``grep_search`` over ``backend``."""
@@ -101,6 +154,11 @@ class AnthropicFileSearchMiddleware(BackendMiddleware):
     """``grep_search`` skips files over this many megabytes (and says so); None: no limit."""
     max_files: int | None = attrs.field(default=10000, validator=positive_or_none)
     """``grep_search`` reads at most this many files per call (and says so); None: all."""
+    allowed_path_prefixes: list[str] | None = attrs.field(default=None, validator=check_prefixes)
+    """Only files under these directories are searched. None: where the agent's other file
+    tools on the same backend may go (beside ``anthropic_memory`` alone: ``/memories``),
+    the whole backend if one of them may go anywhere or there is none; ``["/"]``: the
+    whole backend."""
     timeout: float = attrs.field(default=10.0, validator=number(above=0))
     """Seconds ``grep_search``'s pattern may run over all the lines of one search; a pattern
     that takes longer (such as ``(a+)+$``, which backtracks without end) is stopped and the
@@ -112,6 +170,10 @@ class AnthropicFileSearchMiddleware(BackendMiddleware):
         max_files = self.max_files
         limit_mb = self.max_file_size_mb
         seconds = self.timeout
+        if self.allowed_path_prefixes is not None:
+            roots: list[str] | None = [check_path(p) for p in self.allowed_path_prefixes]
+        else:
+            roots = _inherited(self, self.backend, agent_config)
 
         def glob_search(pattern: str, runtime: ToolRuntime, path: str = "/") -> ToolMessage | str:
             """Find files by path pattern.
@@ -121,7 +183,10 @@ class AnthropicFileSearchMiddleware(BackendMiddleware):
                 path: the directory to search under.
             """
             try:
-                found = bind(runtime).glob(pattern, path)
+                fs = bind(runtime)
+                scope = _Scope(fs, roots)
+                scope.starts(path, "glob_search")  # refuses a path out of scope
+                found = [info for info in fs.glob(pattern, path) if scope.allows(info.path)]
             except BackendError as problem:
                 return error(runtime, "glob_search", problem)
             if not found:
@@ -146,7 +211,16 @@ class AnthropicFileSearchMiddleware(BackendMiddleware):
             try:
                 regex = SearchPattern(pattern, seconds)
                 fs = bind(runtime)
-                files = _searched(fs, path)
+                scope = _Scope(fs, roots)
+                # sorted and once each: roots may nest (["/a", "/a/b"]) or come in any order
+                files = sorted(
+                    {
+                        file
+                        for start in scope.starts(path, "grep_search")
+                        for file in _searched(fs, start)
+                        if scope.allows(file)
+                    }
+                )
                 if include:
                     files = _included(fs, files, include, path)
             except BackendError as problem:

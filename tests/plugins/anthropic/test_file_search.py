@@ -19,6 +19,7 @@ from plait.store import MemoryStore
 from plait.testing import ai, call, tool_answers
 from plait_anthropic import AnthropicChatModel
 from plait_anthropic.file_search import TOOL_DESCRIPTIONS, AnthropicFileSearchMiddleware
+from plait_anthropic.memory import AnthropicMemoryMiddleware
 from plait_anthropic.text_editor import AnthropicTextEditorMiddleware
 
 FILES = {
@@ -188,6 +189,8 @@ def test_options_and_their_errors() -> None:
         build(backend="nowhere")
     with pytest.raises(ConfigError, match=r"option 'timeout'.*expected"):
         build(timeout=0)
+    with pytest.raises(ConfigError, match=r"option 'allowed_path_prefixes'.*expected"):
+        build(allowed_path_prefixes="/memories")
     with pytest.raises(ConfigError, match=r"option 'backend'.*store"):
         build(backend="store")
 
@@ -325,3 +328,90 @@ def test_python_regular_expression_syntax_keeps_working(make_agent: Any) -> None
     # matched by the regex package: a POSIX class means what it means to grep (Python's re
     # would read a set of ':', 'a', 'l', 'p', 'h' followed by ']')
     assert got["posix"].content == "\n".join(sorted(FILES))
+
+
+def agent_data(root: Path) -> None:
+    """A DiskBackend root holding memories and files the memory tool may not touch."""
+    (root / "memories").mkdir()
+    (root / "memories" / "notes.md").write_text("the user likes tea\n")
+    (root / "private").mkdir()
+    (root / "private" / "keys.txt").write_text("the api key is sk-123\n")
+    (root / "memories" / "leak.txt").symlink_to(root / "private" / "keys.txt")
+
+
+def test_beside_the_memory_tool_it_searches_only_memories(make_agent: Any, tmp_path: Path) -> None:
+    agent_data(tmp_path)
+    backend = f"disk:{tmp_path}"
+    agent = make_agent(
+        [
+            ai(
+                "",
+                call("grep_search", "all", pattern="the", output_mode="content"),
+                call("glob_search", "files", pattern="**/*"),
+                call("grep_search", "outside", pattern="key", path="/private"),
+                call("glob_search", "outside_glob", pattern="*", path="/private"),
+                call("grep_search", "link", pattern="key", path="/memories/leak.txt"),
+                call("glob_search", "abs", pattern="/private/*"),
+            ),
+            "done",
+        ],
+        middleware=[
+            AnthropicMemoryMiddleware(backend=backend),
+            AnthropicFileSearchMiddleware(backend=backend),
+        ],
+    )
+    got = tool_answers(agent.invoke("go").messages)
+    assert got["all"].content == "/memories/notes.md:1: the user likes tea"
+    assert got["files"].content == "/memories/notes.md"
+    refused = "Error: access to /private is not allowed: paths must be under /memories"
+    assert (got["outside"].status, got["outside"].content) == ("error", refused)
+    assert (got["outside_glob"].status, got["outside_glob"].content) == ("error", refused)
+    assert got["link"].status == "error"
+    assert got["link"].content == (
+        "Error: access to /memories/leak.txt (a link to /private/keys.txt) is not allowed: "
+        "paths must be under /memories"
+    )
+    assert got["abs"].content == "No files match '/private/*' under /"
+
+
+def test_its_scope_follows_the_file_tools_on_its_backend_or_is_given(
+    make_agent: Any, tmp_path: Path
+) -> None:
+    agent_data(tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("the app\n")
+    backend = f"disk:{tmp_path}"
+
+    def files(*middleware: Any) -> str:
+        agent = make_agent(
+            [ai("", call("glob_search", "g", pattern="**/*")), "done"], middleware=list(middleware)
+        )
+        return str(tool_answers(agent.invoke("go").messages)["g"].content)
+
+    memory = AnthropicMemoryMiddleware(backend=backend)
+    search = AnthropicFileSearchMiddleware(backend=backend)
+    # the editor's prefixes join the memory's
+    editor = AnthropicTextEditorMiddleware(backend=backend, allowed_path_prefixes=["/src"])
+    assert files(memory, editor, search) == "/memories/notes.md\n/src/app.py"
+    # a file tool that may read anything on the backend: so may the search
+    everything = "/memories/leak.txt\n/memories/notes.md\n/private/keys.txt\n/src/app.py"
+    assert files(memory, AnthropicTextEditorMiddleware(backend=backend), search) == everything
+    # alone it searches its whole backend; memory on another backend does not narrow it
+    assert files(search) == everything
+    assert (
+        files(AnthropicMemoryMiddleware(backend=f"disk:{tmp_path / 'memories'}"), search)
+        == everything
+    )
+    # given, its own prefixes win
+    given = AnthropicFileSearchMiddleware(backend=backend, allowed_path_prefixes=["/src"])
+    assert files(memory, given) == "/src/app.py"
+    nested = ["/src", "/memories", "/memories/notes.md"]  # any order, nested: each file once
+    agent = make_agent(
+        [ai("", call("grep_search", "g", pattern="the")), "done"],
+        middleware=[AnthropicFileSearchMiddleware(backend=backend, allowed_path_prefixes=nested)],
+    )
+    assert tool_answers(agent.invoke("go").messages)["g"].content == (
+        "/memories/notes.md\n/src/app.py"
+    )
+    whole = AnthropicFileSearchMiddleware(backend=backend, allowed_path_prefixes=["/"])
+    assert files(memory, whole) == everything
