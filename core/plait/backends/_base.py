@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import abc
 import datetime
-import functools
-import re
 from collections.abc import Iterable
 from typing import Any
 
+from plait.backends._glob import glob_matcher
 from plait.backends.format import format_lines, text_size
 from plait.backends.paths import check_path, is_under
 from plait.backends.protocol import (
@@ -20,7 +19,7 @@ from plait.backends.protocol import (
     WriteResult,
 )
 
-__all__ = ["FileOps", "file_data", "glob_regex", "now"]
+__all__ = ["FileOps", "file_data", "now"]
 
 
 def now() -> str:
@@ -31,42 +30,6 @@ def file_data(content: str, created_at: str | None = None) -> dict[str, Any]:
     """The JSON-able record a file is kept as: its text and two ISO timestamps."""
     stamp = now()
     return {"content": content, "created_at": created_at or stamp, "modified_at": stamp}
-
-
-@functools.lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """``*`` and ``?`` stay within one path component, ``**/`` spans any number of them,
-    ``[...]`` is a character class."""
-    out, i = [], 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if ch == "*":
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = pattern.find("]", i + 2)
-            if end == -1:
-                out.append(re.escape(ch))
-            else:
-                body = pattern[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                body = body.replace("\\", "\\\\")
-                out.append(f"[{body}]")
-                i = end
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 def _relative(path: str, base: str) -> str:
@@ -202,14 +165,12 @@ class FileOps(abc.ABC):
 
     def glob(self, pattern: str, path: str = "/") -> list[FileInfo]:
         path = check_path(path)
-        if pattern.startswith("/"):
-            regex, base = glob_regex(pattern), None
-        else:
-            regex, base = glob_regex(pattern), path
+        matches = glob_matcher(pattern)
+        base = None if pattern.startswith("/") else path
         found = []
         for file in self._files(path):
             subject = file if base is None else _relative(file, base)
-            if regex.match(subject):
+            if matches(subject):
                 found.append(FileInfo(file))
         return found
 
@@ -221,12 +182,12 @@ class FileOps(abc.ABC):
             files = [path]
         else:
             files = self._files(path)
-        regex = glob_regex(glob) if glob else None
+        included = glob_matcher(glob) if glob else None
         matches = []
         for file in files:
-            if regex is not None:
+            if included is not None:
                 rel = _relative(file, path)
-                if not (regex.match(rel) or regex.match(file.rsplit("/", 1)[-1])):
+                if not (included(rel) or included(file.rsplit("/", 1)[-1])):
                     continue
             try:
                 text = self._text(file)

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from plait._convert import expected
-from plait.backends._base import glob_regex
+from plait.backends._glob import glob_matcher
 from plait.backends.paths import check_path, is_under
 from plait.backends.protocol import (
     Backend,
@@ -226,7 +226,7 @@ class _CompositeFiles:
 
     def glob(self, pattern: str, path: str = "/") -> list[FileInfo]:
         norm = check_path(path)
-        regex = glob_regex(pattern)
+        matches = glob_matcher(pattern)
         found: dict[str, FileInfo] = {}
         for prefix, inner in self._searched(path):
             with self._named(prefix, inner):
@@ -236,7 +236,7 @@ class _CompositeFiles:
                 if not prefix and not self._in_default(outer):
                     continue
                 subject = outer if pattern.startswith("/") else outer[len(norm.rstrip("/")) + 1 :]
-                if regex.match(subject):
+                if matches(subject):
                     found[outer] = attrs.evolve(info, path=outer)
         return [found[key] for key in sorted(found)]
 

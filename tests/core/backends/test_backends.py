@@ -4,6 +4,7 @@ each backend, composite routing, and DiskBackend confinement (nothing outside ro
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -244,6 +245,57 @@ def test_glob_under_a_file_path_finds_that_file_on_every_backend(fs: Any) -> Non
     assert fs.glob("**/*", "/a/file.txt/below") == []
     assert fs.glob("**/*", "/a/missing.txt") == []
     assert fs.glob("**/*", "/missing/deeper") == []
+
+
+def test_a_glob_pattern_that_would_backtrack_without_end_is_matched_at_once_on_every_backend(
+    fs: Any,
+) -> None:
+    # glob patterns come from the model (glob, grep's glob, glob_search, include): as a
+    # backtracking regex, '**/' x 12 on a 30-deep path or '*a' x 8 + 'b' on a long name
+    # ran for minutes to hours, holding the GIL
+    deep = "/" + "a/" * 30 + "y.txt"
+    long = "/" + "a" * 200
+    fs.write(deep, "x\n")
+    fs.write(long, "x\n")
+    found: list[Any] = []
+
+    def search() -> None:
+        found.append([i.path for i in fs.glob("**/" * 12 + "x")])
+        found.append([i.path for i in fs.glob("*a" * 8 + "b")])
+        found.append([i.path for i in fs.glob("/**" * 8 + "b")])
+        found.append([h.path for h in fs.grep("x", glob="*a" * 8 + "b")])
+        found.append([i.path for i in fs.glob("**/" * 12 + "*.txt")])
+        found.append([i.path for i in fs.glob("*a" * 8)])
+
+    worker = threading.Thread(target=search, daemon=True)
+    worker.start()
+    worker.join(60)  # generous: each is a few milliseconds; as a backtracking regex, hours
+    assert not worker.is_alive(), "a glob pattern backtracked"
+    assert found == [[], [], [], [], [deep], [long]]
+
+
+def test_glob_patterns_keep_their_meaning_on_every_backend(fs: Any) -> None:
+    for path in ["/a.py", "/src/b.py", "/src/x/c.py", "/src/x/y/d.md", "/.hidden", "/[a].txt"]:
+        fs.write(path, "x\n")
+
+    def paths(pattern: str, path: str = "/") -> list[str]:
+        return [i.path for i in fs.glob(pattern, path)]
+
+    assert paths("*.py") == ["/a.py"]
+    assert paths("**/*.py") == ["/a.py", "/src/b.py", "/src/x/c.py"]
+    assert paths("src/**/*.py") == ["/src/b.py", "/src/x/c.py"]
+    assert paths("src/**") == ["/src/b.py", "/src/x/c.py", "/src/x/y/d.md"]
+    assert paths("**/x/**/*") == ["/src/x/c.py", "/src/x/y/d.md"]
+    assert paths("/src/*/?.py") == ["/src/x/c.py"]
+    assert paths("*/[!b].py") == []
+    assert paths("**/[bc].py") == ["/src/b.py", "/src/x/c.py"]
+    assert paths("[[]a].txt") == ["/[a].txt"]
+    assert paths("*", "/src/x") == ["/src/x/c.py"]
+    assert paths(".*") == ["/.hidden"]
+    assert paths("**") == sorted(paths("**/*"))
+    assert paths("[z-a].py") == []  # a reversed range matches nothing, it is no error
+    assert [h.path for h in fs.grep("x", glob="*.md")] == ["/src/x/y/d.md"]
+    assert [h.path for h in fs.grep("x", path="/src", glob="x/*.py")] == ["/src/x/c.py"]
 
 
 def test_state_backend_returns_updates_and_changes_nothing_itself() -> None:
