@@ -55,20 +55,37 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
 OutputMode = Literal["files_with_matches", "content", "count"]
 
 
+MAX_INCLUDE_PATTERNS = 256
+"""The most patterns one ``include`` may stand for: each ``{a,b}`` group doubles them."""
+
+
 def _expand_braces(pattern: str) -> list[str]:
-    """``*.{ts,tsx}`` → ``['*.ts', '*.tsx']`` (nested and repeated groups too)."""
+    """``*.{ts,tsx}`` → ``['*.ts', '*.tsx']`` (nested and repeated groups too); more than
+    ``MAX_INCLUDE_PATTERNS`` is refused as it grows, before it fills memory."""
     start = pattern.find("{")
     end = pattern.find("}", start + 1)
     if start == -1 or end == -1:
         return [pattern]
     head, body, tail = pattern[:start], pattern[start + 1 : end], pattern[end + 1 :]
-    return [alt for part in body.split(",") for alt in _expand_braces(head + part + tail)]
+    out: list[str] = []
+    for part in body.split(","):
+        out.extend(_expand_braces(head + part + tail))
+        if len(out) > MAX_INCLUDE_PATTERNS:
+            raise OverflowError
+    return out
 
 
 def _included(fs: FileSystem, files: list[str], include: str, path: str) -> list[str]:
     """The ``files`` whose name (or, for a pattern with '/', relative path) matches."""
+    try:
+        alternatives = _expand_braces(include)
+    except OverflowError:
+        raise BackendError(
+            f"Error: include {include!r} stands for more than {MAX_INCLUDE_PATTERNS} "
+            "patterns; use fewer {...} alternatives"
+        ) from None
     keep: set[str] = set()
-    for alternative in _expand_braces(include):
+    for alternative in alternatives:
         if "/" in alternative:
             keep.update(info.path for info in fs.glob(alternative, path))
         else:

@@ -415,3 +415,16 @@ def test_its_scope_follows_the_file_tools_on_its_backend_or_is_given(
     )
     whole = AnthropicFileSearchMiddleware(backend=backend, allowed_path_prefixes=["/"])
     assert files(memory, whole) == everything
+
+
+def test_an_include_with_too_many_alternatives_is_refused(make_agent: Any) -> None:
+    # each {a,b} doubles what include stands for: 31 of them were 2**31 patterns, built in
+    # memory before one file was read
+    include = "*.{py,md}" + "{a,b}" * 30
+    result = search(make_agent, call("grep_search", "many", pattern="x", include=include))
+    got = tool_answers(result.messages)["many"]
+    assert got.status == "error"
+    assert got.content == (
+        f"Error: include {include!r} stands for more than 256 patterns; "
+        "use fewer {...} alternatives"
+    )
