@@ -57,7 +57,8 @@ from plait.models.http import (
     stream_error,
     wire,
 )
-from plait.options import ConversionError, expected, integer, structure
+from plait.options import expected, integer
+from plait_anthropic._cache_marks import CACHE_BREAKPOINTS, place_breakpoints
 
 if TYPE_CHECKING:
     from plait.models.http import ToolDefinition
@@ -94,15 +95,9 @@ PROFILES: dict[str, ModelProfile] = {
 (Claude's 1M context) are not assumed; pass ``profile=`` to say you use them."""
 
 
-CACHE_BREAKPOINTS = "cache_breakpoints"
-"""The request option (``provider_options={"anthropic": {"cache_breakpoints": {...}}}``)
-asking for cache marks where the request is laid out; never sent itself."""
 BETAS = "betas"
 """The request option (``{"anthropic": {"betas": ["context-management-2025-06-27"]}}``)
 sent as the ``anthropic-beta`` header, as the official SDKs' ``betas`` argument is."""
-MAX_CACHE_BREAKPOINTS = 4
-"""The most ``cache_control`` marks the Messages API accepts in one request."""
-_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
 
 # -- another provider's answer ----------------------------------------------------------------
 
@@ -262,76 +257,6 @@ def _merge_usage(start: _Usage | None, end: _Usage | None) -> _Usage | None:
     return attrs.evolve(start, **given)
 
 
-@frozen
-class _Breakpoints:
-    """Where to put a ``cache_control`` mark, and which: the end of the last message, of
-    the system prompt, of the tool definitions. Places left ``None`` get none."""
-
-    messages: dict[str, Any] | None = None
-    system: dict[str, Any] | None = None
-    tools: dict[str, Any] | None = None
-
-
-def _breakpoints(value: Any) -> _Breakpoints:
-    try:
-        return structure(value, _Breakpoints)
-    except ConversionError as exc:
-        raise ConfigError(
-            f"anthropic: provider option {CACHE_BREAKPOINTS!r}: {exc}; expected a mapping "
-            "with any of 'messages', 'system', 'tools' to a cache_control mark such as "
-            '{"type": "ephemeral", "ttl": "5m"}'
-        ) from None
-
-
-def _marks(body: dict[str, Any]) -> int:
-    """How many ``cache_control`` marks ``body`` already carries, in the places the API
-    reads them: the request itself, tools, system blocks, message blocks (and the blocks
-    inside a ``tool_result``)."""
-
-    def count(blocks: Any) -> int:
-        if not isinstance(blocks, list):
-            return 0
-        marked = sum(1 for b in blocks if isinstance(b, Mapping) and "cache_control" in b)
-        nested = sum(count(b.get("content")) for b in blocks if isinstance(b, Mapping))
-        return marked + nested
-
-    turns = sum(count(turn.get("content")) for turn in body.get("messages") or ())
-    top = 1 if "cache_control" in body else 0
-    return top + count(body.get("tools")) + count(body.get("system")) + turns
-
-
-def _last_markable(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
-    markable = (block for block in reversed(blocks) if block.get("type") not in _UNMARKABLE)
-    return next(markable, None)
-
-
-def _place_breakpoints(body: dict[str, Any], wanted: _Breakpoints) -> None:
-    """Mark the end of the last message, then of the system prompt, then of the tools —
-    in that order of worth, while the request stays within the API's four marks. A place
-    already marked keeps its own mark."""
-    room = MAX_CACHE_BREAKPOINTS - _marks(body)
-    turns = body.get("messages") or []
-    if wanted.messages and turns and room > 0:
-        turn = turns[-1]
-        if isinstance(turn["content"], str):
-            turn["content"] = [{"type": "text", "text": turn["content"]}]
-        block = _last_markable(turn["content"])
-        if block is not None and "cache_control" not in block:
-            block["cache_control"] = dict(wanted.messages)
-            room -= 1
-    if wanted.system and body.get("system") and room > 0:
-        if isinstance(body["system"], str):
-            body["system"] = [{"type": "text", "text": body["system"]}]
-        last = body["system"][-1]
-        if "cache_control" not in last:
-            last["cache_control"] = dict(wanted.system)
-            room -= 1
-    if wanted.tools and body.get("tools") and room > 0:
-        last = body["tools"][-1] = dict(body["tools"][-1])
-        if "cache_control" not in last:
-            last["cache_control"] = dict(wanted.tools)
-
-
 def _answer_json(value: Any) -> str:
     """The text a structured answer is given as (the same for invoke and stream)."""
     return json.dumps(value, ensure_ascii=False)
@@ -466,7 +391,7 @@ class AnthropicChatModel(HTTPChatModel):
         headers = self._betas(options.pop(BETAS)) if BETAS in options else {}
         body.update(options)
         if breakpoints is not None:
-            _place_breakpoints(body, _breakpoints(breakpoints))
+            place_breakpoints(body, breakpoints)
         thinking = body.get("thinking")
         if answer_tool and request.tool_choice is None and isinstance(thinking, Mapping):
             if thinking.get("type") == "enabled":

@@ -176,6 +176,48 @@ def test_cache_breakpoints_skip_thinking_blocks_and_absent_places(server: Any, c
     assert "system" not in body and "tools" not in body
 
 
+def test_cache_breakpoints_get_a_ttl_the_api_accepts_where_they_stand(
+    server: Any, make_tool: Any, claude: Any
+) -> None:
+    """The API reads marks as tools, system, messages and refuses a "1h" mark after a "5m"
+    one. Asked-for marks are fitted: shortened after a shorter mark (the tools' own "5m"
+    here), lengthened before a caller's "1h" (inside the tool result); the caller's marks
+    are sent as given."""
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    tool = make_tool("a", "A.", WEATHER)
+    call = AIMessage("", tool_calls=[ToolCall("a", {"city": "Oslo"}, "toolu_1")])
+    result = ToolMessage([{**text("cold"), "cache_control": hour}], tool_call_id="toolu_1")
+    server.json(message(text("ok")))
+    server.json(message(text("ok")))
+    mixed = {"tools": MARK, "system": hour, "messages": hour}
+    claude().invoke(
+        [HumanMessage("Hi")],
+        system_prompt="rules",
+        tools=[tool],
+        provider_options={"anthropic": {"cache_breakpoints": mixed}},
+    )
+    claude().invoke(
+        [HumanMessage("Hi"), call, result],
+        system_prompt="rules",
+        tools=[tool],
+        provider_options={"anthropic": EVERYWHERE},
+    )
+    first, second = (r.body for r in server.requests)
+    assert first["tools"][0]["cache_control"] == MARK
+    assert first["system"] == [{"type": "text", "text": "rules", "cache_control": MARK}]
+    assert first["messages"][0]["content"] == [{**text("Hi"), "cache_control": MARK}]
+    assert second["tools"][0]["cache_control"] == hour
+    assert second["system"] == [{"type": "text", "text": "rules", "cache_control": hour}]
+    assert second["messages"][-1]["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_1",
+            "content": [{**text("cold"), "cache_control": hour}],
+            "cache_control": MARK,
+        }
+    ]
+
+
 def test_malformed_cache_breakpoints_are_a_config_error(server: Any, claude: Any) -> None:
     with pytest.raises(ConfigError, match="anthropic: provider option 'cache_breakpoints'"):
         claude().invoke(

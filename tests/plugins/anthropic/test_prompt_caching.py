@@ -15,7 +15,7 @@ from replay_server import claude_message
 
 import plait
 from plait.errors import ConfigError
-from plait.messages import Usage
+from plait.messages import AIMessage, HumanMessage, SystemMessage, Usage
 from plait.models.openai import OpenAIChatModel
 from plait.testing import scripted
 from plait_anthropic import (
@@ -150,6 +150,99 @@ def test_one_hour_ttl(server: Any, claude: Any) -> None:
     assert body["system"][0]["cache_control"] == hour
     assert body["tools"][0]["cache_control"] == hour
     assert body["messages"][0]["content"][0]["cache_control"] == hour
+
+
+FIVE = {"type": "ephemeral"}
+"""A mark of the user's own without a ttl: the API's default, five minutes."""
+HOUR = {"type": "ephemeral", "ttl": "1h"}
+
+
+def ttls(body: Any) -> list[str]:
+    """The ttl of every cache mark in the order the API reads them (tools, system,
+    messages), as it checks them: a "1h" mark must not come after a "5m" one."""
+
+    def within(blocks: Any) -> list[str]:
+        found: list[str] = []
+        for block in blocks if isinstance(blocks, list) else ():
+            found += within(block.get("content"))
+            if "cache_control" in block:
+                found.append(block["cache_control"].get("ttl", "5m"))
+        return found
+
+    found = within(body.get("tools")) + within(body.get("system"))
+    for turn in body["messages"]:
+        found += within(turn["content"])
+    return found
+
+
+def test_one_hour_marks_never_follow_a_five_minute_mark_of_the_users(
+    server: Any, claude: Any
+) -> None:
+    """A mark of the user's own with the default five minutes, on the first tool, a system
+    block or an earlier message, used to be followed by the middleware's "1h" marks, and
+    Anthropic refused every call (a ttl='1h' cache_control block must not come after a
+    ttl='5m' cache_control block). Marks after it now get five minutes too."""
+    lookup = plait.tool(provider_options={"anthropic": {"cache_control": FIVE}})(get_weather)
+
+    @plait.tool
+    def get_time(city: str) -> str:
+        """Current time in a city.
+
+        Args:
+            city: the city's name.
+        """
+        return "noon"
+
+    system = SystemMessage(
+        [
+            {"type": "text", "text": "Long rules.", "cache_control": FIVE},
+            {"type": "text", "text": "Today is Monday."},
+        ]
+    )
+    document = HumanMessage([{"type": "text", "text": "A long report.", "cache_control": FIVE}])
+    cases = [
+        # where the user's own mark is, the input, the tools, the ttls sent in API order
+        ("tools", ["hello"], [lookup, get_time], ["5m", "5m", "5m", "5m"]),
+        ("system", [system, HumanMessage("hello")], [get_time], ["1h", "5m", "5m", "5m"]),
+        (
+            "messages",
+            [document, AIMessage("Read."), HumanMessage("hello")],
+            [get_time],
+            ["1h", "1h", "5m", "5m"],
+        ),
+    ]
+    for place, given, tools, sent in cases:
+        server.json(answer("hi"))
+        agent = plait.create_agent(
+            claude(),
+            tools,
+            system_prompt=PROMPT,
+            middleware=[AnthropicPromptCachingMiddleware(ttl="1h")],
+        )
+        agent.invoke(given)
+        body = server.last.body
+        assert ttls(body) == sent, place
+        # The middleware's marks are all there, each at its place, only shorter.
+        assert body["tools"][-1]["cache_control"]["type"] == "ephemeral", place
+        assert body["system"][-1]["cache_control"]["type"] == "ephemeral", place
+        assert body["messages"][-1]["content"][-1]["cache_control"] == MARK, place
+
+
+def test_five_minute_marks_never_precede_a_one_hour_mark_of_the_users(
+    server: Any, claude: Any
+) -> None:
+    """The other way round: a "1h" mark of the user's own in the conversation, and the
+    middleware's default "5m" on the tools and the system prompt before it, which the API
+    refuses as well. Those marks get the hour: the API bills every token before a "1h" mark
+    as an hour's write anyway. The last message, after the user's mark, keeps "5m"."""
+    document = HumanMessage([{"type": "text", "text": "A long report.", "cache_control": HOUR}])
+    server.json(answer("hi"))
+    weather_agent(claude()).invoke([document, AIMessage("Read."), HumanMessage("hello")])
+    body = server.last.body
+    assert ttls(body) == ["1h", "1h", "1h", "5m"]
+    assert body["tools"][-1]["cache_control"] == HOUR
+    assert body["system"][-1]["cache_control"] == HOUR
+    assert body["messages"][-1]["content"][-1]["cache_control"] == MARK
 
 
 def test_calls_with_fewer_messages_than_the_minimum_are_not_marked(
