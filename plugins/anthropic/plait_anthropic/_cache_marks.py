@@ -80,12 +80,17 @@ def _rank(mark: Any) -> int | None:
     return TTLS.index(ttl) if ttl in TTLS else None
 
 
-def _fit_ttls(body: dict[str, Any], placed: list[dict[str, Any]]) -> None:
+def _fit_ttls(
+    body: dict[str, Any], placed: list[dict[str, Any]], last: dict[str, Any] | None
+) -> None:
     """Give each mark in ``placed`` a ``ttl`` the API accepts where it stands: no longer
     than any mark before it, no shorter than any of the caller's after it. Mostly it is
     shortened to the five minutes of a mark of the caller's earlier in the prompt; one
     before a caller's "1h" mark is lengthened, which costs nothing (the API bills every
-    token before a "1h" mark as an hour's write). The caller's marks are never changed."""
+    token before a "1h" mark as an hour's write). The caller's marks are never changed.
+    ``last``, the mark placed on the last message, takes the ``ttl`` of the request's own
+    mark if it has one: that one stands for the same block, which the API refuses to see
+    marked with two lifetimes."""
     ours = {id(mark) for mark in placed}
     marks = list(_marks(body))
     ranks = [_rank(mark) for mark in marks]
@@ -105,6 +110,9 @@ def _fit_ttls(body: dict[str, Any], placed: list[dict[str, Any]]) -> None:
                 mark["ttl"] = TTLS[fitted]
             rank = fitted
         ceiling = min(ceiling, rank)
+    automatic = _rank(body.get("cache_control"))
+    if last is not None and automatic is not None:
+        last["ttl"] = TTLS[automatic]
 
 
 def _last_markable(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -120,6 +128,7 @@ def place_breakpoints(body: dict[str, Any], option: Any) -> None:
     wanted = _breakpoints(option)
     room = MAX_CACHE_BREAKPOINTS - sum(1 for _ in _marks(body))
     placed: list[dict[str, Any]] = []
+    last: dict[str, Any] | None = None
     turns = body.get("messages") or []
     if wanted.messages and turns and room > len(placed):
         turn = turns[-1]
@@ -127,8 +136,8 @@ def place_breakpoints(body: dict[str, Any], option: Any) -> None:
             turn["content"] = [{"type": "text", "text": turn["content"]}]
         block = _last_markable(turn["content"])
         if block is not None and "cache_control" not in block:
-            block["cache_control"] = dict(wanted.messages)
-            placed.append(block["cache_control"])
+            last = block["cache_control"] = dict(wanted.messages)
+            placed.append(last)
     if wanted.system and body.get("system") and room > len(placed):
         if isinstance(body["system"], str):
             body["system"] = [{"type": "text", "text": body["system"]}]
@@ -141,4 +150,4 @@ def place_breakpoints(body: dict[str, Any], option: Any) -> None:
         if "cache_control" not in last:
             last["cache_control"] = dict(wanted.tools)
             placed.append(last["cache_control"])
-    _fit_ttls(body, placed)
+    _fit_ttls(body, placed, last)

@@ -202,7 +202,18 @@ def test_cache_breakpoints_get_a_ttl_the_api_accepts_where_they_stand(
         tools=[tool],
         provider_options={"anthropic": EVERYWHERE},
     )
-    first, second = (r.body for r in server.requests)
+    # The request's own mark (automatic caching) stands for its last block, which the API
+    # takes marked with one lifetime only: the last message's mark gets that one.
+    server.json(message(text("ok")))
+    claude().invoke(
+        [HumanMessage("Hi")],
+        provider_options={
+            "anthropic": {"cache_breakpoints": {"messages": hour}, "cache_control": MARK}
+        },
+    )
+    first, second, third = (r.body for r in server.requests)
+    assert third["cache_control"] == MARK
+    assert third["messages"][0]["content"] == [{**text("Hi"), "cache_control": MARK}]
     assert first["tools"][0]["cache_control"] == MARK
     assert first["system"] == [{"type": "text", "text": "rules", "cache_control": MARK}]
     assert first["messages"][0]["content"] == [{**text("Hi"), "cache_control": MARK}]
