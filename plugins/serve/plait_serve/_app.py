@@ -36,7 +36,7 @@ from plait import Agent, Command
 from plait.errors import ConfigError
 from plait.lazy import define
 from plait.messages import AnyMessage, SystemMessage
-from plait_serve._auth import LOCAL_OWNER, AuthMiddleware, key_id, load_keys, scoped_id
+from plait_serve._auth import LOCAL_OWNER, AuthMiddleware, key_id, load_keys, scoped_id, unscoper
 from plait_serve._http import (
     ApiError,
     check_id,
@@ -149,10 +149,9 @@ class Server:
 
     def tell(self, text: str) -> str:
         """An error's ``text`` as its client reads it: the stored thread ids it names
-        written as the client names them."""
-        for prefix in self._prefixes:
-            text = text.replace(prefix, "")
-        return text
+        written as the client names them (the run log's events are told so as they are
+        read: ``RunLog.tell``)."""
+        return str(self.runs.tell(text))
 
     def owner(self, request: Request) -> str:
         """The caller's owner id (set by the auth middleware)."""
@@ -373,7 +372,9 @@ def app(
             "'https://app.example.com', got '*'"
         )
     keyring = load_keys(keys, keys_file=keys_file)
-    runs = RunLog(agent, max_runs=max_runs, timeline=ui, keep_events=keep_events)
+    runs = RunLog(
+        agent, max_runs=max_runs, timeline=ui, keep_events=keep_events, tell=unscoper(keyring)
+    )
     server = Server(agent, runs, keyring, max_body)
 
     @contextlib.asynccontextmanager

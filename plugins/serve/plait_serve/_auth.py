@@ -17,7 +17,8 @@ import hmac
 import ipaddress
 import json
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +33,19 @@ __all__ = [
     "load_keys",
     "scoped_id",
     "scoped_thread_id",
+    "unscoper",
 ]
 
 ENV_KEYS = "PLAIT_SERVE_KEYS"
 LOCAL_OWNER = "local"
 """The owner of every thread when no keys are configured."""
 MIN_KEY_LENGTH = 16
+_KEY_ID = "key-"  # how every key id begins
 
 
 def key_id(key: str) -> str:
     """The owner id a thread records for ``key``: a hash, so the log never holds a key."""
-    return "key-" + hashlib.sha256(key.encode()).hexdigest()[:24]
+    return _KEY_ID + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def scoped_id(owner: str, thread_id: str) -> str:
@@ -56,6 +59,30 @@ def scoped_thread_id(key: str, thread_id: str) -> str:
     keys: what ``agent.get_state`` and ``plait chat --thread`` take to read it outside
     the server (a server with one key or none stores ``thread_id`` as it is)."""
     return scoped_id(key_id(key), thread_id)
+
+
+def unscoper(keys: Iterable[str]) -> Callable[[Any], Any] | None:
+    """What turns a value a client reads into its client's words: every stored thread id
+    it holds (in any text, at any depth of a JSON-like value) written as the client
+    names the thread, its key's scope taken off; ``None`` without keys (ids are stored
+    as given). Values without one are returned as they are (not copied)."""
+    prefixes = [scoped_id(key_id(key), "") for key in keys]
+    if not prefixes:
+        return None
+    pattern = re.compile("|".join(map(re.escape, prefixes)))
+
+    def unscope(value: Any) -> Any:
+        if isinstance(value, str):
+            return pattern.sub("", value) if _KEY_ID in value else value
+        if isinstance(value, dict):
+            told = {k: unscope(v) for k, v in value.items()}
+            return value if all(told[k] is v for k, v in value.items()) else told
+        if isinstance(value, list):
+            items = [unscope(v) for v in value]
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        return value
+
+    return unscope
 
 
 def _split(text: str) -> list[str]:

@@ -128,6 +128,10 @@ class RunLog:
     :param max_runs: how many runs may go on at once (more: ``Full``).
     :param timeline: also record each model call (the request as the provider got it)
         and tool run, with its duration and usage (``plait_serve._timeline``).
+    :param tell: what a value read out of the log becomes for its client (the stored
+        thread ids in its texts named as the client names them: ``_auth.unscoper``);
+        applied to every event read (``batches``, ``read``, ``written_soon``), so an
+        error text the kernel wrote with the stored id reads with the client's.
     """
 
     def __init__(
@@ -137,6 +141,7 @@ class RunLog:
         max_runs: int = 256,
         timeline: bool = False,
         keep_events: int | None = None,
+        tell: Callable[[Any], Any] | None = None,
     ) -> None:
         checkpointer = agent.checkpointer
         if checkpointer is None or not isinstance(checkpointer, EventLog):
@@ -147,6 +152,7 @@ class RunLog:
             )
         self.agent = agent
         self.log: EventLog = checkpointer
+        self._tell = tell
         # The memory checkpointer answers in microseconds: call it inline, not in a thread.
         self._inline = isinstance(checkpointer, MemoryCheckpointer)
         self._live: dict[str, _Live] = {}
@@ -294,7 +300,24 @@ class RunLog:
         """The numbered events of the run going on here in ``thread_id``: the
         checkpointer may not hold the last of them yet (they are written in batches)."""
         live = self._live.get(thread_id)
-        return [] if live is None else list(live.events)
+        return [] if live is None else self._told(live.events)
+
+    def tell(self, value: Any) -> Any:
+        """``value`` (a text, an event) as a client reads it (see ``tell`` above)."""
+        return value if self._tell is None else self._tell(value)
+
+    def _told(self, rows: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
+        if self._tell is None:
+            return list(rows)
+        return [(seq, self._tell(event)) for seq, event in rows]
+
+    async def read(
+        self, thread_id: str, after: int, limit: int
+    ) -> list[tuple[int, dict[str, Any]]]:
+        """Up to ``limit`` of the thread's stored events after ``after``, as a client
+        reads them (``tell``)."""
+        rows = await self.call(self.log.read_events, thread_id, after=after, limit=limit)
+        return self._told(rows)
 
     async def start(
         self,
@@ -637,7 +660,7 @@ class RunLog:
                 if batch:
                     batch, ended = _cut(batch, one_run)
                     cursor = batch[-1][0]
-                    yield batch
+                    yield self._told(batch)
                     if ended:
                         return
                     continue
@@ -657,7 +680,7 @@ class RunLog:
                 batch, ended = _cut([r for r in rows if r[1].get("type") != "thread"], one_run)
                 if batch:
                     cursor = batch[-1][0] if ended else cursor
-                    yield batch
+                    yield self._told(batch)
                 if ended:
                     return
                 continue
@@ -675,7 +698,7 @@ class RunLog:
             silent = time.monotonic() - idle_since
             lost = await self._lost(thread_id, cursor) if silent > RUN_HEARTBEAT else None
             if lost is not None:
-                yield [(cursor + 1, lost)]
+                yield self._told([(cursor + 1, lost)])
                 return
             if silent > RUN_LEASE:
                 return

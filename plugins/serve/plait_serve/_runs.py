@@ -44,9 +44,7 @@ async def runs_of(server: Server, thread: str) -> dict[str, dict[str, Any]]:
     soon = server.runs.written_soon(thread)
     cursor = 0
     while True:
-        rows = await server.runs.call(
-            server.runs.log.read_events, thread, after=cursor, limit=_PAGE
-        )
+        rows = await server.runs.read(thread, after=cursor, limit=_PAGE)
         if not rows:
             break
         cursor = rows[-1][0]

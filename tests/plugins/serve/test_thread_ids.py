@@ -249,3 +249,68 @@ def test_a_tool_call_in_a_thread_of_another_key_is_not_reachable_by_its_id(
     stored = scoped_thread_id(ALICE, "paused")
     assert len(agent.get_interrupts(stored)) == 1
     assert model.calls == 1
+
+
+def test_a_run_error_naming_the_stored_thread_reads_with_the_clients_id_everywhere(
+    serve: Callable[..., Served],
+) -> None:
+    """A run's error text written by the kernel names the thread by its stored id (here
+    a busy-thread error: the model's own code runs the thread again while the run holds
+    it). Every text a client reads names it as the client did: the streamed run log,
+    AG-UI's RUN_ERROR (live and replayed), the Agent Protocol's stream and wait, the
+    OpenAI-compatible error and A2A's failed task status."""
+    holder: list[plait.Agent] = []
+
+    def brain(messages: list[Any], tools: Any) -> plait.AIMessage:
+        stored = scoped_thread_id(ALICE, "t")
+        holder[0].invoke("again", thread_id=stored)  # refused: the run holds the thread
+        return ai("never")
+
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([brain] * 20), checkpointer="memory", name="busy"
+    )
+    holder.append(agent)
+    served = serve(agent, keys=[ALICE, BOB])
+    said = "thread 't' is being run by another call"
+    with served.client(ALICE) as alice:
+        events = post_sse(alice, "/ag-ui", run_input("t", "r1", "hello"))
+        (error,) = [e for _, e in events if e["type"] == "RUN_ERROR"]
+        assert error["message"] == said
+        replay = parse_sse(alice.get("/ag-ui/threads/t/stream?since=0").text)
+        assert [e["message"] for _, e in replay if e["type"] == "RUN_ERROR"] == [said]
+        log = parse_sse(alice.get("/plait/threads/t/events").text)
+        assert [e["message"] for _, e in log if e["type"] == "run_error"] == [said]
+        assert "key-" not in alice.get("/plait/threads/t/events").text
+    lg = get_sync_client(url=served.url, api_key=ALICE)
+    with pytest.raises(Exception, match=f"^ThreadBusyError: {said}$"):
+        lg.runs.wait("t", "busy", input={"messages": ["again"]})
+    parts = list(lg.runs.stream("t", "busy", input={"messages": ["more"]}))
+    assert [p.data["message"] for p in parts if p.event == "error"] == [said]
+    api = openai.OpenAI(base_url=served.url + "/v1", api_key=ALICE, max_retries=0)
+    with pytest.raises(openai.InternalServerError, match=said):
+        api.chat.completions.create(
+            model="busy",
+            messages=[{"role": "user", "content": "once more"}],
+            extra_headers={"X-Plait-Thread": "t"},
+        )
+
+    async def a2a_task(streaming: bool) -> Any:
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {ALICE}"}) as http:
+            config = ClientConfig(httpx_client=http, streaming=streaming)
+            client = await create_client(served.url, client_config=config)
+            ask = Message(
+                role=Role.ROLE_USER,
+                message_id=f"m-{streaming}",
+                context_id="t",
+                parts=[Part(text="a2a")],
+            )
+            responses = [r async for r in client.send_message(SendMessageRequest(message=ask))]
+            last = responses[-1]
+            status = last.task.status if last.HasField("task") else last.status_update.status
+            task_id = last.task.id if last.HasField("task") else last.status_update.task_id
+            return status, (await client.get_task(GetTaskRequest(id=task_id))).status
+
+    for streaming in (False, True):
+        status, got = asyncio.run(a2a_task(streaming))
+        assert status.state == got.state == TaskState.TASK_STATE_FAILED
+        assert status.message.parts[0].text == got.message.parts[0].text == said
