@@ -3,6 +3,7 @@ real values in place of placeholders (``_StreamRestorer``)."""
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -105,17 +106,31 @@ def _unsplit(window: str, safe: int, floor: int) -> int:
 
 
 class _StreamRestorer:
-    """Shows the caller real values in place of placeholders as the answer streams: a
-    ``<`` that may open a placeholder is held until it closes; tool-call arguments are
-    held whole and restored as JSON."""
-
-    HOLD = 40
+    """Shows the caller real values in place of placeholders as the answer streams. Only a
+    tail that may still become a placeholder of the table (``<``, ``<EMA``, ``<EMAIL_1``
+    when ``<EMAIL_12>`` is known) is held, until the next chunk completes or breaks it;
+    every other piece of text leaves in the chunk it came in. Tool-call arguments are held
+    whole and restored as JSON, as ``result.messages`` shows them and the tool gets them."""
 
     def __init__(self, restorer: Restorer) -> None:
         self.restorer = restorer
+        self.known = sorted(restorer.values)  # the placeholders, for a prefix search
         self.pending = ""
         self.calls: dict[int, list[Any]] = {}
         self.id: str | None = None
+
+    def _held_from(self, text: str) -> int:
+        """Where the tail of ``text`` that a known placeholder may continue starts
+        (``len(text)``: none). Only the last ``<`` can start one: no placeholder holds a
+        second ``<``."""
+        cut = text.rfind("<")
+        if cut == -1:
+            return len(text)
+        tail = text[cut:]
+        at = bisect.bisect_left(self.known, tail)
+        if at < len(self.known) and self.known[at].startswith(tail) and self.known[at] != tail:
+            return cut
+        return len(text)
 
     def feed(self, chunk: AIMessageChunk) -> Iterator[AIMessageChunk]:
         self.id = self.id or chunk.id
@@ -125,14 +140,19 @@ class _StreamRestorer:
             slot[1] = slot[1] or part.name
             slot[2].append(part.args)
         text = self.pending + chunk.content
-        cut = text.rfind("<")
-        if cut != -1 and ">" not in text[cut:] and len(text) - cut < self.HOLD:
-            text, self.pending = text[:cut], text[cut:]
-        else:
-            self.pending = ""
-        text = self.restorer.text(text)
-        if text or chunk.usage is not None or chunk.response_metadata:
-            yield attrs.evolve(chunk, content=text, tool_call_chunks=())
+        # a provider block ends the text before it: nothing held may follow the block
+        cut = len(text) if chunk.blocks else self._held_from(text)
+        text, self.pending = self.restorer.text(text[:cut]), text[cut:]
+        blocks = tuple(self._block(block) for block in chunk.blocks)
+        if text or blocks or chunk.usage is not None or chunk.response_metadata:
+            yield attrs.evolve(chunk, content=text, tool_call_chunks=(), blocks=blocks)
+
+    def _block(self, block: dict[str, Any]) -> dict[str, Any]:
+        """A finished text block (one with citations) repeats the streamed text: restored
+        as that text is, so the assembled message keeps one copy of it."""
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            return {**block, "text": self.restorer.text(block["text"])}
+        return block
 
     def finish(self) -> Iterator[AIMessageChunk]:
         if self.pending:

@@ -465,7 +465,11 @@ class PIIMiddleware(Middleware):
         from plait_pii._stream import _StreamRedactor, _StreamRestorer
 
         if self.strategy == "pseudonymize":
-            restoring = _StreamRestorer(Restorer(self.pii_type, self._table(request.state)))
+            restorer = Restorer(self.pii_type, self._table(request.state))
+            if not restorer.values:  # no placeholder to restore: nothing is held
+                yield from chunks
+                return
+            restoring = _StreamRestorer(restorer)
             for chunk in chunks:
                 yield from restoring.feed(chunk)
             yield from restoring.finish()
@@ -485,7 +489,12 @@ class PIIMiddleware(Middleware):
         from plait_pii._stream import _StreamRedactor, _StreamRestorer
 
         if self.strategy == "pseudonymize":
-            restoring = _StreamRestorer(Restorer(self.pii_type, self._table(request.state)))
+            restorer = Restorer(self.pii_type, self._table(request.state))
+            if not restorer.values:  # no placeholder to restore: nothing is held
+                async for chunk in chunks:
+                    yield chunk
+                return
+            restoring = _StreamRestorer(restorer)
             async for chunk in chunks:
                 for out in restoring.feed(chunk):
                     yield out

@@ -172,3 +172,31 @@ def test_a_private_state_key_is_never_served(serve: Callable[..., Served]) -> No
     for text in seen:
         assert "pii_pseudonyms" not in text
     assert any("STATE_SNAPSHOT" in text for text in seen)
+
+
+def test_a_served_token_stream_shows_the_answer_with_real_values(
+    serve: Callable[..., Served],
+) -> None:
+    """The text a client streams (AG-UI ``TEXT_MESSAGE_CONTENT``, the Agent Protocol's
+    ``messages-tuple`` tokens through LangGraph's SDK) is the answer the caller gets, with
+    the address where the model wrote ``<EMAIL_1>``."""
+    model = plait.ScriptedChatModel(["Mail <EMAIL_1> today.", "Mail <EMAIL_1> today."])
+    agent = plait.create_agent(
+        model,
+        middleware=[("pii", {"pii_type": "email", "strategy": "pseudonymize"})],
+        checkpointer="memory",
+    )
+    served = serve(agent)
+    with served.client() as client:
+        events = [e[1] for e in post_sse(client, "/ag-ui", run_input("t", "r1", f"for {JANE}"))]
+    deltas = [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert "".join(deltas) == events[-1]["result"] == f"Mail {JANE} today."
+    assert not [d for d in deltas if "<" in d]
+    lg = get_sync_client(url=served.url)
+    thread = lg.threads.create()["thread_id"]
+    ask = {"messages": [{"role": "user", "content": f"for {JANE}"}]}
+    parts = list(lg.runs.stream(thread, agent.name, input=ask, stream_mode="messages-tuple"))
+    tokens = [p.data[0]["content"] for p in parts if p.event == "messages"]
+    assert "".join(tokens) == f"Mail {JANE} today."
+    assert "<EMAIL_1>" in json.dumps([m.content for r in model.requests for m in r.messages])
+    agent.close()
