@@ -289,8 +289,8 @@ class _MemoryThread:
     values: dict[str, str] = attrs.field(factory=dict)
     records: dict[int, _Record] = attrs.field(factory=dict)  # step -> record, oldest first
     parent: _MemoryThread | None = None
-    """The thread this one was forked from, held by reference: its steps up to ``base``
-    are this thread's history, even after the parent is deleted."""
+    """The thread this one was forked from: its steps up to ``base`` are this thread's
+    history (``MemoryCheckpointer.delete_thread`` hands them over first)."""
     parent_id: str = ""
     base: int = 0
 
@@ -404,9 +404,25 @@ class MemoryCheckpointer:
 
     def delete_thread(self, thread_id: str) -> None:
         with self._lock:
-            self._threads.pop(thread_id, None)
+            gone = self._threads.pop(thread_id, None)
+            if gone is not None:
+                self._orphan_forks(gone)
             self._events.pop(thread_id, None)
             self._leases.pop(thread_id, None)
+
+    def _orphan_forks(self, gone: _MemoryThread) -> None:
+        """Before a thread is forgotten: the forks reading it take the records of their
+        steps up to the fork point (they were its), listed under their own thread id as
+        the database checkpointers list them, and read the steps before those from its
+        own parent, if it has one."""
+        for fork in self._threads.values():
+            if fork.parent is not gone:
+                continue
+            taken = {step: r for step, r in gone.records.items() if step <= fork.base}
+            fork.records = {**taken, **fork.records}
+            fork.parent, fork.parent_id = gone.parent, gone.parent_id
+            # a fork made below ``gone``'s own fork point already read those steps there
+            fork.base = min(fork.base, gone.base)
 
     # -- history (plait.history.History) ---------------------------------------------------
 

@@ -141,6 +141,8 @@ def test_a_fork_keeps_its_history_when_its_parent_is_deleted(cp: Any) -> None:
     # The fork's steps up to its fork point were its parent's records: deleting the parent
     # leaves them listed and loadable from the fork, written to or not (SQLite and
     # PostgreSQL dropped them, so a fork at step 4 listed no step at all; memory kept them).
+    # They are listed under the fork's own thread id: the parent is gone (memory listed
+    # them under the deleted parent's id, which a new thread may take).
     seen = _save_all(cp)
     cp.fork("t", 4, "fresh")
     cp.fork("t", 3, "written")
@@ -148,6 +150,8 @@ def test_a_fork_keeps_its_history_when_its_parent_is_deleted(cp: Any) -> None:
     cp.delete_thread("t")
     assert [i.step for i in cp.history("fresh")] == [4, 3, 2, 1]
     assert [i.step for i in cp.history("written")] == [4, 3, 2, 1]
+    assert {i.thread_id for i in cp.history("fresh")} == {"fresh"}
+    assert {i.thread_id for i in cp.history("written")} == {"written"}
     assert [(i.run_id, i.node) for i in cp.history("fresh")][1:] == [
         ("r1", "x"),
         ("r1", "model"),
@@ -166,8 +170,16 @@ def test_a_fork_of_a_fork_keeps_its_history_when_the_middle_one_is_deleted(cp: A
     cp.save("mid", StepDelta(4, upserts=(_h("mid 2", "y"),), run_id="rm", node="model"))
     mid_at_3 = cp.load_step("mid", 3)
     cp.fork("mid", 3, "leaf")
+    cp.fork("mid", 1, "low")  # below mid's own fork point: "t"'s step
     cp.delete_thread("mid")
-    assert [i.step for i in cp.history("leaf")] == [3, 2, 1]
+    assert [(i.thread_id, i.step) for i in cp.history("low")] == [("t", 1)]
+    assert cp.load_step("low", 1) == cp.load("low") == seen[0]
+    # Step 3 was the deleted thread's record, now the leaf's; 2 and 1 are still "t"'s.
+    assert [(i.thread_id, i.step) for i in cp.history("leaf")] == [
+        ("leaf", 3),
+        ("t", 2),
+        ("t", 1),
+    ]
     assert cp.load_step("leaf", 3) == mid_at_3
     assert cp.load_step("leaf", 2) == seen[1]
     assert cp.load_step("leaf", 1) == seen[0]
