@@ -39,6 +39,7 @@ from plait.messages import AnyMessage, SystemMessage
 from plait_serve._auth import LOCAL_OWNER, AuthMiddleware, key_id, load_keys, scoped_id, unscoper
 from plait_serve._http import (
     ApiError,
+    EncodedPath,
     check_id,
     error_response,
     read_json,
@@ -281,9 +282,9 @@ def _routes(server: Server) -> list[Route]:
 
     return [
         Route("/healthz", healthz, methods=["GET"]),
-        Route("/plait/threads/{thread_id}/events", events, methods=["GET"]),
-        Route("/plait/threads/{thread_id}/cancel", cancel, methods=["POST"]),
-        Route("/plait/threads/{thread_id}/fork", fork, methods=["POST"]),
+        Route("/plait/threads/{thread_id:id}/events", events, methods=["GET"]),
+        Route("/plait/threads/{thread_id:id}/cancel", cancel, methods=["POST"]),
+        Route("/plait/threads/{thread_id:id}/fork", fork, methods=["POST"]),
     ]
 
 
@@ -388,6 +389,7 @@ def app(
     middleware = [
         Middleware(OriginGuard, origins=origins, loopback_only=not server.keys),
         Middleware(AuthMiddleware, keys=server.keys, public=public),
+        Middleware(EncodedPath),  # last: only the router matches the encoded path
     ]
     if origins:
         middleware.insert(

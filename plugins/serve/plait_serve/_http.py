@@ -1,23 +1,36 @@
 """HTTP plumbing every protocol shares: one JSON error shape, bounded JSON bodies, the
-reconnect position, and server-sent events numbered by the run log."""
+reconnect position, server-sent events numbered by the run log, and ids in paths.
+
+An id in a path (``{thread_id:id}``) is one path segment, encoded as
+``urllib.parse.quote(id, safe="")`` (LangGraph's SDK sends it so): an id may hold ``/``,
+``?``, ``#``, ``%`` or spaces. The ASGI server hands the app the decoded path, in which
+an encoded ``/`` is a separator; ``EncodedPath`` routes on the path as the client
+encoded it instead, and the ``id`` convertor decodes each id once. URLs the server
+gives (``Location``) are built from the same route and convertor (``url_path``).
+"""
 
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.routing import compile_path, replace_params
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = [
     "ApiError",
+    "EncodedPath",
     "error_response",
     "read_json",
     "since",
     "sse",
     "sse_event",
+    "url_path",
 ]
 
 MAX_ID = 256
@@ -57,6 +70,66 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ApiError(422, "invalid_request", f"expected a JSON object, got {type(data).__name__}")
     return data
+
+
+def _segment(value: str) -> str:
+    """``value`` as one path segment: percent-encoded, ``/`` included; a segment of dots
+    only is encoded too (clients would take ``..`` for the parent)."""
+    quoted = urllib.parse.quote(value, safe="")
+    return "%2E" * len(quoted) if quoted.strip(".") == "" else quoted
+
+
+class _Id(Convertor[str]):
+    """A path parameter that is an id: one encoded segment, decoded once."""
+
+    regex = "[^/]+"
+
+    def convert(self, value: str) -> str:
+        return urllib.parse.unquote(value)
+
+    def to_string(self, value: str) -> str:
+        return _segment(value)
+
+
+register_url_convertor("id", _Id())
+
+
+def url_path(template: str, **ids: str) -> str:
+    """The path of the route ``template`` (``/threads/{thread_id:id}``) for ``ids``,
+    each encoded as its route decodes it."""
+    _, path_format, convertors = compile_path(template)
+    path, unused = replace_params(path_format, convertors, dict(ids))
+    if unused:
+        raise ValueError(f"{template} has no parameter(s) {', '.join(unused)}")
+    return path
+
+
+class EncodedPath:
+    """ASGI: the router matches the path as the client encoded it (each segment
+    normalised to ``_segment``'s encoding), so ``/threads/a%2Fb/state`` is the thread
+    ``a/b``'s state rather than no route. Only the router sees this path; the
+    middleware before it (keys, origins) sees the decoded one. A path whose raw form
+    is missing or does not decode to the decoded one is left as it is."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = scope.get("raw_path")
+        root = scope.get("root_path", "")
+        if scope["type"] == "http" and raw and urllib.parse.quote(root, safe="/") == root:
+            try:
+                segments = [
+                    _segment(urllib.parse.unquote(part, errors="strict"))
+                    for part in raw.decode("ascii").split("/")
+                ]
+            except UnicodeError:
+                segments = None
+            if segments is not None:
+                path = "/".join(segments)
+                if urllib.parse.unquote(path) == scope["path"]:
+                    scope = {**scope, "path": path}
+        await self.app(scope, receive, send)
 
 
 def check_id(what: str, value: Any) -> str:

@@ -1,5 +1,5 @@
 """AG-UI: ``POST /ag-ui`` takes a ``RunAgentInput`` and streams the run as AG-UI events;
-``GET /ag-ui/threads/{thread_id}/stream`` picks a stream up again after a disconnect.
+``GET /ag-ui/threads/{thread_id:id}/stream`` picks a stream up again after a disconnect.
 
 The thread lives on the server: of the messages a client sends (AG-UI clients send the
 whole conversation), only user messages the thread does not hold yet are new input.
@@ -230,7 +230,7 @@ def routes(server: Server) -> list[Route]:
 
     return [
         Route("/ag-ui", run, methods=["POST"]),
-        Route("/ag-ui/threads/{thread_id}/stream", reconnect, methods=["GET"]),
+        Route("/ag-ui/threads/{thread_id:id}/stream", reconnect, methods=["GET"]),
     ]
 
 

@@ -38,12 +38,16 @@ from plait.errors import ConfigError, ThreadBusyError
 from plait.messages import AnyMessage, message_from_dict, unstructure_message
 from plait.runlog import END_TYPES, guarded_keys, jsonable, private_keys
 from plait_serve._app import Server, client_messages
-from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
+from plait_serve._http import ApiError, check_id, read_json, sse, sse_event, url_path
 from plait_serve._interrupts import Pending, pending_interrupts
 from plait_serve._runlog import Busy, NotFound
 from plait_serve._runs import runs_of as run_records
 
 __all__ = ["STREAM_MODES", "routes"]
+
+THREAD = "/threads/{thread_id:id}"
+RUN = THREAD + "/runs/{run_id:id}"
+"""The paths of a thread and of a run (their ids encoded: ``plait_serve._http``)."""
 
 STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "custom")
 """The ``stream_mode`` values served."""
@@ -782,7 +786,7 @@ def routes(server: Server) -> list[Route]:
         if chunks is None:
             chunks = project(thread, run_id, modes, first, after)
         response = sse(chunks, on_close=on_close)
-        location = f"/threads/{server.shown(thread)}/runs/{run_id}/stream"
+        location = url_path(RUN + "/stream", thread_id=server.shown(thread), run_id=run_id)
         response.headers["Location"] = location
         response.headers["Content-Location"] = location
         return response
@@ -872,7 +876,9 @@ def routes(server: Server) -> list[Route]:
             read.set()
         return JSONResponse(
             result,
-            headers={"Content-Location": f"/threads/{server.shown(thread)}/runs/{run_id}"},
+            headers={
+                "Content-Location": url_path(RUN, thread_id=server.shown(thread), run_id=run_id)
+            },
         )
 
     async def get_run(request: Request) -> Response:
@@ -922,10 +928,10 @@ def routes(server: Server) -> list[Route]:
             await outcome(thread, run_id, first)
         return Response(status_code=202)
 
-    t, r = "/threads/{thread_id}", "/threads/{thread_id}/runs/{run_id}"
+    t, r = THREAD, RUN
     return [
         Route("/assistants/search", search_assistants, methods=["POST"]),
-        Route("/assistants/{assistant_id}", get_assistant, methods=["GET"]),
+        Route("/assistants/{assistant_id:id}", get_assistant, methods=["GET"]),
         Route("/threads", create_thread, methods=["POST"]),
         Route("/threads/search", search_threads, methods=["POST"]),
         Route(t, get_thread, methods=["GET"]),
@@ -933,7 +939,7 @@ def routes(server: Server) -> list[Route]:
         Route(t + "/state", get_state, methods=["GET"]),
         Route(t + "/state", update_state, methods=["POST"]),
         Route(t + "/state/checkpoint", post_state_at, methods=["POST"]),
-        Route(t + "/state/{checkpoint_id}", get_state_at, methods=["GET"]),
+        Route(t + "/state/{checkpoint_id:id}", get_state_at, methods=["GET"]),
         Route(t + "/history", history, methods=["POST"]),
         Route(t + "/runs", create_run, methods=["POST"]),
         Route(t + "/runs", list_runs, methods=["GET"]),
