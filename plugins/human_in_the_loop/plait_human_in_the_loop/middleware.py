@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -28,7 +27,7 @@ from plait.errors import CheckpointerRequiredError, PlaitError
 from plait.lazy import frozen
 from plait.messages import ToolCall, ToolMessage, pending_tool_calls
 from plait.middleware import Middleware, can_jump_to
-from plait.options import FieldError, check_tool_names, expected
+from plait.options import ConversionError, FieldError, check_tool_names, expected
 from plait.tools import Tool, ToolArgumentError
 from plait.types import AgentConfig, Command, Runtime, StateField, ToolCallRequest
 
@@ -73,8 +72,6 @@ class HumanInTheLoopError(PlaitError):
 # -- options -------------------------------------------------------------------------------
 
 
-_ROOT = re.compile(r"(^|; )\$")
-"""Where each problem of a ``schema.structure`` error starts: its path's root."""
 _DECISIONS = f"a non-empty list of decisions ({', '.join(map(repr, ALL_DECISIONS))})"
 _ENTRY = "a bool or a mapping of InterruptOnConfig's fields"  # as the options' converter says
 _MAP = f"a mapping of tool names to {_ENTRY}"
@@ -90,10 +87,22 @@ def _decisions(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
             raise FieldError(attribute.name, expected(_DECISIONS, value, detail))
 
 
-def _located(problems: str, where: str) -> str:
-    """``schema.structure``'s ``$.allowed_decisions: ...`` as ``interrupt_on['x'].allowed_decisions:
-    ...``, the path an option given by name shows."""
-    return _ROOT.sub(lambda m: m.group(1) + where, problems)
+def _entry_error(where: str, exc: ValueError) -> FieldError:
+    """The problems of the entry at ``where`` (``interrupt_on['x']``) as one ``FieldError``,
+    each at its path as the option given by name shows it: the first as the field, any
+    others after its message, as an agent file reports several
+    (``interrupt_on['x'].when: expected ... (also interrupt_on['x']: unknown key ...)``)."""
+    found = [("", str(exc))]
+    if isinstance(exc, ConversionError):
+        found = [(p.path, p.message) for p in exc.problems]
+    problems = [
+        (where + (path if not path or path.startswith("[") else "." + path), message)
+        for path, message in found
+    ]
+    (field, message), others = problems[0], problems[1:]
+    if others:
+        message += " (also " + "; ".join(f"{path}: {text}" for path, text in others) + ")"
+    return FieldError(field, message)
 
 
 def _as_tuple(value: Any) -> Any:
@@ -131,7 +140,7 @@ def _interrupt_on(
     """Normalise ``interrupt_on``: mappings (Python users write dicts, as in LangChain)
     become ``InterruptOnConfig`` with the same strict checks as options given by name."""
     if not isinstance(value, Mapping):
-        raise TypeError(f"interrupt_on: {expected(_MAP, value)}")
+        raise FieldError("interrupt_on", expected(_MAP, value))
     result: dict[str, bool | InterruptOnConfig] = {}
     for name, entry in value.items():
         if not isinstance(name, str) or not name:
@@ -144,9 +153,9 @@ def _interrupt_on(
             try:
                 result[name] = schema.structure(dict(entry), InterruptOnConfig)
             except ValueError as exc:
-                raise ValueError(_located(str(exc), where)) from None
+                raise _entry_error(where, exc) from None
         else:
-            raise ValueError(f"{where}: {expected(_ENTRY, entry)}")
+            raise FieldError(where, expected(_ENTRY, entry))
     return result
 
 

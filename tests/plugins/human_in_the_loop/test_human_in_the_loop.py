@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import plait
-from plait.errors import CheckpointerRequiredError, ConfigError
+from plait.errors import CheckpointerRequiredError, ConfigError, FieldError
 from plait.messages import AIMessage, ToolCall, ToolMessage
 from plait.testing import ai, call, scripted, transcript
 from plait_human_in_the_loop import (
@@ -617,16 +617,38 @@ def test_options_by_name_are_structured_strictly(make_agent: Any) -> None:
 
 
 def test_bad_python_options_fail_on_construction() -> None:
-    with pytest.raises(ValueError) as info:
+    # A FieldError, as every middleware's own options raise (a ValueError too); its field is
+    # the path of the entry at fault, as the same option given by name shows it.
+    with pytest.raises(FieldError) as info:
         HumanInTheLoopMiddleware(interrupt_on={"x": {"allowed_decisions": ["skip"]}})
+    assert info.value.field == "interrupt_on['x'].allowed_decisions[0]"
     assert str(info.value) == (
         "interrupt_on['x'].allowed_decisions[0]: expected one of 'approve', 'edit', "
         "'reject', 'respond', got 'skip'"
     )
-    with pytest.raises(ValueError) as info:
-        HumanInTheLoopMiddleware(interrupt_on={"x": "yes"})  # type: ignore[dict-item]
+    with pytest.raises(FieldError) as info:
+        HumanInTheLoopMiddleware(interrupt_on={"x": 5})  # type: ignore[dict-item]
+    assert info.value.field == "interrupt_on['x']"
     assert str(info.value) == (
-        "interrupt_on['x']: expected a bool or a mapping of InterruptOnConfig's fields, got 'yes'"
+        "interrupt_on['x']: expected a bool or a mapping of InterruptOnConfig's fields, got 5"
+    )
+    with pytest.raises(FieldError) as info:
+        HumanInTheLoopMiddleware(interrupt_on=["x"])  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "interrupt_on: expected a mapping of tool names to a bool or a mapping of "
+        "InterruptOnConfig's fields, got ['x']"
+    )
+    # Several problems in one entry: the first named, the others after it (as an agent
+    # file reports them).
+    with pytest.raises(FieldError) as info:
+        HumanInTheLoopMiddleware(
+            interrupt_on={"x": {"allowed_decisions": ["skip"], "bogus": 1}, "y": True}
+        )
+    assert info.value.field == "interrupt_on['x'].allowed_decisions[0]"
+    assert str(info.value) == (
+        "interrupt_on['x'].allowed_decisions[0]: expected one of 'approve', 'edit', "
+        "'reject', 'respond', got 'skip' (also interrupt_on['x']: unknown key 'bogus' "
+        "(valid: allowed_decisions, description, when))"
     )
     with pytest.raises(ValueError) as info:
         InterruptOnConfig(allowed_decisions=("skip",))  # type: ignore[arg-type]
