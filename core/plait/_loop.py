@@ -46,7 +46,7 @@ from plait.messages import (
     structure_message,
     unstructure_message,
 )
-from plait.tools import raised_by_tool, tool_error_message
+from plait.tools import error_update, raised_by_tool, tool_error_message
 from plait.types import (
     Command,
     ModelRequest,
@@ -612,7 +612,7 @@ class Run:
     def apply_tool_outcome(self, call: ToolCall, outcome: Any) -> str | None:
         source = call.name
         if isinstance(outcome, Exception):
-            outcome = tool_error_message(call, outcome)
+            outcome = _error_outcome(call, outcome)
         if isinstance(outcome, ToolMessage):
             self.apply_update({"messages": [outcome]}, source)
             self.count_usage(outcome)
@@ -692,7 +692,7 @@ def _dump_outcome(call: ToolCall, outcome: Any) -> dict[str, Any] | None:
     ):
         return None
     if isinstance(outcome, Exception):
-        outcome = tool_error_message(call, outcome)
+        outcome = _error_outcome(call, outcome)
     if isinstance(outcome, ToolMessage):
         return {"message": unstructure_message(outcome)}
     update = dict(outcome.update or {})
@@ -703,6 +703,14 @@ def _dump_outcome(call: ToolCall, outcome: Any) -> dict[str, Any] | None:
         return None
     update["messages"] = [unstructure_message(m) for m in messages]
     return {"update": update, "jump_to": outcome.jump_to}
+
+
+def _error_outcome(call: ToolCall, error: Exception) -> ToolMessage | Command:
+    """The error message the model is told for a tool's ``error``, with the state keys a
+    hook set for it (``plait.tools.set_error_update``) as an update of the same step."""
+    message = tool_error_message(call, error)
+    update = error_update(error)
+    return Command(update={**update, "messages": [message]}) if update else message
 
 
 def _load_outcome(data: Mapping[str, Any]) -> ToolMessage | Command:

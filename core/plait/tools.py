@@ -41,8 +41,10 @@ __all__ = [
     "ToolArgumentError",
     "ToolRuntime",
     "error_text",
+    "error_update",
     "raised_by_tool",
     "set_error_text",
+    "set_error_update",
     "tool",
     "tool_error_message",
 ]
@@ -519,6 +521,29 @@ def error_text(error: BaseException) -> str:
     """The text the model is told for a tool's ``error``: what ``set_error_text`` set, else
     ``str(error)`` (a tracer records this one, not the exception's own words)."""
     return _describe(error)
+
+
+_UPDATE = "_plait_error_update"
+
+
+def set_error_update(error: Exception, update: Mapping[str, Any]) -> None:
+    """Write ``update`` (state keys other than ``messages``) in the tools step that holds
+    the error message the kernel makes of ``error`` (a tool's own), with that message: a
+    middleware whose ``set_error_text`` uses state of its own (``pii``'s new pseudonyms,
+    numbered in the error's text) keeps it in the step that first shows it. It replaces
+    what was set before; read that with ``error_update`` to add to it."""
+    if "messages" in update:
+        raise ValueError(
+            "set_error_update: the error message is the kernel's; leave out 'messages'"
+        )
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(error, _UPDATE, dict(update))
+
+
+def error_update(error: BaseException) -> dict[str, Any]:
+    """What ``set_error_update`` set for ``error`` (empty if nothing)."""
+    update = getattr(error, _UPDATE, None)
+    return dict(update) if isinstance(update, dict) else {}
 
 
 def _describe(error: BaseException) -> str:

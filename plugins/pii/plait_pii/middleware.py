@@ -23,7 +23,13 @@ from plait.messages import (
 )
 from plait.middleware import Middleware
 from plait.options import FieldError, expected
-from plait.tools import raised_by_tool, set_error_text
+from plait.tools import (
+    error_text,
+    error_update,
+    raised_by_tool,
+    set_error_text,
+    set_error_update,
+)
 from plait.types import (
     Command,
     ModelRequest,
@@ -313,14 +319,21 @@ class PIIMiddleware(Middleware):
 
         return _rewritten(message, assigner.text)
 
-    def _update(self, changed: list[AnyMessage], assigner: Assigner) -> dict[str, Any] | None:
-        from plait_pii._pseudonyms import KEY, Pseudonyms
+    def _update(self, changed: list[AnyMessage], state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``changed`` and the numbers this run handed out that the state does not hold
+        yet: the ones just given, and any a message made outside this middleware carries
+        (``tool_retry`` or ``tool_errors`` listed before pii answer a failed call with
+        the error text pii numbered, but without the step update pii gave the error)."""
+        from plait_pii._pseudonyms import KEY, Pseudonyms, run_numbers
 
         update: dict[str, Any] = {}
         if changed:
             update["messages"] = changed
-        if assigner.added:
-            update[KEY] = Pseudonyms({self.pii_type: assigner.added})
+        held = (state.get(KEY) or {}).get(self.pii_type, {})
+        given = run_numbers().added.get(self.pii_type, {})
+        missing = {value: n for value, n in given.items() if held.get(value) != n}
+        if missing:
+            update[KEY] = Pseudonyms({self.pii_type: missing})
         return update or None
 
     def _pseudonymize_new(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -340,7 +353,7 @@ class PIIMiddleware(Middleware):
                 handled = self._assigned(assigner, message)
                 if handled is not message:
                     changed.append(handled)
-        return self._update(changed[::-1], assigner)
+        return self._update(changed[::-1], state)
 
     def after_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
         """The model's answer as state keeps it: placeholders, even where the stream showed
@@ -352,7 +365,14 @@ class PIIMiddleware(Middleware):
             return None
         with self._assigning(state, self.apply_to_output) as assigner:
             handled = self._assigned(assigner, message)
-        return self._update([handled] if handled is not message else [], assigner)
+        return self._update([handled] if handled is not message else [], state)
+
+    def after_agent(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
+        """A run that ends after its tools step (``jump_to="end"``, a structured answer)
+        keeps the numbers a message made outside pii carries (see ``_update``)."""
+        if self.strategy != "pseudonymize":
+            return None
+        return self._update([], state)
 
     def _restore_result(self, result: Any) -> Any:
         """What the caller gets: messages and the structured answer with real values; the
@@ -570,13 +590,14 @@ class PIIMiddleware(Middleware):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command],
     ) -> ToolMessage | Command:
-        if self.strategy == "pseudonymize":
-            return self._pseudonymized_result(handler(self._real_arguments(request)), request)
+        pseudonymize = self.strategy == "pseudonymize"
         try:
-            result = handler(request)
+            result = handler(self._real_arguments(request) if pseudonymize else request)
         except Exception as error:
             self._tool_error(error, request)
             raise
+        if pseudonymize:
+            return self._pseudonymized_result(result, request)
         return self._tool_result(result)
 
     async def awrap_tool_call(
@@ -584,28 +605,46 @@ class PIIMiddleware(Middleware):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
     ) -> ToolMessage | Command:
-        if self.strategy == "pseudonymize":
-            result = await handler(self._real_arguments(request))
-            return self._pseudonymized_result(result, request)
+        pseudonymize = self.strategy == "pseudonymize"
         try:
-            result = await handler(request)
+            result = await handler(self._real_arguments(request) if pseudonymize else request)
         except Exception as error:
             self._tool_error(error, request)
             raise
+        if pseudonymize:
+            return self._pseudonymized_result(result, request)
         return self._tool_result(result)
 
     def _tool_error(self, error: Exception, request: ToolCallRequest) -> None:
         """A tool's exception is its answer too: the model reads its text in the error
-        message the kernel makes of it (after this hook), so that text is redacted here
-        as a result's would be. (With ``pseudonymize`` the next ``before_model``
-        replaces it, numbering new values, before the model is called.)"""
-        if not self.apply_to_tool_results or not raised_by_tool(error):
+        message the kernel makes of it (after this hook), so that text is handled here as
+        a result's would be, starting from what a pii instance inside this one left
+        (``error_text``). With ``pseudonymize`` known values become their placeholders
+        (new ones are numbered with ``apply_to_tool_results``) and the new numbers go into
+        the tools step with the message (``set_error_update``), so no step of the thread
+        keeps the value."""
+        if not raised_by_tool(error):
             return
-        try:
-            text = str(error)
-        except Exception:  # an exception whose __str__ raises: the kernel shows none
+        text = error_text(error)
+        if self.strategy == "pseudonymize":
+            self._pseudonymized_error(error, text, request)
+            return
+        if not self.apply_to_tool_results:
             return
         call = request.tool_call
         handled = self._tool_result(ToolMessage(text, tool_call_id=call.id, name=call.name))
         if isinstance(handled, ToolMessage) and handled.text != text:
             set_error_text(error, handled.text)
+
+    def _pseudonymized_error(self, error: Exception, text: str, request: ToolCallRequest) -> None:
+        from plait_pii._pseudonyms import KEY
+        from plait_pii._pseudonyms import merge as merge_tables
+
+        with self._assigning(request.state, self.apply_to_tool_results) as assigner:
+            handled = assigner.text(text)
+        if handled != text:
+            set_error_text(error, handled)
+        if assigner.added:
+            update = error_update(error)
+            update[KEY] = merge_tables(update.get(KEY), {self.pii_type: assigner.added})
+            set_error_update(error, update)

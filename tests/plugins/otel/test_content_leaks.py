@@ -178,6 +178,38 @@ def test_with_capture_content_a_tools_error_is_recorded_as_pii_redacted_it(
     assert SECRET not in everything(otel)
 
 
+def test_with_capture_content_a_tools_error_is_recorded_with_its_placeholder(
+    otel: Telemetry, make_agent: Any
+) -> None:
+    """With ``pseudonymize`` the model is told the error with ``<EMAIL_1>`` as the tool's
+    step is saved, and the span records those words."""
+    pii = PIIMiddleware("email", strategy="pseudonymize", apply_to_tool_results=True)
+    agent = make_agent(
+        [ai("", call("lookup", order_id=7)), "sorry"],
+        tools=[lookup],
+        middleware=[otel.middleware(capture_content=True), pii],
+    )
+    agent.invoke("go")
+    (raised,) = otel.named("execute_tool lookup")
+    assert raised.status.description == "no order 7 for <EMAIL_1>"
+    assert SECRET not in everything(otel)
+
+
+def test_with_capture_content_a_tools_result_is_recorded_with_its_placeholder(
+    otel: Telemetry, make_agent: Any
+) -> None:
+    pii = PIIMiddleware("email", strategy="pseudonymize", apply_to_tool_results=True)
+    agent = make_agent(
+        [ai("", call("contact", customer="x")), "ok"],
+        tools=[contact],
+        middleware=[otel.middleware(capture_content=True), pii],
+    )
+    agent.invoke("go")
+    (tool,) = otel.named("execute_tool contact")
+    assert tool.attributes["gen_ai.tool.call.result"] == "write to <EMAIL_1>"
+    assert SECRET not in everything(otel)
+
+
 @pytest.mark.parametrize("use_async", [False, True])
 def test_without_capture_content_a_tool_name_the_model_invents_reaches_no_span(
     otel: Telemetry, make_agent: Any, use_async: bool
