@@ -448,8 +448,9 @@ class RunLog:
     async def cancel_paused(self, thread_id: str, run_id: str) -> bool:
         """End the thread's run paused at an interrupt without answering it
         (``plait.runlog.cancel_paused_run``: the calls it held back get error results),
-        logged as a run ``run_id`` that ends ``cancelled``; ``False`` if the thread is
-        not paused, ``Busy`` while a run goes on there."""
+        logged under ``run_id`` — the paused run's id, so it reads as that run going on
+        and ending ``cancelled`` (``_runs.runs_of``), not as a run of its own; ``False``
+        if the thread is not paused, ``Busy`` while a run goes on there."""
         async with self._start_lock(thread_id):
             last = await self.call(self.log.last_event, thread_id)
             if self.running(thread_id) is not None or not await self._settled(thread_id, last):

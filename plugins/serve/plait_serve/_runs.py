@@ -19,7 +19,9 @@ async def runs_of(server: Server, thread: str) -> dict[str, dict[str, Any]]:
     ``running``, ``success``, ``interrupted`` (paused), ``cancelled``, ``error``, or
     ``lost`` (its process stopped before it ended; never for an agent whose runs a
     middleware runs, such as a queued durable run); ``end`` is its end event (``None``
-    while it runs); ``metadata`` the client's for the run (``{}`` if none was given)."""
+    while it runs); ``metadata`` the client's for the run (``{}`` if none was given).
+    A run started again under its id (``RunLog.cancel_paused``) is the same run: its
+    ``first`` is where it first started, its status and end the last ones."""
     found: dict[str, dict[str, Any]] = {}
     current: dict[str, Any] | None = None
 
@@ -27,6 +29,13 @@ async def runs_of(server: Server, thread: str) -> dict[str, dict[str, Any]]:
         nonlocal current
         kind = event.get("type")
         if kind == "run_started":
+            earlier = found.get(event["run_id"])
+            if earlier is not None:
+                # The run goes on after it ended (a paused run cancelled: A2A's
+                # ``tasks/cancel``): one run, from its first start to its last end.
+                earlier.update(status="running", end=None)
+                current = earlier
+                return
             current = {
                 "first": seq,
                 "status": "running",

@@ -311,10 +311,10 @@ def routes(server: Server) -> list[Route]:
         calls its interrupt holds back are not run (each gets an error result), and the
         context takes a new task."""
         thread, task_id, runs = await task_runs(request, params.id)
-        _, run = runs[-1]
+        run_id, run = runs[-1]
         if run["status"] == "interrupted":
-            try:
-                if await server.runs.cancel_paused(thread, str(uuid.uuid4())):
+            try:  # the paused run itself ends cancelled (no run of its own)
+                if await server.runs.cancel_paused(thread, run_id):
                     return await task_json(request, task_id)
             except Busy:
                 pass  # answered meanwhile: it is working again

@@ -26,7 +26,8 @@ from a2a.types import (
     TaskState,
 )
 from google.protobuf import json_format, struct_pb2
-from serve_helpers import Served
+from langgraph_sdk import get_sync_client
+from serve_helpers import Served, parse_sse
 
 import plait
 from plait.testing import ai, call
@@ -243,6 +244,52 @@ def test_tasks_cancel_abandons_a_task_waiting_for_input_and_the_context_goes_on(
 
     context = run(served, body, streaming=False)
     assert not any("Refunded" in m.text for m in support.get_state(context)["messages"])
+
+
+def test_a_canceled_input_required_task_is_its_own_run_cancelled_on_the_agent_protocol(
+    serve: Callable[..., Served], support: plait.Agent
+) -> None:
+    """The paused run a canceled task ends reads, through langgraph-sdk, as that run
+    cancelled — ``interrupted``, as LangGraph names a run cancelled — not as the paused
+    run plus another run; the thread is idle, and a later task is one more run."""
+    served = serve(support, keys=[KEY])
+
+    async def body(client: Any) -> Any:
+        (response,) = await responses(client, text("Refund order 1042."))
+        task = response.task
+        await client.cancel_task(CancelTaskRequest(id=task.id))
+        return task
+
+    task = run(served, body, streaming=False)
+    context, run_id = task.id.rsplit("#", 1)
+    lg = get_sync_client(url=served.url, api_key=KEY)
+    (listed,) = lg.runs.list(context)
+    assert listed["run_id"] == run_id and listed["status"] == "interrupted"
+    assert lg.runs.get(context, run_id)["status"] == "interrupted"
+    assert lg.threads.get(context)["status"] == "idle"
+    replay = parse_sse(
+        httpx.get(
+            f"{served.url}/plait/threads/{context}/events",
+            headers={"Authorization": f"Bearer {KEY}"},
+        ).text
+    )
+    started = [e["run_id"] for _, e in replay if e["type"] == "run_started"]
+    ended = [(e["run_id"], e["status"]) for _, e in replay if e["type"] == "run_finished"]
+    assert set(started) == {run_id}
+    assert ended == [(run_id, "interrupted"), (run_id, "cancelled")]
+
+    async def again(client: Any) -> Any:
+        ask = text("Where is order 9999?")
+        ask.message.context_id = context
+        (response,) = await responses(client, ask)
+        return response.task
+
+    later = run(served, again, streaming=False)
+    runs = lg.runs.list(context)
+    assert [(r["run_id"], r["status"]) for r in runs] == [
+        (later.id.rsplit("#", 1)[1], "success"),
+        (run_id, "interrupted"),
+    ]
 
 
 def test_message_send_on_a_database_log_answers_with_the_tasks_real_state(
