@@ -14,6 +14,7 @@ the JSON error shape are applied here, once, for all of them.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import logging
@@ -181,6 +182,7 @@ class Server:
         *,
         run_id: str,
         metadata: dict[str, Any] | None = None,
+        temporary: bool = False,
     ) -> int:
         """Start a run for the caller (see ``RunLog.start``); a new thread becomes theirs."""
         return await self.runs.start(
@@ -190,6 +192,7 @@ class Server:
             owner=self.owner(request),
             adopt=self.adopt,
             metadata=metadata,
+            temporary=temporary,
         )
 
     async def run_input(
@@ -288,6 +291,11 @@ def _routes(server: Server) -> list[Route]:
     ]
 
 
+def _swept(task: asyncio.Task[int]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("could not delete the threads stateless runs left", exc_info=task.exception())
+
+
 def _told(request: Request, status: int, code: str, message: str) -> Response:
     """The JSON error, its thread ids as the client names them (``Server.tell``)."""
     server: Server = request.app.state.server
@@ -380,9 +388,13 @@ def app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        # Stateless runs' threads a stopped server left are deleted in the background.
+        sweeping = asyncio.create_task(server.runs.sweep())
+        sweeping.add_done_callback(_swept)
         try:
             yield
         finally:
+            sweeping.cancel()
             await server.runs.aclose()
 
     public = PUBLIC_PATHS | {"/", "/ui/app.js", "/ui/app.css"} if ui else PUBLIC_PATHS

@@ -49,7 +49,7 @@ from plait.runlog import (
 )
 from plait_serve._timeline import recording
 
-__all__ = ["Busy", "Full", "NotFound", "RunLog", "safe_error"]
+__all__ = ["TEMPORARY", "Busy", "Full", "NotFound", "RunLog", "safe_error"]
 
 log = logging.getLogger("plait_serve")
 
@@ -59,6 +59,11 @@ _BATCH = 256  # events per append to a database checkpointer
 _PAGE = 500  # events per read while catching up
 _POLL = 0.1  # seconds between reads of a log another process writes
 _RUN_ID_THREADS = 1024  # threads whose run ids are kept read (the latest used)
+
+TEMPORARY = "stateless-"
+"""What the id of a thread made for one run only (a stateless run's) begins with, the
+key's scope aside: a server starting looks only at such ids for the ones a stopped
+server left (``RunLog.sweep``)."""
 
 
 class NotFound(Exception):
@@ -165,6 +170,10 @@ class RunLog:
         self._run_ids: collections.OrderedDict[str, _RunIds] = collections.OrderedDict()
         # Runs a middleware took over (``submit_run``: a dbos worker runs them), by thread.
         self._away: dict[str, RunHandle] = {}
+        # Threads made for one run only, by thread: the run's id. Their lease is held
+        # (renewed by the heartbeat) until ``discard`` deletes them, so a server that
+        # starts meanwhile knows they are not left behind (``sweep``).
+        self._held: dict[str, str] = {}
         self._watchers: set[asyncio.Task[None]] = set()
         self._submits = submits_runs(agent)
         self.elsewhere = self._submits
@@ -256,11 +265,18 @@ class RunLog:
         return None
 
     async def _claim(
-        self, thread_id: str, owner: str, *, metadata: dict[str, Any] | None = None
+        self,
+        thread_id: str,
+        owner: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        temporary: bool = False,
     ) -> None:
         record: dict[str, Any] = {"type": "thread", "owner": owner, "created": time.time()}
         if metadata:
             record["metadata"] = metadata
+        if temporary:
+            record["temporary"] = True
         try:
             await self.call(self.log.append_events, thread_id, [record], after=0)
         except ThreadBusyError:  # another server process claimed it first
@@ -328,13 +344,16 @@ class RunLog:
         owner: str,
         adopt: bool,
         metadata: dict[str, Any] | None = None,
+        temporary: bool = False,
     ) -> int:
         """Start a run on ``thread_id`` for ``owner`` in the background; returns the
         number of its first event. ``NotFound`` if another owner has the thread, ``Busy``
         if a run is going on there. ``prepare()`` returns the run's input; it runs only
         then, so what it checks (a pending interrupt) cannot change before the run
         starts, and whatever it raises starts nothing and claims no thread. ``metadata``
-        (the client's, for the run) is kept in its ``run_started`` event."""
+        (the client's, for the run) is kept in its ``run_started`` event. A
+        ``temporary`` thread (new, its id beginning with ``TEMPORARY``) is made for this
+        run only: its lease is taken before it is made and held until ``discard``."""
         async with self._start_lock(thread_id):
             new = await self._new_thread(thread_id, owner, adopt=adopt)
             if thread_id in self._away and await self._settled(
@@ -355,8 +374,11 @@ class RunLog:
             self._reserved += 1
             try:
                 input = await prepare()
+                temporary = temporary and new and not self._submits
+                if temporary and self._leases is not None:  # held before it exists
+                    await self.call(self._leases.renew_lease, thread_id, run_id, HEARTBEAT_LEASE)
                 if new:
-                    await self._claim(thread_id, owner)
+                    await self._claim(thread_id, owner, temporary=temporary)
                 last = await self.call(self.log.last_event, thread_id)
                 alive = await self._lease_alive(thread_id)
                 if alive is not None and not await self._settled(thread_id, last):
@@ -380,6 +402,8 @@ class RunLog:
             if self._leases is not None:  # before its first event is written
                 await self.call(self._leases.renew_lease, thread_id, run_id, HEARTBEAT_LEASE)
             self._live[thread_id] = live
+            if temporary:
+                self._held[thread_id] = run_id
             if self._leases is not None and (self._beating is None or self._beating.done()):
                 self._beating = asyncio.create_task(self._heartbeat())
         if not self._submits:
@@ -490,7 +514,7 @@ class RunLog:
                 del self._live[thread_id]
             # Housekeeping once the thread is free (the next run may start meanwhile:
             # its lease is its own, and it appends after what is trimmed).
-            if self._leases is not None:
+            if self._leases is not None and thread_id not in self._held:
                 with contextlib.suppress(Exception):
                     await self.call(self._leases.end_lease, thread_id, live.run_id)
             if self.keep_events is not None:
@@ -528,17 +552,14 @@ class RunLog:
         assert self._leases is not None
         while True:
             await asyncio.sleep(RUN_HEARTBEAT)
-            if not self._live:
+            if not self._live and not self._held:
                 return  # (no await since the check: a run started now starts a new beat)
-            for thread_id, live in list(self._live.items()):
-                if live.done:
-                    continue
+            leases = {t: live.run_id for t, live in self._live.items() if not live.done}
+            for thread_id, run_id in {**self._held, **leases}.items():
                 try:
-                    await self.call(
-                        self._leases.renew_lease, thread_id, live.run_id, HEARTBEAT_LEASE
-                    )
+                    await self.call(self._leases.renew_lease, thread_id, run_id, HEARTBEAT_LEASE)
                 except Exception:  # the database is away: the lease may run out
-                    log.warning("could not renew the lease of run %s", live.run_id)
+                    log.warning("could not renew the lease of run %s", run_id)
 
     async def _lease_alive(self, thread_id: str) -> bool | None:
         """Whether the thread's run lease is held (``None``: no lease to tell)."""
@@ -712,9 +733,64 @@ class RunLog:
         last = await self.call(self.log.read_events, thread_id, after=cursor - 1, limit=1)
         return not last or last[0][1].get("type") in END_TYPES | {"thread"}
 
+    async def discard(self, thread_id: str) -> None:
+        """Delete a thread made for one run (``start(temporary=True)``) once that run
+        has ended, unless a run started on it since."""
+        self._held.pop(thread_id, None)
+        if self.running(thread_id) is None:
+            await self.call(self.agent.delete_thread, thread_id)
+
+    async def sweep(self) -> int:
+        """Delete the threads made for one run that a stopped server left (it was
+        killed mid-run, or before it deleted one): those whose id has ``TEMPORARY``,
+        whose first event says so, and whose lease no live process holds — one whose
+        lease is alive is looked at again once it would have run out, and left if it
+        was renewed (its server lives, and deletes it). Without leases (a custom
+        checkpointer) every such thread not run here is deleted. Returns how many."""
+        threads = await self.call(self.agent.list_threads)
+        waiting: dict[str, float] = {}
+        deleted = 0
+        for thread_id in (t for t in threads if TEMPORARY in t):
+            expires = await self._abandoned(thread_id)
+            if expires == 0.0:
+                await self.call(self.agent.delete_thread, thread_id)
+                deleted += 1
+            elif expires is not None:
+                waiting[thread_id] = expires
+        if waiting:
+            await asyncio.sleep(max(waiting.values()) - time.time() + 1)
+            for thread_id in waiting:
+                if await self._abandoned(thread_id) == 0.0:
+                    await self.call(self.agent.delete_thread, thread_id)
+                    deleted += 1
+        if deleted:
+            log.info("deleted %d thread(s) of stateless runs a stopped server left", deleted)
+        return deleted
+
+    async def _abandoned(self, thread_id: str) -> float | None:
+        """For ``sweep``: ``0.0`` if ``thread_id`` is a thread made for one run that no
+        live process holds; the time its lease runs out if one may (alive now);
+        ``None`` if it is not to be deleted."""
+        record = await self.record(thread_id)
+        if record is None or record.get("temporary") is not True:
+            return None
+        if self.running(thread_id) is not None or thread_id in self._held:
+            return None
+        if self.elsewhere and not await self._settled(
+            thread_id, await self.call(self.log.last_event, thread_id)
+        ):
+            return None  # a durable run goes on without a server
+        if self._leases is None:
+            return 0.0
+        lease = await self.call(self._leases.run_lease, thread_id)
+        if lease is not None and lease.expires > time.time():
+            return lease.expires
+        return 0.0
+
     async def aclose(self) -> None:
         """Cancel every run going on here and wait for their logs to be written. A run
-        a middleware took over goes on without this server (a durable run outlives it)."""
+        a middleware took over goes on without this server (a durable run outlives it).
+        The threads made for one run are deleted."""
         for watcher in list(self._watchers):
             watcher.cancel()
         if self._beating is not None:
@@ -723,3 +799,6 @@ class RunLog:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for thread_id in list(self._held):
+            with contextlib.suppress(Exception):
+                await self.discard(thread_id)

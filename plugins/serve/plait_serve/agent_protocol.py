@@ -40,7 +40,7 @@ from plait.runlog import END_TYPES, guarded_keys, jsonable, private_keys
 from plait_serve._app import Server, client_messages
 from plait_serve._http import ApiError, check_id, read_json, sse, sse_event, url_path
 from plait_serve._interrupts import Pending, pending_interrupts
-from plait_serve._runlog import Busy, NotFound
+from plait_serve._runlog import TEMPORARY, Busy, NotFound
 from plait_serve._runs import runs_of as run_records
 
 __all__ = ["STREAM_MODES", "routes"]
@@ -679,8 +679,9 @@ def routes(server: Server) -> list[Route]:
                 422, "invalid_request", f"metadata: expected an object, got {metadata!r}"[:200]
             )
         messages = input_messages(body.get("input"))
-        if thread is None:
-            thread = await server.thread(request, str(uuid.uuid4()))
+        if thread is None:  # a stateless run: a new thread, for this run only if temporary
+            made = f"{TEMPORARY}{uuid.uuid4()}" if temporary else str(uuid.uuid4())
+            thread = await server.thread(request, made)
         else:
             thread = await server.thread(request, thread)
             if body.get("if_not_exists") != "create":
@@ -707,7 +708,12 @@ def routes(server: Server) -> list[Route]:
             return await server.run_input(thread, answers=answers, new_messages=new)
 
         first = await server.start(
-            request, thread, prepare, run_id=run_id, metadata=jsonable(metadata)
+            request,
+            thread,
+            prepare,
+            run_id=run_id,
+            metadata=jsonable(metadata),
+            temporary=temporary,
         )
         modes_of[run_id] = modes
         if len(modes_of) > 10_000:
@@ -818,8 +824,7 @@ def routes(server: Server) -> list[Route]:
     discarding: set[asyncio.Task[None]] = set()
 
     async def discard(thread: str) -> None:
-        if server.runs.running(thread) is None:  # no run started on it since
-            await server.runs.call(agent.delete_thread, thread)
+        await server.runs.discard(thread)
 
     def discard_after(thread: str, run_id: str, first: int, read: asyncio.Event) -> None:
         """Delete ``thread`` once its run has ended and ``read`` is set."""
