@@ -647,13 +647,31 @@ class Run:
         sink = self.sink
         if sink is None or not sink.wants("messages") or sink.streamed_calls != streamed:
             return
-        for message in response.messages:
-            if isinstance(message, AIMessage):
-                sink(_event("messages", message, "model"))
+        answers = [m for m in response.messages if isinstance(m, AIMessage)]
+        for message in self.shown(answers):
+            sink(_event("messages", message, "model"))
 
     def emit_message(self, message: Message, source: str) -> None:
-        if self.sink is not None:
-            self.sink(_event("messages", message, source))
+        if self.sink is not None and self.sink.wants("messages"):
+            (shown,) = self.shown([message])
+            self.sink(_event("messages", shown, source))
+
+    def shown(self, messages: Sequence[Message]) -> list[Message]:
+        """Whole messages as the ``messages`` stream shows them: through every
+        ``show_messages`` hook in middleware order (``pii`` shows real values where the
+        thread holds placeholders)."""
+        impls = self.agent.registry.impls("show_messages")
+        shown = list(messages)
+        if not impls or not shown:
+            return shown
+        for impl in impls:
+            shown = list(impl.call(shown, self.thread.view))
+            if len(shown) != len(messages):
+                raise TypeError(
+                    f"middleware {impl.middleware!r}: show_messages returned {len(shown)} "
+                    f"messages for {len(messages)}; expected one per message"
+                )
+        return shown
 
     def final_answer(self, call: ToolCall) -> ToolMessage:
         structured = self.agent.structured

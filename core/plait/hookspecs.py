@@ -19,7 +19,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from plait._jobs import RunHandle, RunJob
-    from plait.messages import AIMessage, AIMessageChunk, ToolMessage
+    from plait.messages import AIMessage, AIMessageChunk, Message, ToolMessage
     from plait.tools import Tool
     from plait.types import (
         AgentConfig,
@@ -276,7 +276,7 @@ def after_agent(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | 
 
 
 # -------------------------------------------------------------------------------------------
-# Reading a paused run (outside the loop)
+# What a caller reads: a paused run (outside the loop), a stream's messages
 # -------------------------------------------------------------------------------------------
 
 
@@ -294,6 +294,25 @@ def show_interrupts(interrupts: list[Interrupt], state: Mapping[str, Any]) -> li
         change it.
     :return: the interrupts to show, one per interrupt given, same ids, same order.
         Chained in middleware order (A, then B, then C); sync only, no I/O.
+    """
+    raise AssertionError  # pragma: no cover
+
+
+@hookspec
+def show_messages(messages: list[Message], state: Mapping[str, Any]) -> list[Message]:
+    """Rewrite the whole messages of a run's ``messages`` stream as its caller reads them:
+    a tool's answer, and a model answer that streamed no token (a cached one, one a
+    ``wrap_model_call`` hook wrote). The thread, the ``updates`` and ``values`` events keep
+    the messages as written; a middleware that puts placeholders in the thread (``pii``'s
+    ``pseudonymize``) shows the real values here, as its ``transform_model_stream`` does
+    for the tokens of a streamed answer.
+
+    :param messages: the messages as the previous middleware left them.
+    :param state: the thread's state with the messages in it, private keys included. Read
+        it, never change it.
+    :return: the messages to show, one per message given, same ids, same order. Chained in
+        middleware order (A, then B, then C), only while someone streams ``messages``;
+        sync only, no I/O.
     """
     raise AssertionError  # pragma: no cover
 
@@ -334,8 +353,8 @@ class HookFacts:
 
     :param stage: ``"build"`` (once in ``create_agent``), ``"run"`` (around a whole run),
         ``"node"`` (a step of the loop), ``"wrap"``/``"stream"`` (around one call) or
-        ``"read"`` (when a caller reads a paused run) or ``"submit"`` (when a recorded
-        run is started).
+        ``"read"`` (when a caller reads a paused run or a stream's messages) or
+        ``"submit"`` (when a recorded run is started).
     :param twin: the async form of a sync wrap hook, or the sync form of an async one.
     :param is_async: implementations must be ``async def``.
     :param unwinds: implementations run in reverse middleware order (C, B, A).
@@ -376,6 +395,7 @@ HOOKS: dict[str, HookFacts] = {
     "awrap_tool_call": HookFacts("wrap", twin="wrap_tool_call", is_async=True),
     "after_agent": HookFacts("node", unwinds=True, jumps=True),
     "show_interrupts": HookFacts("read"),
+    "show_messages": HookFacts("read"),
     "submit_run": HookFacts("submit"),
 }
 """Every hook, in the order it is declared (its place in the loop)."""

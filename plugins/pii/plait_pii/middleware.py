@@ -406,6 +406,22 @@ class PIIMiddleware(Middleware):
             return interrupts
         return [map_objects(i, restorer.text) for i in interrupts]
 
+    def show_messages(
+        self, messages: list[AnyMessage], state: Mapping[str, Any]
+    ) -> list[AnyMessage]:
+        """Whole messages of the ``messages`` stream (a tool's answer, an answer that
+        streamed no token) with real values, as its tokens are; the thread keeps
+        placeholders."""
+        if self.strategy != "pseudonymize":
+            return messages
+        from plait_pii._pseudonyms import Restorer
+        from plait_pii._rewrite import _restored
+
+        restorer = Restorer(self.pii_type, self._table(state))
+        if not restorer.values:
+            return messages
+        return [_restored(m, restorer) for m in messages]
+
     def wrap_run(self, request: RunRequest, handler: Callable[[RunRequest], Any]) -> Any:
         if self.strategy != "pseudonymize":
             return handler(request)

@@ -221,3 +221,75 @@ def test_without_a_table_the_stream_passes_untouched() -> None:
     chunks, _, _ = run([pieces, ["ok"]], False, "no address here")
     assert [c.content for c in chunks][:2] == ["see <EM", "AIL_1>"]
     assert [p.args for c in chunks for p in c.tool_call_chunks] == ['{"to": "x", ', '"body": "y"}']
+
+
+class AnswersSecond(plait.Middleware):
+    """Answers the second model call itself (as a cache would): the stream gets no token
+    of that answer."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        if sum(isinstance(m, AIMessage) for m in request.messages):
+            return AIMessage("Li is at <EMAIL_1>.")
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        if sum(isinstance(m, AIMessage) for m in request.messages):
+            return AIMessage("Li is at <EMAIL_1>.")
+        return await handler(request)
+
+
+@plait.tool
+def lookup(name: str) -> str:
+    """The address of a person."""
+    return f"{name}: {LI}"
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_whole_messages_in_the_stream_show_real_values(use_async: bool) -> None:
+    """A tool's answer and an answer that streamed no token reach the ``messages`` stream
+    whole: shown with real values (``show_messages``), as the tokens are, while the
+    ``updates`` events and the thread keep placeholders."""
+    model = ScriptedChatModel(
+        [AIMessage("", tool_calls=[plait.ToolCall("lookup", {"name": "Li"}, "c1")])]
+    )
+    agent = plait.create_agent(
+        model,
+        tools=[lookup],
+        checkpointer="memory",
+        middleware=[
+            PIIMiddleware("email", strategy="pseudonymize", apply_to_tool_results=True),
+            AnswersSecond(),
+        ],
+    )
+    modes = ["messages", "updates"]
+    if use_async:
+
+        async def consume() -> list[Any]:
+            return [
+                e async for e in agent.astream("Where is Li?", thread_id="t", stream_mode=modes)
+            ]
+
+        events = asyncio.run(consume())
+    else:
+        events = list(agent.stream("Where is Li?", thread_id="t", stream_mode=modes))
+    whole = [
+        data[0]
+        for mode, data in events
+        if mode == "messages" and not isinstance(data[0], AIMessageChunk)
+    ]
+    assert [(m.type, m.text) for m in whole] == [("tool", f"Li: {LI}"), ("ai", f"Li is at {LI}.")]
+    updated = [
+        m
+        for mode, data in events
+        if mode == "updates"
+        for u in data.values()
+        if isinstance(u, dict)
+        for m in u.get("messages", ())
+    ]
+    assert "Li: <EMAIL_1>" in [m.text for m in updated]
+    assert LI not in json.dumps([m.text for m in updated])
+    assert [m.text for m in agent.get_state("t")["messages"][-2:]] == [
+        "Li: <EMAIL_1>",
+        "Li is at <EMAIL_1>.",
+    ]
+    assert LI not in json.dumps([m.text for m in model.requests[0].messages])
