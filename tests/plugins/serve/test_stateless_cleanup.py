@@ -1,9 +1,9 @@
 """A stateless run's thread (``POST /runs/...``, deleted when its run ends) does not
 outlive a server that stops mid-run: a server that stops gracefully deletes it as it
-stops, and one killed mid-run (SIGKILL, a real process on SQLite) leaves it to the next
-server to start on the database, which deletes it once the dead server's lease on it has
-run out — never one whose server still lives (its lease is renewed while the thread is
-kept, so a second server's start leaves it)."""
+stops, and one killed mid-run (SIGKILL, a real process on SQLite or PostgreSQL) leaves
+it to the next server to start on the database, which deletes it once the dead server's
+lease on it has run out — never one whose server still lives (its lease is renewed while
+the thread is kept, so a second server's start leaves it)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 from lease_server import agent as waiter
 from serve_helpers import Served
 from test_served_run_lease import start_server
+from test_served_run_lease import url as url  # SQLite and PostgreSQL
 
 import plait
 from plait.checkpoint import HEARTBEAT_LEASE
@@ -71,9 +71,8 @@ def test_a_graceful_stop_deletes_the_thread_of_a_stateless_run_going_on(
 
 
 def test_a_killed_servers_stateless_thread_is_deleted_by_the_next_server_to_start(
-    tmp_path: Path, serve: Callable[..., Served]
+    url: str, serve: Callable[..., Served]
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'agent.db'}"
     first, base = start_server(url)
     second: Any = None
     try:
