@@ -66,9 +66,24 @@ class _StreamRedactor:
             slot[1] = slot[1] or part.name
             slot[2].append(part.args)
         self.pending += chunk.content
-        text = self._drain(final=False) if chunk.content else ""
-        if text or chunk.usage is not None or chunk.response_metadata:
-            yield attrs.evolve(chunk, content=text, tool_call_chunks=())
+        # a provider block ends the text before it: all of that text is released first
+        text = self._drain(final=bool(chunk.blocks)) if chunk.content or chunk.blocks else ""
+        blocks = self._blocks(chunk.blocks)
+        if text or blocks or chunk.usage is not None or chunk.response_metadata:
+            yield attrs.evolve(chunk, content=text, tool_call_chunks=(), blocks=blocks)
+
+    def _blocks(self, blocks: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+        """Provider blocks kept (a thinking block as signed), a finished text block (with
+        citations) redacted as the streamed text it repeats."""
+        seen = _Counter()
+        handled = tuple(
+            {**block, "text": self.pii.text(block["text"], seen)}
+            if block.get("type") == "text" and isinstance(block.get("text"), str)
+            else block
+            for block in blocks
+        )
+        self.pii._check(seen, "model output")
+        return handled
 
     def finish(self) -> Iterator[AIMessageChunk]:
         text = self._drain(final=True)

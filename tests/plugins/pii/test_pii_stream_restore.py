@@ -1,6 +1,7 @@
 """``pseudonymize`` in a token stream: the caller streaming the answer to a UI reads the
 real values ``result.messages`` holds, never ``<EMAIL_1>``, however the provider cut the
-chunks, and text that cannot be part of a placeholder is not held back."""
+chunks, and text that cannot be part of a placeholder is not held back. Also: ``redact``
+in a stream keeps the provider blocks it carries."""
 
 from __future__ import annotations
 
@@ -293,3 +294,55 @@ def test_whole_messages_in_the_stream_show_real_values(use_async: bool) -> None:
         "Li is at <EMAIL_1>.",
     ]
     assert LI not in json.dumps([m.text for m in model.requests[0].messages])
+
+
+THINKING = {"type": "thinking", "thinking": "mail jane@example.com?", "signature": "c2ln"}
+
+
+def redacting_run(pieces: list[Any], strategy: str, use_async: bool) -> tuple[list[Any], Any]:
+    model = Chunked([pieces], [])
+    agent = plait.create_agent(
+        model, middleware=[PIIMiddleware("email", strategy=strategy, apply_to_output=True)]
+    )
+    chunks: list[AIMessageChunk] = []
+    if use_async:
+
+        async def consume() -> Any:
+            stream = agent.astream("hi", stream_mode="messages")
+            chunks.extend([d[0] async for d in stream])
+            return stream.result
+
+        return chunks, asyncio.run(consume())
+    stream = agent.stream("hi", stream_mode="messages")
+    chunks.extend(d[0] for d in stream)
+    return chunks, stream.result
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_redacting_a_stream_keeps_provider_blocks(use_async: bool) -> None:
+    """``redact`` with ``apply_to_output`` dropped a chunk that carried only blocks: a
+    thinking block (which a provider wants back as signed) and a cited text block were
+    lost from the answer. They are kept, the cited text redacted as the text it repeats."""
+    cited = {"type": "text", "text": f"Ask {JANE}.", "citations": [{"cited_text": "x"}]}
+    pieces = [
+        AIMessageChunk(blocks=[THINKING]),
+        "Ask jane@exa",
+        "mple.com.",
+        AIMessageChunk(blocks=[cited]),
+    ]
+    chunks, result = redacting_run(pieces, "redact", use_async)
+    assert result.messages[-1].content == [
+        THINKING,
+        {"type": "text", "text": "Ask [REDACTED_EMAIL].", "citations": [{"cited_text": "x"}]},
+    ]
+    assert result.text == "Ask [REDACTED_EMAIL]."
+    shown = [c.content for c in chunks] + [b.get("text", "") for c in chunks for b in c.blocks]
+    assert JANE not in "".join(shown)
+
+
+def test_block_stops_on_an_address_in_a_cited_block() -> None:
+    from plait.errors import PIIDetectionError
+
+    cited = {"type": "text", "text": f"Ask {JANE}.", "citations": []}
+    with pytest.raises(PIIDetectionError):
+        redacting_run(["Ask ", AIMessageChunk(blocks=[cited])], "block", False)
