@@ -22,10 +22,9 @@ distributions. What the key cannot see, an entry point added in place to a distr
 that named no plait group before, ``_entrypoints.load`` heals: a name missing from a copy
 read from disk, or one whose import fails, is looked for again by a scan before the error.
 
-One JSON file per interpreter, in ``$PLAIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/plait``,
-else ``~/.cache/plait``; ``PLAIT_NO_CACHE=1`` turns the copy off. Reading or writing it
-never fails a user: any error (no home, a read-only or foreign folder, a corrupt file)
-means a scan, as without a copy.
+One JSON file per interpreter in plait's cache folder (``_cache_dir``; ``PLAIT_NO_CACHE=1``
+turns the copy off). Reading or writing it never fails a user: any error (no home, a
+read-only or foreign folder, a corrupt file) means a scan, as without a copy.
 """
 
 from __future__ import annotations
@@ -36,6 +35,8 @@ import sys
 import time
 from importlib.machinery import PathFinder
 from typing import Any
+
+from plait._cache_dir import folder, read_owned, replace
 
 FORMAT = 1
 """Changed whenever what the scan returns or the file holds changes shape."""
@@ -48,30 +49,14 @@ Point = tuple[str, str, str, str]
 kept in the order it found them, so that read back they make the same mappings."""
 
 
-def folder() -> str | None:
-    """The folder of plait's cache, or None when it is turned off or there is no home."""
-    if os.environ.get("PLAIT_NO_CACHE"):
-        return None
-    chosen = os.environ.get("PLAIT_CACHE_DIR")
-    if chosen:
-        return chosen
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):  # the XDG spec: a relative path is to be ignored
-        home = os.path.expanduser("~")
-        if not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    return os.path.join(base, "plait")
-
-
-def _file(where: str) -> str:
+def _name() -> str:
     """The copy of this interpreter: one file each, so that two virtual environments do
     not overwrite each other's (their key holds the interpreter, so a shared name would
     only cost a scan)."""
     import zlib  # imported by plait already (through tempfile, shutil)
 
     interpreter = f"{sys.executable}\0{sys.prefix}".encode("utf-8", "surrogateescape")
-    return os.path.join(where, f"entry-points-{zlib.crc32(interpreter):08x}.json")
+    return f"entry-points-{zlib.crc32(interpreter):08x}.json"
 
 
 def key() -> dict[str, Any] | None:
@@ -120,22 +105,9 @@ def read(current: dict[str, Any]) -> list[Point] | None:
     where = folder()
     if where is None:
         return None
-    try:
-        fd = os.open(_file(where), os.O_RDONLY)
-    except OSError:
+    data = read_owned(os.path.join(where, _name()))
+    if data is None:
         return None
-    try:
-        # a copy another user could have written names what this process imports
-        if hasattr(os, "getuid") and os.fstat(fd).st_uid != os.getuid():
-            return None
-        data = chunk = os.read(fd, 1 << 16)
-        while chunk:
-            chunk = os.read(fd, 1 << 16)
-            data += chunk
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     import json  # imported for every agent already (the kernel's _calls)
 
     try:
@@ -164,7 +136,6 @@ def write(current: dict[str, Any], points: list[Point]) -> None:
     if where is None:
         return
     import json
-    import tempfile
 
     try:
         index: dict[str, int] = {}
@@ -176,15 +147,7 @@ def write(current: dict[str, Any], points: list[Point]) -> None:
             return
         kept = [[group, name, value, index[meta]] for group, name, value, meta in points]
         text = json.dumps({"key": current, "dists": dists, "points": kept}, separators=(",", ":"))
-        os.makedirs(where, mode=0o700, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".entry-points-", suffix=".tmp", dir=where)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.replace(temporary, _file(where))
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        replace(where, _name(), text.encode("utf-8"))
     except Exception:  # a read-only or full disk, no permission: the next process scans
         return
 
@@ -195,6 +158,6 @@ def forget() -> None:
     if where is None:
         return
     try:
-        os.unlink(_file(where))
+        os.unlink(os.path.join(where, _name()))
     except OSError:
         pass

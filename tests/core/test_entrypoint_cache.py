@@ -22,7 +22,7 @@ import pytest
 from test_entrypoints import install
 
 import plait
-from plait import _entrypoint_cache, _entrypoints
+from plait import _cache_dir, _entrypoints
 from plait.errors import ConfigError
 
 GREETING = "[plait.middleware]\ngreeting = acme_greeting:Greeting\n"
@@ -352,11 +352,11 @@ def test_the_copy_goes_to_the_users_cache_folder(
     monkeypatch.delenv("PLAIT_NO_CACHE", raising=False)
     monkeypatch.delenv("PLAIT_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert _entrypoint_cache.folder() == str(tmp_path / "xdg" / "plait")
+    assert _cache_dir.folder() == str(tmp_path / "xdg" / "plait")
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert _entrypoint_cache.folder() == str(tmp_path / "home" / ".cache" / "plait")
+    assert _cache_dir.folder() == str(tmp_path / "home" / ".cache" / "plait")
     monkeypatch.setenv("PLAIT_CACHE_DIR", str(tmp_path / "chosen"))
-    assert _entrypoint_cache.folder() == str(tmp_path / "chosen")
+    assert _cache_dir.folder() == str(tmp_path / "chosen")
     monkeypatch.setenv("PLAIT_NO_CACHE", "1")
-    assert _entrypoint_cache.folder() is None
+    assert _cache_dir.folder() is None
