@@ -3,9 +3,10 @@
 - Tests marked ``slow`` (fresh virtual environments, minutes each) are collected first, so
   that under pytest-xdist (tox runs ``-n 4``) they start at once and overlap the rest of
   the suite instead of running alone at its end.
-- plait's cache (the copy of the entry-point scan) goes to a folder of the run's own,
-  removed at its end, for the suite's processes and the ones they start: a test run
-  writes nothing into the user's ``~/.cache``.
+- plait's cache files (the copy of the entry-point scan, attrs' compiled methods) go to a
+  folder of the run's own, removed at its end, for the suite's processes and the ones
+  they start: a test run writes nothing into the user's ``~/.cache``. (pytest imports
+  plait, as its plugin, before this runs: under tox, ``tox.ini`` gives that a folder.)
 - Under pytest-xdist, the controller rewrites the test modules' asserts once, into
   pytest's own cache, before it starts the workers, which then load them from there:
   each worker rewrote all of them (5 s of CPU a worker, the same work four times).

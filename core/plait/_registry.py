@@ -240,13 +240,18 @@ def _plain_hooks(obj: object) -> tuple[_Found, ...] | None:
     return tuple(by_hook[hook] for hook in hookspecs.ALL_HOOKS if hook in by_hook)
 
 
-def _own_callables(obj: object) -> bool:
-    """Whether the instance itself holds a callable (a hook the class does not define)."""
+def _own_hooks(obj: object) -> bool:
+    """Whether the instance itself holds what may be a hook its class does not define: a
+    callable marked as one, or named after one (``_check_unmarked`` refuses it unmarked).
+    Another callable it holds, an option's function, is no hook to pluggy either."""
     try:
         own = vars(obj)
     except TypeError:  # slotted: every method is the class's
         return False
-    return any(callable(value) for value in own.values())
+    return any(
+        callable(value) and (attr in hookspecs.HOOKS or hasattr(value, "plait_impl"))
+        for attr, value in own.items()
+    )
 
 
 def _validated(name: str, obj: object) -> tuple[_Found, ...]:
@@ -281,7 +286,7 @@ def _validated(name: str, obj: object) -> tuple[_Found, ...]:
 
 def _hooks_of(name: str, obj: object) -> tuple[_Found, ...]:
     cls = type(obj)
-    if _own_callables(obj):
+    if _own_hooks(obj):
         return _validated(name, obj)
     found = _BY_CLASS.get(cls)
     if found is None:

@@ -23,6 +23,14 @@ program calls few. plait's own classes use them; a plugin's option class can too
     class ShoutMiddleware(plait.Middleware):
         suffix: str = "!"
 
+Two more differences make such a class cheaper to make, and change nothing it does:
+
+- the code attrs compiles for it is kept in plait's cache folder and read back by the
+  next process (``plait._attrs_compiled``), as Python keeps a module's bytecode;
+- a class whose instances have a ``__dict__`` anyway (a base without ``__slots__``, as
+  ``plait.Middleware``) is made without slots unless ``slots=`` is given: they would save
+  no memory there, and cost attrs a second class.
+
 Type checkers see attrs' own decorators (mypy's attrs plugin applies as usual).
 """
 
@@ -32,6 +40,8 @@ import importlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from plait._attrs_compiled import making
 
 __all__ = ["define", "frozen", "lazy_exports"]
 
@@ -119,18 +129,19 @@ def _attrs_methods(cls: type, kind: str, *, frozen: bool) -> dict[str, Any]:
         for field in attrs.fields(cls)
     }
     stand_in = type(cls.__name__, (), {"__module__": _STAND_IN, "__qualname__": cls.__qualname__})
-    made = attrs.define(
-        stand_in,
-        these=these,
-        init=False,
-        slots=False,
-        frozen=frozen,
-        repr=kind == "repr",
-        eq=kind == "eq",
-        match_args=False,
-        weakref_slot=False,
-        getstate_setstate=False,
-    )
+    with making():
+        made = attrs.define(
+            stand_in,
+            these=these,
+            init=False,
+            slots=False,
+            frozen=frozen,
+            repr=kind == "repr",
+            eq=kind == "eq",
+            match_args=False,
+            weakref_slot=False,
+            getstate_setstate=False,
+        )
     methods = {name: made.__dict__.get(name) for name in _FIRST_USE[kind]}
     for method in methods.values():
         if method is not None:
@@ -148,11 +159,15 @@ def _methods_later(maker: str, *, frozen: bool) -> Callable[..., Any]:
             import attrs
 
             make = getattr(attrs, maker)
-            later = _deferrable(cls, options)
-            if not later:
-                return make(cls, **options)  # type: ignore[no-any-return]
-            built: type = make(cls, **{**options, **dict.fromkeys(later, False)})
-            is_frozen = options.get("frozen", frozen)
+            given = options
+            if "slots" not in given and _has_dict(cls):
+                given = {**given, "slots": False}
+            later = _deferrable(cls, given)
+            with making():
+                if not later:
+                    return make(cls, **given)  # type: ignore[no-any-return]
+                built: type = make(cls, **{**given, **dict.fromkeys(later, False)})
+            is_frozen = given.get("frozen", frozen)
             for kind in later:
                 for name in _FIRST_USE[kind]:
                     if name == "__hash__" and not is_frozen:
@@ -168,9 +183,20 @@ def _methods_later(maker: str, *, frozen: bool) -> Callable[..., Any]:
         f"``attrs.{maker}``, with the same options and the same methods; ``__repr__``, "
         "``__eq__`` and ``__hash__`` are made by attrs when first looked up (at once when "
         "the class writes its own, or is given one of the options "
-        f"{', '.join(sorted(_KEEPS_ATTRS_WAY))})."
+        f"{', '.join(sorted(_KEEPS_ATTRS_WAY))}). The code attrs compiles for the class "
+        "is kept in plait's cache folder and read back by the next process, as Python "
+        "keeps a module's bytecode (``PLAIT_NO_CACHE=1``: compiled in each process). A "
+        "class whose base gives its instances a ``__dict__`` (``plait.Middleware``) is "
+        "made without slots unless ``slots=`` is given: there they save no memory."
     )
     return decorator
+
+
+def _has_dict(cls: type) -> bool:
+    """Whether ``cls``'s instances have a ``__dict__`` whatever attrs does: a base other
+    than ``object`` without ``__slots__`` of its own gives them one (``plait.Middleware``
+    does), and then slots would save no memory, only cost attrs a second class."""
+    return any("__slots__" not in vars(base) for base in cls.__mro__[1:-1])
 
 
 def _deferrable(cls: type, options: Mapping[str, Any]) -> list[str]:

@@ -56,8 +56,14 @@ class Middleware:
             method = cls.__dict__.get(name)
             if inspect.isfunction(method) and not hasattr(method, "plait_impl"):
                 hookimpl(method)
+
+    @classmethod
+    def __attrs_init_subclass__(cls) -> None:
+        """attrs calls this once it has made a subclass, its ``__init__`` in place (made
+        in place, without slots, the class is not made again, so ``__init_subclass__``
+        ran before attrs added it)."""
         init = cls.__dict__.get("__init__")
-        if "__attrs_attrs__" in cls.__dict__ and inspect.isfunction(init):
+        if inspect.isfunction(init):
             cls.__init__ = _checked_init(cls, init)  # type: ignore[method-assign]
 
 

@@ -177,7 +177,9 @@ def _as_retry_on(value: Any) -> Any:
 # -- the policy ---------------------------------------------------------------------------
 
 
-@frozen(kw_only=True)
+# no slots: its subclasses are middleware, whose instances have a __dict__ (a slotted
+# base would only cost attrs a second class)
+@frozen(kw_only=True, slots=False)
 class RetryPolicy:
     """The options and the loop of a retrying middleware (each field is an option; a
     subclass adds its own and says, in its give-up function, what ``on_failure`` means)."""

@@ -131,3 +131,31 @@ def test_a_class_writing_its_own_methods_keeps_them() -> None:
 
     assert repr(Named("x")) == "<x>"
     assert Named("x") == Named("x")
+
+
+def test_a_class_whose_instances_have_a_dict_is_made_without_slots() -> None:
+    import plait
+
+    @frozen(kw_only=True)
+    class Shout(plait.Middleware):
+        suffix: str = "!"
+
+    @frozen
+    class Alone:
+        x: int = 0
+
+    @frozen(slots=True)
+    class Asked(plait.Middleware):
+        x: int = 0
+
+    shout = Shout(suffix="?")
+    assert "__slots__" not in vars(Shout)  # plait.Middleware gives instances a __dict__
+    assert vars(shout) == {"suffix": "?"}
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        shout.suffix = "."  # type: ignore[misc]
+    # made in place, it still has the argument check every attrs-made middleware has
+    with pytest.raises(plait.ConfigError, match="Shout: unknown option 'suffx'"):
+        Shout(suffx="?")  # type: ignore[call-arg]
+    assert vars(Alone)["__slots__"] == ("x", "__weakref__")
+    assert not hasattr(Alone(), "__dict__")
+    assert "__slots__" in vars(Asked)  # slots= given: attrs' way

@@ -155,3 +155,30 @@ def test_a_hook_left_to_pluggy_is_still_read_or_refused_in_its_words(make_agent:
         match=r"(?s)middleware 'TooMany': .*Argument\(s\) \{'request'\} are declared",
     ):
         make_agent(["ok"], middleware=[TooMany()])
+
+
+def test_a_hook_the_instance_holds_is_read_and_an_option_function_is_not_a_hook(
+    make_agent: Any,
+) -> None:
+    from plait_tool_retry import ToolRetryMiddleware
+
+    calls: list[str] = []
+
+    class Holder(plait.Middleware):
+        pass
+
+    @plait.hookimpl
+    def before_model(state: Any) -> None:
+        calls.append("before_model")
+
+    held = Holder()
+    held.before_model = before_model  # type: ignore[attr-defined]
+    assert _registry._own_hooks(held)
+    agent = make_agent(["ok"], middleware=[held])
+    assert agent.invoke("hi").messages[-1].text == "ok"
+    assert calls == ["before_model"]
+
+    # a function given as an option is held by the instance, and is no hook
+    retrying = ToolRetryMiddleware(retry_on=lambda exc: True)
+    assert "retry_on" in vars(retrying)
+    assert not _registry._own_hooks(retrying)
