@@ -69,11 +69,18 @@ if TYPE_CHECKING:
     from plait._stream_event import StreamEvent
 
 
-def _event(mode: str, data: Any, source: str, *, step: int | None = None) -> StreamEvent:
+def _event(
+    mode: str,
+    data: Any,
+    source: str,
+    *,
+    step: int | None = None,
+    shown: tuple[Any, ...] | None = None,
+) -> StreamEvent:
     """A ``StreamEvent`` for the run's sink (its class is made when a run first streams)."""
     from plait._stream_event import StreamEvent
 
-    return StreamEvent(mode, data, source, step=step)
+    return StreamEvent(mode, data, source, step=step, shown=shown)
 
 
 @define
@@ -424,7 +431,20 @@ class Run:
     def apply_update(self, update: Mapping[str, Any], source: str) -> None:
         self.thread.update(update, source)
         if self.sink is not None and self.sink.wants("updates"):
-            self.sink(_event("updates", {source: dict(update)}, source))
+            shown = self.shown_update(update.get("messages"))
+            self.sink(_event("updates", {source: dict(update)}, source, shown=shown))
+
+    def shown_update(self, messages: Any) -> tuple[Any, ...] | None:
+        """An update's messages as a caller reads them (``StreamEvent.shown``), or
+        ``None`` if no ``show_messages`` hook changed any."""
+        if not isinstance(messages, (list, tuple)) or not self.agent.registry.impls(
+            "show_messages"
+        ):
+            return None
+        whole = [m for m in messages if isinstance(m, Message)]
+        shown = iter(self.shown(whole))
+        out = tuple(next(shown) if isinstance(m, Message) else m for m in messages)
+        return out if any(a is not b for a, b in zip(out, messages, strict=True)) else None
 
     def jump_target(self, jump: str, hook: str) -> str:
         if jump == "end":

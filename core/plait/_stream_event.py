@@ -37,3 +37,8 @@ class StreamEvent:
     step: int | None = attrs.field(default=None, kw_only=True)
     """A ``values`` event of a saved thread: the step it is the state after (what
     ``agent.get_state(thread_id, step)`` reads back)."""
+    shown: tuple[Any, ...] | None = attrs.field(default=None, kw_only=True)
+    """An ``updates`` event's messages as its caller reads them, where a ``show_messages``
+    hook changed any (``pii`` shows real values where the update holds placeholders);
+    ``data`` is the update as the thread keeps it. ``plait serve``'s run log records
+    these."""

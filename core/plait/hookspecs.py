@@ -302,17 +302,18 @@ def show_interrupts(interrupts: list[Interrupt], state: Mapping[str, Any]) -> li
 def show_messages(messages: list[Message], state: Mapping[str, Any]) -> list[Message]:
     """Rewrite the whole messages of a run's ``messages`` stream as its caller reads them:
     a tool's answer, and a model answer that streamed no token (a cached one, one a
-    ``wrap_model_call`` hook wrote). The thread, the ``updates`` and ``values`` events keep
-    the messages as written; a middleware that puts placeholders in the thread (``pii``'s
-    ``pseudonymize``) shows the real values here, as its ``transform_model_stream`` does
-    for the tokens of a streamed answer.
+    ``wrap_model_call`` hook wrote); and an ``updates`` event's messages, shown beside it
+    (``StreamEvent.shown``, what ``plait serve`` relays). The thread, the ``updates`` and
+    ``values`` events' data keep the messages as written; a middleware that puts
+    placeholders in the thread (``pii``'s ``pseudonymize``) shows the real values here,
+    as its ``transform_model_stream`` does for the tokens of a streamed answer.
 
     :param messages: the messages as the previous middleware left them.
     :param state: the thread's state with the messages in it, private keys included. Read
         it, never change it.
     :return: the messages to show, one per message given, same ids, same order. Chained in
-        middleware order (A, then B, then C), only while someone streams ``messages``;
-        sync only, no I/O.
+        middleware order (A, then B, then C), only while someone streams ``messages`` or
+        ``updates``; sync only, no I/O.
     """
     raise AssertionError  # pragma: no cover
 

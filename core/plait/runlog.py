@@ -144,7 +144,8 @@ def _tool_result(message: ToolMessage) -> dict[str, Any]:
 class Recorder:
     """Turns one run's ``StreamEvent``s (modes ``messages``, ``updates``, ``custom``,
     ``values``) into run-log events. Text streams from the model chunks; tool calls come from the
-    finished AI message (their arguments whole), tool results from the step's update."""
+    finished AI message (their arguments whole), tool results from the step's update, both
+    as the caller reads them (``StreamEvent.shown``: pii's real values)."""
 
     def __init__(self, private: frozenset[str] = frozenset()) -> None:
         self._open: str | None = None  # the AI message whose text is streaming
@@ -158,7 +159,7 @@ class Recorder:
         elif event.mode == "updates":
             for update in event.data.values():
                 if isinstance(update, dict):
-                    yield from self._update(update)
+                    yield from self._update(update, event.shown)
         elif event.mode == "custom":
             yield {"type": "custom", "value": jsonable(event.data)}
         elif event.mode == "values" and event.step is not None and not event.path:
@@ -180,8 +181,12 @@ class Recorder:
             yield {"type": "message_end", "message_id": self._open}
             self._open = None
 
-    def _update(self, update: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        for message in update.get("messages") or ():
+    def _update(
+        self, update: dict[str, Any], shown: Sequence[Any] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        # the messages as the caller reads them (``show_messages``: pii's real values)
+        messages = (update.get("messages") or ()) if shown is None else shown
+        for message in messages:
             if isinstance(message, AIMessage):
                 yield from self._ai(message)
             elif isinstance(message, ToolMessage):

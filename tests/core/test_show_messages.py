@@ -42,7 +42,7 @@ def agent_with(*middleware: plait.Middleware, runs: int = 1) -> plait.Agent:
 def test_a_streams_whole_messages_are_shown_in_middleware_order(use_async: bool) -> None:
     seen: list[Any] = []
     agent = agent_with(Marks("+a", seen), Marks("+b", seen))
-    modes = ["messages", "updates"]
+    modes = "messages"
     if use_async:
 
         async def consume() -> list[Any]:
@@ -51,22 +51,34 @@ def test_a_streams_whole_messages_are_shown_in_middleware_order(use_async: bool)
         events = asyncio.run(consume())
     else:
         events = list(agent.stream("go", thread_id="t", stream_mode=modes))
-    whole = [
-        d[0].text for m, d in events if m == "messages" and not isinstance(d[0], AIMessageChunk)
-    ]
+    whole = [d[0].text for d in events if not isinstance(d[0], AIMessageChunk)]
     assert whole == ["hi+a+b"]  # the tool's answer; the model's answers streamed tokens
     assert seen == [3, 3]  # the state holds the message shown
-    tool_update = next(d["tools"] for m, d in events if m == "updates" and "tools" in d)
-    assert tool_update["messages"][0].text == "hi"
     assert agent.get_state("t")["messages"][2].text == "hi"
 
 
-def test_it_runs_only_while_messages_are_streamed() -> None:
+def test_an_updates_event_carries_its_messages_shown_beside_its_data() -> None:
+    """``data`` is the update as the thread keeps it; ``shown`` its messages as the caller
+    reads them (what ``plait serve``'s run log records)."""
     seen: list[Any] = []
     agent = agent_with(Marks("+a", seen), runs=2)
     assert agent.invoke("go", thread_id="t").messages[2].text == "hi"
-    list(agent.stream("go", thread_id="u", mode="updates"))
-    assert seen == []
+    assert seen == []  # nothing streamed: never called
+    events = list(agent.stream("go", thread_id="u", mode="updates"))
+    tools = next(e for e in events if e.source == "echo")
+    assert tools.data["echo"]["messages"][0].text == "hi"
+    assert tools.shown is not None
+    assert [m.text for m in tools.shown] == ["hi+a"]
+    assert {e.source for e in events if e.shown is not None} == {"model", "echo"}
+
+
+def test_an_unchanged_update_shows_nothing_beside_it() -> None:
+    class Leaves(plait.Middleware):
+        def show_messages(self, messages: list[Message], state: Mapping[str, Any]) -> list[Message]:
+            return messages
+
+    events = list(agent_with(Leaves()).stream("go", mode="updates"))
+    assert [e.shown for e in events] == [None] * len(events)
 
 
 def test_a_hook_that_returns_another_number_of_messages_is_a_type_error() -> None:

@@ -200,3 +200,68 @@ def test_a_served_token_stream_shows_the_answer_with_real_values(
     assert "".join(tokens) == f"Mail {JANE} today."
     assert "<EMAIL_1>" in json.dumps([m.content for r in model.requests for m in r.messages])
     agent.close()
+
+
+@plait.tool
+def notify(to: str) -> str:
+    """Notify someone.
+
+    Args:
+        to: the address.
+    """
+    return f"notified {to}"
+
+
+def test_a_served_stream_shows_tool_calls_and_results_with_real_values(
+    serve: Callable[..., Served],
+) -> None:
+    """AG-UI's ``TOOL_CALL_ARGS``/``TOOL_CALL_RESULT`` and the Agent Protocol's tool calls
+    and tool messages show the address, as the text beside them does; the thread and the
+    model keep ``<EMAIL_1>``."""
+    script = [ai("Writing to <EMAIL_1>.", call("notify", id="c1", to="<EMAIL_1>")), "done"]
+    model = plait.ScriptedChatModel(script * 2)
+    agent = plait.create_agent(
+        model,
+        tools=[notify],
+        middleware=[
+            (
+                "pii",
+                {"pii_type": "email", "strategy": "pseudonymize", "apply_to_tool_results": True},
+            )
+        ],
+        checkpointer="memory",
+    )
+    served = serve(agent)
+    with served.client() as client:
+        events = [e[1] for e in post_sse(client, "/ag-ui", run_input("t", "r1", f"to {JANE}"))]
+    args = "".join(e["delta"] for e in events if e["type"] == "TOOL_CALL_ARGS")
+    assert json.loads(args) == {"to": JANE}
+    (result,) = [e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert result == f"notified {JANE}"
+    assert "<EMAIL_1>" not in json.dumps(events)
+    lg = get_sync_client(url=served.url)
+    thread = lg.threads.create()["thread_id"]
+    ask = {"messages": [{"role": "user", "content": f"to {JANE}"}]}
+    parts = list(lg.runs.stream(thread, agent.name, input=ask, stream_mode=["updates"]))
+    calls = [
+        c["args"]
+        for p in parts
+        if p.event == "updates"
+        for u in p.data.values()
+        for m in u.get("messages", [])
+        for c in m.get("tool_calls") or []
+    ]
+    assert calls == [{"to": JANE}]
+    stored = lg.threads.get_state(thread)["values"]["messages"]
+    assert [c["args"] for m in stored for c in m.get("tool_calls") or []] == [{"to": "<EMAIL_1>"}]
+    tool_texts = [
+        m["content"]
+        for p in parts
+        if p.event == "updates"
+        for u in p.data.values()
+        for m in u.get("messages", [])
+        if m.get("type") == "tool"
+    ]
+    assert tool_texts == [f"notified {JANE}"]
+    assert JANE not in json.dumps([m.content for r in model.requests for m in r.messages])
+    agent.close()
