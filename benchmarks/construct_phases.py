@@ -3,7 +3,9 @@
 
 - scan: finding the installed entry points (once per process): from plait's copy on
   disk (``_entrypoint_cache``) in the "copy" columns, by scanning the installed
-  distributions in the "scan" columns (``PLAIT_NO_CACHE=1``, as before the copy);
+  distributions in the "scan" columns (``PLAIT_NO_CACHE=1``, as before the copy; with it
+  attrs also compiles each class's methods, which the "copy" columns read back from the
+  same folder, ``_attrs_compiled``);
 - import <name>: importing the plugin an entry point names (its module and the kernel
   modules only plugins use);
 - options <name>: building the middleware from its options (structuring, checks);
