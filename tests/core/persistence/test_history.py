@@ -216,6 +216,71 @@ def test_keep_steps_spares_what_an_unwritten_fork_reads(checkpointer_backend: An
     assert cp.load("f") == seen[4]
 
 
+def test_keep_steps_keeps_the_same_steps_beside_an_unwritten_fork(
+    checkpointer_backend: Any,
+) -> None:
+    # An unwritten fork reads its fork point through its parent's records, so keep_steps
+    # spares the parent's records above the fork point until the fork is first written
+    # to: every checkpointer lists and loads the same steps then (memory, which copies a
+    # fork's rows at once, forgot them and listed fewer steps than SQLite and PostgreSQL).
+    cp = checkpointer_backend.make()
+    cp.keep_steps = 2
+    seen = _save_all(cp)
+    cp.fork("t", 5, "f")
+    later = {}
+    for step in range(7, 10):
+        cp.save("t", StepDelta(step, upserts=(_h(str(step), f"x{step}"),)))
+        later[step] = cp.load("t")
+    assert [i.step for i in cp.history("t")] == [9, 8, 7, 6]
+    assert cp.load_step("t", 5) == cp.load_step("f", 5) == cp.load("f") == seen[4]
+    assert cp.load_step("t", 6) == seen[5]
+    assert [i.step for i in cp.history("f")] == []  # step 5's own record is forgotten
+    with pytest.raises(HistoryError):
+        cp.load_step("f", 4)
+    # once written to, the fork holds its own rows: the parent keeps its last 2 again
+    cp.save("f", StepDelta(6, upserts=(_h("mine", "mine"),), run_id="rf", node="model"))
+    cp.save("t", StepDelta(10, upserts=(_h("10", "x10"),)))
+    assert [i.step for i in cp.history("t")] == [10, 9]
+    assert cp.load_step("t", 9) == later[9]
+    assert [i.step for i in cp.history("f")] == [6]
+    assert cp.load_step("f", 5) == seen[4]
+
+
+def test_a_fork_of_an_unwritten_fork_spares_the_steps_it_reads_there(
+    checkpointer_backend: Any,
+) -> None:
+    # "g" is made from "f" before "f" is written to: its step 5 is "t"'s record, so "t"
+    # keeps what rebuilds it after "f" goes its own way, until "g" is written to.
+    cp = checkpointer_backend.make()
+    cp.keep_steps = 2
+    seen = _save_all(cp)
+    cp.fork("t", 5, "f")
+    cp.fork("f", 5, "g")
+    cp.save("f", StepDelta(6, upserts=(_h("mine", "mine"),), run_id="rf", node="model"))
+    for step in range(7, 10):
+        cp.save("t", StepDelta(step, upserts=(_h(str(step), f"x{step}"),)))
+    assert [i.step for i in cp.history("t")] == [9, 8, 7, 6]
+    assert cp.load("g") == cp.load_step("t", 5) == seen[4]
+    cp.save("g", StepDelta(6, upserts=(_h("g", "g"),), run_id="rg", node="model"))
+    cp.save("t", StepDelta(10, upserts=(_h("10", "x10"),)))
+    assert [i.step for i in cp.history("t")] == [10, 9]
+    assert cp.load_step("g", 5) == cp.load_step("f", 5) == seen[4]
+
+
+def test_prune_keeps_the_same_steps_beside_an_unwritten_fork(cp: Any) -> None:
+    seen = _save_all(cp)
+    cp.fork("t", 3, "f")
+    assert cp.prune(before=time.time() + 10) == 3  # steps 1 to 3; 4 to 6 rebuild step 3
+    assert [i.step for i in cp.history("t")] == [6, 5, 4]
+    assert cp.load_step("t", 3) == cp.load("f") == seen[2]
+    assert [i.step for i in cp.history("f")] == []
+    cp.save("f", StepDelta(4, upserts=(_h("mine", "mine"),), run_id="rf", node="model"))
+    assert cp.prune(before=time.time() + 10) == 2  # the fork's own rows free 4 and 5
+    assert [i.step for i in cp.history("t")] == [6]
+    assert [i.step for i in cp.history("f")] == [4]
+    assert cp.load_step("f", 3) == seen[2]
+
+
 def test_keep_steps_in_the_url(checkpointer_backend: Any) -> None:
     from plait.errors import MalformedURLError
 
