@@ -25,6 +25,7 @@ import reprlib
 import sys
 import types
 import typing
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -60,6 +61,7 @@ __all__ = [
     "collection_origin",
     "describe_type",
     "expected",
+    "field_type",
     "import_string",
     "integer",
     "is_dataclass_type",
@@ -435,6 +437,39 @@ _plain = plain
 
 def _is_union(tp: Any) -> bool:
     return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+_FIELD_TYPES: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def field_type(cls: type, field: attrs.Attribute[Any]) -> Any:
+    """``field``'s type, a string annotation evaluated as ``typing.get_type_hints``
+    evaluates a class's (names looked up in the module of the class that declares it,
+    then in that class's namespace), for this field alone and once per class: what
+    structuring an option and checking a closed set of values both read. Raises what the
+    evaluation raises (a name only a type checker sees)."""
+    known = _FIELD_TYPES.get(cls)
+    if known is None:
+        known = _FIELD_TYPES[cls] = {}
+    try:
+        return known[field.name]
+    except KeyError:
+        pass
+    tp = field.type
+    if isinstance(tp, str):
+        import inspect
+
+        owner = next(k for k in cls.__mro__ if field.name in inspect.get_annotations(k))
+        module = sys.modules.get(owner.__module__)
+        hints = typing.get_type_hints(
+            types.SimpleNamespace(__annotations__={field.name: tp}),
+            globalns=dict(vars(owner)),
+            localns=vars(module) if module is not None else {},
+            include_extras=True,
+        )
+        tp = hints[field.name]
+    known[field.name] = tp
+    return tp
 
 
 def is_optional(tp: Any) -> bool:

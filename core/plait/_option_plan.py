@@ -10,16 +10,13 @@ found once per class and field; when this is not exact for a class (renamed fiel
 variables, ``Annotated`` overrides), or anything goes wrong, the caller takes the full path,
 which builds the instance or reports every problem in its words.
 
-Only the annotations of the options given are evaluated (``_field_type``), where the
+Only the annotations of the options given are evaluated (``_convert.field_type``), where the
 full path evaluates every annotation of the class and its bases at once
 (``attrs.resolve_types``): most of what the first build with options cost.
 """
 
 from __future__ import annotations
 
-import inspect
-import sys
-import types
 import typing
 import weakref
 from collections.abc import Callable, Mapping
@@ -95,28 +92,10 @@ def _plan(cls: type) -> _Plan | None:
     return fields, required, {}
 
 
-def _field_type(cls: type, field: attrs.Attribute[Any]) -> Any:
-    """``field``'s type, a string annotation evaluated as ``typing.get_type_hints``
-    evaluates a class's (names looked up in the module of the class that declares it,
-    then in that class's namespace), for this field alone."""
-    tp = field.type
-    if not isinstance(tp, str):
-        return tp
-    owner = next(k for k in cls.__mro__ if field.name in inspect.get_annotations(k))
-    module = sys.modules.get(owner.__module__)
-    hints = typing.get_type_hints(
-        types.SimpleNamespace(__annotations__={field.name: tp}),
-        globalns=dict(vars(owner)),
-        localns=vars(module) if module is not None else {},
-        include_extras=True,
-    )
-    return hints[field.name]
-
-
 def _hook(cls: type, field: attrs.Attribute[Any]) -> Hook | None:
     """What the generated function does with this field's value (``None``: what only
     the full path does)."""
-    tp = _field_type(cls, field)
+    tp = _convert.field_type(cls, field)
     if isinstance(tp, TypeVar) or typing.get_origin(tp) is typing.Annotated:
         return None  # a type variable, or an Annotated that may carry a cattrs override
     converter = _convert.CONVERTER

@@ -293,20 +293,6 @@ class _MemoryThread:
     history (``MemoryCheckpointer.delete_thread`` hands them over first)."""
     parent_id: str = ""
     base: int = 0
-    readers: dict[str, int] = attrs.field(factory=dict)
-    """The forks of this thread not yet written to (thread id -> fork step): retention
-    spares the records above those steps, as the database checkpointers must (their
-    unwritten forks read their state through them), so every built-in checkpointer keeps
-    the same steps. Memory's forks hold their own rows from the start."""
-
-    def owner(self, thread_id: str, step: int) -> tuple[str, _MemoryThread]:
-        """The thread whose own records hold ``step`` of this one (``thread_id``): a
-        fork's steps before its fork point are its parent's, and all of them are until
-        the fork is first written to (as ``plait.persistence.steps`` reads them)."""
-        owner_id, owner = thread_id, self
-        while owner.parent is not None and (step < owner.base or owner_id in owner.parent.readers):
-            owner_id, owner = owner.parent_id, owner.parent
-        return owner_id, owner
 
     def rows_at(self, step: int) -> Rows | None:
         if not 0 <= step <= self.step:
@@ -392,8 +378,6 @@ class MemoryCheckpointer:
                     f"thread {thread_id!r} is at step {thread.step}, not {delta.step - 1}: "
                     "another run wrote to it since this one loaded it"
                 )
-            if thread.parent is not None:
-                thread.parent.readers.pop(thread_id, None)  # written to: its own now
             undo = undo_record(delta, thread.messages, thread.values)
             if delta.reset:
                 thread.messages = {}
@@ -409,7 +393,7 @@ class MemoryCheckpointer:
             thread.values.update(encoded)
             thread.step = delta.step
             thread.records[delta.step] = _Record(delta.run_id, delta.node, time.time(), undo)
-            cutoff = prune_cutoff(delta.step, self.keep_steps, list(thread.readers.values()))
+            cutoff = prune_cutoff(delta.step, self.keep_steps, ())
             for step in [s for s in thread.records if s <= cutoff]:
                 del thread.records[step]
             self._threads[thread_id] = thread
@@ -422,8 +406,6 @@ class MemoryCheckpointer:
         with self._lock:
             gone = self._threads.pop(thread_id, None)
             if gone is not None:
-                if gone.parent is not None:
-                    gone.parent.readers.pop(thread_id, None)
                 self._orphan_forks(gone)
             self._events.pop(thread_id, None)
             self._leases.pop(thread_id, None)
@@ -432,9 +414,7 @@ class MemoryCheckpointer:
         """Before a thread is forgotten: the forks reading it take the records of their
         steps up to the fork point (they were its), listed under their own thread id as
         the database checkpointers list them, and read the steps before those from its
-        own parent, if it has one. They spare none of its parent's records then: they
-        hold those steps' records themselves (the database checkpointers copy their rows
-        now)."""
+        own parent, if it has one."""
         for fork in self._threads.values():
             if fork.parent is not gone:
                 continue
@@ -472,15 +452,13 @@ class MemoryCheckpointer:
             # The fork's rows are new dicts holding the parent's very strings: memory
             # shares the bytes, and the parent's later steps cannot change the fork.
             messages, values = rows
-            owner_id, owner = thread.owner(thread_id, step)
-            owner.readers[new_thread_id] = step
             self._threads[new_thread_id] = _MemoryThread(
                 step=step,
                 next_seq=max((seq for seq, _ in messages.values()), default=-1) + 1,
                 messages=dict(messages),
                 values=dict(values),
-                parent=owner,
-                parent_id=owner_id,
+                parent=thread,
+                parent_id=thread_id,
                 base=step,
             )
 
@@ -488,13 +466,11 @@ class MemoryCheckpointer:
         forgotten = 0
         with self._lock:
             for thread in self._threads.values():
-                spared = min(thread.readers.values(), default=thread.step)
                 old = [s for s, r in thread.records.items() if r.time < before]
                 # steps are saved in time order, so what is left stays contiguous; the
-                # latest step's record is kept (it says who wrote the state), and those
-                # above the step an unwritten fork was made at (``readers``)
+                # latest step's record is kept (it says who wrote the state)
                 for step in old:
-                    if step == thread.step or step > spared:
+                    if step == thread.step:
                         continue
                     del thread.records[step]
                     forgotten += 1

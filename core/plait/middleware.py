@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 import typing
 import weakref
 from collections.abc import Awaitable, Callable
@@ -13,7 +12,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, overload
 
 import attrs
 
-from plait._convert import describe_type, expected, is_optional, same_literal, with_suggestion
+from plait._convert import (
+    describe_type,
+    expected,
+    field_type,
+    is_optional,
+    same_literal,
+    with_suggestion,
+)
 from plait.errors import ConfigError, FieldError
 from plait.hookspecs import ALL_HOOKS, HOOKS, hookimpl
 from plait.types import JumpTarget
@@ -169,23 +175,12 @@ def _closed_hint(cls: type, name: str) -> Any:
         return known[name]
     except KeyError:
         pass
-    hint = _hint(cls, getattr(attrs.fields(cls), name).type)
+    try:
+        hint = field_type(cls, getattr(attrs.fields(cls), name))
+    except Exception:  # a name only a type checker sees: open
+        hint = None
     known[name] = hint if hint is not None and _is_closed(hint) else None
     return known[name]
-
-
-def _hint(cls: type, annotation: Any) -> Any:
-    """One field's annotation resolved in the module of the class that declared it, or
-    None when it names what only a type checker sees."""
-    if not isinstance(annotation, str):
-        return annotation
-    for owner in cls.__mro__:
-        module = sys.modules.get(owner.__module__)
-        try:
-            return eval(annotation, vars(module) if module else {}, {})
-        except Exception:
-            continue
-    return None
 
 
 def _is_closed(hint: Any) -> bool:
