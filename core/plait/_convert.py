@@ -26,7 +26,7 @@ import sys
 import types
 import typing
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
@@ -364,14 +364,13 @@ def describe_type(tp: Any) -> str:
     if tp is bytes:
         return "bytes"
     if _is_union(tp):
-        parts = [describe_type(m) for m in typing.get_args(tp)]
-        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+        return _either(_alternatives(tp))
     if typing.get_origin(tp) is Literal:
         return "one of " + ", ".join(repr(_plain(a)) for a in typing.get_args(tp))
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return "one of " + ", ".join(repr(m.value) for m in tp)
     if _is_callable_type(tp):
-        return "a callable or a 'module:attr' string"
+        return _either(_CALLABLE)
     if _is_type_type(tp):
         args = typing.get_args(tp)
         bound = type_repr(args[0]) if args else "object"
@@ -392,6 +391,31 @@ def describe_type(tp: Any) -> str:
     if isinstance(origin, type):
         return _article(origin.__name__)
     return type_repr(tp)
+
+
+_CALLABLE = ("a callable", "a 'module:attr' string")
+"""What a callable option takes, each said once in a union of callables."""
+
+
+def _alternatives(tp: Any) -> list[str]:
+    """What a union's members describe to, each said once, in order: ``Callable[[A], X]
+    | Callable[[B], X] | None`` is a callable, a 'module:attr' string or None."""
+    said: dict[str, None] = {}
+    for member in typing.get_args(tp):
+        if typing.get_origin(member) is typing.Annotated:
+            member = typing.get_args(member)[0]
+        if _is_union(member):
+            said.update(dict.fromkeys(_alternatives(member)))
+        elif _is_callable_type(member):
+            said.update(dict.fromkeys(_CALLABLE))
+        else:
+            said[describe_type(member)] = None
+    return list(said)
+
+
+def _either(parts: Sequence[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
 def type_repr(tp: Any) -> str:

@@ -208,6 +208,21 @@ def test_callables_pass_through_and_module_attr_strings_import() -> None:
     assert "expected a callable" in error_of(on_text=5)
 
 
+@attrs.frozen
+class Hooks(plait.Middleware):
+    check: Callable[[int], bool] | Callable[[str, int], bool] | None = None
+
+
+def test_a_union_says_each_alternative_once() -> None:
+    # two callable members describe to the same words: said once, not "a callable or a
+    # 'module:attr' string, a callable or a 'module:attr' string or None"
+    with pytest.raises(ConfigError) as info:
+        structure_options(Hooks, {"check": 3}, plugin="hooks")
+    assert str(info.value) == (
+        "plugin 'hooks': option 'check': expected a callable, a 'module:attr' string or None, got 3"
+    )
+
+
 def test_exception_types_take_classes_or_module_attr_strings() -> None:
     mw = build(retry_on=["builtins:TimeoutError", KeyError])
     assert mw.retry_on == (TimeoutError, KeyError)

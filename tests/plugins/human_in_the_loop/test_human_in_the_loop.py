@@ -632,6 +632,12 @@ def test_bad_python_options_fail_on_construction() -> None:
     assert str(info.value) == (
         "interrupt_on['x']: expected a bool or a mapping of InterruptOnConfig's fields, got 5"
     )
+    # ``when`` takes either predicate shape: each alternative is said once
+    with pytest.raises(FieldError) as info:
+        HumanInTheLoopMiddleware(interrupt_on={"x": {"when": 3}})  # type: ignore[dict-item]
+    assert str(info.value) == (
+        "interrupt_on['x'].when: expected a callable, a 'module:attr' string or None, got 3"
+    )
     with pytest.raises(FieldError) as info:
         HumanInTheLoopMiddleware(interrupt_on=["x"])  # type: ignore[arg-type]
     assert str(info.value) == (

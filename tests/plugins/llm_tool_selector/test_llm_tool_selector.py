@@ -298,7 +298,7 @@ def test_nothing_to_choose_means_no_selector_call(make_agent: Any) -> None:
         (
             {"on_parsing_failure": "skip"},
             "plugin 'llm_tool_selector': option 'on_parsing_failure': expected one of 'error', "
-            "'all', 'none', a list or a callable or a 'module:attr' string, got 'skip'",
+            "'all', 'none', a list, a callable or a 'module:attr' string, got 'skip'",
         ),
         (
             {"model": "llama3"},
