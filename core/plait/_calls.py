@@ -10,15 +10,16 @@ through ``plait.effects`` performers when one is installed (model calls do so in
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from plait import _performers, _tool_threads
 from plait._compose import Layers, transform_async, transform_sync
-from plait._stream import in_tool_call, stream_sink
+from plait._stream import ReaderGone, in_tool_call, stream_sink
 from plait.messages import ToolMessage, assemble_chunks
 from plait.tools import mark_raised_by_tool
 from plait.types import (
@@ -65,11 +66,19 @@ class Innermost:
             return ModelResponse([request.model.invoke(request.messages, **kwargs)])
         from plait._stream_event import StreamEvent  # a streamed run's: made on first use
 
-        chunks = request.model.stream(request.messages, **kwargs)
+        chunks = iter(request.model.stream(request.messages, **kwargs))
+        piped = transform_sync(self.stream_layers, chunks, request, self.loops)
+        leaving = sink.leaving
         collected = []
-        for chunk in transform_sync(self.stream_layers, iter(chunks), request, self.loops):
-            collected.append(chunk)
-            sink(StreamEvent("messages", chunk, "model"))
+        try:
+            for chunk in piped:
+                collected.append(chunk)
+                sink(StreamEvent("messages", chunk, "model"))
+                if leaving is not None and leaving.left:
+                    raise ReaderGone  # cancelled: no more tokens read, none saved
+        finally:
+            if leaving is not None and leaving.left:
+                _close(piped, chunks)  # the provider's own generator too: its response
         sink.streamed_calls += 1
         return ModelResponse([assemble_chunks(collected)])
 
@@ -80,11 +89,19 @@ class Innermost:
             return ModelResponse([await request.model.ainvoke(request.messages, **kwargs)])
         from plait._stream_event import StreamEvent  # a streamed run's: made on first use
 
-        chunks = request.model.astream(request.messages, **kwargs)
+        chunks = aiter(request.model.astream(request.messages, **kwargs))
+        piped = transform_async(self.stream_layers, chunks, request)
+        leaving = sink.leaving
         collected = []
-        async for chunk in transform_async(self.stream_layers, aiter(chunks), request):
-            collected.append(chunk)
-            sink(StreamEvent("messages", chunk, "model"))
+        try:
+            async for chunk in piped:
+                collected.append(chunk)
+                sink(StreamEvent("messages", chunk, "model"))
+                if leaving is not None and leaving.left:
+                    raise ReaderGone  # cancelled: no more tokens read, none saved
+        finally:
+            if leaving is not None and leaving.left:
+                await _aclose(piped, chunks)
         sink.streamed_calls += 1
         return ModelResponse([assemble_chunks(collected)])
 
@@ -185,6 +202,25 @@ class Innermost:
                 "Call it again with corrected arguments.",
             )
         return found, func, kwargs
+
+
+def _close(*iterators: Iterator[Any]) -> None:
+    """Close a cancelled model call's chunk iterators, outermost first: a generator's
+    ``finally`` (an HTTP provider's, closing its response) runs now, not when collected."""
+    for iterator in iterators:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):  # the cancellation is what the run sees
+                close()
+
+
+async def _aclose(*iterators: AsyncIterator[Any]) -> None:
+    """``_close`` for async iterators (``aclose``)."""
+    for iterator in iterators:
+        close = getattr(iterator, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
 
 
 def _model_kwargs(request: ModelRequest) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
-from plait._stream import EventSink, ReaderGone
+from plait._stream import EventSink, Leaving, ReaderGone
 from plait.lazy import frozen
 from plait.types import AgentResult, StreamEvent
 
@@ -45,18 +45,21 @@ class RunStream(Iterator[StreamEvent]):
     (a hook, a model call, a tools step) only while the reader waits in ``next()`` and has
     taken every event given so far. A reader that leaves — ``close()``, or the stream
     dropped after ``break`` — has therefore left before any later step starts, and none
-    does: the step in flight (the model call whose tokens it read, with any retry its
-    middleware makes; the tools step whose output it read, with all its calls) ends and is
-    saved, then the run ends as after Ctrl-C (recorded as
-    failed; ``invoke(None, thread_id=...)`` continues it from its last saved step).
-    ``close()``, and dropping the stream in the thread that read it, wait for that step,
-    so the thread takes new input at once; a stream kept unread holds its run paused."""
+    does. A model call streaming tokens is cancelled (``Leaving``: an HTTP provider's
+    response is shut at once, another model's stream closed at its next chunk) and its
+    partial answer not saved; any other step in flight (the tools step whose output it
+    read, with all its calls: a sync tool cannot be interrupted) ends and is saved. The run
+    then ends as after Ctrl-C (recorded as failed; ``invoke(None, thread_id=...)``
+    continues it from its last saved step). ``close()``, and dropping the stream in the
+    thread that read it, wait for the run to end, so the thread takes new input at once; a
+    stream kept unread holds its run paused."""
 
     def __init__(self, run: Callable[[EventSink], AgentResult], modes: frozenset[str]) -> None:
         self._run = run
         self._pace = _Pace()
         self._sink = EventSink(modes, self._pace.put)
         self._sink.gate = self._pace.gate
+        self._sink.leaving = self._pace.leaving
         self._worker: threading.Thread | None = None
         self._reader: int | None = None
         self._closed = False
@@ -130,6 +133,7 @@ class _Pace:
         self.asked = 0
         self.given = 0
         self.gone = False
+        self.leaving = Leaving()
 
     def put(self, item: Any) -> None:
         # Counted as it is queued, under the lock: a gate never sees an event taken by the
@@ -148,6 +152,7 @@ class _Pace:
         with self.changed:
             self.gone = True
             self.changed.notify_all()
+        self.leaving.leave()  # the model call streaming tokens, if any, stops now
 
     def gate(self) -> None:
         with self.changed:
@@ -177,8 +182,9 @@ class AsyncRunStream(AsyncIterator[StreamEvent]):
     not yet given. ``aclose()`` cancels the run at once, the step in flight included (as
     cancelling an ``ainvoke`` task does), and returns once the run has ended and its thread
     is free. A stream dropped after ``break`` without ``aclose()`` starts no further step
-    either: the step in flight ends and is saved, then the run ends, freeing its thread as
-    soon as the event loop runs its task."""
+    either and cancels a model call streaming tokens, as ``RunStream`` does; another step
+    in flight ends and is saved, then the run ends, freeing its thread as soon as the event
+    loop runs its task."""
 
     def __init__(
         self, run: Callable[[EventSink], Awaitable[AgentResult]], modes: frozenset[str]
@@ -196,6 +202,7 @@ class AsyncRunStream(AsyncIterator[StreamEvent]):
         pace = _AsyncPace(asyncio.get_running_loop())
         sink = EventSink(self._modes, pace.put)
         sink.gate = pace.gate
+        sink.leaving = pace.leaving
         # The task holds the run, the sink and the pace, never this object, so a reader
         # that drops the stream mid-run lets it be collected (and the run stopped).
         self._task = asyncio.ensure_future(_awork(self._run, sink))
@@ -247,6 +254,7 @@ class _AsyncPace:
         self.asked = 0
         self.given = 0
         self.gone = False
+        self.leaving = Leaving()
 
     def put(self, item: Any) -> None:
         if threading.get_ident() == self.thread:
@@ -270,6 +278,7 @@ class _AsyncPace:
     def leave(self) -> None:
         self.gone = True
         self.changed.set()
+        self.leaving.leave()  # the model call streaming tokens, if any, stops now
 
     def leave_soon(self) -> None:
         """``leave`` from any thread (a stream collected anywhere)."""

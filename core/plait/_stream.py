@@ -7,6 +7,7 @@ happen, then hold the run's result.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from plait.errors import ConfigError
 if TYPE_CHECKING:
     from plait._stream_event import StreamEvent
 
-__all__ = ["STREAM_MODES", "EventSink", "ReaderGone", "stream_sink"]
+__all__ = ["STREAM_MODES", "EventSink", "Leaving", "ReaderGone", "StopOnLeave", "stream_sink"]
 
 STREAM_MODES = ("updates", "messages", "values", "custom")
 
@@ -43,6 +44,9 @@ class EventSink:
         returns once the reader waits for an event the run has not yet given — or, on the
         async path, gives what to await for that — and raises ``ReaderGone`` if the reader
         left, so no step starts after the reader is done with the stream."""
+        self.leaving: Leaving | None = None
+        """Set by a stream whose reader sets the pace: whether the reader left, and the
+        calls in flight to stop when it does (``StopOnLeave``)."""
         self.streamed_calls = 0
         """The model calls whose chunks reached this sink: the loop sends an answer whole
         when its call added none (a cache hit, a hook that answered, a handoff's receiver)."""
@@ -66,11 +70,75 @@ class EventSink:
 
 
 class ReaderGone(BaseException):
-    """Raised at a run's next step boundary when the reader of its stream has left
-    (``close()``, the stream dropped after ``break``, Ctrl-C): the run ends as after
-    Ctrl-C — recorded as failed, its last finished step saved, its thread free,
+    """Raised when the reader of a run's stream has left (``close()``, the stream dropped
+    after ``break``, Ctrl-C): at the run's next step boundary, or in a model call streaming
+    tokens, which is cancelled (its next chunk is not waited for; an HTTP provider's
+    response is closed). The run ends as after Ctrl-C — recorded as failed, its last
+    finished step saved (never the cancelled call's partial answer), its thread free,
     ``invoke(None, thread_id=...)`` continues it. A ``BaseException``, so no middleware
     takes it for an error to retry or to answer."""
+
+
+class Leaving:
+    """Whether the reader of a stream left (``close()``, ``aclose()``, the stream dropped
+    after ``break``, Ctrl-C), and the stops of the calls in flight that can be ended from
+    the reader's side (``StopOnLeave``): a model call streaming tokens is then cancelled,
+    not read to its end. Set from the reader's thread; read from the run's."""
+
+    __slots__ = ("left", "lock", "stops")
+
+    def __init__(self) -> None:
+        self.left = False
+        self.lock = threading.Lock()
+        self.stops: list[Callable[[], None]] = []
+
+    def leave(self) -> None:
+        """Mark the reader gone and call each stop registered (under the lock, so no stop
+        runs after its call has left ``StopOnLeave`` and closed what it stops)."""
+        with self.lock:
+            if self.left:
+                return
+            self.left = True
+            for stop in self.stops:
+                try:
+                    stop()
+                except Exception:  # a stop is best effort: the call ends at its next chunk
+                    continue
+
+
+class StopOnLeave:
+    """``with StopOnLeave(stop):`` around a blocking read of a call in flight (an HTTP
+    response streaming a model's tokens): if the reader of the run's stream leaves
+    meanwhile, ``stop`` is called from the reader's thread (a provider shuts its response's
+    socket, so the read waiting for the next token returns at once). An error raised within
+    once the reader left is that stop's doing, and leaves as ``ReaderGone``: the call was
+    cancelled, not failed, so no middleware retries it or falls back. Outside a paced
+    stream (``invoke``, a run nested in a tool call) it does nothing."""
+
+    __slots__ = ("leaving", "stop")
+
+    def __init__(self, stop: Callable[[], None]) -> None:
+        sink = run_sink.get()
+        self.leaving = sink.leaving if sink is not None else None
+        self.stop = stop
+
+    def __enter__(self) -> StopOnLeave:
+        leaving = self.leaving
+        if leaving is not None:
+            with leaving.lock:
+                if leaving.left:
+                    raise ReaderGone
+                leaving.stops.append(self.stop)
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
+        leaving = self.leaving
+        if leaving is None:
+            return
+        with leaving.lock:
+            leaving.stops.remove(self.stop)
+        if leaving.left and isinstance(error, Exception):
+            raise ReaderGone from error
 
 
 def _nothing() -> None:
@@ -94,6 +162,7 @@ class NestedSink(EventSink):
         # The nested run is part of the outer run's step in flight, which ends whatever
         # the outer reader does; only a reader of its own stream sets its pace.
         self.gate = own.gate if own is not None else None
+        self.leaving = own.leaving if own is not None else None
 
 
 class ToolCallScope:

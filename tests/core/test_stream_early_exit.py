@@ -1,22 +1,25 @@
 """Leaving a sync ``agent.stream`` early, as with LangGraph's stream generator: the reader
 sets the pace, so a reader who leaves between events (``break``, ``close()``) has left
 before any later step starts — no tool the model asked for runs, the model is not called
-again — while the step in flight ends and is saved. The thread takes new input at once
-and a later run continues from the last saved step. ``astream`` is paced alike; its
-``aclose()`` cancels the step in flight."""
+again. A model call streaming tokens is cancelled (its stream closed at the next chunk,
+no partial answer saved); a tools step in flight ends and is saved (a sync tool cannot be
+interrupted). The thread takes new input at once and a later run continues from the last
+saved step. ``astream`` is paced alike; its ``aclose()`` cancels the step in flight."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import plait
 from plait.errors import ThreadBusyError
-from plait.messages import AIMessage, ToolCall
+from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCall
 from plait.testing import ScriptedChatModel, transcript
 
 
@@ -79,17 +82,41 @@ def test_invoke_none_after_a_break_continues_from_the_last_saved_step(tmp_path: 
     assert model.calls == 2
 
 
-def test_breaking_on_a_token_lets_that_model_call_end_and_saves_its_answer() -> None:
-    runs: list[str] = []
-    agent, model = _agent(runs, first="let me act on it")
+class _SlowModel(ScriptedChatModel):
+    """Streams its scripted answer one word every 20 ms and records the words it produced
+    and whether its stream was closed: a model that is not an HTTP provider, so the call
+    is stopped at the chunk after the reader left."""
+
+    def __init__(self, answers: list[Any]) -> None:
+        super().__init__(answers)
+        self.produced: list[str] = []
+        self.closed = False
+
+    def stream(self, messages: Sequence[AnyMessage], **options: Any) -> Iterator[AIMessageChunk]:
+        try:
+            for chunk in super().stream(messages, **options):
+                self.produced.append(str(chunk.content))
+                yield chunk
+                time.sleep(0.02)
+        finally:
+            self.closed = True
+
+
+def test_breaking_on_a_token_cancels_that_model_call_and_saves_no_partial_answer() -> None:
+    """The model's stream is closed at its next chunk, not read to its end (200 words, 4 s),
+    and its partial answer is not saved: the thread holds the input, and ``invoke(None)``
+    calls the model again."""
+    words = " ".join(f"w{i}" for i in range(200))
+    model = _SlowModel([words, "again"])
+    agent = plait.create_agent(model, checkpointer="memory")
     for token, meta in agent.stream("first", thread_id="t", stream_mode="messages"):
-        assert (token.content, meta["langgraph_node"]) == ("let ", "model")
+        assert (token.content, meta["langgraph_node"]) == ("w0 ", "model")
         break
-    assert runs == []
-    assert model.calls == 1
-    messages = agent.get_state("t")["messages"]
-    assert transcript(messages) == [("human", "first"), ("ai", "let me act on it")]
-    assert [c.name for c in messages[1].tool_calls] == ["act"]
+    assert model.closed
+    assert len(model.produced) < 100
+    assert transcript(agent.get_state("t")["messages"]) == [("human", "first")]
+    assert agent.invoke(None, thread_id="t").text == "again"
+    assert transcript(agent.get_state("t")["messages"]) == [("human", "first"), ("ai", "again")]
 
 
 def test_breaking_on_a_tools_output_lets_the_tools_step_end_and_calls_no_model() -> None:
@@ -204,9 +231,11 @@ def test_an_async_stream_left_after_the_model_update_runs_no_tool() -> None:
 
 
 def test_an_async_stream_dropped_on_a_token_ends_that_model_call_and_no_more() -> None:
-    """Dropped after ``break`` without ``aclose()``: the model call in flight ends and is
-    saved, nothing starts after it, and the thread is free once the loop has run the
-    run's task to its end."""
+    """Dropped after ``break`` without ``aclose()`` when the model call had given all its
+    chunks before the reader took the first (a model that never awaits: the call ran to
+    its end on the loop first): that answer is whole and saved, nothing starts after it,
+    and the thread is free once the loop has run the run's task to its end. A call still
+    streaming is cancelled (``tests/core/models/test_stream_leave_http.py``)."""
 
     async def scenario() -> None:
         runs: list[str] = []

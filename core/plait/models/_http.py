@@ -20,12 +20,13 @@ import json
 import logging
 import os
 import re
+import socket
 import ssl
 import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self
 
@@ -34,6 +35,7 @@ import cattrs
 import httpx
 
 from plait._convert import expected, number
+from plait._stream import StopOnLeave
 from plait.errors import ConfigError, ContextOverflowError, ProviderError
 from plait.lazy import frozen
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage
@@ -434,6 +436,24 @@ def _replace(headers: dict[str, str], more: Mapping[str, str]) -> None:
         headers[name] = value
 
 
+def _shut(response: httpx.Response) -> Callable[[], None]:
+    """How the reader of a stream who left stops ``response`` from its own thread: the
+    connection's socket is shut down (not closed: the read in flight still owns it), so a
+    read waiting for the next token returns at once and the server sees the client go.
+    Closing the response there instead would race with that read."""
+
+    def stop() -> None:
+        network = response.extensions.get("network_stream")
+        raw = network.get_extra_info("socket") if network is not None else None
+        if isinstance(raw, socket.socket):
+            # socket.socket's own: an SSLSocket's would also drop its TLS state under the read
+            socket.socket.shutdown(raw, socket.SHUT_RDWR)
+        elif raw is not None:  # an event loop's transport socket (asyncio.trsock)
+            raw.shutdown(socket.SHUT_RDWR)
+
+    return stop
+
+
 def _is_json(response: httpx.Response) -> bool:
     """A server that ignored ``"stream": true`` answers with one JSON body."""
     content_type = response.headers.get("content-type", "")
@@ -764,14 +784,15 @@ class HTTPChatModel(ChatModel):
                 parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
                 decoder = SSEDecoder()
                 received = False
-                with self._guard(stream=True):
-                    for text in response.iter_text():
-                        received = received or bool(text)
-                        for event in decoder.feed(text):
-                            yield from parser.feed(event)
-                for event in decoder.finish():
-                    yield from self._feed_last(parser, event)
-                self._check_complete(parser, received)
+                with StopOnLeave(_shut(response)):  # the stream's reader left: cancelled
+                    with self._guard(stream=True):
+                        for text in response.iter_text():
+                            received = received or bool(text)
+                            for event in decoder.feed(text):
+                                yield from parser.feed(event)
+                    for event in decoder.finish():
+                        yield from self._feed_last(parser, event)
+                    self._check_complete(parser, received)
             finally:
                 response.close()
 
@@ -799,16 +820,17 @@ class HTTPChatModel(ChatModel):
                 parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
                 decoder = SSEDecoder()
                 received = False
-                with self._guard(stream=True):
-                    async for text in response.aiter_text():
-                        received = received or bool(text)
-                        for event in decoder.feed(text):
-                            for chunk in parser.feed(event):
-                                yield chunk
-                for event in decoder.finish():
-                    for chunk in self._feed_last(parser, event):
-                        yield chunk
-                self._check_complete(parser, received)
+                with StopOnLeave(_shut(response)):  # a dropped astream: as stream()
+                    with self._guard(stream=True):
+                        async for text in response.aiter_text():
+                            received = received or bool(text)
+                            for event in decoder.feed(text):
+                                for chunk in parser.feed(event):
+                                    yield chunk
+                    for event in decoder.finish():
+                        for chunk in self._feed_last(parser, event):
+                            yield chunk
+                    self._check_complete(parser, received)
             finally:
                 await response.aclose()
 

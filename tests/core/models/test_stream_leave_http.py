@@ -1,0 +1,247 @@
+"""Leaving a stream while the model is streaming its answer cancels that call: the
+provider's HTTP response is closed (the server sees the client go long before it would
+have sent its last token), the reader's ``break``/``close()`` does not wait for the
+remaining tokens, and the thread holds what a cancelled step leaves - its input, no
+partial answer - with the run continued by ``invoke(None, thread_id=...)``.
+
+The server is a real loopback HTTP server speaking the Chat Completions streaming wire
+format. After its first token it holds, as a model thinking would, until the test lets it
+go (which the test never does before it has checked everything): only a stop that ends
+the read in flight lets the client leave before then."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import select
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+import plait
+from plait.models.openai import OpenAIChatModel
+from plait.testing import transcript
+
+HOLD = 30.0
+"""How long the server holds after its first token at most: the bound a client that does
+not stop the read would wait."""
+
+
+class SlowServer:
+    """Streams ``first`` then, after a hold, ``rest`` token by token; records each token
+    sent, the client's disconnect (seen as EOF on the socket, or a failed write) and a
+    stream sent to its end. Replies after the first answer at once."""
+
+    def __init__(self, first: str, rest: list[str], later: str) -> None:
+        self.sent: list[str] = []
+        self.requests = 0
+        self.disconnected = threading.Event()
+        self.finished = threading.Event()
+        self.release = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                server.requests += 1
+                if not body.get("stream"):  # invoke: the whole answer as JSON
+                    self.answer(later)
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                if server.requests > 1:
+                    self.event(later, finish=True)
+                    self.done()
+                    return
+                try:
+                    self.event(first)
+                    server.sent.append(first)
+                    if self.client_left(HOLD, server.release):
+                        return
+                    for token in rest:
+                        self.event(token)
+                        server.sent.append(token)
+                        if self.client_left(0.01):
+                            return
+                    self.event("", finish=True)
+                    self.done()
+                    server.finished.set()
+                except OSError:  # a write to a client that left
+                    server.disconnected.set()
+
+            def answer(self, text: str) -> None:
+                message = {"role": "assistant", "content": text}
+                choice = {"index": 0, "message": message, "finish_reason": "stop"}
+                data = json.dumps({"id": "c2", "object": "chat.completion", "choices": [choice]})
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data.encode())
+
+            def event(self, text: str, *, finish: bool = False) -> None:
+                choice = {"index": 0, "delta": {"content": text}, "finish_reason": None}
+                if finish:
+                    choice["finish_reason"] = "stop"
+                chunk = {"id": "c1", "object": "chat.completion.chunk", "choices": [choice]}
+                self.chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+
+            def done(self) -> None:
+                self.chunk(b"data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+            def chunk(self, data: bytes) -> None:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+
+            def client_left(self, seconds: float, release: threading.Event | None = None) -> bool:
+                """Wait up to ``seconds`` (or until ``release``), watching the socket:
+                readable with nothing to read is the client's FIN."""
+                waited = 0.0
+                while waited < seconds and not (release is not None and release.is_set()):
+                    readable, _, _ = select.select([self.connection], [], [], 0.01)
+                    if readable and not self.connection.recv(1, 0):
+                        server.disconnected.set()
+                        return True
+                    waited += 0.01
+                return False
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def slow() -> Iterator[SlowServer]:
+    server = SlowServer("Once ", [f"w{i} " for i in range(100)], "Resumed answer.")
+    yield server
+    server.close()
+
+
+def _agent(server: SlowServer) -> plait.Agent:
+    model = OpenAIChatModel("gpt-4.1-mini", api_key="sk-test", base_url=server.url + "/v1")
+    return plait.create_agent(model, checkpointer="memory")
+
+
+def _close_within(close: Any, seconds: float = 60) -> None:
+    """Run ``close`` in a thread and wait at most ``seconds`` (only against a hang)."""
+    closer = threading.Thread(target=close)
+    closer.start()
+    closer.join(seconds)
+    assert not closer.is_alive(), "close() did not return"
+
+
+def test_break_on_the_first_token_closes_the_http_stream_and_saves_no_partial_answer(
+    slow: SlowServer,
+) -> None:
+    agent = _agent(slow)
+    stream = agent.stream("tell me a story", thread_id="t", stream_mode="messages")
+    for token, meta in stream:
+        assert (token.content, meta["langgraph_node"]) == ("Once ", "model")
+        break
+    _close_within(stream.close)
+    # close() returned while the server was still holding the rest of the answer: it did
+    # not wait for the remaining tokens, and the server saw the client go
+    assert slow.disconnected.wait(10)
+    assert not slow.release.is_set() and not slow.finished.is_set()
+    assert slow.sent == ["Once "]
+    assert stream.result is None
+    # the cancelled call's partial answer is not saved: the thread holds the input, and
+    # continuing the run calls the model again
+    assert transcript(agent.get_state("t")["messages"]) == [("human", "tell me a story")]
+    assert agent.invoke(None, thread_id="t").text == "Resumed answer."
+    assert transcript(agent.get_state("t")["messages"]) == [
+        ("human", "tell me a story"),
+        ("ai", "Resumed answer."),
+    ]
+    assert slow.requests == 2
+
+
+def test_a_stream_dropped_after_break_stops_the_call_and_frees_the_thread(
+    slow: SlowServer,
+) -> None:
+    """The plain ``for ...: break`` form: the stream is dropped there, in the reader's
+    thread, and the drop waits for the cancelled call to end - not for its tokens."""
+    agent = _agent(slow)
+    left = threading.Event()
+
+    def read() -> None:
+        for token, _ in agent.stream("tell me a story", thread_id="t", stream_mode="messages"):
+            assert token.content == "Once "
+            break
+        left.set()
+
+    _close_within(read)
+    assert left.is_set() and slow.disconnected.is_set()
+    assert not slow.finished.is_set()
+    # the thread takes new input at once
+    assert agent.invoke("again", thread_id="t").text == "Resumed answer."
+    assert transcript(agent.get_state("t")["messages"]) == [
+        ("human", "tell me a story"),
+        ("human", "again"),
+        ("ai", "Resumed answer."),
+    ]
+
+
+def test_astream_aclose_on_the_first_token_closes_the_http_stream(slow: SlowServer) -> None:
+    agent = _agent(slow)
+
+    async def scenario() -> None:
+        stream = agent.astream("tell me a story", thread_id="t", stream_mode="messages")
+        async for token, _ in stream:
+            assert token.content == "Once "
+            break
+        await asyncio.wait_for(stream.aclose(), 60)
+        assert slow.disconnected.wait(10)
+        assert not slow.release.is_set() and not slow.finished.is_set()
+        assert transcript(agent.get_state("t")["messages"]) == [("human", "tell me a story")]
+        assert (await agent.ainvoke(None, thread_id="t")).text == "Resumed answer."
+
+    asyncio.run(scenario())
+
+
+def test_astream_dropped_on_the_first_token_stops_the_call_as_the_sync_stream_does(
+    slow: SlowServer,
+) -> None:
+    agent = _agent(slow)
+
+    async def scenario() -> None:
+        async for token, _ in agent.astream(
+            "tell me a story", thread_id="t", stream_mode="messages"
+        ):
+            assert token.content == "Once "
+            break
+        # dropped without aclose(): the run's task stops the call and ends on its own
+        assert await asyncio.to_thread(slow.disconnected.wait, 10)
+        assert not slow.release.is_set() and not slow.finished.is_set()
+        for _ in range(1000):
+            try:
+                result = await agent.ainvoke(None, thread_id="t")
+                break
+            except plait.errors.ThreadBusyError:
+                await asyncio.sleep(0.01)
+        assert result.text == "Resumed answer."
+        assert transcript(agent.get_state("t")["messages"]) == [
+            ("human", "tell me a story"),
+            ("ai", "Resumed answer."),
+        ]
+
+    asyncio.run(scenario())
