@@ -15,7 +15,7 @@ import asyncio
 import json
 import select
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -25,9 +25,9 @@ import plait
 from plait.models.openai import OpenAIChatModel
 from plait.testing import transcript
 
-HOLD = 30.0
-"""How long the server holds after its first token at most: the bound a client that does
-not stop the read would wait."""
+HOLD = 120.0
+"""How long the server holds after its first token at most: what a client that does not
+stop the read in flight would wait, beyond the tests' bound on a close (``_close_within``)."""
 
 
 class SlowServer:
@@ -136,12 +136,27 @@ def slow() -> Iterator[SlowServer]:
     server.close()
 
 
-def _agent(server: SlowServer) -> plait.Agent:
+class RetryOnError(plait.Middleware):
+    """Calls the model again when its call raises an error, as a retry middleware does: a
+    cancelled call is not an error, so it is not retried."""
+
+    def __init__(self) -> None:
+        self.errors: list[BaseException] = []
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        try:
+            return handler(request)
+        except Exception as exc:
+            self.errors.append(exc)
+            return handler(request)
+
+
+def _agent(server: SlowServer, *middleware: plait.Middleware) -> plait.Agent:
     model = OpenAIChatModel("gpt-4.1-mini", api_key="sk-test", base_url=server.url + "/v1")
-    return plait.create_agent(model, checkpointer="memory")
+    return plait.create_agent(model, checkpointer="memory", middleware=list(middleware))
 
 
-def _close_within(close: Any, seconds: float = 60) -> None:
+def _close_within(close: Any, seconds: float = 30) -> None:
     """Run ``close`` in a thread and wait at most ``seconds`` (only against a hang)."""
     closer = threading.Thread(target=close)
     closer.start()
@@ -152,7 +167,8 @@ def _close_within(close: Any, seconds: float = 60) -> None:
 def test_break_on_the_first_token_closes_the_http_stream_and_saves_no_partial_answer(
     slow: SlowServer,
 ) -> None:
-    agent = _agent(slow)
+    retry = RetryOnError()
+    agent = _agent(slow, retry)
     stream = agent.stream("tell me a story", thread_id="t", stream_mode="messages")
     for token, meta in stream:
         assert (token.content, meta["langgraph_node"]) == ("Once ", "model")
@@ -164,6 +180,7 @@ def test_break_on_the_first_token_closes_the_http_stream_and_saves_no_partial_an
     assert not slow.release.is_set() and not slow.finished.is_set()
     assert slow.sent == ["Once "]
     assert stream.result is None
+    assert (retry.errors, slow.requests) == ([], 1)  # cancelled, not failed: no retry
     # the cancelled call's partial answer is not saved: the thread holds the input, and
     # continuing the run calls the model again
     assert transcript(agent.get_state("t")["messages"]) == [("human", "tell me a story")]
@@ -209,7 +226,7 @@ def test_astream_aclose_on_the_first_token_closes_the_http_stream(slow: SlowServ
         async for token, _ in stream:
             assert token.content == "Once "
             break
-        await asyncio.wait_for(stream.aclose(), 60)
+        await asyncio.wait_for(stream.aclose(), 30)
         assert slow.disconnected.wait(10)
         assert not slow.release.is_set() and not slow.finished.is_set()
         assert transcript(agent.get_state("t")["messages"]) == [("human", "tell me a story")]
