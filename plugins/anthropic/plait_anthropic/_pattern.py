@@ -7,12 +7,21 @@ pattern. So the pattern is checked and explained by ``re`` (the syntax the tool'
 description promises, with ``re``'s error texts), then matched by the ``regex`` package in
 its ``re``-compatible mode: it takes a ``timeout`` and, with ``concurrent``, releases the
 GIL while it matches, so other threads run meanwhile.
+
+The two read a pattern alike but for one thing: a POSIX class in a set, ``[[:digit:]]``,
+means what it means to grep (``re`` reads a set of ``:``, ``d``, ``i``, ... then ``]``),
+and an unknown one (``[[:nope:]]``) is an invalid pattern. ``re`` warns about sets a
+future Python may read otherwise (``FutureWarning: Possible nested set`` for ``[[``,
+``Possible set intersection`` for ``[a&&b]``): the pattern is the model's, not the
+program's, so the check keeps those warnings out of the process's output.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import time
+import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -32,19 +41,27 @@ class PatternTimeout(Exception):
         self.line = line
 
 
+_QUIET = threading.Lock()
+"""Held while ``re``'s warnings are off: ``warnings.catch_warnings`` swaps the process's
+filters, and two searches swapping them at once could leave them off for good."""
+
+
 class SearchPattern:
     """One ``grep_search`` pattern and the time every line it searches may take together."""
 
     def __init__(self, pattern: str, seconds: float) -> None:
         try:
-            re.compile(pattern)
+            with _QUIET, warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                re.compile(pattern)
         except re.error as problem:
-            raise BackendError(
-                f"Error: invalid regular expression {pattern!r}: {problem}"
-            ) from None
+            raise _invalid(pattern, problem) from None
         import regex  # here: its 7 ms import is paid by the first search, not every agent
 
-        self._regex: regex.Pattern[str] = regex.compile(pattern)
+        try:
+            self._regex: regex.Pattern[str] = regex.compile(pattern)
+        except regex.error as problem:  # an unknown POSIX class: re took it as a set
+            raise _invalid(pattern, problem) from None
         self._left = seconds  # the matching's time, not the reading of files
 
     def matching_lines(self, lines: Iterable[str]) -> list[tuple[int, str]]:
@@ -66,3 +83,8 @@ class SearchPattern:
         finally:
             self._left -= clock() - start
         return found
+
+
+def _invalid(pattern: str, problem: Exception) -> BackendError:
+    """The tool's answer to a pattern ``re`` or ``regex`` refuses, with its reason."""
+    return BackendError(f"Error: invalid regular expression {pattern!r}: {problem}")

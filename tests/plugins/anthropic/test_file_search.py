@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -328,6 +329,34 @@ def test_python_regular_expression_syntax_keeps_working(make_agent: Any) -> None
     # matched by the regex package: a POSIX class means what it means to grep (Python's re
     # would read a set of ':', 'a', 'l', 'p', 'h' followed by ']')
     assert got["posix"].content == "\n".join(sorted(FILES))
+
+
+def test_set_syntax_re_warns_about_prints_no_warning(make_agent: Any) -> None:
+    # re.compile warns (FutureWarning, "Possible nested set") on '[[' and '&&' in a set:
+    # a model's pattern must not print into the process's output. The patterns mean what
+    # they mean to re, except a POSIX class, which means what it means to grep.
+    with warnings.catch_warnings(record=True) as printed:
+        warnings.simplefilter("always")
+        filters = list(warnings.filters)
+        result = search(
+            make_agent,
+            call("grep_search", "bracket", pattern=r"[[(]'hi'", output_mode="content"),
+            call("grep_search", "and", pattern=r"[&&x]port"),
+            call("grep_search", "digit", pattern=r"[[:digit:]]$"),
+            call("grep_search", "unknown", pattern=r"[[:nope:]]"),
+        )
+        assert warnings.filters == filters  # the process's own filters are as they were
+    assert [str(w.message) for w in printed] == []
+    got = tool_answers(result.messages)
+    assert got["bracket"].content == "/src/app.py:4:     print('hi')  # TODO"
+    assert got["and"].content == "/web/index.ts"
+    assert got["digit"].content == "/src/util/helpers.py"
+    # re takes it (a set of ':', 'n', 'o', 'p', 'e' then ']'); the regex package, which
+    # reads POSIX classes, names the class unknown: an error the model can act on
+    assert got["unknown"].status == "error"
+    assert got["unknown"].content == (
+        "Error: invalid regular expression '[[:nope:]]': unknown property at position 9"
+    )
 
 
 def agent_data(root: Path) -> None:
