@@ -14,26 +14,14 @@ import re
 import unicodedata
 import urllib.parse
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
+
+from plait_pii._match import PIIMatch
 
 if TYPE_CHECKING:
     from publicsuffixlist import PublicSuffixList
 
 __all__ = ["BUILTIN", "MASKS", "PIIMatch", "merge"]
-
-
-class PIIMatch(NamedTuple):
-    """One piece of personal data found in a text: ``text == source[start:end]``, except
-    in what ``PIIMiddleware.matches`` reports for a value found only once the text was
-    decoded (``jane%40example.com``): there ``text`` is the decoded value.
-
-    A named tuple (immutable, compared and shown by its fields, as an attrs class would
-    be): it is never structured from options, and every agent that names pii makes the
-    class at import, where a tuple class costs a fifth of an attrs class."""
-
-    text: str
-    start: int
-    end: int
 
 
 Detector = Callable[[str], list[PIIMatch]]

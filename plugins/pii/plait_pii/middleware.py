@@ -39,16 +39,16 @@ from plait.types import (
     StateField,
     ToolCallRequest,
 )
-from plait_pii._detectors import BUILTIN, MASKS, PIIMatch, mask_custom
+from plait_pii._match import BUILTIN_TYPES, PIIMatch
 
 if TYPE_CHECKING:
     from plait.types import Interrupt
     from plait_pii._pseudonyms import Assigner
 
-# Imported on first use, as building an agent needs none of them: ``_decoded`` (the
-# encoded-text view), ``_stream`` (token streams), ``_pseudonyms`` and ``_rewrite`` (the
-# pseudonymize strategy), ``_walk`` (tool-call arguments), ``_installed`` (a type no
-# built-in detector finds) and ``hashlib``.
+# Imported on first use, as building an agent needs none of them: ``_detectors`` (the
+# built-in detectors and masks), ``_decoded`` (the encoded-text view), ``_stream`` (token
+# streams), ``_pseudonyms`` and ``_rewrite`` (the pseudonymize strategy), ``_walk``
+# (tool-call arguments), ``_installed`` (a type no built-in detector finds) and ``hashlib``.
 
 __all__ = ["PIIMiddleware"]
 
@@ -75,6 +75,17 @@ def _type_name(instance: Any, attribute: attrs.Attribute[Any], value: str) -> No
         raise FieldError(
             attribute.name, expected("a name of letters, digits and underscores", value)
         )
+
+
+def _built_in(pii_type: str) -> Callable[[str], list[PIIMatch]]:
+    """The built-in detector of ``pii_type``, its module imported on the first call."""
+
+    def find(text: str) -> list[PIIMatch]:
+        from plait_pii._detectors import BUILTIN
+
+        return BUILTIN[pii_type](text)
+
+    return find
 
 
 @frozen
@@ -105,14 +116,14 @@ class PIIMiddleware(Middleware):
     def _make_finder(self) -> Callable[[str], list[PIIMatch]]:
         detector: object = self.detector
         if detector is None:
-            if self.pii_type in BUILTIN:
-                return BUILTIN[self.pii_type]
+            if self.pii_type in BUILTIN_TYPES:
+                return _built_in(self.pii_type)
             from plait_pii._installed import GROUP, installed_names, load_installed
 
             detector = load_installed(self.pii_type)
             if detector is None:
                 installed = ", ".join(installed_names()) or "none"
-                known = f"a built-in type ({', '.join(BUILTIN)}) or an installed one"
+                known = f"a built-in type ({', '.join(BUILTIN_TYPES)}) or an installed one"
                 raise FieldError(
                     "pii_type",
                     expected(
@@ -173,6 +184,8 @@ class PIIMiddleware(Middleware):
 
             digest = hashlib.sha256(value.encode()).hexdigest()[:8]
             return f"<{self.pii_type}_hash:{digest}>"
+        from plait_pii._detectors import MASKS, mask_custom
+
         mask = MASKS.get(self.pii_type, mask_custom) if self.detector is None else mask_custom
         return mask(value)
 

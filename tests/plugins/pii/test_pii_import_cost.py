@@ -1,7 +1,8 @@
 """Building an agent with pii pays only for what its configuration uses: OpenSSL's
 bindings (``hashlib``) load for the ``hash`` strategy, the stream rewriter for a streamed
-answer, the encoded-text view when a text is first scanned. A server building an agent
-per request, or a short script, does not load them for an agent that never uses them."""
+answer, the detectors and the encoded-text view when a text is first scanned. A server
+building an agent per request, or a short script, does not load them for an agent that
+never uses them."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ ran = sorted(m for m in %r if m in sys.modules)
 print(built, ran, result.messages[0].text)
 """
 
-DEFERRED = ["hashlib", "plait_pii._decoded", "plait_pii._stream"]
+DEFERRED = ["hashlib", "plait_pii._decoded", "plait_pii._detectors", "plait_pii._stream"]
 
 
 def _run(strategy: str) -> str:
@@ -28,9 +29,22 @@ def _run(strategy: str) -> str:
 
 
 def test_building_a_redacting_agent_loads_none_of_them_and_its_run_only_the_scanner() -> None:
-    assert _run("redact") == ("[] ['plait_pii._decoded'] mail me at [REDACTED_EMAIL]")
+    assert _run("redact") == (
+        "[] ['plait_pii._decoded', 'plait_pii._detectors'] mail me at [REDACTED_EMAIL]"
+    )
 
 
 def test_the_hash_strategy_still_hashes_with_hashlib_loaded_when_it_runs() -> None:
     out = _run("hash")
-    assert out.startswith("[] ['hashlib', 'plait_pii._decoded'] mail me at <email_hash:")
+    assert out.startswith(
+        "[] ['hashlib', 'plait_pii._decoded', 'plait_pii._detectors'] mail me at <email_hash:"
+    )
+
+
+def test_the_built_in_type_names_are_the_detectors_types() -> None:
+    """Building an agent checks ``pii_type`` against ``_match.BUILTIN_TYPES`` without
+    loading the detectors; they are the types the detectors find, in their order."""
+    from plait_pii._detectors import BUILTIN, MASKS
+    from plait_pii._match import BUILTIN_TYPES
+
+    assert tuple(BUILTIN) == tuple(MASKS) == BUILTIN_TYPES
