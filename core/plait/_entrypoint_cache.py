@@ -12,7 +12,9 @@ again while all of this is as it was when it was written (the copy's *key*):
   reinstalling a distribution adds or removes a metadata folder there, which changes its
   folder's time (pip moves an old folder away before it writes the new one);
 - each ``entry_points.txt`` that names a plait group: its inode, time and size, as a file
-  rewritten in place changes no folder (``setup.py develop`` rewrites its ``.egg-info``'s).
+  rewritten in place changes no folder (``setup.py develop`` rewrites its ``.egg-info``'s);
+  checked for a plugin's folder before it is imported, for every folder before they are
+  listed.
 
 No copy is written where a change could be missed: while a stamp is under two seconds old
 (a file system stamps times in steps, up to two seconds on FAT: a change in the step the
@@ -100,8 +102,11 @@ def _stamp(meta: str) -> list[Any]:
     return [meta, got.st_ino, got.st_mtime_ns, got.st_size]
 
 
-def read(current: dict[str, Any]) -> list[Point] | None:
-    """The copy's entry points if its key is ``current`` and its files are unchanged."""
+def read(current: dict[str, Any]) -> tuple[list[Point], dict[str, list[Any]]] | None:
+    """The copy's entry points if its key is ``current``, and the stamp each of their
+    metadata folders had: ``unchanged`` says whether it still has it. A process checks
+    the folders of the plugins it imports, and all of them before it lists them
+    (``_entrypoints``): stat-ing every folder a copy names was a third of reading it."""
     where = folder()
     if where is None:
         return None
@@ -114,19 +119,24 @@ def read(current: dict[str, Any]) -> list[Point] | None:
         copy = json.loads(data)
         if copy["key"] != current:
             return None
-        metas: list[str] = []
-        for stamped in copy["dists"]:
-            if _stamp(stamped[0]) != stamped:
-                return None
-            metas.append(stamped[0])
+        stamps = {stamped[0]: stamped for stamped in copy["dists"]}
+        metas = [stamped[0] for stamped in copy["dists"]]
         points: list[Point] = []
         for group, name, value, index in copy["points"]:
             if not (isinstance(group, str) and isinstance(name, str) and isinstance(value, str)):
                 return None
             points.append((group, name, value, metas[index]))
-    except Exception:  # a corrupt or foreign file, a file gone: any of these is a scan
+    except Exception:  # a corrupt or foreign file: any of these is a scan
         return None
-    return points
+    return points, stamps
+
+
+def unchanged(stamped: Any) -> bool:
+    """Whether a metadata folder's ``entry_points.txt`` has the stamp ``read`` gave."""
+    try:
+        return isinstance(stamped, list) and _stamp(stamped[0]) == stamped
+    except Exception:  # a file gone, a corrupt stamp
+        return False
 
 
 def write(current: dict[str, Any], points: list[Point]) -> None:

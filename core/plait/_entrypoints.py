@@ -305,49 +305,70 @@ def _scan() -> dict[str, dict[str, EntryPoint]]:
     return found
 
 
-def _lookup(*, from_disk: bool) -> tuple[dict[str, dict[str, EntryPoint]], bool]:
+def _lookup(
+    *, from_disk: bool
+) -> tuple[dict[str, dict[str, EntryPoint]], dict[str, list[Any]] | None]:
     """The entry points, from the copy on disk when it is current (``from_disk``) or by a
-    scan whose result is then kept there; and whether they came from the disk."""
+    scan whose result is then kept there; and, from the disk, the stamps of the metadata
+    folders still to check (``_checked``), None from a scan."""
     key = _entrypoint_cache.key()
     found: dict[str, dict[str, EntryPoint]] = {}
     if key is not None and from_disk:
         copy = _entrypoint_cache.read(key)
         if copy is not None:
-            for group, name, value, meta in copy:
+            points, stamps = copy
+            for group, name, value, meta in points:
                 found.setdefault(group, {})[name] = EntryPoint(name, value, group, meta)
-            return found, True
+            return found, stamps
     found = _scan()
     if key is not None:
         kept: list[_entrypoint_cache.Point] = []
         for group, named in found.items():
             for name, point in named.items():
                 if not isinstance(point._where, str):
-                    return found, False  # a distribution a path's stamps do not follow
+                    return found, None  # a distribution a path's stamps do not follow
                 kept.append((group, name, point.value, point._where))
         _entrypoint_cache.write(key, kept)
-    return found, False
+    return found, None
 
 
 _found: dict[str, dict[str, EntryPoint]] | None = None
 _from_disk = False
+_unchecked: dict[str, list[Any]] = {}
+"""Metadata folders of the copy read from disk whose stamps are not checked yet."""
 
 
-def _installed() -> dict[str, dict[str, EntryPoint]]:
+def _installed(*, checked: bool = True) -> dict[str, dict[str, EntryPoint]]:
     """Every installed entry point of a ``plait.*`` group, by group then name, found once
     per process (``refresh`` forgets it): from the copy on disk when nothing it came from
-    has changed (``_entrypoint_cache``), else by a scan."""
-    global _found, _from_disk
+    has changed (``_entrypoint_cache``), else by a scan. ``checked=False`` leaves the
+    copy's metadata folders unchecked (``_load`` checks the one it imports from)."""
+    global _found, _from_disk, _unchecked
     if _found is None:
-        _found, _from_disk = _lookup(from_disk=True)
+        _found, stamps = _lookup(from_disk=True)
+        _from_disk, _unchecked = stamps is not None, dict(stamps or {})
+    if checked and _unchecked and not _checked(list(_unchecked)):
+        _rescan()
     return _found
+
+
+def _checked(metas: list[Any]) -> bool:
+    """Whether each of these metadata folders' ``entry_points.txt`` is as the copy read
+    from disk says (each checked once per process)."""
+    for meta in metas:
+        stamped = _unchecked.pop(meta, None) if isinstance(meta, str) else None
+        if stamped is not None and not _entrypoint_cache.unchanged(stamped):
+            return False
+    return True
 
 
 def _rescan() -> None:
     """Scan again, past the copy on disk (which is then replaced), and forget the import
     system's listings of folders, which may be as old as the copy."""
-    global _found, _from_disk
+    global _found, _from_disk, _unchecked
     importlib.invalidate_caches()
-    _found, _from_disk = _lookup(from_disk=False)
+    _found, _ = _lookup(from_disk=False)
+    _from_disk, _unchecked = False, {}
 
 
 def installed(group: str) -> Mapping[str, EntryPoint]:
@@ -377,18 +398,23 @@ def load(group: str, name: str, *, what: str) -> Any:
 
 
 def _load(group: str, name: str, what: str) -> Any:
-    eps = available(group)
-    try:
-        ep = eps[name]
-    except KeyError:
-        known = ", ".join(sorted(eps)) or "none"
-        if name in disabled():
-            raise ConfigError(
-                f"unknown {what} {name!r} (it is disabled by PLAIT_DISABLE_PLUGINS); "
-                f"installed: {known}"
-            ) from None
-        hint = _missing_hint(group, name, sorted(eps))
-        raise ConfigError(f"unknown {what} {name!r}; installed: {known}{hint}") from None
+    ep = _installed(checked=False).get(group, {}).get(name)
+    if ep is not None and not _checked([ep._where]):
+        _rescan()  # its entry_points.txt changed since the copy was written
+        ep = None
+    blocked = disabled()
+    if ep is None or name in blocked:
+        eps = available(group)  # every folder checked (a scan if one changed)
+        ep = eps.get(name)
+        if ep is None:
+            known = ", ".join(sorted(eps)) or "none"
+            if name in blocked:
+                raise ConfigError(
+                    f"unknown {what} {name!r} (it is disabled by PLAIT_DISABLE_PLUGINS); "
+                    f"installed: {known}"
+                )
+            hint = _missing_hint(group, name, sorted(eps))
+            raise ConfigError(f"unknown {what} {name!r}; installed: {known}{hint}")
     try:
         return ep.load()
     except Exception as exc:
@@ -400,6 +426,6 @@ def _load(group: str, name: str, what: str) -> Any:
 def refresh() -> None:
     """Forget the entry points found, in this process and on disk (after installing a
     distribution at run time)."""
-    global _found, _from_disk
-    _found, _from_disk = None, False
+    global _found, _from_disk, _unchecked
+    _found, _from_disk, _unchecked = None, False, {}
     _entrypoint_cache.forget()

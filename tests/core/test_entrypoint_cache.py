@@ -173,6 +173,40 @@ def test_an_entry_points_file_rewritten_in_place_is_seen(env: Env) -> None:
     assert _entrypoints._from_disk is False
 
 
+def test_loading_a_plugin_checks_its_own_folder_and_a_listing_checks_every_one(
+    env: Env,
+) -> None:
+    """Stat-ing every metadata folder a copy names was a third of reading it: a plugin
+    loaded from the copy has its own folder's file checked, a listing checks them all;
+    a file rewritten in place is seen either way."""
+    other = "[plait.middleware]\nother = acme_other:Greeting\n"
+    install(env.site, "acme_greeting.egg-info", "acme_greeting", GREETING, "hello")
+    install(env.site, "acme_other-1.0.dist-info", "acme_other", other, "other")
+    age(env.site, *env.site.rglob("*"))
+    assert env.middleware() == {
+        "greeting": "acme_greeting:Greeting",
+        "other": "acme_other:Greeting",
+    }
+    env.new_process()
+    assert said("greeting") == ["hi", "hello"]
+    assert _entrypoints._from_disk is True
+    left = set(_entrypoints._unchecked)
+    assert str(env.site / "acme_other-1.0.dist-info") in left
+    assert str(env.site / "acme_greeting.egg-info") not in left
+    env.middleware()  # a listing
+    assert _entrypoints._unchecked == {} and _entrypoints._from_disk is True
+
+    # the loaded plugin's own file, rewritten in place (setup.py develop): seen at its load
+    text = env.site / "acme_greeting.egg-info" / "entry_points.txt"
+    text.write_text(GREETING.replace("acme_greeting:", "acme_greeting2:"))
+    (env.site / "acme_greeting2.py").write_text(
+        (env.site / "acme_greeting.py").read_text().replace("hello", "rewritten")
+    )
+    env.new_process()
+    assert said("greeting") == ["hi", "rewritten"]
+    assert _entrypoints._from_disk is False  # a scan
+
+
 def test_a_name_missing_from_the_copy_is_looked_for_by_a_scan_before_the_error(
     env: Env,
 ) -> None:

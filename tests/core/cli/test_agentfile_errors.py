@@ -232,11 +232,15 @@ def test_missing_builtin_middleware_names_its_distribution(
 ) -> None:
     from plait import _entrypoints
 
-    real = _entrypoints.available
-    monkeypatch.setattr(
+    real = _entrypoints._installed
+    monkeypatch.setattr(  # no middleware installed
         _entrypoints,
-        "available",
-        lambda group: {} if group == "plait.middleware" else real(group),
+        "_installed",
+        lambda checked=True: {
+            group: points
+            for group, points in real(checked=checked).items()
+            if group != "plait.middleware"
+        },
     )
     message = _error(write, AGENT + '[[middleware]]\nuse = "human_in_the_loop"\n')
     assert message == (
