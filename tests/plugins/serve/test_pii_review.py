@@ -17,6 +17,11 @@ from plait.testing import ai, call
 
 JANE = "jane@corp.example.com"
 BOB = "bob@corp.example.com"
+PSEUDONYMIZE_ALL = (
+    "pii",
+    {"pii_type": "email", "strategy": "pseudonymize", "apply_to_tool_results": True},
+)
+"""pii numbering addresses in what the user sends and what tools return."""
 sent: list[str] = []
 
 
@@ -37,13 +42,7 @@ def test_an_ag_ui_reviewer_sees_and_edits_the_real_address(serve: Callable[..., 
     agent = plait.create_agent(
         model,
         tools=[send_mail],
-        middleware=[
-            (
-                "pii",
-                {"pii_type": "email", "strategy": "pseudonymize", "apply_to_tool_results": True},
-            ),
-            ("human_in_the_loop", {"interrupt_on": {"send_mail": True}}),
-        ],
+        middleware=[PSEUDONYMIZE_ALL, ("human_in_the_loop", {"interrupt_on": {"send_mail": True}})],
         checkpointer="memory",
     )
     with serve(agent).client() as client:
@@ -148,12 +147,7 @@ def test_a_private_state_key_is_never_served(serve: Callable[..., Served]) -> No
     agent = plait.create_agent(
         model,
         tools=[contact],
-        middleware=[
-            (
-                "pii",
-                {"pii_type": "email", "strategy": "pseudonymize", "apply_to_tool_results": True},
-            )
-        ],
+        middleware=[PSEUDONYMIZE_ALL],
         checkpointer="memory",
     )
     served = serve(agent)
@@ -223,12 +217,7 @@ def test_a_served_stream_shows_tool_calls_and_results_with_real_values(
     agent = plait.create_agent(
         model,
         tools=[notify],
-        middleware=[
-            (
-                "pii",
-                {"pii_type": "email", "strategy": "pseudonymize", "apply_to_tool_results": True},
-            )
-        ],
+        middleware=[PSEUDONYMIZE_ALL],
         checkpointer="memory",
     )
     served = serve(agent)
