@@ -20,6 +20,7 @@ import dataclasses
 import enum
 import functools
 import importlib
+import operator
 import re
 import reprlib
 import sys
@@ -485,15 +486,53 @@ def field_type(cls: type, field: attrs.Attribute[Any]) -> Any:
 
         owner = next(k for k in cls.__mro__ if field.name in inspect.get_annotations(k))
         module = sys.modules.get(owner.__module__)
-        hints = typing.get_type_hints(
-            types.SimpleNamespace(__annotations__={field.name: tp}),
-            globalns=dict(vars(owner)),
-            localns=vars(module) if module is not None else {},
-            include_extras=True,
-        )
-        tp = hints[field.name]
+        module_names = vars(module) if module is not None else {}
+        simple = _named_types(tp, module_names, vars(owner))
+        if simple is not None:
+            tp = simple[0]
+        else:
+            hints = typing.get_type_hints(
+                types.SimpleNamespace(__annotations__={field.name: tp}),
+                globalns=dict(vars(owner)),
+                localns=module_names,
+                include_extras=True,
+            )
+            tp = hints[field.name]
     known[field.name] = tp
     return tp
+
+
+def _named_types(
+    text: str, module_names: Mapping[str, Any], class_names: Mapping[str, Any]
+) -> tuple[Any] | None:
+    """The type an annotation of names joined by ``|`` stands for (``int``, ``str | None``,
+    ``Strategy``), each name looked up as ``eval`` would (the module, the class, builtins),
+    when each is ``None``, a plain class or a ``Literal``: then ``get_type_hints`` would
+    give the same, and compiling the text (most of its cost) is skipped. ``None`` for any
+    other annotation, left to ``get_type_hints``."""
+    import builtins
+
+    parts: list[Any] = []
+    for part in text.split("|"):
+        name = part.strip()
+        if name == "None":
+            parts.append(None)
+            continue
+        if not name.isidentifier():
+            return None
+        for names in (module_names, class_names, vars(builtins)):
+            if name in names:
+                value = names[name]
+                break
+        else:
+            return None  # get_type_hints words the NameError
+        plain_class = isinstance(value, type) and not isinstance(value, types.GenericAlias)
+        if not (plain_class or typing.get_origin(value) is Literal):
+            return None
+        parts.append(value)
+    if len(parts) == 1 and parts[0] is None:
+        return (types.NoneType,)
+    return (functools.reduce(operator.or_, parts),)
 
 
 def is_optional(tp: Any) -> bool:

@@ -467,3 +467,41 @@ def test_the_class_checks_closed_options_as_an_agent_file_does(
         Switches(**options)
     assert str(info.value) == message
     assert Switches(mode="error", verbose=True, level=2, strategy="b", flag=True).level == 2
+
+
+Mode = Literal["end", "error"]
+
+
+@attrs.frozen
+class Annotations(plait.Middleware):
+    """Annotations ``field_type`` reads by name and ones it leaves to ``get_type_hints``."""
+
+    Inner = Literal["x", "y"]  # a name only the class namespace has
+    Mode = Literal["shadowed"]  # the module's Mode is looked up first, as eval does
+
+    count: int = 0
+    label: str | None = None
+    nothing: None = None
+    mode: Mode = "end"
+    maybe_mode: None | Mode = None  # noqa: RUF036  # None first, as some write it
+    inner: Inner = "x"
+    sizes: list[int] = attrs.Factory(list)
+    level: Literal[1, 2] = 1
+    pattern: re.Pattern[str] | None = None
+    shadowed: Edit | None = None
+
+
+def test_field_types_are_what_get_type_hints_gives() -> None:
+    """``field_type`` reads a plain class, ``None`` or ``Literal`` named by an annotation
+    without compiling it; each field's type is still exactly what Python's own
+    evaluation of the class's annotations gives."""
+    import typing
+
+    from plait import _convert
+
+    expected = typing.get_type_hints(Annotations, include_extras=True)
+    fields = attrs.fields(Annotations)
+    got = {field.name: _convert.field_type(Annotations, field) for field in fields}
+    assert got == expected
+    assert got["maybe_mode"] == Mode | None
+    assert got["nothing"] is type(None)
