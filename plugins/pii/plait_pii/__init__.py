@@ -5,7 +5,6 @@ block, redact, mask, hash or pseudonymize them before they reach the model or th
 One instance handles one type; stack instances for several.
 """
 
-from plait_pii._match import PIIMatch
-from plait_pii.middleware import PIIMiddleware
+from plait_pii.middleware import PIIMatch, PIIMiddleware
 
 __all__ = ["PIIMatch", "PIIMiddleware"]

@@ -16,7 +16,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from plait_pii._match import PIIMatch
+from plait_pii.middleware import PIIMatch
 
 if TYPE_CHECKING:
     from publicsuffixlist import PublicSuffixList

@@ -42,9 +42,9 @@ def test_the_hash_strategy_still_hashes_with_hashlib_loaded_when_it_runs() -> No
 
 
 def test_the_built_in_type_names_are_the_detectors_types() -> None:
-    """Building an agent checks ``pii_type`` against ``_match.BUILTIN_TYPES`` without
+    """Building an agent checks ``pii_type`` against ``BUILTIN_TYPES`` without
     loading the detectors; they are the types the detectors find, in their order."""
     from plait_pii._detectors import BUILTIN, MASKS
-    from plait_pii._match import BUILTIN_TYPES
+    from plait_pii.middleware import BUILTIN_TYPES
 
     assert tuple(BUILTIN) == tuple(MASKS) == BUILTIN_TYPES
