@@ -492,15 +492,54 @@ PAGES: dict[str, Page] = {
             "idle success\n"
             "TASK_STATE_INPUT_REQUIRED\n"
             "Refunded 25.00 EUR for order 1042.\n"
+            # the run log from Python
+            "['state_snapshot', 'tool_call', 'step', 'run_finished']\n"
+            "interrupted\n"
+            "{'question': 'Refund order 7?'}\n"
+            "['tool_result', 'step', 'run_finished']\n"
+            "None\n"
+            # scoped thread ids
+            "Hello, Alice.\n"
+            "True\n"
         ),
-        needs=("plait_serve", "openai", "langgraph_sdk", "a2a"),
+        after={
+            4: textwrap.dedent(
+                """
+                assert ended[0]["status"] == "error" and "cancelled" in ended[0]["content"]
+                assert agent.get_interrupts("t7") == []
+                """
+            ),
+            5: "assert stored != 't' and stored.endswith('/t')",
+        },
+        needs=("plait_serve", "openai", "langgraph_sdk", "a2a", "starlette"),
     ),
     "tools.md": Page(
         turns=(call("count_notes"), say("You have no notes yet.")),
         after={0: "assert result.messages[2].text == '0', result.messages[2].text"},
         stdout="You have no notes yet.\n",
     ),
-    "writing-middleware.md": Page(setup=SEARCH),
+    "writing-middleware.md": Page(
+        setup=SEARCH,
+        after={
+            4: textwrap.dedent(
+                """
+                told = result.messages[2]
+                assert told.status == "error" and "ann@example.com" not in told.text
+                assert told.text.startswith(
+                    "Error: tool 'find_orders' raised LookupError: customer 42 ([email 1]) "
+                    "has no orders."
+                ), told.text
+                assert agent.get_state("t")["emails"] == {"[email 1]": "ann@example.com"}
+                """
+            ),
+            5: textwrap.dedent(
+                """
+                assert guarded_keys(agent) == {"calls_made", "api_token"}
+                assert private_keys(agent) == {"api_token"}
+                """
+            ),
+        },
+    ),
     "writing-plugins.md": Page(
         after={
             0: textwrap.dedent(

@@ -311,9 +311,12 @@ def show_messages(messages: list[Message], state: Mapping[str, Any]) -> list[Mes
     :param messages: the messages as the previous middleware left them.
     :param state: the thread's state with the messages in it, private keys included. Read
         it, never change it.
-    :return: the messages to show, one per message given, same ids, same order. Chained in
-        middleware order (A, then B, then C), only while someone streams ``messages`` or
-        ``updates``; sync only, no I/O.
+    :return: the messages to show, one per message given, same ids, same order (another
+        number of messages fails the run with a ``TypeError`` naming the middleware);
+        return a message itself to leave it as it is — an ``updates`` event none of whose
+        messages a hook replaced carries no ``shown``. Chained in middleware order (A,
+        then B, then C), each given what the one before returned, only while someone
+        streams ``messages`` or ``updates`` (never for ``invoke``); sync only, no I/O.
     """
     raise AssertionError  # pragma: no cover
 
