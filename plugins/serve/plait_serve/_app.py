@@ -21,7 +21,7 @@ import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from starlette.applications import Starlette
@@ -55,6 +55,8 @@ from plait_serve._runlog import Busy, Full, NotFound, RunLog
 __all__ = ["MAX_BODY", "MAX_RUNS", "PROTOCOLS", "Server", "app", "client_messages"]
 
 log = logging.getLogger("plait_serve")
+
+T = TypeVar("T")
 
 MAX_BODY = 1_000_000
 """The largest request body accepted by default (bytes); a larger one is a 413."""
@@ -149,11 +151,16 @@ class Server:
                 return thread[len(prefix) :]
         return thread
 
-    def tell(self, text: str) -> str:
-        """An error's ``text`` as its client reads it: the stored thread ids it names
-        written as the client names them (the run log's events are told so as they are
-        read: ``RunLog.tell``)."""
-        return str(self.runs.tell(text))
+    def tell(self, value: T) -> T:
+        """``value`` (an error's text, a thread's state as JSON) as its client reads it:
+        every stored thread id it holds named as the client names the thread
+        (``_auth.unscoper``). The one rewrite of what leaves the server from storage,
+        applied once where each is read: the run log's events and thread records as
+        ``RunLog`` reads them (``RunLog.tell``), a thread's state where the Agent
+        Protocol reads it, error texts in the error handlers. Ids the server names
+        itself go through ``shown`` instead."""
+        told: T = self.runs.tell(value)
+        return told
 
     def owner(self, request: Request) -> str:
         """The caller's owner id (set by the auth middleware)."""

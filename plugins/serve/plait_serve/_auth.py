@@ -64,16 +64,19 @@ def scoped_thread_id(key: str, thread_id: str) -> str:
 def unscoper(keys: Iterable[str]) -> Callable[[Any], Any] | None:
     """What turns a value a client reads into its client's words: every stored thread id
     it holds (in any text, at any depth of a JSON-like value) written as the client
-    names the thread, its key's scope taken off; ``None`` without keys (ids are stored
-    as given). Values without one are returned as they are (not copied)."""
+    names the thread, its key's scope taken off — once, as ``Server.shown`` takes it off
+    an id: a client's own id that begins like a scope keeps it. ``None`` without keys
+    (ids are stored as given). Values without one are returned as they are (not
+    copied)."""
     prefixes = [scoped_id(key_id(key), "") for key in keys]
     if not prefixes:
         return None
-    pattern = re.compile("|".join(map(re.escape, prefixes)))
+    scope = "(?:" + "|".join(map(re.escape, prefixes)) + ")"
+    pattern = re.compile(f"{scope}((?:{scope})*)")  # the scopes after the first are the id's
 
     def unscope(value: Any) -> Any:
         if isinstance(value, str):
-            return pattern.sub("", value) if _KEY_ID in value else value
+            return pattern.sub(r"\1", value) if _KEY_ID in value else value
         if isinstance(value, dict):
             told = {k: unscope(v) for k, v in value.items()}
             return value if all(told[k] is v for k, v in value.items()) else told

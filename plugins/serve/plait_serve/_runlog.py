@@ -135,8 +135,9 @@ class RunLog:
         and tool run, with its duration and usage (``plait_serve._timeline``).
     :param tell: what a value read out of the log becomes for its client (the stored
         thread ids in its texts named as the client names them: ``_auth.unscoper``);
-        applied to every event read (``batches``, ``read``, ``written_soon``), so an
-        error text the kernel wrote with the stored id reads with the client's.
+        applied to every event read (``batches``, ``read``, ``written_soon``,
+        ``record``), so an error text the kernel wrote with the stored id reads with the
+        client's.
     """
 
     def __init__(
@@ -258,10 +259,11 @@ class RunLog:
             return True
 
     async def record(self, thread_id: str) -> dict[str, Any] | None:
-        """The thread's first event (its owner, creation time, metadata), or ``None``."""
+        """The thread's first event (its owner, creation time, metadata), or ``None``;
+        as a client reads it (``tell``: the owner, a key id, is no thread id)."""
         first = await self.call(self.log.read_events, thread_id, after=0, limit=1)
         if first and first[0][1].get("type") == "thread":
-            return dict(first[0][1])
+            return dict(self.tell(first[0][1]))
         return None
 
     async def _claim(

@@ -283,7 +283,10 @@ def routes(server: Server) -> list[Route]:
 
     async def values(thread: str, step: int | None = None) -> dict[str, Any]:
         """The thread's state as LangGraph shows it (after ``step``, else the latest);
-        ``__interrupt__`` while the latest is paused."""
+        ``__interrupt__`` while the latest is paused. The one read of stored state that
+        answers a client (thread, state, history, wait, join, ``values``): the stored
+        thread ids in it (a tool's result, a key, a paused call's arguments) named as
+        the client names the thread (``Server.tell``)."""
         state = await server.runs.call(agent.get_state, thread, step)
         private = private_keys(agent)  # checkpointed, never shown to a client
         out: dict[str, Any] = jsonable(
@@ -294,7 +297,7 @@ def routes(server: Server) -> list[Route]:
             pending = await server.runs.call(pending_interrupts, agent, thread)
             if pending:
                 out["__interrupt__"] = _interrupts(pending)
-        return out
+        return server.tell(out)
 
     async def step_values(thread: str, step: int) -> dict[str, Any] | None:
         """``values`` after ``step`` (``None``: the checkpointer keeps no history)."""
