@@ -29,9 +29,10 @@ def _restored(message: AnyMessage, restorer: Restorer) -> AnyMessage:
 
 
 def _rewritten(message: AnyMessage, rewrite: Callable[[str], str]) -> AnyMessage:
-    """``message`` with ``rewrite`` applied to its text and its tool calls' string
-    arguments (the same object when nothing changed; arguments are never compared whole,
-    as deep ones could not be)."""
+    """``message`` with ``rewrite`` applied to its text, its tool calls' string arguments
+    and the error of a call whose arguments did not parse (it quotes them) (the same
+    object when nothing changed; arguments are never compared whole, as deep ones could
+    not be)."""
     changed = False
 
     def tracked(text: str) -> str:
@@ -54,7 +55,10 @@ def _rewritten(message: AnyMessage, rewrite: Callable[[str], str]) -> AnyMessage
     if isinstance(message, AIMessage) and message.tool_calls:
         before = changed
         changed = False
-        calls = [attrs.evolve(c, args=map_strings(c.args, tracked)) for c in message.tool_calls]
+        calls = [
+            attrs.evolve(c, args=map_strings(c.args, tracked), error=c.error and tracked(c.error))
+            for c in message.tool_calls
+        ]
         if changed:
             changes["tool_calls"] = calls
         changed = changed or before
