@@ -5,7 +5,8 @@ A line holding only one of these comments is replaced when the site is built:
 - ``<!-- plait-options: module:Class -->``: the options table of a middleware class, from
   its attrs fields (``plait.options.describe_options``);
 - ``<!-- plait-api: module:name -->``: the signature and docstring of a public function or
-  class (with its public methods), ``:param:``/``:return:`` fields turned into lists;
+  class (with its public methods), ``:param:``/``:return:`` fields turned into lists; for
+  a constant, its value and the docstring under its assignment;
 - ``<!-- plait-hook: name -->``: a hook's reference entry from its spec in
   ``plait.hookspecs`` — heading with its arguments, then the spec's docstring — so the
   prose of each hook is written once, where it is declared.
@@ -174,8 +175,71 @@ def _wrapped(name: str, sig: inspect.Signature) -> str:
     return f"{name}(\n{body}){returns}"
 
 
+def _assignment_doc(module: str, name: str, seen: frozenset[str] = frozenset()) -> str:
+    """The docstring written under ``name = ...`` in ``module``'s source (a constant's),
+    following ``from x import name`` and a lazy ``_EXPORTS`` table to where it is made."""
+    import ast
+
+    if module in seen:
+        return ""
+    mod = importlib.import_module(module)
+    try:
+        tree = ast.parse(inspect.getsource(mod))
+    except (OSError, TypeError):
+        return ""
+    for index, node in enumerate(tree.body):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
+            isinstance(target, ast.Name) and target.id == name for target in targets
+        ):
+            after = tree.body[index + 1] if index + 1 < len(tree.body) else None
+            if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+                return inspect.cleandoc(str(after.value.value))
+            return ""
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if any((alias.asname or alias.name) == name for alias in node.names):
+                return _assignment_doc(node.module, name, seen | {module})
+    exports = getattr(mod, "_EXPORTS", None)
+    if isinstance(exports, dict) and isinstance(exports.get(name), str):
+        return _assignment_doc(exports[name], name, seen | {module})
+    return ""
+
+
+def constant_entry(module: str, qualname: str, obj: Any) -> str:
+    """A constant's entry: ``NAME = value`` (a long value cut short) and the docstring
+    written under its assignment."""
+    name = qualname.rsplit(".", 1)[-1]
+    value = repr(obj)
+    if isinstance(obj, frozenset) and obj:  # sorted: the same text on every build
+        value = "frozenset({" + ", ".join(sorted(map(repr, obj))) + "})"
+    if " at 0x" in value:  # objects without a readable repr: say what it is
+        value = f"...  # a {type(obj).__name__}"
+    if len(name) + 3 + len(value) > SIGNATURE_WIDTH:
+        value = value[: SIGNATURE_WIDTH - len(name) - 7] + " ..."
+    doc = _literals(_assignment_doc(module, name))
+    return "\n".join(
+        [
+            f"### `{name}`",
+            "",
+            "```python",
+            f"{name} = {value}",
+            "```",
+            "",
+            f"From `{module}`.",
+            "",
+            doc,
+        ]
+    )
+
+
+def _is_constant(obj: Any) -> bool:
+    return isinstance(obj, (str, bytes, int, float, tuple, frozenset, dict, list)) or obj is None
+
+
 def api_entry(module: str, qualname: str, obj: Any) -> str:
     name = qualname.rsplit(".", 1)[-1]
+    if _is_constant(obj):
+        return constant_entry(module, qualname, obj)
     kind = "class" if inspect.isclass(obj) else "def"
     parts = [
         f"### `{name}`",
