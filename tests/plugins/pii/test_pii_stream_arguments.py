@@ -120,7 +120,7 @@ def streamed_run(
     prompt: str,
     got: dict[int, str],
     use_async: bool,
-    pii: PIIMiddleware | None = None,
+    pii: Sequence[PIIMiddleware] = (),
 ) -> tuple[list[AIMessageChunk], Any, plait.Agent]:
     """One run streamed as LangGraph callers stream it (``stream_mode="messages"``): the
     AI chunks the caller got (``got``: the argument text per call index, as it grows)."""
@@ -128,7 +128,7 @@ def streamed_run(
         model,
         tools=[send_mail, save],
         checkpointer="memory",
-        middleware=[pii or PIIMiddleware("email", strategy="pseudonymize")],
+        middleware=list(pii) or [PIIMiddleware("email", strategy="pseudonymize")],
     )
     chunks: list[AIMessageChunk] = []
 
@@ -237,7 +237,7 @@ def test_a_restored_value_is_escaped_as_json_string_text(use_async: bool) -> Non
     ]
     got: dict[int, str] = {}
     model = Paced(pieces, got)
-    _, result, agent = streamed_run(model, f"the file: {SECRET}»", got, use_async, pii)
+    _, result, agent = streamed_run(model, f"the file: {SECRET}»", got, use_async, [pii])
     assert model.late == []
     expected = {"to": "x", "body": f"see {SECRET} or {SECRET}"}
     assert json.loads(got[0]) == calls_of(result)[0].args == expected
@@ -378,3 +378,36 @@ def restored(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: restored(item) for key, item in value.items()}
     return value
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_two_pii_types_restore_fragments_that_carry_two_calls(use_async: bool) -> None:
+    """Two pseudonymizing instances (an address, a value with quotes) restore one after
+    the other, each reading the fragments the other wrote; a chunk carrying fragments of
+    two calls (as a provider sending whole calls does) gives each its own."""
+    received.clear()
+    secret = PIIMiddleware("secret", detector=r"C:\\[^»]*", strategy="pseudonymize")
+    email = PIIMiddleware("email", strategy="pseudonymize")
+    both = AIMessageChunk(
+        tool_call_chunks=[
+            ToolCallChunk(0, "c1", "send_mail", '{"to": "<EMAIL_1>", "body": "<SECRET_'),
+            ToolCallChunk(1, "c2", "save", '{"data": {"path": "<SECR'),
+        ]
+    )
+    pieces = [
+        (both, {0: f'{{"to": "{JANE}", "body": "', 1: '{"data": {"path": "'}),
+        (part(1, 'ET_1>"}}'), {1: json.dumps({"data": {"path": SECRET}})}),
+        (part(0, '1> for <EMAIL_1>"}'), {}),
+    ]
+    got: dict[int, str] = {}
+    model = Paced(pieces, got)
+    _, result, agent = streamed_run(model, f"{JANE}: {SECRET}»", got, use_async, [email, secret])
+    assert model.late == []
+    expected = [{"to": JANE, "body": f"{SECRET} for {JANE}"}, {"data": {"path": SECRET}}]
+    assert [json.loads(got[0]), json.loads(got[1])] == [c.args for c in calls_of(result)]
+    assert [c.args for c in calls_of(result)] == expected
+    assert sorted(received) == [("save", expected[1]), ("send_mail", expected[0])]
+    assert [c.args for c in stored_calls(agent)] == [
+        {"to": "<EMAIL_1>", "body": "<SECRET_1> for <EMAIL_1>"},
+        {"data": {"path": "<SECRET_1>"}},
+    ]
