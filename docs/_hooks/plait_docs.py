@@ -233,7 +233,12 @@ def constant_entry(module: str, qualname: str, obj: Any) -> str:
 
 
 def _is_constant(obj: Any) -> bool:
-    return isinstance(obj, (str, bytes, int, float, tuple, frozenset, dict, list)) or obj is None
+    """A value rather than a class or function: plain data, or an object whose docstring
+    is its type's (a type alias, a marker instance), explained where it is assigned."""
+    if inspect.isclass(obj) or inspect.isroutine(obj):
+        return False
+    plain = (str, bytes, int, float, tuple, frozenset, dict, list, type(None))
+    return isinstance(obj, plain) or getattr(obj, "__doc__", None) == type(obj).__doc__
 
 
 def api_entry(module: str, qualname: str, obj: Any) -> str:
