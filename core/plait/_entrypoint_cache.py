@@ -24,9 +24,10 @@ distributions. What the key cannot see, an entry point added in place to a distr
 that named no plait group before, ``_entrypoints.load`` heals: a name missing from a copy
 read from disk, or one whose import fails, is looked for again by a scan before the error.
 
-One JSON file per interpreter in plait's cache folder (``_cache_dir``; ``PLAIT_NO_CACHE=1``
-turns the copy off). Reading or writing it never fails a user: any error (no home, a
-read-only or foreign folder, a corrupt file) means a scan, as without a copy.
+One JSON file per interpreter and ``sys.path`` in plait's cache folder, the ``_KEPT`` most
+recently written (``_cache_dir``; ``PLAIT_NO_CACHE=1`` turns the copy off). Reading or
+writing it never fails a user: any error (no home, a read-only or foreign folder, a
+corrupt file) means a scan, as without a copy.
 """
 
 from __future__ import annotations
@@ -51,14 +52,39 @@ Point = tuple[str, str, str, str]
 kept in the order it found them, so that read back they make the same mappings."""
 
 
+_PREFIX = "entry-points-"
+_KEPT = 16
+"""Copies kept in the folder; writing one more removes the oldest. Each interpreter and
+``sys.path`` has its own (a script's folder is on its path: two scripts, or a script and
+the ``plait`` command, run in turn would otherwise each replace the other's copy and
+scan at every start)."""
+
+
 def _name() -> str:
-    """The copy of this interpreter: one file each, so that two virtual environments do
-    not overwrite each other's (their key holds the interpreter, so a shared name would
-    only cost a scan)."""
+    """The copy of this interpreter and path: one file each, so that two virtual
+    environments, or two scripts of one, do not overwrite each other's (the key holds
+    all of these, so a shared name would only cost a scan)."""
     import zlib  # imported by plait already (through tempfile, shutil)
 
-    interpreter = f"{sys.executable}\0{sys.prefix}".encode("utf-8", "surrogateescape")
-    return f"entry-points-{zlib.crc32(interpreter):08x}.json"
+    relative = any(isinstance(e, str) and not os.path.isabs(e) for e in sys.path)
+    try:
+        cwd = os.getcwd() if relative else ""
+    except OSError:
+        cwd = ""
+    where = "\0".join([sys.executable, sys.prefix, cwd, *map(str, sys.path)])
+    return f"{_PREFIX}{zlib.crc32(where.encode('utf-8', 'surrogateescape')):08x}.json"
+
+
+def _prune(where: str) -> None:
+    """Remove the oldest copies beyond ``_KEPT`` (by their time: each is rewritten
+    whenever its path's distributions change)."""
+    copies = []
+    with os.scandir(where) as entries:
+        for entry in entries:
+            if entry.name.startswith(_PREFIX) and entry.name.endswith(".json"):
+                copies.append((entry.stat().st_mtime_ns, entry.path))
+    for _, path in sorted(copies, reverse=True)[_KEPT:]:
+        os.unlink(path)
 
 
 def key() -> dict[str, Any] | None:
@@ -158,6 +184,7 @@ def write(current: dict[str, Any], points: list[Point]) -> None:
         kept = [[group, name, value, index[meta]] for group, name, value, meta in points]
         text = json.dumps({"key": current, "dists": dists, "points": kept}, separators=(",", ":"))
         replace(where, _name(), text.encode("utf-8"))
+        _prune(where)
     except Exception:  # a read-only or full disk, no permission: the next process scans
         return
 

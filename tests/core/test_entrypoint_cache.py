@@ -261,6 +261,53 @@ def test_an_entry_point_of_the_copy_that_fails_to_import_is_looked_for_again(
     assert _entrypoints._from_disk is False
 
 
+def test_two_scripts_run_in_turn_each_read_their_own_copy(env: Env, tmp_path: Path) -> None:
+    """A script's folder is on its ``sys.path``: two scripts (or a script and the
+    ``plait`` command) of one interpreter, run in turn, each keep their copy."""
+    install(env.site, "acme_greeting-1.0.dist-info", "acme_greeting", GREETING, "hello")
+    other = tmp_path / "other_script"
+    other.mkdir()
+    age(other, env.site, env.site / "acme_greeting-1.0.dist-info" / "entry_points.txt")
+
+    def run(*path: Path) -> object:
+        code = (
+            f"import sys; sys.path[:0] = {[str(p) for p in path]!r}\n"
+            "from plait import _entrypoints\n"
+            "assert 'greeting' in _entrypoints.installed('plait.middleware')\n"
+            "print(_entrypoints._from_disk)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
+        )
+        return done.stdout.strip()
+
+    first = [run(env.site), run(env.site, other)]
+    again = [run(env.site), run(env.site, other)]
+
+    assert first == ["False", "False"] and again == ["True", "True"]
+    assert len(env.copies()) == 2
+
+
+def test_only_the_most_recently_written_copies_are_kept(env: Env, tmp_path: Path) -> None:
+    from plait import _entrypoint_cache
+
+    age(env.site)
+    names = []
+    for i in range(_entrypoint_cache._KEPT + 3):
+        script = tmp_path / f"script{i}"
+        script.mkdir()
+        age(script)
+        sys.path[:] = [str(script), *sys.path[1:]] if i else [str(script), *sys.path]
+        env.new_process()
+        env.middleware()
+        names.append(_entrypoint_cache._name())
+        written = env.cache / names[-1]
+        at = time.time_ns() - 30_000_000_000 + i * 1_000_000_000  # in writing order
+        os.utime(written, ns=(at, at))
+
+    assert [copy.name for copy in env.copies()] == sorted(names[3:])
+
+
 def test_a_corrupt_copy_is_a_scan_and_is_replaced(env: Env) -> None:
     install(env.site, "acme_greeting-1.0.dist-info", "acme_greeting", GREETING, "hello")
     age(env.site, *env.site.rglob("*"))
