@@ -317,7 +317,7 @@ class _StreamRestorer:
                 call = self.calls[part.index] = _Arguments(_Held(self.restorer, self.known))
             args = call.feed(part.args)
             if args or part.id or part.name:
-                parts.append(attrs.evolve(part, args=args))
+                parts.append(ToolCallChunk(part.index, part.id, part.name, args))
         text = self.text.feed(chunk.content)
         if chunk.blocks:  # a provider block ends the text before it: nothing held may follow
             text += self.text.flush()
