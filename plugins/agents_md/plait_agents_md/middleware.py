@@ -40,7 +40,9 @@ from plait.types import AgentConfig, Command, ModelRequest, StateField, ToolRunt
 __all__ = ["DEFAULT_TOOL_DESCRIPTION", "FILE_NAME", "TOOL_NAME", "AgentsMdMiddleware"]
 
 FILE_NAME = "AGENTS.md"
+"""The file name the middleware reads in each folder, and appends notes to."""
 TOOL_NAME = "update_agents_md"
+"""The name of the tool the model records a note with."""
 MAX_LISTED = 50
 
 DEFAULT_HEADER = """## Project instructions (AGENTS.md)
@@ -55,6 +57,7 @@ For future sessions: a convention, a command that works, a pitfall to avoid. Wri
 one short, self-contained note. It is appended to the AGENTS.md of your working folder, or
 to the one at `path` (an AGENTS.md of the project, e.g. "/docs/AGENTS.md"). Do not record
 secrets, or things true only of this task."""
+"""The description of that tool the model reads, unless ``tool_description`` is given."""
 
 
 def _directory(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:

@@ -56,11 +56,14 @@ __all__ = [
 ]
 
 EVICTED_DIR = "/large_tool_results"
+"""Where a tool result too large for the context is written, for the model to read back in
+part."""
 CHARS_PER_TOKEN = 4
 HEAD_LINES = 10
 HEAD_CHARS = 1000
 
 TOOL_NAMES = ("ls", "read_file", "write_file", "edit_file", "glob", "grep")
+"""The file tools the middleware adds, in the order it adds them."""
 
 TOOL_DESCRIPTIONS: dict[str, str] = {
     "ls": (
@@ -92,6 +95,8 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
         "'*.md')."
     ),
 }
+"""Each file tool's description, as the model reads it unless ``custom_tool_descriptions``
+gives its own."""
 
 DEFAULT_SYSTEM_PROMPT = """## Files
 
@@ -103,6 +108,8 @@ and `grep`. Every path is absolute, starting with `/` (e.g. `/notes.md`).
   text to replace (without the line numbers `read_file` shows).
 - Read long files in pages with `read_file`'s `offset` and `limit`.
 - Keep notes, drafts and large intermediate results in files rather than in your replies."""
+"""The system-prompt section that tells the model about its files, unless ``system_prompt``
+is given."""
 
 
 def _check_descriptions(_: Any, attribute: attrs.Attribute[Any], value: Mapping[str, Any]) -> None:

@@ -52,7 +52,9 @@ __all__ = ["STATE_KEY", "TOOL_PREFIX", "HandoffAgent", "HandoffMiddleware"]
 
 PLUGIN = "handoff"
 STATE_KEY = "handoff"
+"""The state key recording which agent the conversation was handed to."""
 TOOL_PREFIX = "transfer_to_"
+"""The start of each handoff tool's name: ``transfer_to_<agent>``."""
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,48}")
 
 InputFilter = Literal["all", "summary"] | int

@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 ENV_KEYS = "PLAIT_SERVE_KEYS"
+"""The environment variable holding the server's API keys (separated by commas or spaces),
+read with the keys file's when no ``keys`` are given."""
 LOCAL_OWNER = "local"
 """The owner of every thread when no keys are configured."""
 MIN_KEY_LENGTH = 16

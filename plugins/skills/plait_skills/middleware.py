@@ -43,7 +43,9 @@ from plait_skills.skill import SKILL_FILE, Skill, SkillError, discover, parse_sk
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "STATE_KEY", "TOOL_NAME", "SkillsMiddleware"]
 
 TOOL_NAME = "load_skill"
+"""The name of the tool the model loads a skill with."""
 STATE_KEY = "skills_loaded"
+"""The state key listing the skills loaded on the thread."""
 
 DEFAULT_SYSTEM_PROMPT = """## Skills
 
@@ -55,12 +57,15 @@ particular kinds of work. Only their names and what they are for are listed here
 When a request matches a skill, call `load_skill` with its name before you start, and
 follow the instructions it returns. They may point to other files of the skill: load one
 with `load_skill(name, file)`. Load a skill only when the task needs it."""
+"""The system-prompt section listing the skills (``{skills}``), unless ``system_prompt`` is
+given."""
 
 DEFAULT_TOOL_DESCRIPTION = """Load a skill: its instructions, and the list of its files.
 
 Give the skill's `name` from the list in your instructions. To read one of the skill's
 other files (a reference, a template, a script), give its path relative to the skill's
 folder as `file`, e.g. "reference/forms.md"."""
+"""The description of ``load_skill`` the model reads, unless ``tool_description`` is given."""
 
 ToolLike = str | Tool | Callable[..., Any]
 

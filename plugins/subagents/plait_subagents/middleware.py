@@ -93,8 +93,12 @@ __all__ = [
 PLUGIN = "subagents"
 log = logging.getLogger("plait_subagents")
 TOOL_NAME = "task"
+"""The name of the tool the model hands a task to a sub-agent with."""
 BACKGROUND_TOOLS = ("start_task", "check_task", "update_task", "cancel_task", "list_tasks")
+"""The tools added for sub-agents run in the background, in the order they are added."""
 GENERAL_PURPOSE = "general-purpose"
+"""The name of the sub-agent made of the default model and tools, offered unless a given
+sub-agent takes that name."""
 INHERITED = ("usage_limit", "model_call_limit", "pii", "otel", "human_in_the_loop")
 """Middleware of the main agent that apply to its sub-agents unless one opts out: the
 limits through the run's usage ledger (a sub-agent's calls count, and are refused, as the

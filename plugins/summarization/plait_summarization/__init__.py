@@ -47,6 +47,7 @@ Pair = tuple[str, int | float]
 types so options given by name (and agent files, ``["tokens", 4000]``) take it too."""
 
 DEFAULT_SUMMARY_PREFIX = "Here is a summary of the conversation to date:"
+"""The words before the summary in the message that replaces the summarized history."""
 DEFAULT_SUMMARY_PROMPT = """\
 You are condensing the earlier part of a conversation between a user and an AI assistant \
 so the assistant can continue the work without the full history.
@@ -62,6 +63,7 @@ The conversation so far:
 {messages}
 
 Reply with the summary only."""
+"""The prompt the summarizing model is given, unless ``summary_prompt`` is given."""
 
 _ELIDED = "\n\n[... the middle of the conversation was omitted to fit the summarizer ...]\n\n"
 

@@ -31,6 +31,7 @@ from plait.types import (
 __all__ = ["TOOL_NAME", "Todo", "TodoListMiddleware"]
 
 TOOL_NAME = "write_todos"
+"""The name of the tool the model writes its todo list with."""
 STATE_KEY = "todos"
 
 DEFAULT_SYSTEM_PROMPT = """## Planning with `write_todos`
