@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import plait
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCallChunk
 from plait.models import ScriptedChatModel
+from plait.models.base import ChatModel
 from plait.models.openai import OpenAIChatModel
 from plait.testing import ReplayServer
 from plait.types import ModelRequest
@@ -116,7 +117,7 @@ def save(data: dict[str, str]) -> str:
 
 
 def streamed_run(
-    model: ScriptedChatModel,
+    model: ChatModel,
     prompt: str,
     got: dict[int, str],
     use_async: bool,
@@ -250,7 +251,9 @@ def test_arguments_that_are_not_json_stay_unparsable() -> None:
     """A bad escape passes as written: the kernel still reports the arguments. The
     report quotes them, so the thread keeps it with the placeholder and the caller reads
     it with the value."""
-    pieces = [(part(0, '{"to": "<EMAIL_1>", "body": "\\x"}', "c1", "send_mail"), {})]
+    pieces: list[tuple[AIMessageChunk, dict[int, str]]] = [
+        (part(0, '{"to": "<EMAIL_1>", "body": "\\x"}', "c1", "send_mail"), {})
+    ]
     got: dict[int, str] = {}
     model = Paced(pieces, got)
     _, result, agent = streamed_run(model, f"mail {JANE}", got, False)
@@ -282,9 +285,10 @@ def arguments(index: int, text: str, **start: Any) -> dict[str, Any]:
     return openai_chunk({"tool_calls": [call]})
 
 
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("split", [None, 7])
 def test_a_provider_stream_shows_restored_arguments_before_the_answer_ends(
-    replay_server: ReplayServer, split: int | None
+    replay_server: ReplayServer, split: int | None, use_async: bool
 ) -> None:
     """Chat Completions over loopback HTTP: the restored argument fragments reach the
     caller before the chunk that ends the answer (its finish reason), in the order the
@@ -305,7 +309,7 @@ def test_a_provider_stream_shows_restored_arguments_before_the_answer_ends(
     )
     model = OpenAIChatModel("gpt-4.1-mini", api_key="sk-test", base_url=replay_server.url + "/v1")
     got: dict[int, str] = {}
-    chunks, result, _ = streamed_run(model, f"mail {JANE}", got, False)
+    chunks, result, _ = streamed_run(model, f"mail {JANE}", got, use_async)
     first = chunks[: next(i for i, c in enumerate(chunks) if c.content == "done")]
     events = [
         "end" if c.response_metadata.get("finish_reason") else p.args
@@ -411,3 +415,47 @@ def test_two_pii_types_restore_fragments_that_carry_two_calls(use_async: bool) -
         {"to": "<EMAIL_1>", "body": "<SECRET_1> for <EMAIL_1>"},
         {"data": {"path": "<SECRET_1>"}},
     ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.dictionaries(strings, values, max_size=3), min_size=1, max_size=3),
+    strings,
+    st.lists(st.integers(1, 9), min_size=1, max_size=20),
+    st.randoms(use_true_random=False),
+)
+def test_interleaved_calls_and_text_each_add_up_to_their_restored_whole(
+    calls: list[dict[str, Any]], text: str, cuts: list[int], rng: Any
+) -> None:
+    """Fragments of several calls and of the text, interleaved at random: each call's
+    fragments add up to its restored arguments, the text to its restored text, and each
+    call's first fragment keeps its id and name."""
+    streams = [[("text", text[at : at + 4]) for at in range(0, len(text), 4)]]
+    for index, args in enumerate(calls):
+        raw, turn, at = json.dumps(args), 0, 0
+        pieces: list[tuple[Any, str]] = [(index, "")]
+        while at < len(raw):
+            pieces.append((index, raw[at : at + cuts[turn % len(cuts)]]))
+            at, turn = at + cuts[turn % len(cuts)], turn + 1
+        streams.append(pieces)
+    chunks = []
+    while any(streams):
+        pieces = rng.choice([s for s in streams if s])
+        where, piece = pieces.pop(0)
+        if where == "text":
+            chunks.append(AIMessageChunk(piece))
+        else:
+            first = piece == "" and not any(
+                p.index == where for c in chunks for p in c.tool_call_chunks
+            )
+            start = (f"c{where}", f"tool{where}") if first else (None, None)
+            chunks.append(
+                AIMessageChunk(tool_call_chunks=[ToolCallChunk(where, start[0], start[1], piece)])
+            )
+    mw = PIIMiddleware("email", strategy="pseudonymize")
+    out = list(mw.transform_model_stream(iter(chunks), REQUEST))
+    assert "".join(c.content for c in out) == restored(text)
+    for index, args in enumerate(calls):
+        parts = [p for c in out for p in c.tool_call_chunks if p.index == index]
+        assert (parts[0].id, parts[0].name) == (f"c{index}", f"tool{index}")
+        assert json.loads("".join(p.args for p in parts)) == restored(args)
