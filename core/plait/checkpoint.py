@@ -253,6 +253,7 @@ def dump_event(event: Any) -> str:
 
 
 def load_value(text: str) -> Any:
+    """A state value from the JSON text ``dump_value`` made."""
     return json.loads(text)
 
 
@@ -268,6 +269,7 @@ def dump_message(message: AnyMessage) -> str:
 
 
 def load_message(text: str) -> AnyMessage:
+    """A message from the JSON text ``dump_message`` made."""
     return structure_message(json.loads(text))
 
 

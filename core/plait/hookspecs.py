@@ -35,7 +35,11 @@ if TYPE_CHECKING:
     )
 
 hookspec = pluggy.HookspecMarker("plait")
+"""Declares a hook of project ``"plait"`` (``pluggy.HookspecMarker``): each hook below is
+declared with it."""
 hookimpl = pluggy.HookimplMarker("plait")
+"""Marks a hook implementation of project ``"plait"`` (``pluggy.HookimplMarker``): a
+``plait.Middleware``'s methods named after hooks need none; a plain object's do."""
 
 __all__ = ["HOOKS", "HookFacts", "hookimpl", "hookspec"]
 

@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 Content: TypeAlias = str | list[dict[str, Any]]
+"""A message's ``content``: text, or a list of content blocks (dicts with a ``type``)."""
 REMOVE_ALL = "__remove_all__"
 
 
@@ -308,6 +309,7 @@ class ToolMessage(Message):
 
 
 AnyMessage: TypeAlias = SystemMessage | HumanMessage | AIMessage | ToolMessage
+"""Any message a thread holds."""
 
 
 def pending_tool_calls(messages: Sequence[Any]) -> list[ToolCall]:

@@ -37,6 +37,9 @@ class PluginNames:
 
 @frozen
 class CreatedPlugin:
+    """What ``create_plugin`` wrote: the distribution's folder, the entry-point name users
+    write in ``use = "..."``, and the files made."""
+
     root: Path
     entry_point: str
     files: tuple[Path, ...]

@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 JumpTarget: TypeAlias = Literal["model", "tools", "end"]
+"""Where a node hook may send the loop next (``{"jump_to": ...}``, declared with
+``plait.can_jump_to``)."""
 State: TypeAlias = Mapping[str, Any]
 
 # Made by streamed runs and paused ones alone: imported on first use.
@@ -64,6 +66,8 @@ class Command:
 
 
 StateUpdate: TypeAlias = "dict[str, Any] | Command | None"
+"""What a node hook returns: state keys to write (``messages`` through its reducer, and
+``jump_to``), a ``Command``, or ``None`` for nothing."""
 
 
 @frozen

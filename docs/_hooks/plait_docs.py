@@ -196,6 +196,8 @@ def _assignment_doc(module: str, name: str, seen: frozenset[str] = frozenset()) 
             if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
                 return inspect.cleandoc(str(after.value.value))
             return ""
+    # then where it is imported from: at the top, or for type checkers (a lazy export)
+    for node in tree.body + [n for i in tree.body if isinstance(i, ast.If) for n in i.body]:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if any((alias.asname or alias.name) == name for alias in node.names):
                 return _assignment_doc(node.module, name, seen | {module})

@@ -11,6 +11,8 @@ from plait.backends.protocol import BackendError
 __all__ = ["MAX_LINE_LENGTH", "format_lines", "line_window", "text_lines", "text_size"]
 
 MAX_LINE_LENGTH = 2000
+"""The longest line ``format_lines`` and ``line_window`` show whole by default: a longer one
+is cut there and marked ``... [line truncated: N more characters]``."""
 _CHUNK = 1 << 20
 _SLICE = 1 << 16
 _LINE_END = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")

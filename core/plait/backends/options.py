@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 __all__ = ["BACKEND_SPELLINGS", "check_store", "needs_store", "resolve_backend"]
 
 BACKEND_SPELLINGS = "'state', 'store', 'store:NAMESPACE' (parts separated by '/'), 'disk:/path'"
+"""The ways to name a backend in an option (``resolve_backend``), as an error about one lists
+them."""
 
 
 def resolve_backend(value: Any, default_namespace: tuple[str, ...] = ("filesystem",)) -> Backend:

@@ -20,6 +20,8 @@ from plait.history import HistoryError, Rows, StepInfo, missing_step, prune_cuto
 __all__ = ["Query", "Statement", "StepSQL"]
 
 Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+"""Runs one statement with its parameters on the checkpointer's connection and returns its
+rows: how ``StepSQL`` reaches a database it does not own."""
 Statement = tuple[str, Sequence[Any]]
 """A statement in the dialect's placeholders, and its parameters."""
 

@@ -55,6 +55,9 @@ class Settings:
 
 @frozen
 class EvalDataset:
+    """A dataset file read and checked by ``load_dataset``: pydantic-evals' ``dataset``,
+    each case's ``inputs`` by case name, and the file's ``plait`` table (``settings``)."""
+
     path: Path
     dataset: Dataset[Any, Any, Any]
     inputs: dict[str, CaseInput]  # by case name

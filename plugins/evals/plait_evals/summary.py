@@ -26,6 +26,8 @@ FORMAT = 1
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
+    """The chance that at least one of ``k`` runs passes, estimated from ``n`` runs of
+    which ``c`` passed: ``1 - C(n-c, k) / C(n, k)`` (``1.0`` when fewer than ``k`` failed)."""
     if n - c < k:
         return 1.0
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
@@ -33,6 +35,9 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 @frozen
 class CaseSummary:
+    """One case of a ``Summary``: its runs, how many passed, pass@1 and pass@k, and the
+    first failing run's reasons."""
+
     name: str
     runs: int
     passed: int
@@ -44,6 +49,10 @@ class CaseSummary:
 
 @frozen
 class Summary:
+    """What a report comes to (``summarize``): each case's figures and the dataset's, the
+    means over its cases; what ``plait eval --report out.json`` writes and
+    ``--baseline`` reads back (``read_summary``)."""
+
     dataset: str
     agent: str
     k: int
@@ -136,6 +145,9 @@ def to_markdown(summary: Summary) -> str:
 
 @frozen
 class Changes:
+    """What ``compare`` found: the cases whose pass@1 went up (``better``) or down
+    (``worse``), each as ``name: before -> now``, and the cases ``added`` or ``removed``."""
+
     better: tuple[str, ...]
     worse: tuple[str, ...]
     added: tuple[str, ...]
