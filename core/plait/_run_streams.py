@@ -95,6 +95,8 @@ class RunStream(Iterator[StreamEvent]):
             self.result = item.result
             raise StopIteration
         if isinstance(item, _Failure):
+            if self._closed and isinstance(item.error, ReaderGone):
+                raise StopIteration  # closed from another thread while this one waited
             raise item.error
         event: StreamEvent = item
         return event

@@ -107,12 +107,13 @@ class Leaving:
 
 
 class StopOnLeave:
-    """``with StopOnLeave(stop):`` around a blocking read of a call in flight (an HTTP
-    response streaming a model's tokens): if the reader of the run's stream leaves
-    meanwhile, ``stop`` is called from the reader's thread (a provider shuts its response's
-    socket, so the read waiting for the next token returns at once). An error raised within
-    once the reader left is that stop's doing, and leaves as ``ReaderGone``: the call was
-    cancelled, not failed, so no middleware retries it or falls back. Outside a paced
+    """``with StopOnLeave(stop):`` around the blocking reads of a call in flight (an HTTP
+    model call waiting for its response's headers, its answer or its next token): if the
+    reader of the run's stream leaves meanwhile, ``stop`` is called from the reader's
+    thread (a provider shuts its connection's socket, so the read waiting returns at
+    once). An error raised within once the reader left is that stop's doing, and leaves as
+    ``ReaderGone``: the call was cancelled, not failed, so no middleware retries it or
+    falls back. Outside a paced
     stream (``invoke``, a run nested in a tool call) it does nothing."""
 
     __slots__ = ("leaving", "stop")

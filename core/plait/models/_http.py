@@ -20,13 +20,12 @@ import json
 import logging
 import os
 import re
-import socket
 import ssl
 import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self
 
@@ -39,6 +38,7 @@ from plait._stream import StopOnLeave
 from plait.errors import ConfigError, ContextOverflowError, ProviderError
 from plait.lazy import frozen
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage
+from plait.models._leave import Shutter, sending, watch
 from plait.models.base import ChatModel, ModelProfile, message_to_chunk
 from plait.models.profiles import resolve_profile
 
@@ -436,24 +436,6 @@ def _replace(headers: dict[str, str], more: Mapping[str, str]) -> None:
         headers[name] = value
 
 
-def _shut(response: httpx.Response) -> Callable[[], None]:
-    """How the reader of a stream who left stops ``response`` from its own thread: the
-    connection's socket is shut down (not closed: the read in flight still owns it), so a
-    read waiting for the next token returns at once and the server sees the client go.
-    Closing the response there instead would race with that read."""
-
-    def stop() -> None:
-        network = response.extensions.get("network_stream")
-        raw = network.get_extra_info("socket") if network is not None else None
-        if isinstance(raw, socket.socket):
-            # socket.socket's own: an SSLSocket's would also drop its TLS state under the read
-            socket.socket.shutdown(raw, socket.SHUT_RDWR)
-        elif raw is not None:  # an event loop's transport socket (asyncio.trsock)
-            raw.shutdown(socket.SHUT_RDWR)
-
-    return stop
-
-
 def _is_json(response: httpx.Response) -> bool:
     """A server that ignored ``"stream": true`` answers with one JSON body."""
     content_type = response.headers.get("content-type", "")
@@ -654,7 +636,8 @@ class HTTPChatModel(ChatModel):
     def _sync_client(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(timeout=self._client_timeout(), verify=_tls())
+                client = httpx.Client(timeout=self._client_timeout(), verify=_tls())
+                self._client = watch(client)  # a stream's reader who leaves stops its call
             return self._client
 
     def _async_client(self) -> httpx.AsyncClient:
@@ -745,11 +728,18 @@ class HTTPChatModel(ChatModel):
                 },
                 stream=False,
             )
-            with self._guard():
-                response = self._sync_client().post(
-                    call.url, json=call.body, headers=self._headers(stream=False, call=call)
-                )
-                content = response.read()
+            client = self._sync_client()
+            shutter = Shutter()
+            with StopOnLeave(shutter):  # the stream's reader left: cancelled, even unanswered
+                noting = sending.set(shutter)
+                try:
+                    with self._guard():
+                        response = client.post(
+                            call.url, json=call.body, headers=self._headers(stream=False, call=call)
+                        )
+                        content = response.read()
+                finally:
+                    sending.reset(noting)
             return self._answer(call, response, content)
 
     async def ainvoke(self, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
@@ -766,25 +756,35 @@ class HTTPChatModel(ChatModel):
         with self._redacting():
             call = self._call(messages, options, stream=True)
             client = self._sync_client()
-            with self._guard():
-                request = client.build_request(
-                    "POST", call.url, json=call.body, headers=self._headers(stream=True, call=call)
-                )
-                response = client.send(request, stream=True)
-            try:
-                if response.status_code >= 400:
-                    with self._guard():
-                        content = response.read()
-                    raise self._status_error(response, content)
-                if _is_json(response):
-                    with self._guard():
-                        content = response.read()
-                    yield message_to_chunk(self._answer(call, response, content))
-                    return
-                parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
-                decoder = SSEDecoder()
-                received = False
-                with StopOnLeave(_shut(response)):  # the stream's reader left: cancelled
+            shutter = Shutter()
+            # the stream's reader left: cancelled, waiting for headers or for a token
+            with StopOnLeave(shutter):
+                with self._guard():
+                    request = client.build_request(
+                        "POST",
+                        call.url,
+                        json=call.body,
+                        headers=self._headers(stream=True, call=call),
+                    )
+                    noting = sending.set(shutter)  # set and reset between two yields
+                    try:
+                        response = client.send(request, stream=True)
+                    finally:
+                        sending.reset(noting)
+                shutter.response = response
+                try:
+                    if response.status_code >= 400:
+                        with self._guard():
+                            content = response.read()
+                        raise self._status_error(response, content)
+                    if _is_json(response):
+                        with self._guard():
+                            content = response.read()
+                        yield message_to_chunk(self._answer(call, response, content))
+                        return
+                    parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
+                    decoder = SSEDecoder()
+                    received = False
                     with self._guard(stream=True):
                         for text in response.iter_text():
                             received = received or bool(text)
@@ -793,8 +793,8 @@ class HTTPChatModel(ChatModel):
                     for event in decoder.finish():
                         yield from self._feed_last(parser, event)
                     self._check_complete(parser, received)
-            finally:
-                response.close()
+                finally:
+                    response.close()
 
     async def astream(
         self, messages: Sequence[AnyMessage], **options: Any
@@ -820,7 +820,9 @@ class HTTPChatModel(ChatModel):
                 parser = self._stream_parser(call, self._metadata(response), uuid.uuid4().hex)
                 decoder = SSEDecoder()
                 received = False
-                with StopOnLeave(_shut(response)):  # a dropped astream: as stream()
+                shutter = Shutter()
+                shutter.response = response
+                with StopOnLeave(shutter):  # a dropped astream: as stream()
                     with self._guard(stream=True):
                         async for text in response.aiter_text():
                             received = received or bool(text)

@@ -35,9 +35,16 @@ class SlowServer:
     sent, the client's disconnect (seen as EOF on the socket, or a failed write) and a
     stream sent to its end. Replies after the first answer at once."""
 
-    def __init__(self, first: str, rest: list[str], later: str) -> None:
+    def __init__(
+        self, first: str, rest: list[str], later: str, *, slow_headers: bool = False
+    ) -> None:
         self.sent: list[str] = []
+        self.slow_headers = slow_headers
+        """Hold the first request's headers instead (a provider that has not started to
+        answer), streamed or not."""
+        self.sent_headers = False
         self.requests = 0
+        self.arrived = threading.Event()
         self.disconnected = threading.Event()
         self.finished = threading.Event()
         self.release = threading.Event()
@@ -53,6 +60,11 @@ class SlowServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 server.requests += 1
+                server.arrived.set()
+                if server.slow_headers and server.requests == 1:
+                    if self.client_left(HOLD, server.release):
+                        return
+                    server.sent_headers = True
                 if not body.get("stream"):  # invoke: the whole answer as JSON
                     self.answer(later)
                     return
@@ -134,6 +146,23 @@ def slow() -> Iterator[SlowServer]:
     server = SlowServer("Once ", [f"w{i} " for i in range(100)], "Resumed answer.")
     yield server
     server.close()
+
+
+@pytest.fixture
+def unanswered() -> Iterator[SlowServer]:
+    """A provider that has not started to answer: it holds the first request's headers."""
+    server = SlowServer("Once ", ["upon a time."], "Resumed answer.", slow_headers=True)
+    yield server
+    server.close()
+
+
+class Announce(plait.Middleware):
+    """Writes a custom event as the model call starts, before the provider answers (a
+    status line a UI shows): a reader can leave while the call waits for the provider."""
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        request.runtime.stream_writer("calling the model")
+        return handler(request)
 
 
 class RetryOnError(plait.Middleware):
@@ -262,3 +291,68 @@ def test_astream_dropped_on_the_first_token_stops_the_call_as_the_sync_stream_do
         ]
 
     asyncio.run(scenario())
+
+
+# -- a provider that has not started to answer ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("modes", "streamed"),
+    [(["messages", "custom"], True), (["updates", "custom"], False)],
+    ids=["streamed-call", "unstreamed-call"],
+)
+def test_leaving_before_the_provider_answers_stops_the_call_and_saves_nothing(
+    unanswered: SlowServer, modes: list[str], streamed: bool
+) -> None:
+    """The provider holds its response headers far beyond the close bound: the break
+    shuts the connection at once, whether the call streams tokens (``messages`` mode) or
+    asks for the whole answer (without ``messages`` mode the model is not streamed), and
+    the call ends as cancelled, as when its tokens were streaming."""
+    retry = RetryOnError()
+    agent = _agent(unanswered, Announce(), retry)
+    stream = agent.stream("tell me a story", thread_id="t", stream_mode=modes)
+    for mode, data in stream:
+        assert (mode, data) == ("custom", "calling the model")
+        assert unanswered.arrived.wait(10)  # the request is at the provider, unanswered
+        break
+    _close_within(stream.close)
+    assert unanswered.disconnected.wait(10)
+    assert not unanswered.release.is_set() and not unanswered.sent_headers
+    assert stream.result is None
+    assert (retry.errors, unanswered.requests) == ([], 1)  # cancelled, not failed
+    assert transcript(agent.get_state("t")["messages"]) == [("human", "tell me a story")]
+    assert agent.invoke(None, thread_id="t").text == "Resumed answer."
+    assert transcript(agent.get_state("t")["messages"]) == [
+        ("human", "tell me a story"),
+        ("ai", "Resumed answer."),
+    ]
+    assert unanswered.requests == 2
+
+
+def test_close_from_another_thread_stops_a_call_the_provider_has_not_answered(
+    unanswered: SlowServer,
+) -> None:
+    """A server whose client went away closes the stream its request handler is reading
+    (blocked in ``next()``, waiting for the first token): the call stops at once and the
+    reader's loop ends."""
+    agent = _agent(unanswered)
+    stream = agent.stream("tell me a story", thread_id="t", stream_mode="messages")
+    got: list[Any] = []
+
+    def read() -> None:
+        try:
+            got.extend(stream)
+        except BaseException as exc:  # what the reader sees is checked below
+            got.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert unanswered.arrived.wait(10)
+    _close_within(stream.close)
+    assert unanswered.disconnected.wait(10)
+    reader.join(30)
+    assert not reader.is_alive()
+    assert got == []  # the reader's loop ended, with no token and no error
+    assert not unanswered.sent_headers
+    assert transcript(agent.get_state("t")["messages"]) == [("human", "tell me a story")]
+    assert agent.invoke(None, thread_id="t").text == "Resumed answer."
