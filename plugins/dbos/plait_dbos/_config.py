@@ -15,14 +15,20 @@ if TYPE_CHECKING:
 
 WORKFLOW_NAME = "plait.run"
 APP_NAME = "plait"
-STEP_LAYOUT = "plait-3"
+STEP_LAYOUT = "plait-4"
 """DBOS's application version of plait's workflows: which steps a run records, in which
-order. A worker recovers and dequeues only runs of its own version, so a run started under
-another layout is never replayed against this one (it would end in DBOS's unexpected-step
-error). Bump it whenever the steps a run records change. plait-1: a thread save was a step
-of its own; plait-2: saves are written by their compare-and-set, not recorded; plait-3: a
-step's record is written in the transaction of the save that follows it (a replay of a
-plait-2 run could find a save whose step is not recorded)."""
+order, and which thread save each step's record is written with. A worker recovers and
+dequeues only runs of its own version, so a run started under another layout is never
+replayed against this one (it would end in DBOS's unexpected-step error, or save the
+thread out of step with its record); a worker that meets one left by a dead worker
+leaves it to a worker of that layout and says so (``_takeover``). Bump it whenever what
+a run records or saves changes (``tests/plugins/dbos/test_dbos_layout.py`` fails until
+then). plait-1: a thread save was a step of its own; plait-2: saves are written by their
+compare-and-set, not recorded; plait-3: a step's record is written in the transaction
+of the save that follows it (a replay of a plait-2 run could find a save whose step is
+not recorded); plait-4: the run's input is saved before its first model call (a save
+more: a replay of a plait-3 run finds its saves numbered one off, skips the wrong ones,
+writes a step twice and logs finished steps again)."""
 
 
 def find_options(agent: Agent) -> DBOSMiddleware:

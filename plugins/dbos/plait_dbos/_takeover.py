@@ -8,6 +8,12 @@ hands the executor's unfinished runs back to the queue with DBOS's recovery (whi
 re-enqueues a PENDING workflow only while it still belongs to that executor, so two
 workers recovering one executor recover it once) and forgets the row.
 
+A run recorded under another step layout (``STEP_LAYOUT``: a worker of another plait
+release) cannot be continued here, and DBOS's recovery leaves it alone. Its executor's
+row is then kept, so that a worker of that layout still finds the executor stale and
+takes its runs over, and the worker says once, in its log, which runs wait for which
+layout and what to do.
+
 Never two workers on one run: a worker that has not recorded a heartbeat for half its
 ``takeover_after`` (measured on its own monotonic clock from before the last write that
 succeeded) stops its process at once — from its heartbeat thread, and at the start of
@@ -221,6 +227,7 @@ class Beater:
         interval: float,
         takeover_after: float,
         recover: Callable[[str], int],
+        left_behind: Callable[[str], dict[str, list[str]]] = lambda _: {},
     ) -> None:
         self.heartbeats = heartbeats
         self.executor_id = executor_id
@@ -228,6 +235,9 @@ class Beater:
         self.interval = interval
         self.takeover_after = takeover_after
         self.recover = recover
+        self.left_behind = left_behind
+        """An executor's unfinished runs this worker cannot continue, by step layout."""
+        self._told: set[str] = set()  # executors whose runs left behind were logged
         self.lease = Lease(executor_id, takeover_after / 2)
         self.taken_over = 0
         self._stop = threading.Event()
@@ -262,7 +272,11 @@ class Beater:
         count = 0
         for executor_id, beat_ms in executors:
             runs = self.recover(executor_id)
-            self.heartbeats.forget(executor_id, beat_ms)
+            waiting = self.left_behind(executor_id)
+            if waiting:
+                self._tell(executor_id, waiting)
+            else:
+                self.heartbeats.forget(executor_id, beat_ms)
             if runs:
                 _log.warning(
                     "plait worker %r: took over %d run(s) of worker %r",
@@ -273,6 +287,28 @@ class Beater:
             count += runs
         self.taken_over += count
         return count
+
+    def _tell(self, executor_id: str, waiting: dict[str, list[str]]) -> None:
+        """Say, once per executor, which of its runs wait for a worker of another layout."""
+        if executor_id in self._told:
+            return
+        self._told.add(executor_id)
+        from plait_dbos._config import STEP_LAYOUT
+
+        for layout, runs in sorted(waiting.items()):
+            _log.warning(
+                "plait worker %r: worker %r left %d unfinished run(s) recorded under step "
+                "layout %r, which this worker (layout %r) cannot continue: %s. Start a "
+                "worker of the plait release that records %r to finish them (it takes "
+                "them over), or cancel them (`dbos workflow cancel ID -s DATABASE_URL`)",
+                self.executor_id,
+                executor_id,
+                len(runs),
+                layout,
+                STEP_LAYOUT,
+                ", ".join(runs),
+                layout,
+            )
 
     def _watch(self) -> None:
         # Apart from the beats, which may hang on the network: the process stops within

@@ -20,7 +20,7 @@ from plait.agent import Agent
 from plait.errors import ConfigError, PlaitError
 from plait.runlog import LogWriter, RunJob, event_log, record_run
 from plait.types import Command
-from plait_dbos._config import WORKFLOW_NAME, dbos_config, find_options, summary
+from plait_dbos._config import STEP_LAYOUT, WORKFLOW_NAME, dbos_config, find_options, summary
 from plait_dbos._database import check_database, install_one_line_failures
 from plait_dbos._middleware import DBOSMiddleware
 from plait_dbos._steps import RecordedCheckpointer, publishing, workflow_ids
@@ -143,6 +143,7 @@ class Worker:
             interval=first.heartbeat_interval,
             takeover_after=first.takeover_after,
             recover=_recover,
+            left_behind=_left_behind,
         )
 
     @property
@@ -201,6 +202,23 @@ def _recover(executor_id: str) -> int:
     """DBOS's own recovery of another executor: its PENDING workflows go back on their
     queue (only while still its own, so recovering twice recovers once)."""
     return len(DBOS._recover_pending_workflows([executor_id]))
+
+
+def _left_behind(executor_id: str) -> dict[str, list[str]]:
+    """Another executor's unfinished runs recorded under another step layout (which
+    DBOS's recovery leaves alone): their workflow ids by layout."""
+    rows = DBOS.list_workflows(
+        status="PENDING",
+        executor_id=executor_id,
+        name=WORKFLOW_NAME,
+        load_input=False,
+        load_output=False,
+    )
+    waiting: dict[str, list[str]] = {}
+    for row in rows:
+        if row.app_version is not None and row.app_version != STEP_LAYOUT:
+            waiting.setdefault(row.app_version, []).append(row.workflow_id)
+    return waiting
 
 
 def register_queue(options: DBOSMiddleware) -> None:
