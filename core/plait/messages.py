@@ -252,17 +252,24 @@ class Message:
 
 
 class SystemMessage(Message):
+    """Instructions for the model, as a system prompt is sent."""
+
     __slots__ = ()
     type: ClassVar[str] = "system"
 
 
 class HumanMessage(Message):
+    """The user's turn: a prompt given to ``invoke`` becomes one."""
+
     __slots__ = ()
     type: ClassVar[str] = "human"
 
 
 @frozen(kw_only=True)
 class AIMessage(Message):
+    """The model's turn: its text (``content``), the ``tool_calls`` it asks for, the
+    ``usage`` the call spent and the provider's ``response_metadata``."""
+
     type: ClassVar[str] = "ai"
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_calls)
     usage: Usage | None = None

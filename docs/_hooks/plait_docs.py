@@ -20,6 +20,7 @@ import importlib
 import inspect
 import logging
 import re
+import typing
 from typing import Any
 
 log = logging.getLogger("mkdocs.plugins.plait_docs")
@@ -235,12 +236,15 @@ def constant_entry(module: str, qualname: str, obj: Any) -> str:
 
 
 def _is_constant(obj: Any) -> bool:
-    """A value rather than a class or function: plain data, or an object whose docstring
-    is its type's (a type alias, a marker instance), explained where it is assigned."""
+    """A value rather than a class or function: plain data, a type alias (``A | B``,
+    ``tuple[str, int]``, ``Callable[...]``), or an object whose docstring is its type's or
+    none (a marker instance) — each explained by the docstring under its assignment."""
+    if typing.get_origin(obj) is not None:
+        return True
     if inspect.isclass(obj) or inspect.isroutine(obj):
         return False
     plain = (str, bytes, int, float, tuple, frozenset, dict, list, type(None))
-    return isinstance(obj, plain) or getattr(obj, "__doc__", None) == type(obj).__doc__
+    return isinstance(obj, plain) or getattr(obj, "__doc__", None) in (None, type(obj).__doc__)
 
 
 def api_entry(module: str, qualname: str, obj: Any) -> str:

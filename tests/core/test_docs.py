@@ -416,13 +416,12 @@ def _code(text: str) -> tuple[list[str], list[str]]:
 
 
 def _entry_has_doc(module: str, qualname: str, obj: object) -> bool:
-    """Whether the entry generated for ``obj`` explains it: its own docstring (not one its
-    type gives every instance, as a type alias's), else one under its assignment."""
-    doc = getattr(obj, "__doc__", None)
-    own = inspect.isclass(obj) or (callable(obj) and doc != type(obj).__doc__)
-    if isinstance(obj, _PLAIN_VALUES) or not own or not (doc or "").strip():
-        return bool(_docs_hook()._assignment_doc(module, qualname))
-    return True
+    """Whether the entry the site generates for ``obj`` explains it: some text after its
+    signature (a docstring of its own, or a constant's under its assignment)."""
+    if inspect.isclass(obj) and not vars(obj).get("__doc__"):
+        return False  # the entry would show a base class's docstring
+    entry: str = _docs_hook().api_entry(module, qualname, obj)
+    return bool(entry.split(f"From `{module}`.", 1)[1].strip())
 
 
 def _documentation() -> tuple[list[tuple[str, str, object]], dict[str, tuple[str, str]]]:

@@ -69,6 +69,9 @@ _converter = cattrs.Converter()
 def summarize(
     report: EvaluationReport[Any, Any, Any], *, agent: str, k: int, duration_s: float
 ) -> Summary:
+    """The ``Summary`` of a pydantic-evals ``report``, its runs grouped by case: each
+    case's pass@1 and pass@``k`` (``k`` at most its number of runs), the dataset's the
+    means over its cases; ``agent`` and ``duration_s`` are recorded as given."""
     runs: dict[str, list[tuple[bool, tuple[str, ...], str | None]]] = {}
     for case in report.cases:
         failed = tuple(
