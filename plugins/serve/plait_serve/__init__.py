@@ -19,6 +19,7 @@ _EXPORTS = {
     "ResumeRefused": "plait_serve._interrupts",
     "ReviewedCall": "plait_serve._interrupts",
     "RunLog": "plait_serve._runlog",
+    "SWEEP_EVERY": "plait_serve._runlog",
     "Server": "plait_serve._app",
     "app": "plait_serve._app",
     "check_resume": "plait_serve._interrupts",
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from plait_serve._interrupts import ResumeRefused as ResumeRefused
     from plait_serve._interrupts import ReviewedCall as ReviewedCall
     from plait_serve._interrupts import check_resume as check_resume
+    from plait_serve._runlog import SWEEP_EVERY as SWEEP_EVERY
     from plait_serve._runlog import Busy as Busy
     from plait_serve._runlog import NotFound as NotFound
     from plait_serve._runlog import RunLog as RunLog

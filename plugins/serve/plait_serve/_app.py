@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import math
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -50,7 +51,7 @@ from plait_serve._http import (
 )
 from plait_serve._interrupts import ResumeRefused, check_resume, pending_interrupts
 from plait_serve._origin import OriginGuard
-from plait_serve._runlog import Busy, Full, NotFound, RunLog
+from plait_serve._runlog import REGISTRY, SWEEP_EVERY, Busy, Full, NotFound, RunLog
 
 __all__ = ["MAX_BODY", "MAX_RUNS", "PROTOCOLS", "Server", "app", "client_messages"]
 
@@ -132,8 +133,16 @@ class Server:
         exists, else ``thread_id`` itself if the caller owns that thread (made while the
         server had one key, or before this mapping), else where the caller's new thread
         goes: scoped with several keys, ``thread_id`` with one. So another key's thread
-        is never reached, and no answer tells the caller its id is taken."""
+        is never reached, and no answer tells the caller its id is taken. The server's
+        own ``REGISTRY`` is no client's thread: naming it is a ``422``."""
         name = check_id(what, thread_id)
+        if name == REGISTRY:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"{what}: expected an id other than {REGISTRY!r}, the server's own list of "
+                "stateless runs' threads",
+            )
         if not self.keys:
             return name
         owner = self.owner(request)
@@ -298,11 +307,6 @@ def _routes(server: Server) -> list[Route]:
     ]
 
 
-def _swept(task: asyncio.Task[int]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("could not delete the threads stateless runs left", exc_info=task.exception())
-
-
 def _told(request: Request, status: int, code: str, message: str) -> Response:
     """The JSON error, its thread ids as the client names them (``Server.tell``)."""
     server: Server = request.app.state.server
@@ -355,6 +359,7 @@ def app(
     max_runs: int = MAX_RUNS,
     ui: bool = False,
     keep_events: int | None = None,
+    sweep_every: float | None = SWEEP_EVERY,
 ) -> Starlette:
     """The ASGI app serving ``agent``: AG-UI at ``/ag-ui``, an OpenAI-compatible API at
     ``/v1`` (chat completions, responses), the run log at ``/plait/threads/{id}/events``.
@@ -374,6 +379,9 @@ def app(
         thread: when a run ends, the events of the thread's older finished runs before
         them are forgotten, whole runs at a time (``None``: all are kept). A reconnect
         asking for forgotten events is a ``410``.
+    :param sweep_every: seconds between sweeps for the threads of stateless runs that
+        a stopped server left on the checkpointer (one sweep runs as the server starts,
+        then one every ``sweep_every`` s); ``None``: only the one at start.
     """
     limits = [("max_body", max_body), ("max_runs", max_runs)]
     if keep_events is not None:
@@ -381,6 +389,15 @@ def app(
     for option, value in limits:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError(f"plait-serve: {option}: expected a positive int, got {value!r}")
+    if sweep_every is not None and (
+        not isinstance(sweep_every, int | float)
+        or isinstance(sweep_every, bool)
+        or not 0 < sweep_every < math.inf
+    ):
+        raise ConfigError(
+            "plait-serve: sweep_every: expected a positive number of seconds or None, "
+            f"got {sweep_every!r}"
+        )
     origins = [cors_origins] if isinstance(cors_origins, str) else list(cors_origins)
     if "*" in origins:
         raise ConfigError(
@@ -395,13 +412,15 @@ def app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        # Stateless runs' threads a stopped server left are deleted in the background.
-        sweeping = asyncio.create_task(server.runs.sweep())
-        sweeping.add_done_callback(_swept)
+        # Stateless runs' threads a stopped server left are deleted in the background,
+        # now and every sweep_every s.
+        sweeping = asyncio.create_task(server.runs.sweeping(sweep_every))
         try:
             yield
         finally:
             sweeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeping
             await server.runs.aclose()
 
     public = PUBLIC_PATHS | {"/", "/ui/app.js", "/ui/app.css"} if ui else PUBLIC_PATHS

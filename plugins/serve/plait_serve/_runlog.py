@@ -49,7 +49,16 @@ from plait.runlog import (
 )
 from plait_serve._timeline import recording
 
-__all__ = ["TEMPORARY", "Busy", "Full", "NotFound", "RunLog", "safe_error"]
+__all__ = [
+    "REGISTRY",
+    "SWEEP_EVERY",
+    "TEMPORARY",
+    "Busy",
+    "Full",
+    "NotFound",
+    "RunLog",
+    "safe_error",
+]
 
 log = logging.getLogger("plait_serve")
 
@@ -62,8 +71,19 @@ _RUN_ID_THREADS = 1024  # threads whose run ids are kept read (the latest used)
 
 TEMPORARY = "stateless-"
 """What the id of a thread made for one run only (a stateless run's) begins with, the
-key's scope aside: a server starting looks only at such ids for the ones a stopped
-server left (``RunLog.sweep``)."""
+key's scope aside: among the saved threads, a sweep looks only at such ids for the ones
+a stopped server left (``RunLog.sweep``)."""
+
+REGISTRY = "plait-serve:stateless-threads"
+"""The run log listing the threads made for one run: one ``{"type": "temporary",
+"thread": id}`` event each, written once its lease is held and before the thread is
+made, forgotten once it is deleted. ``list_threads`` holds only threads that saved a
+step, so without it a sweep would miss one whose run was killed before its first save.
+No client can name it (``plait_serve._app.Server.thread``)."""
+
+SWEEP_EVERY = 60.0
+"""Seconds between a server's sweeps for the threads of stateless runs that a stopped
+server left (``RunLog.sweeping``; ``plait serve --sweep-every``)."""
 
 
 class NotFound(Exception):
@@ -172,9 +192,15 @@ class RunLog:
         # Runs a middleware took over (``submit_run``: a dbos worker runs them), by thread.
         self._away: dict[str, RunHandle] = {}
         # Threads made for one run only, by thread: the run's id. Their lease is held
-        # (renewed by the heartbeat) until ``discard`` deletes them, so a server that
-        # starts meanwhile knows they are not left behind (``sweep``).
+        # (renewed by the heartbeat) until ``discard`` deletes them, so another server's
+        # sweep knows they are not left behind (``sweep``).
         self._held: dict[str, str] = {}
+        # Their rows in the REGISTRY, by thread: kept where a sweep can prove a run dead
+        # (run leases) and rows can be forgotten (event retention).
+        self._rows: dict[str, int] = {}
+        self._registry = isinstance(checkpointer, RunLeases) and isinstance(
+            checkpointer, EventRetention
+        )
         self._watchers: set[asyncio.Task[None]] = set()
         self._submits = submits_runs(agent)
         self.elsewhere = self._submits
@@ -377,8 +403,11 @@ class RunLog:
             try:
                 input = await prepare()
                 temporary = temporary and new and not self._submits
+                row = 0
                 if temporary and self._leases is not None:  # held before it exists
                     await self.call(self._leases.renew_lease, thread_id, run_id, HEARTBEAT_LEASE)
+                    if self._registry:  # listed before it exists, its lease held
+                        row = await self.call(self._register, thread_id)
                 if new:
                     await self._claim(thread_id, owner, temporary=temporary)
                 last = await self.call(self.log.last_event, thread_id)
@@ -406,6 +435,8 @@ class RunLog:
             self._live[thread_id] = live
             if temporary:
                 self._held[thread_id] = run_id
+                if row:
+                    self._rows[thread_id] = row
             if self._leases is not None and (self._beating is None or self._beating.done()):
                 self._beating = asyncio.create_task(self._heartbeat())
         if not self._submits:
@@ -741,49 +772,109 @@ class RunLog:
         self._held.pop(thread_id, None)
         if self.running(thread_id) is None:
             await self.call(self.agent.delete_thread, thread_id)
+            row = self._rows.pop(thread_id, None)
+            if row is not None:
+                await self.call(self._unregister, row)
 
-    async def sweep(self) -> int:
+    def _register(self, thread_id: str) -> int:
+        """List ``thread_id`` in the ``REGISTRY``; the number of its row. Blocking."""
+        row = {"type": "temporary", "thread": thread_id}
+        while True:
+            last = self.log.last_event(REGISTRY)
+            try:
+                return self.log.append_events(REGISTRY, [row], after=last)
+            except ThreadBusyError:  # another run listed its thread meanwhile: after it
+                continue
+
+    def _unregister(self, row: int) -> None:
+        """Forget the ``REGISTRY``'s row ``row`` (its thread is gone) — unless it is the
+        newest: a log's last number is its newest event's, so forgetting that one would
+        give its number to the next row (a sweep reading the registry before would then
+        forget the wrong one). The next sweep after a newer row forgets it. Blocking."""
+        assert isinstance(self.log, EventRetention)
+        if row < self.log.last_event(REGISTRY):
+            self.log.forget_events(REGISTRY, after=row - 1, through=row)
+
+    async def sweeping(self, every: float | None) -> None:
+        """``sweep`` now, looking at every saved thread too (those a server left before
+        the registry), then every ``every`` seconds (``None``: never again) until
+        cancelled. A pass that fails (the database is away) is logged; the next tries
+        again."""
+        saved = True
+        while True:
+            try:
+                await self.sweep(saved=saved)
+                saved = False
+            except Exception:
+                log.exception("could not delete the threads stateless runs left")
+            if every is None:
+                return
+            await asyncio.sleep(every)
+
+    async def sweep(self, *, saved: bool = True) -> int:
         """Delete the threads made for one run that a stopped server left (it was
-        killed mid-run, or before it deleted one): those whose id has ``TEMPORARY``,
-        whose first event says so, and whose lease no live process holds — one whose
-        lease is alive is looked at again once it would have run out, and left if it
-        was renewed (its server lives, and deletes it). Without leases (a custom
-        checkpointer) every such thread not run here is deleted. Returns how many."""
-        threads = await self.call(self.agent.list_threads)
+        killed mid-run, or before it deleted one): those the ``REGISTRY`` lists (its
+        run killed before its first save included) and, if ``saved`` or the
+        checkpointer keeps no registry, the saved ones whose id has ``TEMPORARY`` —
+        each whose first event says it is one and whose lease no live process holds.
+        One whose lease is alive is looked at again once it would have run out, and
+        left if it was renewed (its server lives, and deletes it). Without run leases
+        (a custom checkpointer) no process can be proved dead: nothing is deleted.
+        Returns how many were."""
+        if self._leases is None:
+            return 0
+        found: dict[str, int | None] = {}
+        if saved or not self._registry:
+            threads = await self.call(self.agent.list_threads)
+            found.update((t, None) for t in threads if TEMPORARY in t)
+        if self._registry:
+            for number, event in await self.call(self.log.read_events, REGISTRY):
+                thread = event.get("thread") if isinstance(event, dict) else None
+                if isinstance(thread, str):
+                    found[thread] = number
         waiting: dict[str, float] = {}
         deleted = 0
-        for thread_id in (t for t in threads if TEMPORARY in t):
-            expires = await self._abandoned(thread_id)
+        for thread_id, row in found.items():
+            expires = await self._abandoned(thread_id, listed=row is not None)
             if expires == 0.0:
-                await self.call(self.agent.delete_thread, thread_id)
-                deleted += 1
+                deleted += await self._delete(thread_id, row)
             elif expires is not None:
                 waiting[thread_id] = expires
         if waiting:
             await asyncio.sleep(max(waiting.values()) - time.time() + 1)
             for thread_id in waiting:
-                if await self._abandoned(thread_id) == 0.0:
-                    await self.call(self.agent.delete_thread, thread_id)
-                    deleted += 1
+                if await self._abandoned(thread_id, listed=found[thread_id] is not None) == 0.0:
+                    deleted += await self._delete(thread_id, found[thread_id])
         if deleted:
             log.info("deleted %d thread(s) of stateless runs a stopped server left", deleted)
         return deleted
 
-    async def _abandoned(self, thread_id: str) -> float | None:
+    async def _delete(self, thread_id: str, row: int | None) -> int:
+        """For ``sweep``: delete an abandoned thread and forget its row; 1 if the
+        thread was there (a registry row may outlive its thread by a moment)."""
+        made = await self.record(thread_id) is not None
+        await self.call(self.agent.delete_thread, thread_id)
+        if row is not None:
+            await self.call(self._unregister, row)
+        return int(made)
+
+    async def _abandoned(self, thread_id: str, *, listed: bool = False) -> float | None:
         """For ``sweep``: ``0.0`` if ``thread_id`` is a thread made for one run that no
-        live process holds; the time its lease runs out if one may (alive now);
-        ``None`` if it is not to be deleted."""
-        record = await self.record(thread_id)
-        if record is None or record.get("temporary") is not True:
-            return None
+        live process holds (or, ``listed`` in the registry, one that is gone or was
+        never made: its row is done with); the time its lease runs out if one may
+        (alive now); ``None`` if it is not to be deleted."""
         if self.running(thread_id) is not None or thread_id in self._held:
+            return None
+        record = await self.record(thread_id)
+        if record is None and not listed:
+            return None  # not the server's
+        if record is not None and record.get("temporary") is not True:
             return None
         if self.elsewhere and not await self._settled(
             thread_id, await self.call(self.log.last_event, thread_id)
         ):
             return None  # a durable run goes on without a server
-        if self._leases is None:
-            return 0.0
+        assert self._leases is not None
         lease = await self.call(self._leases.run_lease, thread_id)
         if lease is not None and lease.expires > time.time():
             return lease.expires

@@ -64,6 +64,13 @@ def _arguments(parser: Any) -> None:
         "events are forgotten (default: all are kept)",
     )
     parser.add_argument(
+        "--sweep-every",
+        type=_seconds,
+        metavar="SECONDS",
+        help="seconds between sweeps for the threads of stateless runs a stopped server "
+        "left (default: plait_serve.SWEEP_EVERY, a minute; 0: only as the server starts)",
+    )
+    parser.add_argument(
         "--reload", action="store_true", help="restart when the agent file or its tools change"
     )
 
@@ -80,6 +87,16 @@ def _count(text: str) -> int:
     return int(text)
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return seconds
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "agent": str(Path(args.agent).resolve()),
@@ -88,6 +105,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "cors_origins": list(args.cors_origin),
         "ui": bool(args.ui),
         "keep_events": args.keep_events,
+        "sweep_every": args.sweep_every,
     }
 
 
@@ -102,12 +120,15 @@ def build(options: dict[str, Any]) -> Any:
         # the page's timeline shows each hook call from it.
         os.environ.setdefault("PLAIT_TRACE", "1")
     agent = load_agent(options["agent"], **overrides)
+    sweep = options.get("sweep_every")  # None: app's default; 0: no sweep after the start's
+    more: dict[str, Any] = {} if sweep is None else {"sweep_every": sweep or None}
     return app(
         agent,
         keys_file=options.get("keys_file"),
         cors_origins=options["cors_origins"],
         ui=bool(options.get("ui")),
         keep_events=options.get("keep_events"),
+        **more,
     )
 
 

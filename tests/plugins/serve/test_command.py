@@ -81,6 +81,11 @@ def test_bad_options_are_one_line_errors_even_with_reload() -> None:
             "argument --keep-events: expected a positive number of events, got '0'",
         ),
         (
+            ["--sweep-every", "-1"],
+            2,
+            "argument --sweep-every: expected a number of seconds >= 0, got '-1'",
+        ),
+        (
             ["--reload", "--cors-origin", "*"],
             1,
             "plait serve: error: plait-serve: cors_origins: expected explicit origins such as "

@@ -42,11 +42,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(url: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(url: str, *more: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``lease_server.py`` serving ``url`` (``more``: its further arguments)."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parents[1])])}
     process = subprocess.Popen(
-        [sys.executable, str(HERE / "lease_server.py"), url, str(port)],
+        [sys.executable, str(HERE / "lease_server.py"), url, str(port), *more],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
