@@ -196,10 +196,13 @@ class RunLog:
         # sweep knows they are not left behind (``sweep``).
         self._held: dict[str, str] = {}
         # Their rows in the REGISTRY, by thread: kept where a sweep can prove a run dead
-        # (run leases) and rows can be forgotten (event retention).
+        # (run leases) and rows can be forgotten (event retention) — not in memory,
+        # which no other process shares and a killed one takes along.
         self._rows: dict[str, int] = {}
-        self._registry = isinstance(checkpointer, RunLeases) and isinstance(
-            checkpointer, EventRetention
+        self._registry = (
+            not self._inline
+            and isinstance(checkpointer, RunLeases)
+            and isinstance(checkpointer, EventRetention)
         )
         self._watchers: set[asyncio.Task[None]] = set()
         self._submits = submits_runs(agent)

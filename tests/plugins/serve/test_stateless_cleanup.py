@@ -247,8 +247,16 @@ def test_a_sweep_waiting_on_a_live_lease_is_cancelled_when_the_server_stops(
 def test_the_registry_is_no_clients_thread_and_sweep_every_is_checked(
     serve: Callable[..., Served],
 ) -> None:
-    agent = plait.create_agent(plait.ScriptedChatModel([]), checkpointer="memory", name="waiter")
+    """No client names the registry; a memory checkpointer, which no other process
+    shares, keeps none; ``sweep_every`` is a positive number of seconds or None."""
+    agent = plait.create_agent(
+        plait.ScriptedChatModel(["done"]), checkpointer="memory", name="waiter"
+    )
     with serve(agent).client() as client:
+        ran = client.post("/runs/wait", json={**ASK, "input": {"messages": ["hi"]}})
+        assert ran.json()["messages"][-1]["content"] == "done"
+        assert agent.list_threads() == []
+        assert agent.checkpointer.read_events(REGISTRY) == []  # type: ignore[union-attr]
         refused = client.post("/threads", json={"thread_id": REGISTRY})
         assert refused.status_code == 422
         assert refused.json()["error"]["message"] == (
