@@ -19,7 +19,7 @@ import attrs
 
 from plait import _performers, _tool_threads
 from plait._compose import Layers, transform_async, transform_sync
-from plait._stream import ReaderGone, in_tool_call, stream_sink
+from plait._stream import CancelOnLeave, ReaderGone, in_tool_call, run_sink, stream_sink
 from plait.messages import ToolMessage, assemble_chunks
 from plait.tools import mark_raised_by_tool
 from plait.types import (
@@ -63,7 +63,10 @@ class Innermost:
         sink = stream_sink.get()
         kwargs = _model_kwargs(request)
         if sink is None:
-            return ModelResponse([request.model.invoke(request.messages, **kwargs)])
+            answer = request.model.invoke(request.messages, **kwargs)
+            if _left():
+                raise ReaderGone  # cancelled as a streamed call is: its answer not saved
+            return ModelResponse([answer])
         from plait._stream_event import StreamEvent  # a streamed run's: made on first use
 
         chunks = iter(request.model.stream(request.messages, **kwargs))
@@ -86,7 +89,11 @@ class Innermost:
         sink = stream_sink.get()
         kwargs = _model_kwargs(request)
         if sink is None:
-            return ModelResponse([await request.model.ainvoke(request.messages, **kwargs)])
+            with CancelOnLeave():  # a dropped astream: the call is cancelled
+                answer = await request.model.ainvoke(request.messages, **kwargs)
+            if _left():
+                raise ReaderGone
+            return ModelResponse([answer])
         from plait._stream_event import StreamEvent  # a streamed run's: made on first use
 
         chunks = aiter(request.model.astream(request.messages, **kwargs))
@@ -94,11 +101,12 @@ class Innermost:
         leaving = sink.leaving
         collected = []
         try:
-            async for chunk in piped:
-                collected.append(chunk)
-                sink(StreamEvent("messages", chunk, "model"))
-                if leaving is not None and leaving.left:
-                    raise ReaderGone  # cancelled: no more tokens read, none saved
+            with CancelOnLeave():  # a dropped astream: cancelled, even before its first chunk
+                async for chunk in piped:
+                    collected.append(chunk)
+                    sink(StreamEvent("messages", chunk, "model"))
+                    if leaving is not None and leaving.left:
+                        raise ReaderGone  # cancelled: no more tokens read, none saved
         finally:
             if leaving is not None and leaving.left:
                 await _aclose(piped, chunks)
@@ -202,6 +210,14 @@ class Innermost:
                 "Call it again with corrected arguments.",
             )
         return found, func, kwargs
+
+
+def _left() -> bool:
+    """Whether the reader of the run's stream left while a model call was in flight (a
+    call that did not stream, or could not be stopped: it ended, but no one reads it)."""
+    sink = run_sink.get()
+    leaving = sink.leaving if sink is not None else None
+    return leaving is not None and leaving.left
 
 
 def _close(*iterators: Iterator[Any]) -> None:

@@ -45,9 +45,10 @@ class RunStream(Iterator[StreamEvent]):
     (a hook, a model call, a tools step) only while the reader waits in ``next()`` and has
     taken every event given so far. A reader that leaves — ``close()``, or the stream
     dropped after ``break`` — has therefore left before any later step starts, and none
-    does. A model call streaming tokens is cancelled (``Leaving``: an HTTP provider's
-    response is shut at once, another model's stream closed at its next chunk) and its
-    partial answer not saved; any other step in flight (the tools step whose output it
+    does. The model call in flight is cancelled (``Leaving``: an HTTP provider's
+    connection is shut at once, answering or not; another model's stream is closed at its
+    next chunk, its unstreamed call waited for) and no answer of it saved; any other step
+    in flight (the tools step whose output it
     read, with all its calls: a sync tool cannot be interrupted) ends and is saved. The run
     then ends as after Ctrl-C (recorded as failed; ``invoke(None, thread_id=...)``
     continues it from its last saved step). ``close()``, and dropping the stream in the
@@ -184,9 +185,9 @@ class AsyncRunStream(AsyncIterator[StreamEvent]):
     not yet given. ``aclose()`` cancels the run at once, the step in flight included (as
     cancelling an ``ainvoke`` task does), and returns once the run has ended and its thread
     is free. A stream dropped after ``break`` without ``aclose()`` starts no further step
-    either and cancels a model call streaming tokens, as ``RunStream`` does; another step
-    in flight ends and is saved, then the run ends, freeing its thread as soon as the event
-    loop runs its task."""
+    either and cancels the model call in flight (its task), as ``RunStream`` does;
+    another step in flight ends and is saved, then the run ends, freeing its thread as
+    soon as the event loop runs its task."""
 
     def __init__(
         self, run: Callable[[EventSink], Awaitable[AgentResult]], modes: frozenset[str]

@@ -17,9 +17,19 @@ import attrs
 from plait.errors import ConfigError
 
 if TYPE_CHECKING:
+    import asyncio
+
     from plait._stream_event import StreamEvent
 
-__all__ = ["STREAM_MODES", "EventSink", "Leaving", "ReaderGone", "StopOnLeave", "stream_sink"]
+__all__ = [
+    "STREAM_MODES",
+    "CancelOnLeave",
+    "EventSink",
+    "Leaving",
+    "ReaderGone",
+    "StopOnLeave",
+    "stream_sink",
+]
 
 STREAM_MODES = ("updates", "messages", "values", "custom")
 
@@ -140,6 +150,62 @@ class StopOnLeave:
             leaving.stops.remove(self.stop)
         if leaving.left and isinstance(error, Exception):
             raise ReaderGone from error
+
+
+class CancelOnLeave:
+    """``with CancelOnLeave():`` in a coroutine, around an await of a call in flight (an
+    async model call): if the reader of the run's stream leaves meanwhile (an ``astream``
+    dropped after ``break``), the task awaiting it is cancelled, and the cancellation
+    leaves as ``ReaderGone``, as from ``StopOnLeave``. Outside a paced stream it does
+    nothing; a task cancelled by someone else (``aclose()``) stays cancelled."""
+
+    __slots__ = ("cancelled", "leaving", "loop", "task", "thread")
+
+    def __init__(self) -> None:
+        sink = run_sink.get()
+        self.leaving = sink.leaving if sink is not None else None
+        self.cancelled = False
+        self.task: asyncio.Task[Any] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread = 0
+
+    def __enter__(self) -> CancelOnLeave:
+        leaving = self.leaving
+        if leaving is not None:
+            import asyncio
+
+            self.task = asyncio.current_task()
+            self.loop = asyncio.get_running_loop()
+            self.thread = threading.get_ident()
+            with leaving.lock:
+                if leaving.left:
+                    raise ReaderGone
+                leaving.stops.append(self.stop)
+        return self
+
+    def stop(self) -> None:
+        if self.task is None:
+            return
+        if threading.get_ident() == self.thread or self.loop is None:
+            self.cancel()
+        else:
+            self.loop.call_soon_threadsafe(self.cancel)
+
+    def cancel(self) -> None:
+        assert self.task is not None
+        self.cancelled = self.task.cancel()
+
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
+        leaving = self.leaving
+        if leaving is None:
+            return
+        with leaving.lock:
+            leaving.stops.remove(self.stop)
+        if self.cancelled and self.task is not None:
+            self.task.uncancel()  # this cancellation, turned into ReaderGone below
+        if leaving.left and error is not None and not isinstance(error, ReaderGone):
+            if self.cancelled or isinstance(error, Exception):
+                raise ReaderGone from error
 
 
 def _nothing() -> None:

@@ -275,3 +275,99 @@ def test_an_async_stream_read_to_its_end_runs_the_whole_run() -> None:
         assert (runs, model.calls) == (["first"], 2)
 
     asyncio.run(scenario())
+
+
+# -- a model call that does not stream: cancelled too, its answer never saved ------------
+
+
+class _Announce(plait.Middleware):
+    """Writes a custom event as the model call starts (a status line a UI shows): the
+    reader can leave while the call is in flight."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        request.runtime.stream_writer("calling the model")
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        request.runtime.stream_writer("calling the model")
+        return await handler(request)
+
+
+class _HeldModel(ScriptedChatModel):
+    """Answers its first call only once ``release`` is set (a model working, not
+    streaming: ``invoke``/``ainvoke``); records whether an async call was cancelled."""
+
+    def __init__(self, answers: list[Any]) -> None:
+        super().__init__(answers)
+        self.release = threading.Event()
+        self.started = threading.Event()
+        self.cancelled = False
+
+    def invoke(self, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
+        if not self.started.is_set():
+            self.started.set()
+            assert self.release.wait(30)
+        return super().invoke(messages, **options)
+
+    async def ainvoke(self, messages: Sequence[AnyMessage], **options: Any) -> AIMessage:
+        if not self.started.is_set():
+            self.started.set()
+            try:
+                await asyncio.sleep(120)
+            except asyncio.CancelledError:
+                self.cancelled = True
+                raise
+        return super().invoke(messages, **options)
+
+
+def test_leaving_during_a_call_that_does_not_stream_saves_no_answer() -> None:
+    """Without ``messages`` mode the model is invoked, not streamed; a plain model's call
+    cannot be interrupted, so the close waits for it, but its answer arrives after the
+    reader left and is dropped as a streamed call's partial answer is: the thread holds
+    the input, and ``invoke(None)`` calls the model again."""
+    model = _HeldModel(["never read", "again"])
+    agent = plait.create_agent(model, checkpointer="memory", middleware=[_Announce()])
+    stream = agent.stream("first", thread_id="t", stream_mode=["updates", "custom"])
+    for mode, data in stream:
+        assert (mode, data) == ("custom", "calling the model")
+        assert model.started.wait(10)
+        break
+    closer = threading.Thread(target=stream.close)
+    closer.start()
+    model.release.set()  # the call ends after the reader left
+    closer.join(30)
+    assert not closer.is_alive()
+    assert stream.result is None
+    assert transcript(agent.get_state("t")["messages"]) == [("human", "first")]
+    assert agent.invoke(None, thread_id="t").text == "again"
+    assert transcript(agent.get_state("t")["messages"]) == [("human", "first"), ("ai", "again")]
+    assert model.calls == 2
+
+
+def test_an_async_stream_dropped_during_a_call_that_does_not_stream_cancels_it() -> None:
+    """``astream`` dropped after ``break`` while the model works on an unstreamed answer:
+    the call's task is cancelled (the model sees ``CancelledError``), nothing is saved,
+    and the next run calls the model again."""
+
+    async def scenario() -> None:
+        model = _HeldModel(["again"])  # the cancelled call took no answer from the script
+        agent = plait.create_agent(model, checkpointer="memory", middleware=[_Announce()])
+        async for mode, data in agent.astream(
+            "first", thread_id="t", stream_mode=["updates", "custom"]
+        ):
+            assert (mode, data) == ("custom", "calling the model")
+            break
+        for _ in range(3000):
+            try:
+                result = await agent.ainvoke(None, thread_id="t")
+                break
+            except ThreadBusyError:
+                await asyncio.sleep(0.01)
+        assert model.cancelled
+        assert result.text == "again"
+        assert transcript(agent.get_state("t")["messages"]) == [
+            ("human", "first"),
+            ("ai", "again"),
+        ]
+
+    asyncio.run(scenario())

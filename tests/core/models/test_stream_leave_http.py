@@ -164,6 +164,10 @@ class Announce(plait.Middleware):
         request.runtime.stream_writer("calling the model")
         return handler(request)
 
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        request.runtime.stream_writer("calling the model")
+        return await handler(request)
+
 
 class RetryOnError(plait.Middleware):
     """Calls the model again when its call raises an error, as a retry middleware does: a
@@ -356,3 +360,34 @@ def test_close_from_another_thread_stops_a_call_the_provider_has_not_answered(
     assert not unanswered.sent_headers
     assert transcript(agent.get_state("t")["messages"]) == [("human", "tell me a story")]
     assert agent.invoke(None, thread_id="t").text == "Resumed answer."
+
+
+@pytest.mark.parametrize("modes", [["messages", "custom"], ["updates", "custom"]])
+def test_astream_dropped_before_the_provider_answers_stops_the_call(
+    unanswered: SlowServer, modes: list[str]
+) -> None:
+    """The async form: the dropped stream cancels the call's task, which closes the
+    connection the provider has not answered on."""
+    agent = _agent(unanswered, Announce())
+
+    async def scenario() -> None:
+        async for mode, data in agent.astream("tell me a story", thread_id="t", stream_mode=modes):
+            assert (mode, data) == ("custom", "calling the model")
+            assert await asyncio.to_thread(unanswered.arrived.wait, 10)
+            break
+        assert await asyncio.to_thread(unanswered.disconnected.wait, 10)
+        assert not unanswered.release.is_set() and not unanswered.sent_headers
+        for _ in range(1000):
+            try:
+                result = await agent.ainvoke(None, thread_id="t")
+                break
+            except plait.errors.ThreadBusyError:
+                await asyncio.sleep(0.01)
+        assert result.text == "Resumed answer."
+        assert transcript(agent.get_state("t")["messages"]) == [
+            ("human", "tell me a story"),
+            ("ai", "Resumed answer."),
+        ]
+        assert unanswered.requests == 2
+
+    asyncio.run(scenario())
