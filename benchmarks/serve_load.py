@@ -13,7 +13,13 @@ SQLite run log instead. Prints, each beside the baseline measured here:
 - the server's memory per open, idle stream (``--idle`` followers of one waiting run;
   resident memory growth divided by their number; goal ≤ 50 KB);
 - a client killed mid-stream that reconnects with Last-Event-ID: how many events it got
-  once, twice or never (goal: every event exactly once).
+  once, twice or never (goal: every event exactly once);
+- a stateless Agent Protocol run (``POST /runs/wait``: a thread made for the run, listed
+  in the registry of stateless threads where the checkpointer keeps one, deleted and
+  forgotten once it is read) against a threaded one on a new thread (``POST
+  /threads/{id}/runs/wait`` with ``if_not_exists: "create"``), taken in turns: the
+  median latency of each and their ratio. Run it with ``--checkpointer sqlite:///x.db``
+  to see the registry's write and removal (memory keeps no registry).
 
     python benchmarks/serve_load.py [--words 200] [--runs 20] [--idle 200] [--checkpointer URL]
 """
@@ -27,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +147,28 @@ async def paired(url: str, words: int, runs: int, prefix: str) -> dict[str, floa
         "served_event": statistics.median(r[1] / r[2] for r in served),
         "served_count": served[-1][2],
     }
+
+
+async def stateless_and_threaded(url: str, runs: int) -> tuple[float, float]:
+    """Median seconds of a stateless ``POST /runs/wait`` and of a threaded one on a new
+    thread, taken in turns (so a busy machine slows both alike)."""
+    stateless: list[float] = []
+    threaded: list[float] = []
+    run = {"input": {"messages": [{"role": "user", "content": "go"}]}}
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+
+        async def timed(path: str, body: dict[str, Any]) -> float:
+            start = time.perf_counter()
+            response = await client.post(path, json=body)
+            response.raise_for_status()
+            assert response.json()["messages"][-1]["type"] == "ai", response.text[:200]
+            return time.perf_counter() - start
+
+        for i in range(runs):
+            stateless.append(await timed("/runs/wait", run))
+            body = {**run, "if_not_exists": "create"}
+            threaded.append(await timed(f"/threads/{uuid.uuid4()}/runs/wait", body))
+    return statistics.median(stateless), statistics.median(threaded)
 
 
 async def concurrent(url: str, clients: int, per_client: int) -> tuple[float, float, float, int]:
@@ -266,6 +295,13 @@ async def main(args: argparse.Namespace) -> None:
             f"per event: direct {d_event * 1e6:.1f} us, served {s_event * 1e6:.1f} us "
             f"({s_event / d_event:.1f}x); "
             f"overhead {(s_event - d_event) * 1e6:.1f} us/event (goal <= 50)"
+        )
+        await stateless_and_threaded(url, 3)
+        stateless, threaded = await stateless_and_threaded(url, args.runs)
+        print(
+            f"Agent Protocol run ({args.checkpointer}): threaded on a new thread "
+            f"{threaded * 1e3:.2f} ms, stateless {stateless * 1e3:.2f} ms "
+            f"({stateless / threaded:.2f}x)"
         )
         for clients in (1, 10, 100):
             per_client = max(1, args.runs // clients) if clients < 100 else 1
