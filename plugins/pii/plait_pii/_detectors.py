@@ -16,12 +16,13 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from plait.lazy import frozen
 from plait_pii.middleware import PIIMatch
 
 if TYPE_CHECKING:
     from publicsuffixlist import PublicSuffixList
 
-__all__ = ["BUILTIN", "MASKS", "PIIMatch", "merge"]
+__all__ = ["BUILTIN", "MASKS", "PIIMatch", "Tail", "merge", "tails"]
 
 
 Detector = Callable[[str], list[PIIMatch]]
@@ -599,3 +600,57 @@ MASKS: dict[str, Callable[[str], str]] = {
     "mac_address": mask_mac,
     "url": mask_url,
 }
+
+
+# -- streamed text: what may still be a value ----------------------------------------------
+
+
+@frozen
+class Tail:
+    """The characters a value of one type may hold, and those its detector reads right
+    after a value to decide it (a card followed by ``.5`` is a decimal, an address by
+    ``(`` a method call), JSON ``\\u`` escapes and percent-encoding included (the decoded
+    view reads them). Any other character ends every value of the type before it and
+    decides every value before it: a stream holds back only the run of the text's last
+    characters that are none of them (``_stream``).
+
+    ``ascii_breaks`` finds an ASCII character that is not one of them, or a character
+    beyond ASCII (checked with ``breaks``)."""
+
+    ascii_breaks: re.Pattern[str]
+    breaks: Callable[[str], bool]
+
+    def ends(self, char: str) -> bool:
+        """Whether no value of the type holds ``char``."""
+        return bool(self.ascii_breaks.match(char)) and (char.isascii() or self.breaks(char))
+
+
+def _not_word(char: str) -> bool:
+    return not char.isalnum()  # an address's letters and digits are the regex's \w
+
+
+def _beyond_ascii(char: str) -> bool:
+    return True  # cards, IPs and MAC addresses are ASCII
+
+
+def _ends_url(char: str) -> bool:
+    # a URL is cut at non-ASCII punctuation, symbols and spaces (_cut_right)
+    return char.isspace() or unicodedata.category(char)[0] in "PSZ"
+
+
+@functools.cache
+def tails() -> dict[str, Tail]:
+    """Each built-in type's ``Tail``, compiled on the first stream that needs one."""
+    escaped = r"\\%"  # with the hex digits and the u, which each class holds
+    return {
+        # local part, @, domain; ':' and '/' too, so a URL's user:password@host, which
+        # is no address, is read with the "://" before it
+        "email": Tail(re.compile(rf"[^\w.+\-@:/{escaped}]", re.ASCII), _not_word),
+        # digit groups and their separators, and ".5", ",5", "-5" after the last digit
+        "credit_card": Tail(re.compile(rf"[^0-9A-Fa-fu \-.,{escaped}]"), _beyond_ascii),
+        # IPv4, IPv6 with a zone (%eth0); a letter or digit right after one undoes it
+        "ip": Tail(re.compile(rf"[^\w.:{escaped}]", re.ASCII), _beyond_ascii),
+        "mac_address": Tail(re.compile(rf"[^\w.:\-{escaped}]", re.ASCII), _beyond_ascii),
+        # anything the URL patterns take but a space, quote, <, >, backtick or comma
+        "url": Tail(re.compile(r"[\s\"'<>`,]|[^\x00-\x7f]"), _ends_url),
+    }

@@ -1,44 +1,94 @@
 """A streamed answer rewritten as it streams: redacted (``_StreamRedactor``) or shown with
-real values in place of placeholders (``_StreamRestorer``)."""
+real values in place of placeholders (``_StreamRestorer``). Both release the answer's text
+and each tool call's argument fragments as soon as nothing still to come can change them:
+the text through one held tail (``_Redacting``, ``_Held``), each call's JSON through
+``_Arguments``, which hands its string values to a held tail of its own."""
 
 from __future__ import annotations
 
 import bisect
 import json
 import re
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from plait.messages import AIMessageChunk, ToolCallChunk
 from plait_pii._pseudonyms import Restorer
-from plait_pii.middleware import _Counter
+from plait_pii.middleware import BUILTIN_TYPES, _Counter
 
 if TYPE_CHECKING:
+    from plait_pii._detectors import Tail
     from plait_pii.middleware import PIIMiddleware
 
 LOOKBACK = 128
-"""Streamed text held back (characters) so a match split across chunks is still found."""
+"""Streamed text a detector pii does not know (a custom or installed one) holds back
+(characters), so a match split across chunks is still found."""
 CONTEXT = 32
 """Already-streamed text kept as left context (``version 1.2.3.4`` is not an IP)."""
 HOLD = 1024
-"""The most streamed text held back (characters) while a run of printable ASCII without
-a space reaches past ``LOOKBACK``: an escaped or percent-encoded value is such a run, six
-characters per letter (``ivan@\\u043f\\u043e...``), and must not be released in part
-before it can be recognised whole."""
+"""The most streamed text held back (characters): the longest run of characters that
+may still be a value of a built-in type (a CJK sentence may be an address's local part),
+and for another detector the longest run of printable ASCII without a space that reaches
+past ``LOOKBACK``: an escaped or percent-encoded value is such a run, six characters per
+letter (``ivan@\\u043f\\u043e...``), and must not be released in part before it can be
+recognised whole."""
 
 
-class _StreamRedactor:
-    """Rewrites one streamed answer: text is released once no match can still straddle
-    it (a look-back buffer), tool-call arguments are held whole and redacted as JSON."""
+class _Redacting:
+    """One streamed text redacted as it arrives: the answer's, or one tool call's string
+    values one after another. What is released is what no detection can still change:
+    a built-in type holds back the run of the last characters a value of the type may
+    hold (``_detectors.Tail``: ``mail jane@exa`` holds ``jane@exa``, ``pay 4111 11``
+    holds ``4111 11`` and the space before it), and a match found open across the cut
+    (a URL's start is one already); another detector holds the last ``LOOKBACK``
+    characters. At most ``HOLD`` characters are held."""
 
     def __init__(self, pii: PIIMiddleware) -> None:
         self.pii = pii
+        self.tail: Tail | None = None
+        if pii.detector is None and pii.pii_type in BUILTIN_TYPES:
+            from plait_pii._detectors import tails
+
+            self.tail = tails()[pii.pii_type]
         self.pending = ""
         self.context = ""
-        self.calls: dict[int, list[Any]] = {}
-        self.id: str | None = None
+        self.run = 0  # where the run a value may still continue starts in ``pending``
+
+    def feed(self, text: str) -> str:
+        """``text`` after what is held, redacted, less a new tail to hold."""
+        if self.tail is not None:
+            cut = self._last_break(text)
+            if cut is not None:
+                self.run = len(self.pending) + cut
+        self.pending += text
+        return self._drain(final=False)
+
+    def flush(self) -> str:
+        """What is held, redacted: the text ended (the answer, a string value, the text
+        before a provider block). What follows is read on its own, as the whole message's
+        text blocks and string values are."""
+        text = self._drain(final=True)
+        self.context = ""
+        self.run = 0
+        return text
+
+    def whole(self, text: str) -> str:
+        """``text`` redacted at once (what is known to be whole)."""
+        seen = _Counter()
+        done = self.pii.text(text, seen)
+        self.pii._check(seen, "model output")
+        return done
+
+    def _last_break(self, text: str) -> int | None:
+        """Just past the last character of ``text`` no value of the type holds."""
+        assert self.tail is not None
+        backwards = text[::-1]
+        found = self.tail.ascii_breaks.search(backwards)
+        while found is not None and not self.tail.ends(found[0]):
+            found = self.tail.ascii_breaks.search(backwards, found.end())
+        return None if found is None else len(text) - found.start()
 
     def _drain(self, final: bool) -> str:
         window = self.context + self.pending
@@ -46,7 +96,11 @@ class _StreamRedactor:
         found = [m for m in self.pii.matches(window) if m.start >= offset]
         safe = len(window)
         if not final:
-            safe = _unsplit(window, max(offset, safe - LOOKBACK), max(offset, safe - HOLD))
+            floor = max(offset, safe - HOLD)
+            if self.tail is None:
+                safe = _unsplit(window, max(offset, safe - LOOKBACK), floor)
+            else:
+                safe = max(offset + self.run, floor)
         for match in found:
             if match.start < safe < match.end:
                 safe = match.start
@@ -57,58 +111,8 @@ class _StreamRedactor:
         self.pii._check(seen, "model output")
         self.context = region[-CONTEXT:]
         self.pending = window[safe:]
+        self.run = max(0, self.run - (safe - offset))
         return text
-
-    def feed(self, chunk: AIMessageChunk) -> Iterator[AIMessageChunk]:
-        self.id = self.id or chunk.id
-        for part in chunk.tool_call_chunks:
-            slot = self.calls.setdefault(part.index, [None, None, []])
-            slot[0] = slot[0] or part.id
-            slot[1] = slot[1] or part.name
-            slot[2].append(part.args)
-        self.pending += chunk.content
-        # a provider block ends the text before it: all of that text is released first
-        text = self._drain(final=bool(chunk.blocks)) if chunk.content or chunk.blocks else ""
-        blocks = self._blocks(chunk.blocks)
-        if text or blocks or chunk.usage is not None or chunk.response_metadata:
-            yield attrs.evolve(chunk, content=text, tool_call_chunks=(), blocks=blocks)
-
-    def _blocks(self, blocks: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
-        """Provider blocks kept (a thinking block as signed), a finished text block (with
-        citations) redacted as the streamed text it repeats."""
-        seen = _Counter()
-        handled = tuple(
-            {**block, "text": self.pii.text(block["text"], seen)}
-            if block.get("type") == "text" and isinstance(block.get("text"), str)
-            else block
-            for block in blocks
-        )
-        self.pii._check(seen, "model output")
-        return handled
-
-    def finish(self) -> Iterator[AIMessageChunk]:
-        text = self._drain(final=True)
-        if text:
-            yield AIMessageChunk(text, id=self.id)
-        seen = _Counter()
-        calls = [
-            ToolCallChunk(index, call_id, name, self._arguments("".join(pieces), seen))
-            for index, (call_id, name, pieces) in sorted(self.calls.items())
-        ]
-        self.pii._check(seen, "model output")  # before anything of a blocked call is sent
-        for call in calls:
-            yield AIMessageChunk(tool_call_chunks=[call], id=self.id)
-
-    def _arguments(self, raw: str, seen: _Counter) -> str:
-        """A call's argument text: valid JSON is redacted leaf by leaf and stays valid JSON
-        of the same shape; text that is not JSON (the kernel reports it) is redacted as is."""
-        if not raw.strip():
-            return raw
-        try:
-            args = json.loads(raw)
-            return json.dumps(self.pii._value(args, seen), ensure_ascii=False)
-        except (json.JSONDecodeError, RecursionError):  # not JSON, or too deep for json
-            return self.pii.text(raw, seen)
 
 
 def _unsplit(window: str, safe: int, floor: int) -> int:
@@ -204,18 +208,47 @@ def _unit(text: str, at: int) -> tuple[str, str | None] | None:
     return raw, char
 
 
-class _Arguments:
-    """One tool call's streamed JSON arguments, restored as they arrive. A string value is
-    read (escapes undone, so ``\\u003cEMAIL_1\\u003e`` is the placeholder it spells),
-    restored through a ``_Held`` of its own and written back as JSON string text; keys
-    and everything outside strings pass as written (``map_strings`` keeps keys too). Only
-    what a placeholder may continue, or an escape the fragment's end cuts, is held. What
-    JSON does not allow (a bad escape, a raw control character) passes as written, so
-    arguments the kernel cannot parse stay unparsable, and so does half a surrogate pair.
-    The fragments add up to a text whose parse is the parse of the model's, restored."""
+class _Values(Protocol):
+    """What a tool call's string values go through, one after another, as they stream
+    (``_Held``: placeholders restored; ``_Redacting``: values redacted)."""
 
-    def __init__(self, held: _Held) -> None:
-        self.held = held
+    def feed(self, text: str) -> str:
+        """More of the value's characters: what may be released of them, rewritten."""
+        ...
+
+    def flush(self) -> str:
+        """The value ended: all that is held, rewritten."""
+        ...
+
+
+_SCALAR = re.compile(
+    r"\s*(?:-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null|NaN|-?Infinity)?\s*"
+)
+"""What JSON (as ``json.loads`` reads it) may hold between two of its structural
+characters outside a string: a number, a literal, or only spaces."""
+
+
+class _Arguments:
+    """One tool call's streamed JSON arguments, rewritten as they arrive. A string value is
+    read (escapes undone, so ``\\u003cEMAIL_1\\u003e`` is the placeholder it spells),
+    rewritten through ``values`` and written back as JSON string text; keys and everything
+    outside strings pass as written (``map_strings`` keeps keys, numbers and literals
+    too). Only what ``values`` holds, or an escape the fragment's end cuts, is held.
+    What JSON does not allow (a bad escape, a raw control character) passes as written,
+    so arguments the kernel cannot parse stay unparsable, and so does half a surrogate
+    pair. The fragments add up to a text whose parse is the parse of the model's,
+    rewritten.
+
+    With ``loose``, what stands outside strings is held from its first character that is
+    not a space up to the next structural character (``,`` ``:`` ``}`` ``]`` ...) or
+    string: a number or a literal then passes as written, anything else (``{"to":
+    jane@example.com}``, which the kernel reports) goes through ``loose``, as the whole
+    text of arguments that are not JSON is redacted when they come whole."""
+
+    def __init__(self, values: _Values, loose: Callable[[str], str] | None = None) -> None:
+        self.values = values
+        self.loose = loose
+        self.slot = ""  # text outside strings since the last structural character, held
         self.raw = ""  # the start of an escape the next fragment may complete
         self.in_string = False
         self.value = False  # the open string is a value (a key is kept as written)
@@ -225,15 +258,16 @@ class _Arguments:
     def feed(self, fragment: str) -> str:
         text, self.raw = self.raw + fragment, ""
         out: list[str] = []
-        decoded: list[str] = []  # a string value's characters, not yet restored
+        decoded: list[str] = []  # a string value's characters, not yet rewritten
         at, end = 0, len(text)
         while at < end:
             if not self.in_string:
                 found = _OUTSIDE.search(text, at)
+                stop = end if found is None else found.start()
+                self._outside(text[at:stop], found is not None, out)
                 if found is None:
-                    out.append(text[at:])
                     break
-                out.append(text[at : found.end()])
+                out.append(found[0])
                 at = found.end()
                 self._structure(found[0])
                 continue
@@ -246,7 +280,7 @@ class _Arguments:
             if found[0] == '"':
                 self._release(decoded, out)
                 if self.value:
-                    out.append(_encoded(self.held.flush()))
+                    out.append(_encoded(self.values.flush()))
                 out.append('"')
                 self.in_string = False
                 at += 1
@@ -261,16 +295,35 @@ class _Arguments:
                 out.append(raw)
             elif char is not None:
                 decoded.append(char)
-            else:  # passes as written: nothing held may be restored across it
+            else:  # passes as written: nothing held may be rewritten across it
                 self._release(decoded, out)
-                out.append(_encoded(self.held.flush()))
+                out.append(_encoded(self.values.flush()))
                 out.append(raw)
         self._release(decoded, out)
         return "".join(out)
 
+    def _outside(self, text: str, ended: bool, out: list[str]) -> None:
+        """``text`` outside strings, up to a structural character when ``ended``."""
+        if self.loose is None:
+            out.append(text)
+            return
+        slot = self.slot + text
+        if ended:
+            self.slot = ""
+            out.append(self._scalar(slot))
+            return
+        held = len(slot) - len(slot.lstrip())  # spaces are never part of a value
+        out.append(slot[:held])
+        self.slot = slot[held:]
+
+    def _scalar(self, slot: str) -> str:
+        if self.loose is None or _SCALAR.fullmatch(slot):
+            return slot
+        return self.loose(slot)
+
     def _release(self, decoded: list[str], out: list[str]) -> None:
         if decoded:
-            out.append(_encoded(self.held.feed("".join(decoded))))
+            out.append(_encoded(self.values.feed("".join(decoded))))
             decoded.clear()
 
     def _structure(self, char: str) -> None:
@@ -290,23 +343,31 @@ class _Arguments:
             self.key_next = False
 
     def finish(self) -> str:
-        """What is still held: the answer ended inside a string (the arguments are not
-        JSON; the kernel reports them)."""
-        rest, self.raw = _encoded(self.held.flush()) + self.raw, ""
+        """What is still held: the answer ended inside a string or a value outside one
+        (the arguments are not JSON, unless they are a lone number; the kernel reports
+        them)."""
+        rest = self._scalar(self.slot) + _encoded(self.values.flush()) + self.raw
+        self.slot = self.raw = ""
         return rest
 
 
-class _StreamRestorer:
-    """Shows the caller real values in place of placeholders as the answer streams: the
-    text (``_Held``) and each tool call's arguments (``_Arguments``) leave in the chunk
-    they came in, less a tail that may still become a placeholder of the table."""
+class _StreamRewriter:
+    """Rewrites one streamed answer: the text through ``text``, each tool call's
+    arguments (by index) through an ``_Arguments`` of its own, each leaving in the chunk
+    it came in, less what is held; what is held leaves when the answer ends."""
 
-    def __init__(self, restorer: Restorer) -> None:
-        self.restorer = restorer
-        self.known = sorted(restorer.values)  # the placeholders, for a prefix search
-        self.text = _Held(restorer, self.known)
+    def __init__(self, text: _Values) -> None:
+        self.text = text
         self.calls: dict[int, _Arguments] = {}
         self.id: str | None = None
+
+    def _arguments(self) -> _Arguments:
+        raise NotImplementedError
+
+    def _block(self, block: dict[str, Any]) -> dict[str, Any]:
+        """A finished text block (one with citations) repeats the streamed text: rewritten
+        as that text is, so the assembled message keeps one copy of it."""
+        raise NotImplementedError
 
     def feed(self, chunk: AIMessageChunk) -> Iterator[AIMessageChunk]:
         self.id = self.id or chunk.id
@@ -314,23 +375,16 @@ class _StreamRestorer:
         for part in chunk.tool_call_chunks:
             call = self.calls.get(part.index)
             if call is None:
-                call = self.calls[part.index] = _Arguments(_Held(self.restorer, self.known))
+                call = self.calls[part.index] = self._arguments()
             args = call.feed(part.args)
             if args or part.id or part.name:
                 parts.append(ToolCallChunk(part.index, part.id, part.name, args))
-        text = self.text.feed(chunk.content)
+        text = self.text.feed(chunk.content) if chunk.content else ""
         if chunk.blocks:  # a provider block ends the text before it: nothing held may follow
             text += self.text.flush()
         blocks = tuple(self._block(block) for block in chunk.blocks)
         if text or parts or blocks or chunk.usage is not None or chunk.response_metadata:
             yield attrs.evolve(chunk, content=text, tool_call_chunks=parts, blocks=blocks)
-
-    def _block(self, block: dict[str, Any]) -> dict[str, Any]:
-        """A finished text block (one with citations) repeats the streamed text: restored
-        as that text is, so the assembled message keeps one copy of it."""
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
-            return {**block, "text": self.restorer.text(block["text"])}
-        return block
 
     def finish(self) -> Iterator[AIMessageChunk]:
         text = self.text.flush()
@@ -340,3 +394,44 @@ class _StreamRestorer:
             rest = call.finish()
             if rest:
                 yield AIMessageChunk(tool_call_chunks=[ToolCallChunk(index, args=rest)], id=self.id)
+
+
+class _StreamRedactor(_StreamRewriter):
+    """Redacts (masks, hashes, blocks on) one streamed answer as it streams: the text and
+    each string value of a call's arguments are released once no match can still reach
+    into them (``_Redacting``); a provider block passes as it came, a finished text
+    block (with citations) redacted as the streamed text it repeats."""
+
+    def __init__(self, pii: PIIMiddleware) -> None:
+        super().__init__(_Redacting(pii))
+        self.pii = pii
+
+    def _arguments(self) -> _Arguments:
+        values = _Redacting(self.pii)
+        return _Arguments(values, loose=values.whole)
+
+    def _block(self, block: dict[str, Any]) -> dict[str, Any]:
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            seen = _Counter()
+            block = {**block, "text": self.pii.text(block["text"], seen)}
+            self.pii._check(seen, "model output")
+        return block
+
+
+class _StreamRestorer(_StreamRewriter):
+    """Shows the caller real values in place of placeholders as the answer streams: the
+    text and each string value of a call's arguments less a tail that may still become
+    a placeholder of the table (``_Held``)."""
+
+    def __init__(self, restorer: Restorer) -> None:
+        self.restorer = restorer
+        self.known = sorted(restorer.values)  # the placeholders, for a prefix search
+        super().__init__(_Held(restorer, self.known))
+
+    def _arguments(self) -> _Arguments:
+        return _Arguments(_Held(self.restorer, self.known))
+
+    def _block(self, block: dict[str, Any]) -> dict[str, Any]:
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            return {**block, "text": self.restorer.text(block["text"])}
+        return block

@@ -274,8 +274,14 @@ class PIIMiddleware(Middleware):
         if message.metadata:  # kept in state too (an MCP tool's structured_content)
             changes["metadata"] = self._value(message.metadata, seen)
         if isinstance(message, AIMessage) and message.tool_calls:
+            # a call whose arguments did not parse has none: its error quotes them
             changes["tool_calls"] = [
-                attrs.evolve(call, args=self._value(call.args, seen)) for call in message.tool_calls
+                attrs.evolve(
+                    call,
+                    args=self._value(call.args, seen),
+                    error=call.error and self.text(call.error, seen),
+                )
+                for call in message.tool_calls
             ]
         if seen.count == before or self.strategy == "block":
             return message
