@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import pprint
 import re
 import typing
 from typing import Any
@@ -208,31 +209,41 @@ def _assignment_doc(module: str, name: str, seen: frozenset[str] = frozenset()) 
     return ""
 
 
-def constant_entry(module: str, qualname: str, obj: Any) -> str:
-    """A constant's entry: ``NAME = value`` (a long value cut short) and the docstring
-    written under its assignment."""
-    name = qualname.rsplit(".", 1)[-1]
+def _value(name: str, obj: Any) -> str:
+    """``name = value`` as code, as wide as a signature may be: on one line when it fits,
+    else a container one item a line and a text in parts (``pprint``, still the same
+    Python value); a line still too wide (an item's long repr) is cut short."""
+    head = f"{name} = "
     value = repr(obj)
     if isinstance(obj, frozenset) and obj:  # sorted: the same text on every build
         value = "frozenset({" + ", ".join(sorted(map(repr, obj))) + "})"
     if " at 0x" in value:  # objects without a readable repr: say what it is
         value = f"...  # a {type(obj).__name__}"
-    if len(name) + 3 + len(value) > SIGNATURE_WIDTH:
-        value = value[: SIGNATURE_WIDTH - len(name) - 7] + " ..."
-    doc = _literals(_assignment_doc(module, name))
+    if len(head) + len(value) <= SIGNATURE_WIDTH:
+        return head + value
+    if isinstance(obj, (tuple, list, dict, str)):
+        width = SIGNATURE_WIDTH - len(head)
+        value = pprint.pformat(obj, width=width, sort_dicts=False)
+    lines = (head + value.replace("\n", "\n" + " " * len(head))).splitlines()
+    cut = SIGNATURE_WIDTH - len(" ...")
     return "\n".join(
-        [
-            f"### `{name}`",
-            "",
-            "```python",
-            f"{name} = {value}",
-            "```",
-            "",
-            f"From `{module}`.",
-            "",
-            doc,
-        ]
+        line if len(line) <= SIGNATURE_WIDTH else line[:cut] + " ..." for line in lines
     )
+
+
+def constant_entry(module: str, qualname: str, obj: Any) -> str:
+    """A constant's entry: ``NAME = value`` and the docstring written under its
+    assignment; a text of several lines (a default prompt) is shown whole below, in a
+    collapsed block, as an options table shows a long default."""
+    name = qualname.rsplit(".", 1)[-1]
+    long_text = isinstance(obj, str) and "\n" in obj.strip()  # a prompt: shown whole
+    code = f"{name}: str  # the text below" if long_text else _value(name, obj)
+    parts = [f"### `{name}`", "", "```python", code, "```", "", f"From `{module}`.", ""]
+    parts.append(_literals(_assignment_doc(module, name)))
+    if long_text:
+        body = "\n".join(f"    {line}" if line else "" for line in obj.splitlines())
+        parts += ["", f'??? note "The text of `{name}`"', "", "    ```text", body, "    ```"]
+    return "\n".join(parts)
 
 
 def _is_constant(obj: Any) -> bool:

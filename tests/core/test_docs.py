@@ -325,6 +325,37 @@ def test_api_marker_on_a_constant_shows_its_value_and_docstring(
     ]
 
 
+def test_a_long_constant_is_shown_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A container too wide for a line is one item a line, a long line of text is split in
+    parts, and a text of several lines is shown whole in a collapsed block below its
+    entry: none is cut."""
+    prompt = "## Files\n\nYou have files." + " Use them well." * 10
+    (tmp_path / "docs_demo_long_const.py").write_text(
+        f"NAMES = {tuple(f'tool_number_{i}' for i in range(8))!r}\n"
+        '"""The tools."""\n'
+        f"PROMPT = {prompt!r}\n"
+        '"""The prompt."""\n'
+    )
+    (tmp_path / "docs_demo_long_line.py").write_text(f"LINE = {'word ' * 40!r}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    line = _render("<!-- plait-api: docs_demo_long_line:LINE -->\n")
+    block = line.split("```python\n", 1)[1].split("\n```", 1)[0]
+    assert max(map(len, block.splitlines())) <= _docs_hook().SIGNATURE_WIDTH
+    import ast
+
+    assert ast.literal_eval(block.split(" = ", 1)[1]) == "word " * 40
+    names = _render("<!-- plait-api: docs_demo_long_const:NAMES -->\n")
+    block = names.split("```python\n", 1)[1].split("\n```", 1)[0]
+    assert block.splitlines()[0] == "NAMES = ('tool_number_0',"
+    assert len(block.splitlines()) == 8
+    assert max(map(len, block.splitlines())) <= _docs_hook().SIGNATURE_WIDTH
+    text = _render("<!-- plait-api: docs_demo_long_const:PROMPT -->\n")
+    assert "PROMPT: str  # the text below" in text
+    assert '??? note "The text of `PROMPT`"' in text
+    shown = text.split("    ```text\n", 1)[1].split("\n    ```", 1)[0]
+    assert "\n".join(line.removeprefix("    ") for line in shown.splitlines()) == prompt
+
+
 def test_a_long_signature_is_one_parameter_a_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,8 +37,11 @@ Element.prototype.attachShadow = function (options) {
 
 DIAGRAMS = """
 () => {
+  const HEAD = /^\\s*((flowchart|graph)[ \\t]+(TB|TD|BT|RL|LR)|sequenceDiagram)\\b/;
   const raw = [...document.querySelectorAll("pre.mermaid, code")]
-    .filter((el) => /^\\s*(flowchart|graph|sequenceDiagram)\\b/.test(el.textContent));
+    // a diagram's first line ("flowchart LR"), not code that starts with the word
+    // (`graph.stream()`)
+    .filter((el) => HEAD.test(el.textContent));
   const drawn = [...document.querySelectorAll("div.mermaid")].map((host) => {
     const svg = host.shadowRoot && host.shadowRoot.querySelector("svg");
     const box = svg ? svg.getBoundingClientRect() : { width: 0, height: 0 };
