@@ -164,7 +164,7 @@ async def stateless_and_threaded(url: str, runs: int) -> tuple[float, float]:
             assert response.json()["messages"][-1]["type"] == "ai", response.text[:200]
             return time.perf_counter() - start
 
-        for i in range(runs):
+        for _ in range(runs):
             stateless.append(await timed("/runs/wait", run))
             body = {**run, "if_not_exists": "create"}
             threaded.append(await timed(f"/threads/{uuid.uuid4()}/runs/wait", body))
