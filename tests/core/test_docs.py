@@ -395,8 +395,8 @@ def test_a_long_signature_is_one_parameter_a_line(
 
 # -- every public name is documented -------------------------------------------------------
 #
-# A public name is one in the ``__all__`` of a module of ``plait`` whose dotted name has no
-# part starting with ``_``, or of a built-in plugin's package (``plugins/*/plait_*``). It
+# A public name is one in the ``__all__`` of a module of ``plait`` or of a built-in plugin's
+# package (``plugins/*/plait_*``) whose dotted name has no part starting with ``_``. It
 # is documented when a page shows its generated API entry with a docstring (a
 # ``plait-api`` marker, a ``plait-hook`` marker for a hook) or names it in code: qualified
 # (``plait.runlog.cancel_paused_run``, ``from plait.runlog import cancel_paused_run``), or
@@ -415,7 +415,15 @@ def _public_modules() -> list[str]:
         for info in pkgutil.walk_packages(plait.__path__, "plait.")
         if not any(part.startswith("_") for part in info.name.split("."))
     ]
-    names += sorted(init.parent.name for init in PLUGINS.glob("*/plait_*/__init__.py"))
+    packages = sorted(init.parent.name for init in PLUGINS.glob("*/plait_*/__init__.py"))
+    names += packages
+    for package in packages:  # then their public modules (a name both export: the package's)
+        path = importlib.import_module(package).__path__
+        names += [
+            info.name
+            for info in pkgutil.walk_packages(path, f"{package}.")
+            if not any(part.startswith("_") for part in info.name.split("."))
+        ]
     return names
 
 

@@ -35,7 +35,10 @@ from plait_anthropic._shell import CommandResult, ShellError, ShellSession
 __all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "TOOL_TYPE", "AnthropicBashMiddleware"]
 
 TOOL_NAME = "bash"
+"""The tool's name, as Anthropic's bash tool has it."""
 TOOL_TYPE = "bash_20250124"
+"""The version of Anthropic's bash tool an Anthropic model is sent (other models get a
+described tool)."""
 NO_THREAD = ""
 """The session key of runs without a thread id: they share one session."""
 

@@ -36,6 +36,7 @@ from plait_anthropic._pattern import PatternTimeout, SearchPattern
 __all__ = ["TOOL_DESCRIPTIONS", "TOOL_NAMES", "AnthropicFileSearchMiddleware"]
 
 TOOL_NAMES = ("glob_search", "grep_search")
+"""The search tools the middleware adds."""
 
 TOOL_DESCRIPTIONS: dict[str, str] = {
     "glob_search": (
@@ -51,6 +52,7 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
         "path:line: text for each matching line, 'count' shows path:number of matching lines."
     ),
 }
+"""Each search tool's description, as the model reads it."""
 
 OutputMode = Literal["files_with_matches", "content", "count"]
 

@@ -41,8 +41,12 @@ __all__ = [
 ]
 
 TOOL_NAME = "memory"
+"""The tool's name, as Anthropic's memory tool has it."""
 TOOL_TYPE = "memory_20250818"
+"""The version of Anthropic's memory tool an Anthropic model is sent (other models get a
+described tool)."""
 MEMORY_DIR = "/memories"
+"""The folder the model keeps its memory in (the default ``allowed_path_prefixes``)."""
 MEMORY_BETA = "context-management-2025-06-27"
 """The Anthropic beta the memory tool is released under (sent as ``anthropic-beta``)."""
 

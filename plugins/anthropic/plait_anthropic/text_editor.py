@@ -22,7 +22,10 @@ from plait_anthropic._editor import EditorMiddleware
 __all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "TOOL_TYPE", "AnthropicTextEditorMiddleware"]
 
 TOOL_NAME = "str_replace_based_edit_tool"
+"""The tool's name, as Anthropic's text-editor tool has it."""
 TOOL_TYPE = "text_editor_20250728"
+"""The version of Anthropic's text-editor tool an Anthropic model is sent (other models get
+a described tool)."""
 
 TOOL_DESCRIPTION = """View, create and edit text files. Paths are absolute ("/src/app.py").
 

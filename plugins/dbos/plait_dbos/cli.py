@@ -17,6 +17,7 @@ __all__ = ["submit_command", "worker_command", "workers_command"]
 
 
 def worker_command(sub: Any) -> None:
+    """``plait worker AGENT.toml`` (entry point ``worker`` in ``plait.commands``)."""
     parser = sub.add_parser(
         "worker",
         help="serve an agent file's durable run queue (plait-dbos)",
@@ -37,6 +38,7 @@ def worker_command(sub: Any) -> None:
 
 
 def submit_command(sub: Any) -> None:
+    """``plait submit AGENT.toml PROMPT`` (entry point ``submit`` in ``plait.commands``)."""
     parser = sub.add_parser(
         "submit",
         help="queue a durable run of an agent file (plait-dbos)",
@@ -55,6 +57,7 @@ def submit_command(sub: Any) -> None:
 
 
 def workers_command(sub: Any) -> None:
+    """``plait workers AGENT.toml`` (entry point ``workers`` in ``plait.commands``)."""
     parser = sub.add_parser(
         "workers",
         help="list the workers of an agent file's database and their heartbeats (plait-dbos)",

@@ -29,6 +29,7 @@ __all__ = ["DEFAULT_SYSTEM_PROMPT", "ModelRouterMiddleware", "ModelRoutingMiddle
 
 KEY = "model_router"
 DEFAULT_SYSTEM_PROMPT = "Choose the least expensive model likely to complete the user's task."
+"""What the classifier model is told to choose by, unless ``system_prompt`` is given."""
 _MODEL = ChatModelOption()
 _OPTIONAL_MODEL = ChatModelOption(optional=True)
 _ROUTES = "a non-empty mapping of route names to model ids, ChatModels or {model, criteria}"

@@ -115,6 +115,8 @@ def _artifacts(status: str, end: dict[str, Any] | None) -> list[a2a.Artifact] | 
 
 
 def routes(server: Server) -> list[Route]:
+    """This protocol's routes on ``server``, which ``plait_serve.app`` mounts: the agent
+    card at ``/.well-known/agent-card.json`` and JSON-RPC at ``/a2a``."""
     agent = server.agent
 
     def card(request: Request) -> a2a.AgentCard:

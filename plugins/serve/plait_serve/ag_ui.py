@@ -179,6 +179,9 @@ def _validation(exc: ValidationError) -> ApiError:
 
 
 def routes(server: Server) -> list[Route]:
+    """This protocol's routes on ``server``, which ``plait_serve.app`` mounts:
+    ``POST /ag-ui`` and ``/ag-ui/threads/{thread_id}/stream``."""
+
     async def run(request: Request) -> Response:
         body = await read_json(request, server.max_body)
         try:

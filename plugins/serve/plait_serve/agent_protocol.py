@@ -222,6 +222,8 @@ class _Projector:
 
 
 def routes(server: Server) -> list[Route]:
+    """This protocol's routes on ``server``, which ``plait_serve.app`` mounts:
+    ``/assistants``, ``/threads`` and ``/runs``."""
     agent = server.agent
     started = time.time()
     modes_of: dict[str, list[str]] = {}  # run id -> its stream modes (for a reconnect)

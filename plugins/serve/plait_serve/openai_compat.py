@@ -33,6 +33,7 @@ from plait_serve._http import ApiError, read_json, sse, sse_event
 __all__ = ["THREAD_HEADER", "routes"]
 
 THREAD_HEADER = "X-Plait-Thread"
+"""The header naming the thread a request continues; every response carries it."""
 _ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
@@ -505,6 +506,9 @@ def _completed(event: Any, item: str, whole: str, done: dict[str, Any], seq: int
 
 
 def routes(server: Server) -> list[Route]:
+    """This protocol's routes on ``server``, which ``plait_serve.app`` mounts:
+    ``/v1/chat/completions``, ``/v1/responses`` and ``/v1/models``."""
+
     async def chat(request: Request) -> Response:
         return await chat_completions(server, request)
 

@@ -23,8 +23,10 @@ from plait.options import expected
 __all__ = ["MAX_DESCRIPTION", "SKILL_FILE", "Skill", "SkillError", "discover", "parse_skill"]
 
 SKILL_FILE = "SKILL.md"
+"""The file that makes a folder a skill: its front matter names and describes it."""
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
+"""The longest ``description`` a skill may have, in characters (the Agent Skills limit)."""
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 

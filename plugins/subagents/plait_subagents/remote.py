@@ -87,6 +87,7 @@ def check_url(value: Any) -> None:
 
 
 def check_env_name(value: Any) -> None:
+    """``None`` or an environment variable's name, else ``FieldError('api_key_env', ...)``."""
     if value is not None and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
         raise FieldError(
             "api_key_env",
@@ -95,6 +96,7 @@ def check_env_name(value: Any) -> None:
 
 
 def check_headers(value: Any) -> None:
+    """A mapping of header names to strings, else ``FieldError('headers', ...)``."""
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):

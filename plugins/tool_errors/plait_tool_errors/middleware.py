@@ -38,6 +38,7 @@ Content = str | list[Any]
 OnError = Callable[[Exception, ToolCallRequest], Content | None]
 """LangChain's handler: content for the error tool message, or ``None`` to stop the run."""
 AOnError = Callable[[Exception, ToolCallRequest], Awaitable[Content | None]]
+"""The async form of ``OnError`` (``aon_error``), awaited on the async path."""
 
 RAISE = "raise"
 FIELDS = ("tool", "error", "error_type")

@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 SEARCH_TOOL = "search_tools"
+"""The name of the search tool the local search adds."""
 FOUND_KEY = "tool_search_found"
 """Thread-scoped state: the names of the deferred tools the local search has found."""
 
