@@ -93,7 +93,6 @@ class _Redacting:
     def _drain(self, final: bool) -> str:
         window = self.context + self.pending
         offset = len(self.context)
-        found = [m for m in self.pii.matches(window) if m.start >= offset]
         safe = len(window)
         if not final:
             floor = max(offset, safe - HOLD)
@@ -101,6 +100,9 @@ class _Redacting:
                 safe = _unsplit(window, max(offset, safe - LOOKBACK), floor)
             else:
                 safe = max(offset + self.run, floor)
+            if safe == offset:  # all of it held: no need to look for matches yet
+                return ""
+        found = [m for m in self.pii.matches(window) if m.start >= offset]
         for match in found:
             if match.start < safe < match.end:
                 safe = match.start
