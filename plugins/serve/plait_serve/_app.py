@@ -51,7 +51,7 @@ from plait_serve._http import (
 )
 from plait_serve._interrupts import ResumeRefused, check_resume, pending_interrupts
 from plait_serve._origin import OriginGuard
-from plait_serve._runlog import REGISTRY, SWEEP_EVERY, Busy, Full, NotFound, RunLog
+from plait_serve._runlog import CREATED, REGISTRY, SWEEP_EVERY, Busy, Full, NotFound, RunLog
 
 __all__ = ["MAX_BODY", "MAX_RUNS", "PROTOCOLS", "Server", "app", "client_messages"]
 
@@ -134,14 +134,15 @@ class Server:
         server had one key, or before this mapping), else where the caller's new thread
         goes: scoped with several keys, ``thread_id`` with one. So another key's thread
         is never reached, and no answer tells the caller its id is taken. The server's
-        own ``REGISTRY`` is no client's thread: naming it is a ``422``."""
+        own lists (``REGISTRY``, ``CREATED``) are no client's threads: naming one is a
+        ``422``."""
         name = check_id(what, thread_id)
-        if name == REGISTRY:
+        if name in (REGISTRY, CREATED):
             raise ApiError(
                 422,
                 "invalid_request",
-                f"{what}: expected an id other than {REGISTRY!r}, the server's own list of "
-                "stateless runs' threads",
+                f"{what}: expected an id other than {name!r}, one of the server's own lists "
+                "of threads",
             )
         if not self.keys:
             return name

@@ -50,6 +50,7 @@ from plait.runlog import (
 from plait_serve._timeline import recording
 
 __all__ = [
+    "CREATED",
     "REGISTRY",
     "SWEEP_EVERY",
     "TEMPORARY",
@@ -80,6 +81,13 @@ REGISTRY = "plait-serve:stateless-threads"
 made, forgotten once it is deleted. ``list_threads`` holds only threads that saved a
 step, so without it a sweep would miss one whose run was killed before its first save.
 No client can name it (``plait_serve._app.Server.thread``)."""
+
+CREATED = "plait-serve:created-threads"
+"""The run log listing the threads made before any run (the Agent Protocol's ``POST
+/threads``): one ``{"type": "created", "thread": id}`` event each, written once the
+thread's record is. ``list_threads`` holds only threads that saved a step, so without
+it a thread search would miss one that has not run yet (``RunLog.threads``). A row is
+forgotten once its thread saved a step or is gone. No client can name it."""
 
 SWEEP_EVERY = 60.0
 """Seconds between a server's sweeps for the threads of stateless runs that a stopped
@@ -285,7 +293,30 @@ class RunLog:
             if not await self._new_thread(thread_id, owner, adopt=adopt):
                 return False
             await self._claim(thread_id, owner, metadata=metadata)
+            row = {"type": "created", "thread": thread_id}
+            await self.call(self._append_row, CREATED, row)
             return True
+
+    async def threads(self) -> list[str]:
+        """Every thread id with state or a record, oldest first: the saved ones
+        (``list_threads``) and then those made before any run that have not saved a step
+        yet (``CREATED``); the rows of the others (saved since, or deleted) are forgotten
+        here, where the checkpointer forgets events."""
+        saved = await self.call(self.agent.list_threads)
+        known = set(saved)
+        made: dict[str, None] = {}
+        done: list[int] = []
+        for number, event in await self.call(self.log.read_events, CREATED):
+            thread = event.get("thread") if isinstance(event, dict) else None
+            if not isinstance(thread, str) or thread in known or thread in made:
+                done.append(number)
+            elif await self.call(self.log.last_event, thread) == 0:
+                done.append(number)  # deleted: no record left
+            else:
+                made[thread] = None
+        if done and isinstance(self.log, EventRetention):
+            await self.call(self._forget_rows, CREATED, done)
+        return [*saved, *made]
 
     async def record(self, thread_id: str) -> dict[str, Any] | None:
         """The thread's first event (its owner, creation time, metadata), or ``None``;
@@ -781,22 +812,31 @@ class RunLog:
 
     def _register(self, thread_id: str) -> int:
         """List ``thread_id`` in the ``REGISTRY``; the number of its row. Blocking."""
-        row = {"type": "temporary", "thread": thread_id}
+        return self._append_row(REGISTRY, {"type": "temporary", "thread": thread_id})
+
+    def _append_row(self, registry: str, row: dict[str, Any]) -> int:
+        """Append ``row`` to the run log ``registry``; its number. Blocking."""
         while True:
-            last = self.log.last_event(REGISTRY)
+            last = self.log.last_event(registry)
             try:
-                return self.log.append_events(REGISTRY, [row], after=last)
-            except ThreadBusyError:  # another run listed its thread meanwhile: after it
+                return self.log.append_events(registry, [row], after=last)
+            except ThreadBusyError:  # another writer listed its row meanwhile: after it
                 continue
 
     def _unregister(self, row: int) -> None:
-        """Forget the ``REGISTRY``'s row ``row`` (its thread is gone) — unless it is the
-        newest: a log's last number is its newest event's, so forgetting that one would
-        give its number to the next row (a sweep reading the registry before would then
-        forget the wrong one). The next sweep after a newer row forgets it. Blocking."""
+        """Forget the ``REGISTRY``'s row ``row`` (its thread is gone). Blocking."""
+        self._forget_rows(REGISTRY, [row])
+
+    def _forget_rows(self, registry: str, rows: list[int]) -> None:
+        """Forget the rows ``rows`` of the run log ``registry`` — except its newest: a
+        log's last number is its newest event's, so forgetting that one would give its
+        number to the next row (a reader of the registry before would then forget the
+        wrong one). The next pass after a newer row forgets it. Blocking."""
         assert isinstance(self.log, EventRetention)
-        if row < self.log.last_event(REGISTRY):
-            self.log.forget_events(REGISTRY, after=row - 1, through=row)
+        last = self.log.last_event(registry)
+        for row in rows:
+            if row < last:
+                self.log.forget_events(registry, after=row - 1, through=row)
 
     async def sweeping(self, every: float | None) -> None:
         """``sweep`` now, looking at every saved thread too (those a server left before

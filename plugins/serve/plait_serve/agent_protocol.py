@@ -480,9 +480,8 @@ def routes(server: Server) -> list[Route]:
                 ],
             )
         owner = server.owner(request)
-        found: list[dict[str, Any]] = []
-        threads = await server.runs.call(agent.list_threads)
-        for thread in reversed(threads):  # newest first
+        found: list[tuple[float, dict[str, Any]]] = []
+        for thread in reversed(await server.runs.threads()):
             if ids is not None and server.shown(thread) not in ids:
                 continue
             record = await server.runs.record(thread)
@@ -494,8 +493,9 @@ def routes(server: Server) -> list[Route]:
             data = await thread_json(thread, record)
             if status is not None and data["status"] != status:
                 continue
-            found.append(data)
-        return JSONResponse(found[offset : offset + limit])
+            found.append((record.get("created", 0.0), data))
+        found.sort(key=lambda pair: pair[0], reverse=True)  # newest first
+        return JSONResponse([data for _, data in found[offset : offset + limit]])
 
     async def get_state(request: Request) -> Response:
         thread, _ = await owned(request, request.path_params["thread_id"])

@@ -260,8 +260,8 @@ def test_the_registry_is_no_clients_thread_and_sweep_every_is_checked(
         refused = client.post("/threads", json={"thread_id": REGISTRY})
         assert refused.status_code == 422
         assert refused.json()["error"]["message"] == (
-            f"thread_id: expected an id other than {REGISTRY!r}, the server's own list of "
-            "stateless runs' threads"
+            f"thread_id: expected an id other than {REGISTRY!r}, one of the server's own "
+            "lists of threads"
         )
         assert client.get(f"/threads/{REGISTRY}/state").status_code == 422
     for bad in (0, -1, True, "60", float("nan"), float("inf")):
