@@ -518,12 +518,16 @@ class Run:
         checkpoint before a failing node holds it, and ``invoke(None, ...)`` runs that
         node again. Never saved before the ``before_agent`` hooks: one that rewrites or
         refuses the input (``pii``, ``guardrails``) acts before anything is stored. The
-        step is recorded under ``"input"`` (LangGraph's ``source`` for it)."""
+        step is recorded under ``"input"`` (LangGraph's ``source`` for it), and streamed
+        as the ``values`` after it, as LangGraph streams its input's (the run log's
+        ``step`` event for it)."""
         node, self.node_ran = self.node_ran, "input"
         try:
             yield from self.save()
         finally:
             self.node_ran = node
+        if self.sink is not None and self.sink.wants("values"):
+            self.sink(_event("values", self.thread.public(), "input", step=self.thread.step))
 
     def redo_answer(self, error: StructuredOutputError) -> None:
         """Ask the model again for an answer in the format, telling it what was wrong —

@@ -22,7 +22,8 @@ Each event is a JSON object with a ``type``:
 - ``state`` ``{values}``: state keys a step wrote.
 - ``custom`` ``{value}``: what a hook or tool wrote with ``runtime.stream_writer``.
 - ``step`` ``{step}``: the run saved the thread's step ``step`` (a reader that wants the
-  whole state after it reads ``agent.get_state(thread_id, step)``).
+  whole state after it reads ``agent.get_state(thread_id, step)``): the input's, saved
+  before the first model call (history node ``input``), and each node's after it.
 - ``step_restarted`` ``{void_after, voided, message_id, open}``: the process running the
   run died in the middle of a step and another one made that step again (a durable
   run's worker died mid model call). The ``voided`` events numbered after

@@ -83,6 +83,7 @@ def test_start_run_records_the_run_into_the_checkpointers_log() -> None:
     assert [e["type"] for e in events] == [
         "run_started",
         "state_snapshot",
+        "step",
         "tool_call",
         "step",
         "tool_result",
@@ -96,23 +97,49 @@ def test_start_run_records_the_run_into_the_checkpointers_log() -> None:
         "step",
         "run_finished",
     ]
-    # each step a node of the run saved, numbered as the thread's history reads it back
-    # (step 1 is the input's, saved before the first model call)
+    # each step the run saved, numbered as the thread's history reads it back: the
+    # input's (saved before the first model call), then each node's
     steps = [e["step"] for e in events if e["type"] == "step"]
-    assert steps == [2, 3, 4]
+    assert steps == [1, 2, 3, 4]
+    history = {info.step: info.node for info in log.history("t")}
+    assert [history[step] for step in steps] == ["input", "model", "tools", "model"]
+    assert [m.text for m in agent.get_state("t", 1)["messages"]] == ["add 1 and 2"]
     assert agent.get_state("t", 3)["messages"][-1].text == "3"
-    assert events[2] | {} == {
+    assert events[3] | {} == {
         "type": "tool_call",
         "message_id": "ai-1",
         "tool_call_id": "call-1",
         "name": "add",
         "args": {"a": 1, "b": 2},
     }
-    assert events[4]["content"] == "3"
+    assert events[5]["content"] == "3"
     assert "".join(e["delta"] for e in events if e["type"] == "text") == "the sum is three"
     assert events[-1]["status"] == "success"
     assert events[-1]["run_id"] == "r1"
     assert events[-1]["text"] == "the sum is three"
+
+
+def test_the_input_saved_before_the_first_model_call_is_a_step_of_the_log() -> None:
+    """The run's input, saved as a step of its own (history node ``input``), is streamed
+    as the ``values`` after it, as LangGraph's values stream starts, and marked in the
+    run log, in a later run on the thread too. Without a checkpointer nothing is saved
+    and the values stream starts at the model's step, as before."""
+    log = MemoryCheckpointer()
+    agent = _agent(log)
+    values = [e for e in agent.stream("add 1 and 2", mode="values", thread_id="t")]
+    assert [(e.source, e.step) for e in values][:2] == [("input", 1), ("model", 2)]
+    assert [m.text for m in values[0].data["messages"]] == ["add 1 and 2"]
+    assert [m.text for m in agent.get_state("t", 1)["messages"]] == ["add 1 and 2"]
+
+    events: list[dict[str, Any]] = []
+    record_run(_agent(log), "again", thread_id="t", run_id="r2", emit=events.append)
+    first_step = next(e for e in events if e["type"] == "step")
+    assert events.index(first_step) == 1  # right after the state snapshot
+    assert {i.step: i.node for i in log.history("t")}[first_step["step"]] == "input"
+    assert [m.text for m in agent.get_state("t", first_step["step"])["messages"]][-1] == "again"
+
+    unsaved = [e for e in _agent(None).stream("add 1 and 2", mode="values")]
+    assert [(e.source, e.step) for e in unsaved][:2] == [("model", None), ("tools", None)]
 
 
 def test_a_replayed_run_logs_each_event_once() -> None:
@@ -125,16 +152,16 @@ def test_a_replayed_run_logs_each_event_once() -> None:
     first = LogWriter(log, "t", start=start)
     seen: list[dict[str, Any]] = []
     record_run(_agent(MemoryCheckpointer()), "add", thread_id="t", run_id="r1", emit=seen.append)
-    for event in seen[:6]:  # died after the first text delta
+    for event in seen[:7]:  # died as the answer's text began
         first.emit(event)
     first.flush()
-    assert log.last_event("t") == 7
+    assert log.last_event("t") == 8
 
     again = LogWriter(log, "t", start=start)
     for event in seen:  # the replay: the same events from the start
         again.emit(event)
     again.flush()
-    assert again.skipped == 6
+    assert again.skipped == 7
     logged = [event for _, event in log.read_events("t", after=start)]
     assert logged == seen  # every event once, in order, no marker
     assert _kinds(log, "t").count("run_finished") == 1
@@ -148,10 +175,10 @@ def test_a_step_made_again_differently_is_marked_restarted() -> None:
     start = _begin(log, "t", "r1")
     dead = _events("an old answer")
     writer = LogWriter(log, "t", start=start)
-    for event in dead[:8]:  # snapshot, tool call and result (each step), the text begun
+    for event in dead[:9]:  # snapshot, input step, tool call and result (each step), the text
         writer.emit(event)
     writer.flush()
-    assert [e["type"] for e in dead[:8]][-3:] == ["message_start", "text", "text"]
+    assert [e["type"] for e in dead[:9]][-3:] == ["message_start", "text", "text"]
 
     replay = _events("a new answer")
     again = LogWriter(log, "t", start=start)
@@ -159,22 +186,22 @@ def test_a_step_made_again_differently_is_marked_restarted() -> None:
         again.emit(event)
     again.flush()
     logged = [event for _, event in log.read_events("t", after=start)]
-    # snapshot, tool_call, tool_result, their steps, message_start match; the first
-    # text differs
-    assert again.skipped == 6
-    marker = logged[8]
+    # snapshot, the input's step, tool_call, tool_result, their steps, message_start
+    # match; the first text differs
+    assert again.skipped == 7
+    marker = logged[9]
     assert marker == {
         "type": "step_restarted",
-        "void_after": start + 6,
+        "void_after": start + 7,
         "voided": 2,
         "message_id": "ai-2",
         "open": True,
     }
-    assert logged[:8] == dead[:8]
+    assert logged[:9] == dead[:9]
     # the message starts over (its start had matched), then the step made again
-    assert logged[9] == {"type": "message_start", "message_id": "ai-2"}
-    assert logged[10:] == replay[6:]
-    assert "".join(e["delta"] for e in logged[10:] if e["type"] == "text") == "a new answer"
+    assert logged[10] == {"type": "message_start", "message_id": "ai-2"}
+    assert logged[11:] == replay[7:]
+    assert "".join(e["delta"] for e in logged[11:] if e["type"] == "text") == "a new answer"
     assert sum(e["type"] == "tool_result" for e in logged) == 1
 
 
@@ -183,7 +210,7 @@ def test_a_message_that_diverges_midway_starts_over_with_its_text_so_far() -> No
     start = _begin(log, "t", "r1")
     dead, replay = _events("the old answer"), _events("the new answer")
     writer = LogWriter(log, "t", start=start)
-    for event in dead[:9]:  # ... message_start, "the ", "old "
+    for event in dead[:10]:  # ... message_start, "the ", "old "
         writer.emit(event)
     writer.flush()
     again = LogWriter(log, "t", start=start)
@@ -191,11 +218,11 @@ def test_a_message_that_diverges_midway_starts_over_with_its_text_so_far() -> No
         again.emit(event)
     again.flush()
     logged = [event for _, event in log.read_events("t", after=start)]
-    assert again.skipped == 7
-    assert logged[9:12] == [
+    assert again.skipped == 8
+    assert logged[10:13] == [
         {
             "type": "step_restarted",
-            "void_after": start + 7,
+            "void_after": start + 8,
             "voided": 2,
             "message_id": "ai-2",
             "open": True,
@@ -203,8 +230,8 @@ def test_a_message_that_diverges_midway_starts_over_with_its_text_so_far() -> No
         {"type": "message_start", "message_id": "ai-2"},
         {"type": "text", "message_id": "ai-2", "delta": "the "},
     ]
-    assert logged[12:] == replay[7:]
-    after_marker = "".join(e["delta"] for e in logged[10:] if e["type"] == "text")
+    assert logged[13:] == replay[8:]
+    after_marker = "".join(e["delta"] for e in logged[11:] if e["type"] == "text")
     assert after_marker == "the new answer"
 
 

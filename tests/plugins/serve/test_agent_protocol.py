@@ -263,15 +263,17 @@ def test_values_mode_sends_the_state_after_each_step_as_it_happens(
         if part.event != "values":
             continue
         states.append(part.data)
-        if len(states) == 1:  # the model's step, sent while the tool still waits
+        if len(states) == 2:  # the model's step, sent while the tool still waits
             assert not release.is_set()
             release.set()
+    # first the input, as LangGraph's values stream starts
     assert [[m["type"] for m in s["messages"]] for s in states] == [
+        ["human"],
         ["human", "ai"],
         ["human", "ai", "tool"],
         ["human", "ai", "tool", "ai"],
     ]
-    assert states[1]["messages"][-1]["content"] == "Oslo: sunny"
+    assert states[2]["messages"][-1]["content"] == "Oslo: sunny"
     assert states[-1] == lg.threads.get_state(thread)["values"]
     assert all("__interrupt__" not in s for s in states)
 
