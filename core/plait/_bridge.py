@@ -21,15 +21,21 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def submit(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on ``loop`` (from another thread) in this thread's context; wait."""
+def submit(
+    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], *, on_leave: bool = False
+) -> T:
+    """Run ``coro`` on ``loop`` (from another thread) in this thread's context; wait.
+    ``on_leave``: if the reader of the run's stream leaves meanwhile, the task is
+    cancelled and the wait ends as ``ReaderGone`` (``StopOnLeave``)."""
     import concurrent.futures
 
     context = contextvars.copy_context()
     future: concurrent.futures.Future[T] = concurrent.futures.Future()
+    started: list[asyncio.Task[T]] = []
 
     def start() -> None:
         task = loop.create_task(coro, context=context)
+        started.append(task)
 
         def done(t: asyncio.Task[T]) -> None:
             if t.cancelled():
@@ -41,8 +47,26 @@ def submit(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
 
         task.add_done_callback(done)
 
-    loop.call_soon_threadsafe(start)
-    return future.result()
+    if not on_leave:
+        loop.call_soon_threadsafe(start)
+        return future.result()
+    from plait._stream import StopOnLeave
+
+    def cancel() -> None:  # on the loop, after ``start``: the task exists
+        for task in started:
+            task.cancel()
+
+    def stop() -> None:  # in the reader's thread
+        loop.call_soon_threadsafe(cancel)
+
+    try:
+        with StopOnLeave(stop):
+            loop.call_soon_threadsafe(start)
+            return future.result()
+    except BaseException:
+        if not started:
+            coro.close()  # never started (the reader had left): no never-awaited warning
+        raise
 
 
 class LoopThread:
@@ -78,11 +102,22 @@ class LoopThread:
         """Whether the loop's thread is running (it starts on first use)."""
         return self._loop is not None
 
-    def run(self, awaitable: Awaitable[T]) -> T:
+    def run(self, awaitable: Awaitable[T], *, on_leave: bool = False) -> T:
+        """``awaitable``'s result, run on the loop; ``on_leave`` as for ``submit``."""
+
+        began = False
+
         async def wrapper() -> T:
+            nonlocal began
+            began = True
             return await awaitable
 
-        return submit(self.loop, wrapper())
+        try:
+            return submit(self.loop, wrapper(), on_leave=on_leave)
+        except BaseException:
+            if not began and isinstance(awaitable, Coroutine):
+                awaitable.close()  # cancelled before it began: no never-awaited warning
+            raise
 
     def close(self) -> None:
         """Stop the loop and join its thread."""

@@ -143,12 +143,16 @@ class Innermost:
             return prepared
         found, func, kwargs = prepared
         limit = self._limit(found)
+        # An async tool runs on the agent's loop thread: a stream's reader who leaves
+        # cancels it there (a sync tool cannot be interrupted and ends).
         if limit is None:
             result = func(**kwargs)
             if found.is_async:
-                result = self.loops.run(result)
+                result = self.loops.run(result, on_leave=True)
         elif found.is_async:
-            result = self.loops.run(_tool_threads.await_within(func(**kwargs), found.name, limit))
+            result = self.loops.run(
+                _tool_threads.await_within(func(**kwargs), found.name, limit), on_leave=True
+            )
         else:
             result = _tool_threads.call_within(func, kwargs, found.name, limit)
         return tool_output(result, request)

@@ -47,10 +47,10 @@ class RunStream(Iterator[StreamEvent]):
     dropped after ``break`` — has therefore left before any later step starts, and none
     does. The model call in flight is cancelled (``Leaving``: an HTTP provider's
     connection is shut at once, answering or not; another model's stream is closed at its
-    next chunk, its unstreamed call waited for) and no answer of it saved; any other step
-    in flight (the tools step whose output it
-    read, with all its calls: a sync tool cannot be interrupted) ends and is saved. The run
-    then ends as after Ctrl-C (recorded as failed; ``invoke(None, thread_id=...)``
+    next chunk, its unstreamed call waited for) and no answer of it saved; so is an async
+    tool in flight (its task on the agent's loop thread), its result not saved. Any other
+    step in flight (a sync tool, which cannot be interrupted; a hook) ends and is saved.
+    The run then ends as after Ctrl-C (recorded as failed; ``invoke(None, thread_id=...)``
     continues it from its last saved step). ``close()``, and dropping the stream in the
     thread that read it, wait for the run to end, so the thread takes new input at once; a
     stream kept unread holds its run paused."""

@@ -1,10 +1,11 @@
 """Leaving a sync ``agent.stream`` early, as with LangGraph's stream generator: the reader
 sets the pace, so a reader who leaves between events (``break``, ``close()``) has left
 before any later step starts — no tool the model asked for runs, the model is not called
-again. A model call streaming tokens is cancelled (its stream closed at the next chunk,
-no partial answer saved); a tools step in flight ends and is saved (a sync tool cannot be
-interrupted). The thread takes new input at once and a later run continues from the last
-saved step. ``astream`` is paced alike; its ``aclose()`` cancels the step in flight."""
+again. The model call in flight is cancelled (a stream closed at the next chunk, an
+unstreamed answer dropped: nothing saved), and so is an async tool in flight; a sync tool
+in flight ends and is saved (it cannot be interrupted). The thread takes new input at
+once and a later run continues from the last saved step. ``astream`` is paced alike;
+its ``aclose()`` cancels the step in flight."""
 
 from __future__ import annotations
 
@@ -371,3 +372,60 @@ def test_an_async_stream_dropped_during_a_call_that_does_not_stream_cancels_it()
         ]
 
     asyncio.run(scenario())
+
+
+# -- an async tool under a sync stream: cancelled on the agent's loop thread ------------
+
+
+@pytest.mark.parametrize("timeout", [None, 60.0], ids=["no-timeout", "timeout"])
+def test_leaving_a_sync_stream_cancels_an_async_tool_in_flight(timeout: float | None) -> None:
+    """An async tool runs on the agent's loop thread under a sync ``stream``; the reader
+    leaves on the tool's own event while it works (here, waits for two minutes): the
+    tool's task is cancelled (it sees ``CancelledError``), the break does not wait for
+    it, no tool result is saved, and ``invoke(None)`` runs the call again."""
+    seen: list[str] = []
+    release = threading.Event()
+
+    @plait.tool(timeout=timeout)
+    async def fetch(url: str, runtime: plait.ToolRuntime) -> str:
+        """Fetch a page."""
+        runtime.stream_writer("fetching")
+        if len(seen) == 0:
+            seen.append("started")
+            try:
+                await asyncio.sleep(120)
+            except asyncio.CancelledError:
+                seen.append("cancelled")
+                raise
+            finally:
+                release.set()
+        seen.append("finished")
+        return f"page at {url}"
+
+    model = ScriptedChatModel(
+        [AIMessage("", tool_calls=[ToolCall("fetch", {"url": "x"}, "c1")]), "done"]
+    )
+    agent = plait.create_agent(model, tools=[fetch], checkpointer="memory")
+    stream = agent.stream("go", thread_id="t", stream_mode=["custom"])
+    for mode, data in stream:
+        assert (mode, data) == ("custom", "fetching")
+        break
+    closer = threading.Thread(target=stream.close)
+    closer.start()
+    closer.join(30)
+    assert not closer.is_alive(), "close() waited for the tool"
+    assert release.wait(10)
+    assert seen == ["started", "cancelled"]
+    assert stream.result is None
+    # the call was cancelled, not answered: the thread holds the model's request only
+    assert transcript(agent.get_state("t")["messages"]) == [("human", "go"), ("ai", "")]
+    assert agent.invoke(None, thread_id="t").text == "done"
+    assert seen == ["started", "cancelled", "finished"]
+    assert transcript(agent.get_state("t")["messages"]) == [
+        ("human", "go"),
+        ("ai", ""),
+        ("tool", "page at x"),
+        ("ai", "done"),
+    ]
+    assert model.calls == 2
+    agent.close()
