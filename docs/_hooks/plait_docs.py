@@ -177,36 +177,46 @@ def _wrapped(name: str, sig: inspect.Signature) -> str:
     return f"{name}(\n{body}){returns}"
 
 
-def _assignment_doc(module: str, name: str, seen: frozenset[str] = frozenset()) -> str:
-    """The docstring written under ``name = ...`` in ``module``'s source (a constant's),
-    following ``from x import name`` and a lazy ``_EXPORTS`` table to where it is made."""
+def _assignment(
+    module: str, name: str, seen: frozenset[str] = frozenset()
+) -> tuple[str, str, bool]:
+    """``(value as written, docstring, declared a TypeAlias)`` of ``name = ...`` in
+    ``module``'s source (a constant's, a type alias's), following ``from x import name``
+    and a lazy ``_EXPORTS`` table to where it is made; ``("", "", False)`` if not found."""
     import ast
 
     if module in seen:
-        return ""
+        return "", "", False
     mod = importlib.import_module(module)
     try:
-        tree = ast.parse(inspect.getsource(mod))
+        source = inspect.getsource(mod)
     except (OSError, TypeError):
-        return ""
+        return "", "", False
+    tree = ast.parse(source)
     for index, node in enumerate(tree.body):
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
             isinstance(target, ast.Name) and target.id == name for target in targets
         ):
+            written = ast.get_source_segment(source, node.value) if node.value else None
             after = tree.body[index + 1] if index + 1 < len(tree.body) else None
+            doc = ""
             if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
-                return inspect.cleandoc(str(after.value.value))
-            return ""
+                doc = inspect.cleandoc(str(after.value.value))
+            written = " ".join((written or "").split())
+            if isinstance(node, ast.AnnAssign) and "TypeAlias" in ast.unparse(node.annotation):
+                written = written.strip("\"'")  # an alias written as a string
+                return written, doc, True
+            return written, doc, False
     # then where it is imported from: at the top, or for type checkers (a lazy export)
     for node in tree.body + [n for i in tree.body if isinstance(i, ast.If) for n in i.body]:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if any((alias.asname or alias.name) == name for alias in node.names):
-                return _assignment_doc(node.module, name, seen | {module})
+                return _assignment(node.module, name, seen | {module})
     exports = getattr(mod, "_EXPORTS", None)
     if isinstance(exports, dict) and isinstance(exports.get(name), str):
-        return _assignment_doc(exports[name], name, seen | {module})
-    return ""
+        return _assignment(exports[name], name, seen | {module})
+    return "", "", False
 
 
 def _value(name: str, obj: Any) -> str:
@@ -231,6 +241,30 @@ def _value(name: str, obj: Any) -> str:
     )
 
 
+def _alias(name: str, written: str) -> str:
+    """``name = A | B`` as written, broken at its top-level ``|`` or ``,`` into lines of at
+    most the signature width where it is wider."""
+    line = f"{name} = {written}"
+    if len(line) <= SIGNATURE_WIDTH:
+        return line
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(written):
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if depth <= 1 and char in "|,":
+            parts.append(written[start : index + 1])
+            start = index + 1
+    parts.append(written[start:])
+    lines, current = [], f"{name} = "
+    for part in parts:
+        if len(current) + len(part) > SIGNATURE_WIDTH and current.strip():
+            lines.append(current.rstrip())
+            current = " " * (len(name) + 3) + part.lstrip()
+        else:
+            current += part
+    return "\n".join([*lines, current.rstrip()])
+
+
 def constant_entry(module: str, qualname: str, obj: Any) -> str:
     """A constant's entry: ``NAME = value`` and the docstring written under its
     assignment; a text of several lines (a default prompt) is shown whole below, in a
@@ -238,8 +272,11 @@ def constant_entry(module: str, qualname: str, obj: Any) -> str:
     name = qualname.rsplit(".", 1)[-1]
     long_text = isinstance(obj, str) and "\n" in obj.strip()  # a prompt: shown whole
     code = f"{name}: str  # the text below" if long_text else _value(name, obj)
+    written, doc, alias = _assignment(module, name)
+    if written and (alias or typing.get_origin(obj) is not None):
+        code = _alias(name, written)  # a type alias, as its source writes it
     parts = [f"### `{name}`", "", "```python", code, "```", "", f"From `{module}`.", ""]
-    parts.append(_literals(_assignment_doc(module, name)))
+    parts.append(_literals(doc))
     if long_text:
         body = "\n".join(f"    {line}" if line else "" for line in obj.splitlines())
         parts += ["", f'??? note "The text of `{name}`"', "", "    ```text", body, "    ```"]

@@ -325,6 +325,25 @@ def test_api_marker_on_a_constant_shows_its_value_and_docstring(
     ]
 
 
+def test_a_type_alias_is_shown_as_its_source_writes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "docs_demo_alias.py").write_text(
+        "from collections.abc import Callable\n"
+        "from typing import Any, TypeAlias\n\n"
+        "Handler = Callable[[Exception, Any], str | None]\n"
+        '"""What handles an error."""\n'
+        'Update: TypeAlias = "dict[str, Any] | None"\n'
+        '"""What a hook returns."""\n'
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    handler = _render("<!-- plait-api: docs_demo_alias:Handler -->\n")
+    assert "Handler = Callable[[Exception, Any], str | None]\n" in handler
+    assert handler.rstrip().endswith("What handles an error.")
+    update = _render("<!-- plait-api: docs_demo_alias:Update -->\n")
+    assert "Update = dict[str, Any] | None\n" in update
+
+
 def test_a_long_constant_is_shown_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A container too wide for a line is one item a line, a long line of text is split in
     parts, and a text of several lines is shown whole in a collapsed block below its
