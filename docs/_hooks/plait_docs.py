@@ -16,6 +16,7 @@ A name that cannot be imported fails the build (``mkdocs build --strict``).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import logging
@@ -177,6 +178,18 @@ def _wrapped(name: str, sig: inspect.Signature) -> str:
     return f"{name}(\n{body}){returns}"
 
 
+@functools.cache
+def _parsed(module: str) -> tuple[str, Any] | None:
+    """``module``'s source and its syntax tree (read once a build), or ``None``."""
+    import ast
+
+    try:
+        source = inspect.getsource(importlib.import_module(module))
+    except (OSError, TypeError):
+        return None
+    return source, ast.parse(source)
+
+
 def _assignment(
     module: str, name: str, seen: frozenset[str] = frozenset()
 ) -> tuple[str, str, bool]:
@@ -188,11 +201,10 @@ def _assignment(
     if module in seen:
         return "", "", False
     mod = importlib.import_module(module)
-    try:
-        source = inspect.getsource(mod)
-    except (OSError, TypeError):
+    parsed = _parsed(module)
+    if parsed is None:
         return "", "", False
-    tree = ast.parse(source)
+    source, tree = parsed
     for index, node in enumerate(tree.body):
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(

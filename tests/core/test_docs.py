@@ -5,6 +5,7 @@ docstrings (datasette's ``test_docs.py`` idea)."""
 from __future__ import annotations
 
 import enum
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -29,6 +30,7 @@ def _sections(text: str) -> dict[str, str]:
     return found
 
 
+@functools.cache
 def _docs_hook() -> types.ModuleType:
     """``docs/_hooks/plait_docs.py``, the mkdocs hook that renders generated parts."""
     spec = importlib.util.spec_from_file_location("plait_docs", DOCS / "_hooks/plait_docs.py")
@@ -446,6 +448,7 @@ def _public_modules() -> list[str]:
     return names
 
 
+@functools.cache
 def _exports() -> list[tuple[str, str, object]]:
     """``(module, name, object)`` for each public name."""
     found = []
@@ -482,6 +485,7 @@ def _entry_has_doc(module: str, qualname: str, obj: object) -> bool:
     return bool(entry.split(f"From `{module}`.", 1)[1].strip())
 
 
+@functools.cache
 def _documentation() -> tuple[list[tuple[str, str, object]], dict[str, tuple[str, str]]]:
     """The API entries pages generate (with a docstring), and each page's code."""
     entries: list[tuple[str, str, object]] = []
