@@ -607,12 +607,12 @@ MASKS: dict[str, Callable[[str], str]] = {
 
 @frozen
 class Tail:
-    """The characters a value of one type may hold, and those its detector reads right
-    after a value to decide it (a card followed by ``.5`` is a decimal, an address by
-    ``(`` a method call), JSON ``\\u`` escapes and percent-encoding included (the decoded
-    view reads them). Any other character ends every value of the type before it and
-    decides every value before it: a stream holds back only the run of the text's last
-    characters that are none of them (``_stream``).
+    """The characters a value of one type may hold, and those its detector reads around
+    a value to decide it (a card followed by ``.5`` is a decimal, an address by ``(`` a
+    method call, an address in a URL's authority none), JSON ``\\u`` escapes and
+    percent-encoding included (the decoded view reads them). Any other character ends
+    every value of the type before it and decides every value before it: a stream holds
+    back only the run of the text's last characters that are none of them (``_stream``).
 
     ``ascii_breaks`` finds an ASCII character that is not one of them, or a character
     beyond ASCII (checked with ``breaks``)."""
@@ -643,9 +643,10 @@ def tails() -> dict[str, Tail]:
     """Each built-in type's ``Tail``, compiled on the first stream that needs one."""
     escaped = r"\\%"  # with the hex digits and the u, which each class holds
     return {
-        # local part, @, domain; ':' and '/' too, so a URL's user:password@host, which
-        # is no address, is read with the "://" before it
-        "email": Tail(re.compile(rf"[^\w.+\-@:/{escaped}]", re.ASCII), _not_word),
+        # local part, @, domain, and whatever else a URL's authority holds (the token
+        # _authority reads), so a URL's user:password@host, which is no address, is
+        # read with the "://" before it however long the authority
+        "email": Tail(re.compile(r"[\s<>\"'(]|[^\x00-\x7f]"), _not_word),
         # digit groups and their separators, and ".5", ",5", "-5" after the last digit
         "credit_card": Tail(re.compile(rf"[^0-9A-Fa-fu \-.,{escaped}]"), _beyond_ascii),
         # IPv4, IPv6 with a zone (%eth0); a letter or digit right after one undoes it

@@ -167,6 +167,7 @@ VALUES = [
     "ivan@почта.рф",
     "jane%40example.com",
     "ftp://me@host.com/x",
+    "https://ab!ab!ab!ab!ab!ab!ab!ab!ab!ab!ab!ab!x:pw@host.com/p",  # no address
     "x@y.method(",
     "4111 1111 1111 1111",
     "4111-1111-1111-1111.5",
