@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 __all__ = ["BUILTIN_TYPES", "PIIMatch", "PIIMiddleware"]
 
 BUILTIN_TYPES = ("email", "credit_card", "ip", "mac_address", "url")
-"""The types ``_detectors.BUILTIN`` finds, in its order (a test checks they agree): what
-``pii_type`` is checked against without loading the detectors."""
+"""The ``pii_type`` values the middleware detects itself, with no ``detector`` option (a
+test checks this list against its detectors, which load only when a run needs them)."""
 
 
 class PIIMatch(NamedTuple):
