@@ -534,6 +534,13 @@ PAGES: dict[str, Page] = {
             ),
             5: textwrap.dedent(
                 """
+                kept = agent.get_state("s")["messages"][2]
+                assert "([email 1])" in kept.text and "ann@example.com" not in kept.text
+                assert shown == kept.text.replace("[email 1]", "ann@example.com"), shown
+                """
+            ),
+            6: textwrap.dedent(
+                """
                 assert guarded_keys(agent) == {"calls_made", "api_token"}
                 assert private_keys(agent) == {"api_token"}
                 """
