@@ -493,8 +493,8 @@ PAGES: dict[str, Page] = {
             "TASK_STATE_INPUT_REQUIRED\n"
             "Refunded 25.00 EUR for order 1042.\n"
             # the run log from Python
-            "['state_snapshot', 'tool_call', 'step', 'run_finished']\n"
-            "interrupted\n"
+            "['refund']\n"
+            "run_finished interrupted\n"
             "{'question': 'Refund order 7?'}\n"
             "['tool_result', 'step', 'run_finished']\n"
             "None\n"
@@ -505,6 +505,7 @@ PAGES: dict[str, Page] = {
         after={
             4: textwrap.dedent(
                 """
+                assert events[0]["type"] == "state_snapshot"
                 assert ended[0]["status"] == "error" and "cancelled" in ended[0]["content"]
                 assert agent.get_interrupts("t7") == []
                 """
