@@ -17,7 +17,16 @@ Each event is a JSON object with a ``type``:
   ``state_snapshot`` ``{values}`` (the state keys other than ``messages``).
 - ``message_start`` / ``text`` ``{delta}`` / ``message_end``, each with ``message_id``:
   an AI message's text as it streams.
-- ``tool_call`` ``{message_id, tool_call_id, name, args}``: a call the model made.
+- ``tool_call_start`` ``{message_id, tool_call_id, name, index}`` / ``tool_args``
+  ``{message_id, tool_call_id, index, delta}``: a call's arguments as the model streams
+  them (``index``: the call's place in the message), as the caller reads them (pii's
+  real values); from the fragment that names the call (its id and name) onward.
+- ``tool_call`` ``{message_id, tool_call_id, name, args, streamed}``: a call the model
+  made, its arguments whole; ``streamed`` (``true``) when its start and arguments were
+  logged before.
+- ``tool_call_dropped`` ``{message_id, tool_call_id}``: a call whose start was logged
+  that the finished message does not hold (a middleware dropped it, or the run stopped
+  mid-call): no ``tool_call`` follows.
 - ``tool_result`` ``{message_id, tool_call_id, name, content, status}``.
 - ``state`` ``{values}``: state keys a step wrote.
 - ``custom`` ``{value}``: what a hook or tool wrote with ``runtime.stream_writer``.
@@ -144,19 +153,26 @@ def _tool_result(message: ToolMessage) -> dict[str, Any]:
 
 class Recorder:
     """Turns one run's ``StreamEvent``s (modes ``messages``, ``updates``, ``custom``,
-    ``values``) into run-log events. Text streams from the model chunks; tool calls come from the
-    finished AI message (their arguments whole), tool results from the step's update, both
-    as the caller reads them (``StreamEvent.shown``: pii's real values)."""
+    ``values``) into run-log events. Text and each tool call's arguments stream from the
+    model chunks; the finished AI message gives each tool call whole (one the chunks did
+    not name, whole only), tool results come from the step's update, all as the caller
+    reads them (``StreamEvent.shown``, and the chunks pii restores: its real values)."""
 
     def __init__(self, private: frozenset[str] = frozenset()) -> None:
         self._open: str | None = None  # the AI message whose text is streaming
         self._seen: set[str] = set()  # AI messages and tool calls already recorded
         self._private = private  # state keys never logged (``private_keys``)
+        self._message: str | None = None  # the AI message streaming now (text or calls)
+        # Its tool calls streaming, by index: [id, name, arguments held until named,
+        # whether started]
+        self._calls: dict[int, list[Any]] = {}
 
     def translate(self, event: StreamEvent) -> Iterator[dict[str, Any]]:
         if event.mode == "messages":
             if isinstance(event.data, AIMessageChunk):
                 yield from self._chunk(event.data)
+                if event.data.tool_call_chunks and not event.path:
+                    yield from self._call_chunks(event.data)
         elif event.mode == "updates":
             for update in event.data.values():
                 if isinstance(update, dict):
@@ -169,12 +185,67 @@ class Recorder:
     def _chunk(self, chunk: AIMessageChunk) -> Iterator[dict[str, Any]]:
         if not chunk.content:
             return
-        message_id = chunk.id or self._open or f"msg-{len(self._seen)}"
+        message_id = chunk.id or self._open or self._message or f"msg-{len(self._seen)}"
         if self._open != message_id:
             yield from self._close()
             self._open = message_id
             yield {"type": "message_start", "message_id": message_id}
+        self._message = message_id
         yield {"type": "text", "message_id": message_id, "delta": chunk.content}
+
+    def _call_chunks(self, chunk: AIMessageChunk) -> Iterator[dict[str, Any]]:
+        """A call's start once a fragment names it (its id and name: a client needs
+        both to show it), then each fragment of its arguments as it comes."""
+        message_id = self._message or chunk.id or f"msg-{len(self._seen)}"
+        self._message = message_id
+        for part in chunk.tool_call_chunks:
+            call = self._calls.setdefault(part.index, [None, None, "", False])
+            call[0] = call[0] or part.id
+            call[1] = call[1] or part.name
+            call_id = call[0]
+            if call[3]:
+                if part.args:
+                    yield {
+                        "type": "tool_args",
+                        "message_id": message_id,
+                        "tool_call_id": call_id,
+                        "index": part.index,
+                        "delta": part.args,
+                    }
+                continue
+            call[2] += part.args
+            if call_id is None or call[1] is None or call_id in self._seen:
+                continue
+            call[3] = True
+            yield {
+                "type": "tool_call_start",
+                "message_id": message_id,
+                "tool_call_id": call_id,
+                "name": call[1],
+                "index": part.index,
+            }
+            held, call[2] = call[2], ""
+            if held:
+                yield {
+                    "type": "tool_args",
+                    "message_id": message_id,
+                    "tool_call_id": call_id,
+                    "index": part.index,
+                    "delta": held,
+                }
+
+    def _drop_calls(self, kept: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
+        """End the started calls of the message streaming now that ``kept`` does not
+        name; forget the message."""
+        for call_id, _, _, started in self._calls.values():
+            if started and call_id not in kept:
+                yield {
+                    "type": "tool_call_dropped",
+                    "message_id": self._message,
+                    "tool_call_id": call_id,
+                }
+        self._calls = {}
+        self._message = None
 
     def _close(self) -> Iterator[dict[str, Any]]:
         if self._open is not None:
@@ -201,8 +272,11 @@ class Recorder:
 
     def _ai(self, message: AIMessage) -> Iterator[dict[str, Any]]:
         message_id = message.id
+        streamed = {call[0] for call in self._calls.values() if call[3]}
+        if self._message is not None:
+            # the streamed text's and calls' id, even if the chunks had none
+            message_id = self._message
         if self._open is not None:
-            message_id = self._open  # the streamed text's id, even if the chunks had none
             yield from self._close()
         elif message_id not in self._seen and message.text:
             # Not streamed (a hook answered, or a provider without streaming): whole.
@@ -211,21 +285,27 @@ class Recorder:
             yield {"type": "text", "message_id": message_id, "delta": message.text}
             yield {"type": "message_end", "message_id": message_id}
         self._seen.add(message_id)
+        yield from self._drop_calls(frozenset(call.id for call in message.tool_calls))
         for call in message.tool_calls:
             if call.id in self._seen:
                 continue
             self._seen.add(call.id)
-            yield {
+            record = {
                 "type": "tool_call",
                 "message_id": message_id,
                 "tool_call_id": call.id,
                 "name": call.name,
                 "args": jsonable(call.args),
             }
+            if call.id in streamed:
+                record["streamed"] = True
+            yield record
 
     def finish(self) -> Iterator[dict[str, Any]]:
-        """What closes the run's open text message, before its end event."""
+        """What closes the run's open text message and streamed calls, before its end
+        event."""
         yield from self._close()
+        yield from self._drop_calls()
 
 
 # -- what a paused run waits for --------------------------------------------------------------
@@ -532,6 +612,23 @@ def cancel_paused_run(agent: Agent, thread_id: str, run_id: str) -> list[dict[st
     return events
 
 
+def _whole_call(logged: Any) -> bool:
+    """Whether ``logged`` is a tool call a recorder that streamed no arguments wrote (a
+    run recorded before plait streamed them, made again by a newer worker)."""
+    return logged.get("type") == "tool_call" and not logged.get("streamed")
+
+
+def _streamed_before(logged: Any, event: dict[str, Any]) -> bool:
+    """Whether ``event`` streams the arguments of the call ``logged`` holds whole: such a
+    run's log stands as it was written (its finished steps are not voided for it)."""
+    return (
+        isinstance(logged, dict)
+        and _whole_call(logged)
+        and event.get("type") in ("tool_call_start", "tool_args")
+        and event.get("tool_call_id") == logged.get("tool_call_id")
+    )
+
+
 class LogWriter:
     """Appends one run's events to ``thread_id``'s run log, after its ``run_started``
     event numbered ``start``.
@@ -566,6 +663,11 @@ class LogWriter:
 
     def emit(self, event: dict[str, Any]) -> None:
         if self._matching:
+            if self._index < len(self._logged) and _streamed_before(
+                self._logged[self._index], event
+            ):
+                self.skipped += 1
+                return
             if self._index < len(self._logged) and self._same(self._logged[self._index], event):
                 self._index += 1
                 self.skipped += 1
@@ -581,6 +683,8 @@ class LogWriter:
     def _same(self, logged: Any, event: dict[str, Any]) -> bool:
         if self._index == 0 and event.get("type") == "state_snapshot":
             return isinstance(logged, dict) and logged.get("type") == "state_snapshot"
+        if isinstance(logged, dict) and _whole_call(logged) and event.get("streamed"):
+            return bool(logged == {k: v for k, v in event.items() if k != "streamed"})
         return bool(logged == event)
 
     def _restart(self) -> list[dict[str, Any]]:

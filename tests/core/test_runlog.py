@@ -84,6 +84,9 @@ def test_start_run_records_the_run_into_the_checkpointers_log() -> None:
         "run_started",
         "state_snapshot",
         "step",
+        "tool_call_start",
+        "tool_args",
+        "tool_args",
         "tool_call",
         "step",
         "tool_result",
@@ -105,14 +108,26 @@ def test_start_run_records_the_run_into_the_checkpointers_log() -> None:
     assert [history[step] for step in steps] == ["input", "model", "tools", "model"]
     assert [m.text for m in agent.get_state("t", 1)["messages"]] == ["add 1 and 2"]
     assert agent.get_state("t", 3)["messages"][-1].text == "3"
-    assert events[3] | {} == {
+    # the call's arguments as the model streams them (in two halves), then the call whole
+    assert events[3] == {
+        "type": "tool_call_start",
+        "message_id": "ai-1",
+        "tool_call_id": "call-1",
+        "name": "add",
+        "index": 0,
+    }
+    fragments = [e["delta"] for e in events[4:6]]
+    assert all(fragments) and "".join(fragments) == '{"a": 1, "b": 2}'
+    assert {e["tool_call_id"] for e in events[4:6]} == {"call-1"}
+    assert events[6] | {} == {
         "type": "tool_call",
         "message_id": "ai-1",
         "tool_call_id": "call-1",
         "name": "add",
         "args": {"a": 1, "b": 2},
+        "streamed": True,
     }
-    assert events[5]["content"] == "3"
+    assert events[8]["content"] == "3"
     assert "".join(e["delta"] for e in events if e["type"] == "text") == "the sum is three"
     assert events[-1]["status"] == "success"
     assert events[-1]["run_id"] == "r1"
@@ -175,10 +190,10 @@ def test_a_step_made_again_differently_is_marked_restarted() -> None:
     start = _begin(log, "t", "r1")
     dead = _events("an old answer")
     writer = LogWriter(log, "t", start=start)
-    for event in dead[:9]:  # snapshot, input step, tool call and result (each step), the text
+    for event in dead[:12]:  # snapshot, input step, tool call streamed and whole, result, text
         writer.emit(event)
     writer.flush()
-    assert [e["type"] for e in dead[:9]][-3:] == ["message_start", "text", "text"]
+    assert [e["type"] for e in dead[:12]][-3:] == ["message_start", "text", "text"]
 
     replay = _events("a new answer")
     again = LogWriter(log, "t", start=start)
@@ -188,20 +203,20 @@ def test_a_step_made_again_differently_is_marked_restarted() -> None:
     logged = [event for _, event in log.read_events("t", after=start)]
     # snapshot, the input's step, tool_call, tool_result, their steps, message_start
     # match; the first text differs
-    assert again.skipped == 7
-    marker = logged[9]
+    assert again.skipped == 10
+    marker = logged[12]
     assert marker == {
         "type": "step_restarted",
-        "void_after": start + 7,
+        "void_after": start + 10,
         "voided": 2,
         "message_id": "ai-2",
         "open": True,
     }
-    assert logged[:9] == dead[:9]
+    assert logged[:12] == dead[:12]
     # the message starts over (its start had matched), then the step made again
-    assert logged[10] == {"type": "message_start", "message_id": "ai-2"}
-    assert logged[11:] == replay[7:]
-    assert "".join(e["delta"] for e in logged[11:] if e["type"] == "text") == "a new answer"
+    assert logged[13] == {"type": "message_start", "message_id": "ai-2"}
+    assert logged[14:] == replay[10:]
+    assert "".join(e["delta"] for e in logged[14:] if e["type"] == "text") == "a new answer"
     assert sum(e["type"] == "tool_result" for e in logged) == 1
 
 
@@ -210,7 +225,7 @@ def test_a_message_that_diverges_midway_starts_over_with_its_text_so_far() -> No
     start = _begin(log, "t", "r1")
     dead, replay = _events("the old answer"), _events("the new answer")
     writer = LogWriter(log, "t", start=start)
-    for event in dead[:10]:  # ... message_start, "the ", "old "
+    for event in dead[:13]:  # ... message_start, "the ", "old "
         writer.emit(event)
     writer.flush()
     again = LogWriter(log, "t", start=start)
@@ -218,11 +233,11 @@ def test_a_message_that_diverges_midway_starts_over_with_its_text_so_far() -> No
         again.emit(event)
     again.flush()
     logged = [event for _, event in log.read_events("t", after=start)]
-    assert again.skipped == 8
-    assert logged[10:13] == [
+    assert again.skipped == 11
+    assert logged[13:16] == [
         {
             "type": "step_restarted",
-            "void_after": start + 8,
+            "void_after": start + 11,
             "voided": 2,
             "message_id": "ai-2",
             "open": True,
@@ -230,9 +245,36 @@ def test_a_message_that_diverges_midway_starts_over_with_its_text_so_far() -> No
         {"type": "message_start", "message_id": "ai-2"},
         {"type": "text", "message_id": "ai-2", "delta": "the "},
     ]
-    assert logged[13:] == replay[8:]
-    after_marker = "".join(e["delta"] for e in logged[11:] if e["type"] == "text")
+    assert logged[16:] == replay[11:]
+    after_marker = "".join(e["delta"] for e in logged[14:] if e["type"] == "text")
     assert after_marker == "the new answer"
+
+
+def test_a_run_logged_before_arguments_streamed_is_not_restarted_by_a_newer_writer() -> None:
+    """A run a worker recorded before plait streamed tool-call arguments (each call
+    whole, nothing streamed), made again by a newer worker from its start: its log
+    stands as it was, none of its finished steps voided, and the rest follows once."""
+    log = MemoryCheckpointer()
+    start = _begin(log, "t", "r1")
+    replay = _events("an answer")
+    older = [
+        {k: v for k, v in event.items() if k != "streamed"}
+        for event in replay
+        if event["type"] not in ("tool_call_start", "tool_args")
+    ]
+    assert len(older) == len(replay) - 3
+    writer = LogWriter(log, "t", start=start)
+    for event in older[:8]:  # up to the last model call's text, begun
+        writer.emit(event)
+    writer.flush()
+    assert [e["type"] for e in older[:8]][-2:] == ["message_start", "text"]
+    again = LogWriter(log, "t", start=start)
+    for event in replay:
+        again.emit(event)
+    again.flush()
+    logged = [event for _, event in log.read_events("t", after=start)]
+    assert logged == older
+    assert again.skipped == 11  # the eight logged, and the call's start and arguments
 
 
 def test_a_writer_refuses_to_interleave_with_another() -> None:

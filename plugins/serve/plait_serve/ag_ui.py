@@ -90,14 +90,25 @@ def project(thread_id: str, event: dict[str, Any]) -> Iterator[BaseEvent]:
         yield TextMessageContentEvent(message_id=event["message_id"], delta=event["delta"])
     elif kind == "message_end":
         yield TextMessageEndEvent(message_id=event["message_id"])
-    elif kind == "tool_call":
-        call_id = event["tool_call_id"]
+    elif kind == "tool_call_start":
         yield ToolCallStartEvent(
-            tool_call_id=call_id,
+            tool_call_id=event["tool_call_id"],
             tool_call_name=event["name"],
             parent_message_id=event["message_id"],
         )
-        yield ToolCallArgsEvent(tool_call_id=call_id, delta=json.dumps(event["args"]))
+    elif kind == "tool_args":
+        yield ToolCallArgsEvent(tool_call_id=event["tool_call_id"], delta=event["delta"])
+    elif kind == "tool_call_dropped":
+        yield ToolCallEndEvent(tool_call_id=event["tool_call_id"])
+    elif kind == "tool_call":
+        call_id = event["tool_call_id"]
+        if not event.get("streamed"):  # its start and arguments came as it streamed
+            yield ToolCallStartEvent(
+                tool_call_id=call_id,
+                tool_call_name=event["name"],
+                parent_message_id=event["message_id"],
+            )
+            yield ToolCallArgsEvent(tool_call_id=call_id, delta=json.dumps(event["args"]))
         yield ToolCallEndEvent(tool_call_id=call_id)
     elif kind == "tool_result":
         yield ToolCallResultEvent(

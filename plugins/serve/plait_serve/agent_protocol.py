@@ -18,7 +18,8 @@ that is deleted when it ends, unless ``on_completion="keep"``.
 Streams carry the modes ``values`` (the thread's state after each step the run saves, as
 LangGraph sends it after each superstep, and as the run left it), ``updates``
 (``{"model": ...}``, ``{"tools": ...}``, ``{"__interrupt__": ...}``), ``messages`` /
-``messages-tuple`` (text as it streams) and ``custom``.
+``messages-tuple`` (text and each tool call's arguments as they stream: ``AIMessageChunk``s
+with ``tool_call_chunks``, as LangGraph sends them) and ``custom``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic_core import from_json
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -107,6 +109,39 @@ def _interrupts(pending: Sequence[Pending] | Sequence[dict[str, Any]]) -> list[d
 # -- the stream projection ---------------------------------------------------------------------
 
 
+def _call_chunk(name: str | None, args: str, call_id: str | None, index: int) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": call_id, "index": index, "type": "tool_call_chunk"}
+
+
+def _parsed_calls(chunks: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The ``tool_calls`` and ``invalid_tool_calls`` a LangChain ``AIMessageChunk``
+    derives from its ``tool_call_chunks``, as LangGraph sends them: each chunk's
+    arguments read as the beginning of a JSON object (partial), or not a call yet."""
+    calls: list[dict[str, Any]] = []
+    invalid: list[dict[str, Any]] = []
+    for chunk in chunks:
+        try:
+            text = chunk["args"]
+            args = from_json(text, allow_partial="trailing-strings") if text else {}
+        except ValueError:
+            args = None
+        if isinstance(args, dict):
+            calls.append(
+                {"name": chunk["name"] or "", "args": args, "id": chunk["id"], "type": "tool_call"}
+            )
+        else:
+            invalid.append(
+                {
+                    "name": chunk["name"],
+                    "args": chunk["args"],
+                    "id": chunk["id"],
+                    "error": None,
+                    "type": "invalid_tool_call",
+                }
+            )
+    return {"tool_calls": calls, "invalid_tool_calls": invalid}
+
+
 class _Projector:
     """Turns one run's log events into Agent Protocol stream parts ``(event, data)``.
 
@@ -119,12 +154,45 @@ class _Projector:
         self.modes = frozenset(modes)
         self.run_id = ""
         self._ai: dict[str, Any] | None = None  # the AI message being assembled
+        # its tool calls streaming, by id: their chunk so far (arguments joined)
+        self._streams: dict[str, dict[str, Any]] = {}
 
     def _meta(self, node: str) -> dict[str, Any]:
         return {"langgraph_node": node, "thread_id": self.thread_id, "run_id": self.run_id}
 
+    def _partial(self) -> dict[str, Any]:
+        """The AI message so far, as ``messages/partial`` sends it: its finished calls
+        and those streaming (``tool_call_chunks``, their arguments so far)."""
+        assert self._ai is not None
+        if not self._streams:
+            return dict(self._ai)
+        chunks = list(self._streams.values())
+        parsed = _parsed_calls(chunks)
+        return {
+            **self._ai,
+            "tool_calls": [*self._ai["tool_calls"], *parsed["tool_calls"]],
+            "invalid_tool_calls": parsed["invalid_tool_calls"],
+            "tool_call_chunks": [dict(chunk) for chunk in chunks],
+        }
+
+    def _call_part(self, mid: str, chunk: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+        """A streamed call's fragment ``chunk``: a ``messages-tuple`` ``AIMessageChunk``
+        and the ``messages/partial`` message so far."""
+        if "messages-tuple" in self.modes:
+            part = {
+                "type": "AIMessageChunk",
+                "id": mid,
+                "content": "",
+                "tool_call_chunks": [chunk],
+                **_parsed_calls([chunk]),
+            }
+            yield "messages", [part, self._meta("model")]
+        if "messages" in self.modes:
+            yield "messages/partial", [self._partial()]
+
     def _flush(self) -> Iterator[tuple[str, Any]]:
         message, self._ai = self._ai, None
+        self._streams = {}
         if message is None:
             return
         if "messages" in self.modes:
@@ -138,14 +206,28 @@ class _Projector:
             self.run_id = event["run_id"]
             yield "metadata", {"run_id": self.run_id, "attempt": 1}
             return
-        if kind in ("message_start", "tool_call"):
+        if kind in ("message_start", "tool_call", "tool_call_start", "tool_args"):
             mid = event["message_id"]
             if self._ai is None or self._ai["id"] != mid:
                 yield from self._flush()
                 self._ai = {"type": "ai", "id": mid, "content": "", "tool_calls": []}
                 if "messages" in self.modes:
                     yield "messages/metadata", {mid: {"metadata": self._meta("model")}}
-            if kind == "tool_call":
+            call_id: str = event.get("tool_call_id") or ""
+            if kind == "tool_call_start":
+                stream = _call_chunk(event["name"], "", call_id, event["index"])
+                self._streams[call_id] = stream
+                yield from self._call_part(mid, dict(stream))
+            elif kind == "tool_args":
+                stream = self._streams.setdefault(
+                    call_id, _call_chunk(None, "", call_id, event["index"])
+                )
+                stream["args"] += event["delta"]
+                yield from self._call_part(
+                    mid, _call_chunk(None, event["delta"], None, event["index"])
+                )
+            elif kind == "tool_call":
+                streamed = self._streams.pop(call_id, None) is not None or event.get("streamed")
                 call = {
                     "name": event["name"],
                     "args": event["args"],
@@ -153,7 +235,7 @@ class _Projector:
                     "type": "tool_call",
                 }
                 self._ai["tool_calls"].append(call)
-                if "messages-tuple" in self.modes:
+                if "messages-tuple" in self.modes and not streamed:
                     chunk = {
                         "type": "AIMessageChunk",
                         "id": mid,
@@ -179,10 +261,13 @@ class _Projector:
                 }
                 yield "messages", [chunk, self._meta("model")]
             if "messages" in self.modes:
-                yield "messages/partial", [dict(self._ai)]
+                yield "messages/partial", [self._partial()]
             return
         if kind == "message_end":
             return  # its tool calls, if any, follow
+        if kind == "tool_call_dropped":
+            self._streams.pop(event["tool_call_id"], None)
+            return
         if kind == "step_restarted":
             # A step made again after its worker died: the message it was streaming is
             # void (the next ``messages/partial`` starts it over), the rest stands.

@@ -1,0 +1,203 @@
+"""A tool call's arguments reach each protocol's client in fragments as the model streams
+them, before the call runs and before the run ends, and the fragments add up to the
+arguments the tool got: AG-UI's TOOL_CALL_START / TOOL_CALL_ARGS / TOOL_CALL_END with
+``@ag-ui/client`` under node, the Agent Protocol's ``messages-tuple`` chunks
+(``tool_call_chunks``, read back with LangChain's ``AIMessageChunk``) and ``messages``
+partials with langgraph-sdk. ``updates`` still carries each call whole, once. With pii
+pseudonymizing, every fragment is restored (the model's placeholders never show)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessageChunk as LCChunk
+from langgraph_sdk import get_sync_client
+from serve_helpers import Served
+from test_ag_ui_client import JS, node_or_skip
+
+import plait
+from plait.messages import AIMessageChunk, AnyMessage, ToolCallChunk
+from plait.testing import ai, call
+
+JANE = "jane@corp.example.com"
+BODY = "Your refund of 25.00 EUR for order 1042 is on its way."
+sent: list[dict[str, str]] = []
+
+
+@plait.tool
+def send_mail(to: str, body: str) -> str:
+    """Send a mail.
+
+    Args:
+        to: the address.
+        body: the text.
+    """
+    sent.append({"to": to, "body": body})
+    return "sent"
+
+
+class Fragments(plait.ScriptedChatModel):
+    """Streams each scripted answer as a provider does: its text word by word, each tool
+    call's arguments six characters at a time, the first fragment naming the call."""
+
+    def stream(self, messages: Sequence[AnyMessage], **kwargs: Any) -> Iterator[AIMessageChunk]:
+        message = self.invoke(messages, **kwargs)
+        for word in re.findall(r"\S+\s*", message.text):
+            yield AIMessageChunk(word, id=message.id)
+        for index, tool_call in enumerate(message.tool_calls):
+            raw = json.dumps(tool_call.args)
+            for at in range(0, len(raw), 6):
+                named = (tool_call.id, tool_call.name) if at == 0 else (None, None)
+                part = ToolCallChunk(index, *named, raw[at : at + 6])
+                yield AIMessageChunk(tool_call_chunks=[part], id=message.id)
+
+    async def astream(
+        self, messages: Sequence[AnyMessage], **kwargs: Any
+    ) -> AsyncIterator[AIMessageChunk]:
+        for chunk in self.stream(messages, **kwargs):
+            yield chunk
+
+
+def mailer(pii: bool) -> plait.Agent:
+    """Mails ``JANE``; with ``pii`` the model only knows her as ``<EMAIL_1>``."""
+    to = "<EMAIL_1>" if pii else JANE
+    model = Fragments([ai("Sending it now.", call("send_mail", id="c1", to=to, body=BODY)), "done"])
+    middleware: list[Any] = []
+    if pii:
+        middleware.append(("pii", {"pii_type": "email", "strategy": "pseudonymize"}))
+    return plait.create_agent(
+        model, tools=[send_mail], middleware=middleware, checkpointer="memory", name="mailer"
+    )
+
+
+EXPECTED = json.dumps({"to": JANE, "body": BODY})
+"""The arguments' text as the client must read it: real values, as the model wrote it."""
+
+
+@pytest.mark.parametrize("pii", [False, True], ids=["plain", "pii"])
+def test_the_ag_ui_client_gets_the_arguments_in_fragments_before_the_call_runs(
+    serve: Callable[..., Served], pii: bool
+) -> None:
+    node = node_or_skip()
+    sent.clear()
+    served = serve(mailer(pii))
+    done = subprocess.run(
+        [node, str(JS / "tool_args.mjs"), served.url, "t1", f"Mail {JANE} please"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    events = report["events"]
+    kinds = [e["type"] for e in events]
+    start = kinds.index("TOOL_CALL_START")
+    end = kinds.index("TOOL_CALL_END")
+    fragments = [e["delta"] for e in events if e["type"] == "TOOL_CALL_ARGS"]
+    args_at = [i for i, e in enumerate(events) if e["type"] == "TOOL_CALL_ARGS"]
+    # many fragments, each after the call's start, all before its end, its result and
+    # the run's end: they streamed
+    assert len(fragments) >= len(EXPECTED) // 6 - 2 and all(fragments)
+    assert start < args_at[0] and args_at[-1] < end < kinds.index("TOOL_CALL_RESULT")
+    assert kinds.index("TOOL_CALL_RESULT") < kinds.index("RUN_FINISHED")
+    assert events[start]["toolCallId"] == "c1" == events[end]["toolCallId"]
+    assert "".join(fragments) == EXPECTED
+    assert not any("<EMAIL" in f for f in fragments)
+    # the client assembled the call as it streamed, growing with each fragment
+    buffers = [e["buffer"] for e in events if e["type"] == "buffer"]
+    assert buffers == ["".join(fragments[:n]) for n in range(len(fragments))]
+    (assistant,) = [m for m in report["messages"] if m.get("toolCalls")]
+    (tool_call,) = assistant["toolCalls"]
+    assert tool_call["id"] == "c1" and tool_call["function"]["name"] == "send_mail"
+    assert tool_call["function"]["arguments"] == EXPECTED
+    assert sent == [json.loads(EXPECTED)]
+    assert report["result"] == "done"
+
+
+def stream_parts(served: Served, modes: list[str]) -> list[tuple[str, Any]]:
+    lg = get_sync_client(url=served.url)
+    thread = lg.threads.create()["thread_id"]
+    return [
+        (part.event, part.data)
+        for part in lg.runs.stream(
+            thread,
+            "mailer",
+            input={"messages": [{"role": "user", "content": f"Mail {JANE} please"}]},
+            stream_mode=modes,
+        )
+    ]
+
+
+@pytest.mark.parametrize("pii", [False, True], ids=["plain", "pii"])
+def test_langgraph_sdk_gets_tool_call_chunks_in_messages_tuple_mode(
+    serve: Callable[..., Served], pii: bool
+) -> None:
+    sent.clear()
+    parts = stream_parts(serve(mailer(pii)), ["messages-tuple", "updates"])
+    kinds = [event for event, _ in parts]
+    chunks = [
+        (i, data[0])
+        for i, (event, data) in enumerate(parts)
+        if event == "messages" and data[0].get("tool_call_chunks")
+    ]
+    fragments = [c["tool_call_chunks"][0]["args"] for _, c in chunks]
+    assert len(fragments) >= len(EXPECTED) // 6 - 2
+    first = chunks[0][1]["tool_call_chunks"][0]
+    assert (first["id"], first["name"], first["index"]) == ("c1", "send_mail", 0)
+    assert all(c["tool_call_chunks"][0]["id"] is None for _, c in chunks[1:])
+    assert {c["id"] for _, c in chunks} == {chunks[0][1]["id"]}  # the AI message's id
+    assert {parts[i][1][1]["langgraph_node"] for i, _ in chunks} == {"model"}
+    # the chunks, as LangChain reads them, add up to the call the tool got
+    whole = sum((LCChunk(**c) for _, c in chunks[1:]), LCChunk(**chunks[0][1]))
+    assert whole.tool_calls == [
+        {"name": "send_mail", "args": json.loads(EXPECTED), "id": "c1", "type": "tool_call"}
+    ]
+    assert "".join(fragments) == EXPECTED
+    # all before the model's update (the call whole, once) and the tool's result
+    updates = [(i, data) for i, (event, data) in enumerate(parts) if event == "updates"]
+    model_at, model_update = next((i, d) for i, d in updates if "model" in d)
+    tools_at = next(i for i, d in updates if "tools" in d)
+    assert chunks[-1][0] < model_at < tools_at < len(parts)
+    (message,) = model_update["model"]["messages"]
+    assert [(c["id"], c["args"]) for c in message["tool_calls"]] == [("c1", json.loads(EXPECTED))]
+    calls = [
+        c
+        for _, d in updates
+        for m in d.get("model", {}).get("messages", [])
+        for c in m.get("tool_calls", [])
+    ]
+    assert len(calls) == 1
+    assert kinds[-1] != "error" and sent == [json.loads(EXPECTED)]
+
+
+def test_langgraph_sdk_messages_mode_partials_grow_with_the_arguments(
+    serve: Callable[..., Served],
+) -> None:
+    sent.clear()
+    parts = stream_parts(serve(mailer(True)), ["messages"])
+    partials = [
+        data[0]
+        for event, data in parts
+        if event == "messages/partial" and data[0].get("tool_call_chunks")
+    ]
+    assert len(partials) >= len(EXPECTED) // 6 - 2
+    so_far = [p["tool_call_chunks"][0]["args"] for p in partials]
+    assert so_far == [EXPECTED[: len(s)] for s in so_far] and so_far[-1] == EXPECTED
+    assert all(len(a) < len(b) for a, b in itertools.pairwise(so_far))
+    # the partly read arguments, as LangChain reads a chunk's
+    assert partials[-1]["tool_calls"][-1]["args"] == json.loads(EXPECTED)
+    assert partials[-1]["content"] == "Sending it now."
+    complete = [
+        data[0]
+        for event, data in parts
+        if event == "messages/complete" and data[0].get("type") == "ai" and data[0]["tool_calls"]
+    ]
+    assert [c["tool_calls"][0]["args"] for c in complete] == [json.loads(EXPECTED)]
+    assert "tool_call_chunks" not in complete[0]
