@@ -2,11 +2,17 @@
 ``POST /v1/responses``, streamed or not, for clients that speak OpenAI's API.
 
 The ``model`` is the agent's ``name``. The agent runs its own tools, so no ``tool_calls``
-reach the client: the answer is the run's assistant text (its messages separated by a
-blank line). A conversation continues on a thread: name it with the ``X-Plait-Thread``
-header (every response carries it), or, for Responses, with ``previous_response_id``.
-On a new thread the request's user and assistant messages are the history; on an
-existing one, only the trailing user messages are new. A paused run answers with a text
+reach the client unless it asks: the answer is the run's assistant text (its messages
+separated by a blank line). A streamed chat completion asked with ``"stream_tool_calls":
+true`` (``extra_body``) also carries each tool call the agent makes as
+``delta.tool_calls``, its arguments in fragments as the model writes them, each call
+with an index of its own across the run; the completion still ends with ``stop`` (the
+agent ran them), so a client must not run them again.
+
+A conversation continues on a thread: name it with the ``X-Plait-Thread`` header (every
+response carries it), or, for Responses, with ``previous_response_id``. On a new thread
+the request's user and assistant messages are the history; on an existing one, only the
+trailing user messages are new. A paused run answers with a text
 naming what waits for approval and a ``plait`` field listing the pending interrupts; the
 next request answers it with ``"resume": {"decisions": [...]}`` (``extra_body`` in
 OpenAI's SDKs), checked like every resume.
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -179,15 +186,42 @@ def _run_error(end: Mapping[str, Any], thread: str) -> Response:
 Piece = tuple[int, str | None, dict[str, Any] | None]
 
 
-async def _texts(server: Server, thread: str, after: int) -> AsyncIterator[list[Piece]]:
+def _call_delta(event: Mapping[str, Any], index: int) -> dict[str, Any] | None:
+    """The ``delta.tool_calls`` entry a run-log event of a tool call makes, if any:
+    its start (id and name) or a fragment of its arguments; a call logged whole (it was
+    not streamed) in one entry."""
+    kind = event.get("type")
+    if kind == "tool_args":
+        return {"index": index, "function": {"arguments": event["delta"]}}
+    start = {"index": index, "id": event.get("tool_call_id"), "type": "function"}
+    if kind == "tool_call_start":
+        return {**start, "function": {"name": event["name"], "arguments": ""}}
+    if kind == "tool_call" and not event.get("streamed"):
+        arguments = json.dumps(event["args"])
+        return {**start, "function": {"name": event["name"], "arguments": arguments}}
+    return None
+
+
+async def _texts(
+    server: Server, thread: str, after: int, *, calls: bool = False
+) -> AsyncIterator[list[Piece]]:
     """Batches of ``(seq, text delta, None)`` for each piece of assistant text of the run
-    (a blank line between messages), the last one ending with ``(seq, None, end event)``."""
+    (a blank line between messages), the last one ending with ``(seq, None, end event)``;
+    with ``calls``, also ``(seq, None, {"type": "tool_calls", "delta": ...})`` for each
+    piece of a tool call (``_call_delta``)."""
     written = False
     starts: dict[str, int] = {}  # message id -> the number of its message_start
+    indexes: dict[str, int] = {}  # tool call id -> its index in the run's answer
     async for batch in server.runs.batches(thread, after):
         pieces: list[Piece] = []
         for seq, event in batch:
             kind = event.get("type")
+            if calls and kind in ("tool_call_start", "tool_args", "tool_call"):
+                index = indexes.setdefault(event["tool_call_id"], len(indexes))
+                delta = _call_delta(event, index)
+                if delta is not None:
+                    pieces.append((seq, None, {"type": "tool_calls", "delta": delta}))
+                continue
             if kind == "message_start":
                 starts[event["message_id"]] = seq
             if kind == "message_start" and written:
@@ -268,6 +302,13 @@ async def chat_completions(server: Server, request: Request) -> Response:
     _check_model(server, body)
     conversation = _conversation(body.get("messages"), "messages")
     stream = _stream_flag(body)
+    calls = body.get("stream_tool_calls", False)
+    if not isinstance(calls, bool) or (calls and not stream):
+        raise ApiError(
+            422,
+            "invalid_request",
+            f"stream_tool_calls: expected true (with stream true) or false, got {calls!r:.40}",
+        )
     thread = await _header_thread(server, request)
     first = await _start(server, request, body, thread, conversation)
     shown = server.shown(thread)
@@ -278,12 +319,16 @@ async def chat_completions(server: Server, request: Request) -> Response:
             yield sse_event(
                 _chunk(ident, created, model, {"role": "assistant", "content": ""}, None)
             )
-            async for pieces in _texts(server, thread, first - 1):
+            async for pieces in _texts(server, thread, first - 1, calls=calls):
                 out = []
                 for seq, text, end in pieces:
                     if text is not None:
-                        delta = {"content": text}
+                        delta: dict[str, Any] = {"content": text}
                         out.append(sse_event(_chunk(ident, created, model, delta, None), seq=seq))
+                    elif end is not None and end["type"] == "tool_calls":
+                        calls_delta = {"tool_calls": [end["delta"]]}
+                        chunk = _chunk(ident, created, model, calls_delta, None)
+                        out.append(sse_event(chunk, seq=seq))
                     elif end is not None and end["type"] == "run_error":
                         error = {"error": {"code": end.get("code"), "message": end.get("message")}}
                         out.append(sse_event(error, seq=seq))

@@ -3,7 +3,8 @@ them, before the call runs and before the run ends, and the fragments add up to 
 arguments the tool got: AG-UI's TOOL_CALL_START / TOOL_CALL_ARGS / TOOL_CALL_END with
 ``@ag-ui/client`` under node, the Agent Protocol's ``messages-tuple`` chunks
 (``tool_call_chunks``, read back with LangChain's ``AIMessageChunk``) and ``messages``
-partials with langgraph-sdk. ``updates`` still carries each call whole, once. With pii
+partials with langgraph-sdk, a chat completion's ``delta.tool_calls`` with openai when
+it asks for them (``stream_tool_calls``). ``updates`` still carries each call whole, once. With pii
 pseudonymizing, every fragment is restored (the model's placeholders never show)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
+import openai
 import pytest
 from langchain_core.messages import AIMessageChunk as LCChunk
 from langgraph_sdk import get_sync_client
@@ -22,8 +24,9 @@ from serve_helpers import Served
 from test_ag_ui_client import JS, node_or_skip
 
 import plait
-from plait.messages import AIMessageChunk, AnyMessage, ToolCallChunk
+from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCallChunk
 from plait.testing import ai, call
+from plait.types import ModelRequest, ModelResponse
 
 JANE = "jane@corp.example.com"
 BODY = "Your refund of 25.00 EUR for order 1042 is on its way."
@@ -67,7 +70,8 @@ class Fragments(plait.ScriptedChatModel):
 def mailer(pii: bool) -> plait.Agent:
     """Mails ``JANE``; with ``pii`` the model only knows her as ``<EMAIL_1>``."""
     to = "<EMAIL_1>" if pii else JANE
-    model = Fragments([ai("Sending it now.", call("send_mail", id="c1", to=to, body=BODY)), "done"])
+    answers = [ai("Sending it now.", call("send_mail", id="c1", to=to, body=BODY)), "done"]
+    model = Fragments(answers * 2)
     middleware: list[Any] = []
     if pii:
         middleware.append(("pii", {"pii_type": "email", "strategy": "pseudonymize"}))
@@ -201,3 +205,85 @@ def test_langgraph_sdk_messages_mode_partials_grow_with_the_arguments(
     ]
     assert [c["tool_calls"][0]["args"] for c in complete] == [json.loads(EXPECTED)]
     assert "tool_call_chunks" not in complete[0]
+
+
+@pytest.mark.parametrize("pii", [False, True], ids=["plain", "pii"])
+def test_an_openai_chat_stream_asked_for_tool_calls_gets_their_argument_fragments(
+    serve: Callable[..., Served], pii: bool
+) -> None:
+    sent.clear()
+    served = serve(mailer(pii))
+    api = openai.OpenAI(base_url=served.url + "/v1", api_key="none", max_retries=0)
+    ask = {"model": "mailer", "messages": [{"role": "user", "content": f"Mail {JANE} please"}]}
+    chunks = list(
+        api.chat.completions.create(**ask, stream=True, extra_body={"stream_tool_calls": True})
+    )
+    deltas = [(i, c.choices[0].delta) for i, c in enumerate(chunks) if c.choices]
+    calls = [(i, d.tool_calls[0]) for i, d in deltas if d.tool_calls]
+    first = calls[0][1]
+    assert (first.index, first.id, first.type) == (0, "c1", "function")
+    assert first.function is not None and first.function.name == "send_mail"
+    fragments = [c.function.arguments for _, c in calls[1:] if c.function]
+    assert len(fragments) >= len(EXPECTED) // 6 - 2 and all(fragments)
+    assert all(c.id is None and c.index == 0 for _, c in calls[1:])
+    assert "".join(fragments) == EXPECTED
+    # between the text before the call and the answer after it ran, before the end
+    text_at = [i for i, d in deltas if d.content]
+    done_at = next(i for i, d in deltas if d.content and "done" in d.content)
+    assert text_at[0] < calls[0][0] and calls[-1][0] < done_at < len(chunks) - 1
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert "".join(d.content or "" for _, d in deltas) == "Sending it now.\n\ndone"
+    assert sent == [json.loads(EXPECTED)]
+    # not asked: no tool calls, as before (the same run on a new thread); asked without
+    # streaming: one clear error
+    plain = list(api.chat.completions.create(**ask, stream=True))
+    assert all(c.choices[0].delta.tool_calls is None for c in plain if c.choices)
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        api.chat.completions.create(**ask, extra_body={"stream_tool_calls": True})
+    assert refused.value.body == {
+        "code": "invalid_request",
+        "message": "stream_tool_calls: expected true (with stream true) or false, got True",
+    }
+
+
+class DropCalls(plait.Middleware):
+    """Answers with the model's text alone: every tool call it streamed is dropped."""
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Any]
+    ) -> ModelResponse:
+        response = await handler(request)
+        message = response.message
+        assert message is not None and message.tool_calls
+        return ModelResponse([AIMessage(message.text, id=message.id)])
+
+
+def test_a_streamed_call_a_middleware_drops_is_ended_for_the_ag_ui_client(
+    serve: Callable[..., Served],
+) -> None:
+    """Its start and fragments were sent: the client gets its TOOL_CALL_END (the run could
+    not finish with a call open) and no result, and nothing runs."""
+    node = node_or_skip()
+    sent.clear()
+    model = Fragments([ai("Sending it now.", call("send_mail", id="c1", to=JANE, body=BODY))])
+    agent = plait.create_agent(
+        model, tools=[send_mail], middleware=[DropCalls()], checkpointer="memory"
+    )
+    served = serve(agent)
+    done = subprocess.run(
+        [node, str(JS / "tool_args.mjs"), served.url, "t1", f"Mail {JANE} please"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    kinds = [e["type"] for e in report["events"] if e["type"] != "buffer"]
+    assert kinds.count("TOOL_CALL_ARGS") >= 2
+    assert (
+        kinds.index("TOOL_CALL_START") < kinds.index("TOOL_CALL_END") < kinds.index("RUN_FINISHED")
+    )
+    assert "TOOL_CALL_RESULT" not in kinds and sent == []
+    assert report["result"] == "Sending it now."
+    assert not agent.get_state("t1")["messages"][-1].tool_calls
