@@ -38,9 +38,11 @@ Each event is a JSON object with a ``type``:
   run's worker died mid model call). The ``voided`` events numbered after
   ``void_after`` (up to this one) belong to the attempt that died, and so does the whole
   text of the message ``message_id`` names (or ``null``); ``open`` says the dead attempt
-  left that message without its ``message_end``. A client drops that text. The events
-  after this one are the step made again; a message they stream starts with its own
-  ``message_start`` (the same id again, or a new one). Every other event stands: a
+  left that message without its ``message_end``; ``open_calls`` (when there are any)
+  names the streamed tool calls it left open, which a client ends and drops. A client
+  drops that text. The events after this one are the step made again; a message they
+  stream starts with its own ``message_start`` (the same id again, or a new one), and a
+  call its own ``tool_call_start``. Every other event stands: a
   finished step is never logged twice.
 - ``run_finished`` ``{run_id, status, text, interrupts, usage, model_calls}``:
   ``status`` is ``success``, ``interrupted`` (``interrupts`` lists each pending interrupt
@@ -565,6 +567,22 @@ async def arecord_run(
         return None
 
 
+def _open_calls(events: Sequence[Any]) -> dict[str, list[dict[str, Any]]]:
+    """The streamed tool calls ``events`` leave open (started, neither whole nor
+    dropped), each with its start and argument events."""
+    calls: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        kind = event.get("type") if isinstance(event, dict) else None
+        call_id = str(event.get("tool_call_id")) if kind else ""
+        if kind == "tool_call_start":
+            calls[call_id] = [event]
+        elif kind == "tool_args" and call_id in calls:
+            calls[call_id].append(event)
+        elif kind in ("tool_call", "tool_call_dropped"):
+            calls.pop(call_id, None)
+    return calls
+
+
 def _open_message(events: Sequence[Any]) -> str | None:
     """The message ``events`` leave open (started, not ended), if any."""
     open_message = None
@@ -689,20 +707,23 @@ class LogWriter:
 
     def _restart(self) -> list[dict[str, Any]]:
         """The ``step_restarted`` event for the dead attempt's events from ``_index`` on,
-        and — when the step made again diverged inside a message whose start matched —
-        that message begun again with its text so far, so every message after the
-        marker starts with ``message_start``."""
+        and — when the step made again diverged inside a message or a streamed call whose
+        start matched — that message begun again with its text so far and each such call
+        with its arguments so far, so every message and call after the marker starts
+        with its start event."""
         matched, void = self._logged[: self._index], self._logged[self._index :]
         at_divergence, left_open = _open_message(matched), _open_message(self._logged)
-        restart: list[dict[str, Any]] = [
-            {
-                "type": "step_restarted",
-                "void_after": self.start + self._index,
-                "voided": len(void),
-                "message_id": left_open or at_divergence,
-                "open": left_open is not None,
-            }
-        ]
+        marker: dict[str, Any] = {
+            "type": "step_restarted",
+            "void_after": self.start + self._index,
+            "voided": len(void),
+            "message_id": left_open or at_divergence,
+            "open": left_open is not None,
+        }
+        left_calls = _open_calls(self._logged)
+        if left_calls:
+            marker["open_calls"] = list(left_calls)
+        restart = [marker]
         if at_divergence is not None:
             text = "".join(
                 e.get("delta", "")
@@ -712,6 +733,11 @@ class LogWriter:
             restart.append({"type": "message_start", "message_id": at_divergence})
             if text:
                 restart.append({"type": "text", "message_id": at_divergence, "delta": text})
+        for start, *fragments in _open_calls(matched).values():
+            # a call streaming when the step diverged begins again with its arguments so far
+            restart.append(start)
+            if fragments:
+                restart.append({**fragments[0], "delta": "".join(f["delta"] for f in fragments)})
         return restart
 
     def flush(self) -> None:

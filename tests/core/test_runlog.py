@@ -277,6 +277,41 @@ def test_a_run_logged_before_arguments_streamed_is_not_restarted_by_a_newer_writ
     assert again.skipped == 11  # the eight logged, and the call's start and arguments
 
 
+def test_a_call_streaming_when_its_step_diverged_is_named_open_and_begun_again() -> None:
+    """The dead attempt streamed the start and a first fragment of a call's arguments;
+    the step made again streams other arguments: the marker names the call it left
+    open (a client ends and drops it), the call starts again, and its arguments after
+    the marker are the new attempt's, whole."""
+    log = MemoryCheckpointer()
+    start = _begin(log, "t", "r1")
+    dead = _events("an answer")
+    assert [e["type"] for e in dead[2:4]] == ["tool_call_start", "tool_args"]
+    writer = LogWriter(log, "t", start=start)
+    for event in dead[:4]:
+        writer.emit(event)
+    writer.flush()
+    replay = [*dead[:3], {**dead[3], "delta": '{"a": 5, '}, {**dead[4], "delta": '"b": 6}'}]
+    again = LogWriter(log, "t", start=start)
+    for event in replay:
+        again.emit(event)
+    again.flush()
+    logged = [event for _, event in log.read_events("t", after=start)]
+    assert logged[:4] == dead[:4]
+    assert logged[4] == {
+        "type": "step_restarted",
+        "void_after": start + 3,
+        "voided": 1,
+        "message_id": None,
+        "open": False,
+        "open_calls": ["call-1"],
+    }
+    assert logged[5] == dead[2]  # the call begun again
+    assert logged[6:] == replay[3:]
+    assert "".join(e["delta"] for e in logged[5:] if e["type"] == "tool_args") == (
+        '{"a": 5, "b": 6}'
+    )
+
+
 def test_a_writer_refuses_to_interleave_with_another() -> None:
     log = MemoryCheckpointer()
     start = _begin(log, "t", "r1")

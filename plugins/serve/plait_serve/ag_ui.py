@@ -127,10 +127,13 @@ def project(thread_id: str, event: dict[str, Any]) -> Iterator[BaseEvent]:
         yield CustomEvent(name="plait", value=event["value"])
     elif kind == "step_restarted":
         # The worker running the run died mid-step; another made the step again. The
-        # text message the dead attempt left open is closed here; the custom event says
+        # text message and streamed calls the dead attempt left open are closed here
+        # (the calls' ends are void too); the custom event says
         # which events (and message) are void, for a UI that drops them.
         if event.get("open") and event.get("message_id"):
             yield TextMessageEndEvent(message_id=event["message_id"])
+        for call_id in event.get("open_calls") or ():
+            yield ToolCallEndEvent(tool_call_id=call_id)
         yield CustomEvent(name="plait.step_restarted", value=event)
     elif kind == "run_finished":
         status = event.get("status")

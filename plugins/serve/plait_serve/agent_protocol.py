@@ -273,6 +273,8 @@ class _Projector:
             # void (the next ``messages/partial`` starts it over), the rest stands.
             if self._ai is not None and self._ai["id"] == event.get("message_id"):
                 self._ai = None
+            for call_id in event.get("open_calls") or ():
+                self._streams.pop(call_id, None)
             if "custom" in self.modes:
                 yield "custom", {"plait": "step_restarted", **event}
             return

@@ -287,3 +287,26 @@ def test_a_streamed_call_a_middleware_drops_is_ended_for_the_ag_ui_client(
     assert "TOOL_CALL_RESULT" not in kinds and sent == []
     assert report["result"] == "Sending it now."
     assert not agent.get_state("t1")["messages"][-1].tool_calls
+
+
+def test_a_call_a_dead_worker_left_open_is_ended_on_ag_ui_when_its_step_restarts() -> None:
+    """A durable run's step made again after its worker died mid-call: the call is ended
+    (the AG-UI client refuses a start for a call in progress, and a run end with one
+    open) before the custom event saying what is void."""
+    from plait_serve.ag_ui import project
+
+    marker = {
+        "type": "step_restarted",
+        "void_after": 7,
+        "voided": 2,
+        "message_id": "ai-1",
+        "open": True,
+        "open_calls": ["c1", "c2"],
+    }
+    events = [e.model_dump(by_alias=True, exclude_none=True) for e in project("t", marker)]
+    assert [(e["type"], e.get("toolCallId", e.get("messageId"))) for e in events] == [
+        ("TEXT_MESSAGE_END", "ai-1"),
+        ("TOOL_CALL_END", "c1"),
+        ("TOOL_CALL_END", "c2"),
+        ("CUSTOM", None),
+    ]
