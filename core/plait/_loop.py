@@ -24,7 +24,7 @@ import attrs
 
 from plait._plugin_errors import NAMEABLE, raise_named
 from plait._state import RUN_KEY, ThreadState
-from plait._stream import ToolCallScope, in_tool_call, run_sink
+from plait._stream import ToolCallScope, in_tool_call, run_sink, saved
 from plait.errors import (
     CheckpointerRequiredError,
     ConfigError,
@@ -313,9 +313,13 @@ class Run:
                 self.sink(_event("values", self.thread.public(), node, step=step))
 
     def save(self) -> Steps:
+        """Save the thread as a step of ``node_ran`` (history's name for it), and mark the
+        step for the run log once it is stored (``plait._stream.SAVED``): every step a run
+        saves is marked once, in order, whether or not ``values`` streams it."""
         if self.agent.keeps(self.runtime.thread_id):
             self.record()
             yield SaveStep(self.runtime.thread_id, self.thread)
+            saved(self.sink, self.node_ran, self.thread.step)
 
     def record(self) -> None:
         """Put the run's record in the state, to be saved with the step."""
@@ -821,6 +825,7 @@ def _perform(effect: Step, agent: CompiledAgent) -> Any:
             save = effect.finished(request, outcomes[-1])
             if save is not None:
                 _save(save, agent)
+                saved(effect.sink, save.state.writer[1], save.state.step)
         outcomes.extend(_not_run(effect.requests[len(outcomes) :]))
         return outcomes
     _save(effect, agent)
@@ -975,4 +980,5 @@ async def _acall_tool(
         save = effect.finished(request, outcome)
         if save is not None:
             await _asave(save, agent)
+            saved(effect.sink, save.state.writer[1], save.state.step)
     return outcome

@@ -17,7 +17,7 @@ from plait._compiled import CompiledAgent
 from plait._convert import expected
 from plait._loop import Run, RunInfo, shown_interrupts
 from plait._state import RUN_KEY, ThreadState
-from plait._stream import EventSink, in_tool_call, nested_sink
+from plait._stream import EventSink, in_tool_call, nested_sink, saved
 from plait.errors import PlaitError, ThreadBusyError
 from plait.messages import HumanMessage, Message, ToolMessage, is_role_pair
 from plait.types import AgentResult, Command, Runtime
@@ -108,9 +108,11 @@ def record_failure(agent: CompiledAgent, run: Run) -> None:
         info.status = "failed"
         state.set(RUN_KEY, info.dump())
         state.writer = (info.run_id, "failed")
-        agent.checkpointer.save(thread_id, state.take_delta())
+        delta = state.take_delta()
+        agent.checkpointer.save(thread_id, delta)
     except Exception:  # the run's own error is what the caller must see
         return
+    saved(run.sink, "failed", delta.step)  # the run's last step, for its run log
 
 
 def abandon_run(agent: CompiledAgent, thread_id: str) -> bool:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from plait._stream_event import StreamEvent
 
 __all__ = [
+    "SAVED",
     "STREAM_MODES",
     "CancelOnLeave",
     "EventSink",
@@ -32,6 +33,12 @@ __all__ = [
 ]
 
 STREAM_MODES = ("updates", "messages", "values", "custom")
+
+SAVED = "saved"
+"""The mode of the event the loop gives for each step it saves, as it saves it (``source``
+the node history names it under, ``step`` its number, ``data`` ``None``): asked for by
+the run log (``plait.runlog``, its ``step`` events), never by a caller of ``stream``,
+whose ``values`` follow the steps that change the state, as LangGraph's do."""
 
 
 class EventSink:
@@ -272,6 +279,14 @@ def nested_sink(own: EventSink | None) -> EventSink | None:
 stream_sink: ContextVar[EventSink | None] = ContextVar("plait_stream_sink", default=None)
 """The sink of the run in progress when someone reads model chunks (``messages`` mode):
 the innermost model call streams then, and only then."""
+
+
+def saved(sink: EventSink | None, source: str, step: int) -> None:
+    """Give ``sink`` the ``SAVED`` event of the step just saved, if it asked for them."""
+    if sink is not None and SAVED in sink.modes:
+        from plait._stream_event import StreamEvent
+
+        sink(StreamEvent(SAVED, None, source, step=step))
 
 
 def parse_modes(mode: str | Sequence[str]) -> frozenset[str]:

@@ -375,6 +375,25 @@ class Agent:
             else GraphAsyncRunStream(events, several, self.tools_by_name)
         )
 
+    def _recorded_stream(self, input: Any, thread_id: str, modes: frozenset[str]) -> RunStream:
+        """``stream`` in ``modes`` as the run log reads a run (``plait.runlog.MODES``):
+        with ``plait._stream.SAVED``, which a caller of ``stream`` does not ask for."""
+        from plait._run_streams import RunStream
+
+        _, limit = read_config(None, thread_id, None)
+        return RunStream(lambda sink: self._run_sync(input, thread_id, None, limit, sink), modes)
+
+    def _recorded_astream(
+        self, input: Any, thread_id: str, modes: frozenset[str]
+    ) -> AsyncRunStream:
+        """The async form of ``_recorded_stream``."""
+        from plait._run_streams import AsyncRunStream
+
+        _, limit = read_config(None, thread_id, None)
+        return AsyncRunStream(
+            lambda sink: self._run_async(input, thread_id, None, limit, sink), modes
+        )
+
     def _begin(
         self,
         input: Any,

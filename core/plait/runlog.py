@@ -31,8 +31,13 @@ Each event is a JSON object with a ``type``:
 - ``state`` ``{values}``: state keys a step wrote.
 - ``custom`` ``{value}``: what a hook or tool wrote with ``runtime.stream_writer``.
 - ``step`` ``{step}``: the run saved the thread's step ``step`` (a reader that wants the
-  whole state after it reads ``agent.get_state(thread_id, step)``): the input's, saved
-  before the first model call (history node ``input``), and each node's after it.
+  whole state after it reads ``agent.get_state(thread_id, step)``). Every step the run
+  saves has one, in the order history lists them: the input's, saved before the first
+  model call (history node ``input``), each node's after it (and, in a tools step of
+  several calls, each call's answer kept as it finished), and the run's last — the
+  one it ends with (``after_agent``, a step of its own when no ``after_agent`` hook
+  ran), the one it pauses at, the state a stop left, the record of a failed run
+  (``failed``) — so the state a thread ends in is read as any other step's.
 - ``step_restarted`` ``{void_after, voided, message_id, open}``: the process running the
   run died in the middle of a step and another one made that step again (a durable
   run's worker died mid model call). The ``voided`` events numbered after
@@ -65,6 +70,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plait._jobs import RunHandle, RunJob
+from plait._stream import SAVED
 from plait.checkpoint import EventLog
 from plait.errors import ConfigError, PlaitError
 from plait.lazy import frozen
@@ -111,8 +117,10 @@ __all__ = [
 END_TYPES = frozenset({"run_finished", "run_error"})
 """The types that end a run: a stream following one run stops after either."""
 
-MODES = ("messages", "updates", "custom", "values")
-"""The stream modes a recorded run is streamed with."""
+MODES = ("messages", "updates", "custom", SAVED)
+"""The stream modes a recorded run is streamed with: ``SAVED`` (one event for each step
+the run saves, its ``step`` event) rather than ``values``, whose state the log never
+holds (a reader reads it back: ``agent.get_state(thread_id, step)``)."""
 
 Emit = Callable[[dict[str, Any]], None]
 """Where a recorded run's events go, one at a time, in order."""
@@ -154,10 +162,10 @@ def _tool_result(message: ToolMessage) -> dict[str, Any]:
 
 
 class Recorder:
-    """Turns one run's ``StreamEvent``s (modes ``messages``, ``updates``, ``custom``,
-    ``values``) into run-log events. Text and each tool call's arguments stream from the
-    model chunks; the finished AI message gives each tool call whole (one the chunks did
-    not name, whole only), tool results come from the step's update, all as the caller
+    """Turns one run's ``StreamEvent``s (``MODES``) into run-log events. Text and each
+    tool call's arguments stream from the model chunks; the finished AI message gives
+    each tool call whole (one the chunks did not name, whole only), tool results come
+    from the step's update, each step saved is a ``step`` event, all as the caller
     reads them (``StreamEvent.shown``, and the chunks pii restores: its real values)."""
 
     def __init__(self, private: frozenset[str] = frozenset()) -> None:
@@ -181,7 +189,7 @@ class Recorder:
                     yield from self._update(update, event.shown)
         elif event.mode == "custom":
             yield {"type": "custom", "value": jsonable(event.data)}
-        elif event.mode == "values" and event.step is not None and not event.path:
+        elif event.mode == SAVED and event.step is not None and not event.path:
             yield {"type": "step", "step": event.step}
 
     def _chunk(self, chunk: AIMessageChunk) -> Iterator[dict[str, Any]]:
@@ -507,7 +515,7 @@ def record_run(
     stream = None
     try:
         emit(_snapshot(agent, thread_id))
-        stream = agent.stream(input, mode=MODES, thread_id=thread_id)
+        stream = agent._recorded_stream(input, thread_id, frozenset(MODES))
         for event in stream:
             for record in recorder.translate(event):
                 emit(record)
@@ -545,7 +553,7 @@ async def arecord_run(
     stream = None
     try:
         emit(await asyncio.to_thread(_snapshot, agent, thread_id))
-        stream = agent.astream(input, mode=MODES, thread_id=thread_id)
+        stream = agent._recorded_astream(input, thread_id, frozenset(MODES))
         async for event in stream:
             for record in recorder.translate(event):
                 emit(record)

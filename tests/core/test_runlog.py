@@ -19,6 +19,7 @@ from plait.runlog import (
     LogWriter,
     RunHandle,
     RunJob,
+    arecord_run,
     cancel_paused_run,
     logged_usage,
     record_run,
@@ -98,14 +99,21 @@ def test_start_run_records_the_run_into_the_checkpointers_log() -> None:
         "text",
         "message_end",
         "step",
+        "step",
         "run_finished",
     ]
     # each step the run saved, numbered as the thread's history reads it back: the
-    # input's (saved before the first model call), then each node's
+    # input's (saved before the first model call), each node's, the run's end
     steps = [e["step"] for e in events if e["type"] == "step"]
-    assert steps == [1, 2, 3, 4]
+    assert steps == [1, 2, 3, 4, 5]
     history = {info.step: info.node for info in log.history("t")}
-    assert [history[step] for step in steps] == ["input", "model", "tools", "model"]
+    assert [history[step] for step in steps] == [
+        "input",
+        "model",
+        "tools",
+        "model",
+        "after_agent",
+    ]
     assert [m.text for m in agent.get_state("t", 1)["messages"]] == ["add 1 and 2"]
     assert agent.get_state("t", 3)["messages"][-1].text == "3"
     # the call's arguments as the model streams them (in two halves), then the call whole
@@ -514,3 +522,130 @@ def test_cancel_paused_run_answers_the_held_calls_and_ends_the_run() -> None:
         ("ai", "ok then"),
     ]
     assert model.calls == 2  # the cancel itself called no model
+
+
+# -- every step a run saves has its step event ------------------------------------------------
+
+
+def _recorded_steps(
+    agent: plait.Agent, log: MemoryCheckpointer, input: Any, run_id: str
+) -> tuple[list[tuple[int, str]], list[tuple[int, str]], list[dict[str, Any]]]:
+    """Run ``input`` on thread ``t`` into a run log: the steps its ``step`` events name and
+    the steps history shows the run saved (each with its history node), and the events."""
+    before = log.history("t")[0].step if log.history("t") else 0
+    events: list[dict[str, Any]] = []
+    record_run(agent, input, thread_id="t", run_id=run_id, emit=events.append)
+    nodes = {info.step: info.node for info in log.history("t")}
+    logged = [(e["step"], nodes.get(e["step"], "?")) for e in events if e["type"] == "step"]
+    saved = [(step, node) for step, node in sorted(nodes.items()) if step > before]
+    return logged, saved, events
+
+
+def test_each_step_a_run_saves_has_one_step_event_the_last_one_too() -> None:
+    """The run's last step (``after_agent``, saved on its own when no hook ran there) is
+    logged as the others are: the state the thread ends in is a step a client reads."""
+    log = MemoryCheckpointer()
+    logged, saved, events = _recorded_steps(_agent(log), log, "add 1 and 2", "r1")
+    assert logged == saved
+    assert [node for _, node in logged] == ["input", "model", "tools", "model", "after_agent"]
+    assert [e["type"] for e in events][-2:] == ["step", "run_finished"]
+    last = logged[-1][0]
+    assert agent_state_text(log, last) == "the sum is three"
+
+
+def agent_state_text(log: MemoryCheckpointer, step: int) -> str:
+    return str(_agent(log).get_state("t", step)["messages"][-1].text)
+
+
+def test_an_after_agent_hook_and_a_jump_to_end_log_each_step_once() -> None:
+    class After(plait.Middleware):
+        def after_agent(self, state: Any) -> dict[str, Any]:
+            return {"messages": [AIMessage("signed off", id="ai-3")]}
+
+    class Closed(plait.Middleware):
+        @plait.can_jump_to("end")
+        def before_model(self, state: Any) -> Command:
+            return Command(update={"messages": [AIMessage("closed", id="ai-c")]}, jump_to="end")
+
+    log = MemoryCheckpointer()
+    logged, saved, _ = _recorded_steps(_agent(log, middleware=[After()]), log, "add", "r1")
+    assert logged == saved
+    assert logged[-1][1] == "after_agent"
+    assert agent_state_text(log, logged[-1][0]) == "signed off"
+
+    log = MemoryCheckpointer()
+    logged, saved, _ = _recorded_steps(_agent(log, middleware=[Closed()]), log, "add", "r1")
+    assert logged == saved
+    assert [node for _, node in logged] == ["input", "before_model", "after_agent"]
+    assert agent_state_text(log, logged[-1][0]) == "closed"
+
+
+def test_a_paused_run_and_its_resume_log_each_step_they_save() -> None:
+    def risky(x: int) -> str:
+        """Asks a human first."""
+        return f"ran with {plait.interrupt({'question': 'run risky?'})}"
+
+    calls = [ToolCall("risky", {"x": 1}, id="call-r"), ToolCall("add", {"a": 1, "b": 2}, id="c2")]
+    log = MemoryCheckpointer()
+    agent = plait.create_agent(
+        model=plait.ScriptedChatModel(
+            [AIMessage("", tool_calls=calls, id="ai-1"), AIMessage("done", id="ai-2")]
+        ),
+        tools=[risky, add],
+        checkpointer=log,
+    )
+    logged, saved, events = _recorded_steps(agent, log, "go", "r1")
+    assert logged == saved
+    # the calls' step: add's answer saved as it finished, then the pause
+    assert [node for _, node in logged] == ["input", "model", "tools", "tools"]
+    assert events[-1]["status"] == "interrupted"
+    paused = agent.get_state("t", logged[-1][0])["messages"]
+    assert [m.text for m in paused][-1] == "3"  # add's answer, the pause holds it
+
+    logged, saved, events = _recorded_steps(agent, log, Command(resume="yes"), "r2")
+    assert logged == saved
+    assert [node for _, node in logged] == ["tools", "model", "after_agent"]
+    assert events[-1]["status"] == "success"
+
+
+def test_a_failed_run_logs_the_steps_it_saved_and_its_failure_record() -> None:
+    class Limit(plait.Middleware):
+        def before_model(self, state: Any) -> None:
+            stop = plait.errors.StopRun("over the limit")
+            stop.update = {"limited": True}
+            raise stop
+
+    log = MemoryCheckpointer()
+    down = plait.create_agent(
+        model=plait.ScriptedChatModel([PlaitError("the model is down")]), checkpointer=log
+    )
+    logged, saved, events = _recorded_steps(down, log, "hi", "r1")
+    assert logged == saved
+    assert [node for _, node in logged] == ["input", "failed"]
+    assert events[-1]["type"] == "run_error"
+
+    log = MemoryCheckpointer()
+    stopped = _agent(log, middleware=[Limit()])
+    logged, saved, events = _recorded_steps(stopped, log, "hi", "r1")
+    assert logged == saved
+    assert [node for _, node in logged] == ["input", "before_model", "failed"]
+    assert stopped.get_state("t", logged[1][0])["limited"] is True
+    assert events[-1]["type"] == "run_error"
+
+
+def test_a_run_recorded_on_the_async_path_logs_each_step_it_saves() -> None:
+    log = MemoryCheckpointer()
+    agent = _agent(log)
+    events: list[dict[str, Any]] = []
+    asyncio.run(arecord_run(agent, "add", thread_id="t", run_id="r1", emit=events.append))
+    nodes = [(i.step, i.node) for i in reversed(log.history("t"))]
+    assert [(e["step"], dict(nodes)[e["step"]]) for e in events if e["type"] == "step"] == nodes
+
+
+def test_a_values_stream_is_not_given_the_steps_that_change_no_state() -> None:
+    """``values`` follows the steps that change the state, as LangGraph's does: the run's
+    last step, saved on its own, is the run log's only."""
+    values = list(_agent(MemoryCheckpointer()).stream("add", mode="values", thread_id="t"))
+    assert [e.source for e in values] == ["input", "model", "tools", "model"]
+    with pytest.raises(plait.errors.ConfigError, match="unknown stream mode"):
+        _agent(None).stream("add", mode="saved")

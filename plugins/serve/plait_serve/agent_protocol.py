@@ -847,21 +847,35 @@ def routes(server: Server) -> list[Route]:
     ) -> AsyncIterator[str]:
         """The run's stream parts from its first event, sending those after ``after``."""
         projector = _Projector(server.shown(thread), modes)
-        last_step: int | None = None  # the step whose state ``values`` sent last
+        last_step: int | None = None  # the run's step logged last
+        states: dict[int, dict[str, Any] | None] = {}  # the states after the last steps read
+
+        async def after_step(step: int) -> dict[str, Any] | None:
+            if step not in states:
+                states[step] = await step_values(thread, step)
+                for older in [k for k in states if k != step][:-1]:  # keep this and one more
+                    del states[older]
+            return states[step]
+
         async for batch in server.runs.batches(thread, first - 1):
             text = ""
             for seq, event in batch:
                 parts = list(projector.feed(event))
                 kind = event.get("type")
                 if kind == "step" and "values" in modes:
-                    last_step = event["step"]
-                    if seq > after and (state := await step_values(thread, last_step)):
-                        parts.append(("values", state))
+                    # A step that changed nothing the client sees (the run's end saved on
+                    # its own, a tool call's answer kept for a crash) sends no values, as
+                    # LangGraph sends them only after a step that wrote some.
+                    step, before = event["step"], last_step
+                    if seq > after and (state := await after_step(step)):
+                        if before is None or state != await after_step(before):
+                            parts.append(("values", state))
+                    last_step = step
                 elif kind == "run_finished" and "values" in modes and seq > after:
                     # The state as the run left it (with ``__interrupt__`` if it paused),
                     # unless the last step's values already showed it.
                     final = await values(thread)
-                    if last_step is None or final != await step_values(thread, last_step):
+                    if last_step is None or final != await after_step(last_step):
                         parts.append(("values", final))
                 if seq <= after:
                     continue
