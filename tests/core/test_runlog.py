@@ -634,12 +634,29 @@ def test_a_failed_run_logs_the_steps_it_saved_and_its_failure_record() -> None:
 
 
 def test_a_run_recorded_on_the_async_path_logs_each_step_it_saves() -> None:
+    """Two calls run at once: each answer, kept as it finished, is a step of its own."""
+    calls = [ToolCall("add", {"a": 1, "b": 2}, id="c1"), ToolCall("add", {"a": 2, "b": 2}, id="c2")]
     log = MemoryCheckpointer()
-    agent = _agent(log)
+    agent = plait.create_agent(
+        model=plait.ScriptedChatModel(
+            [AIMessage("", tool_calls=calls, id="ai-1"), AIMessage("3 and 4", id="ai-2")]
+        ),
+        tools=[add],
+        checkpointer=log,
+    )
     events: list[dict[str, Any]] = []
     asyncio.run(arecord_run(agent, "add", thread_id="t", run_id="r1", emit=events.append))
     nodes = [(i.step, i.node) for i in reversed(log.history("t"))]
     assert [(e["step"], dict(nodes)[e["step"]]) for e in events if e["type"] == "step"] == nodes
+    assert [node for _, node in nodes] == [
+        "input",
+        "model",
+        "tools",
+        "tools",
+        "tools",
+        "model",
+        "after_agent",
+    ]
 
 
 def test_a_values_stream_is_not_given_the_steps_that_change_no_state() -> None:

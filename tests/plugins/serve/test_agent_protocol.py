@@ -278,6 +278,57 @@ def test_values_mode_sends_the_state_after_each_step_as_it_happens(
     assert all("__interrupt__" not in s for s in states)
 
 
+def test_values_mode_sends_a_paused_runs_state_once_with_its_interrupt(
+    serve: Callable[..., Served],
+) -> None:
+    """The step a run pauses at is in the run log (the thread's last, as history has it);
+    it changed nothing a client sees, so ``values`` sends the state once, with
+    ``__interrupt__``, as the run ends; the resumed run's end, a step of its own, adds no
+    copy of its last state either."""
+
+    def risky(x: int) -> str:
+        """Asks a human first."""
+        return f"ran with {plait.interrupt({'question': 'run risky?'})}"
+
+    agent = plait.create_agent(
+        plait.ScriptedChatModel([ai("Checking.", call("risky", x=1)), ai("Done.")]),
+        tools=[risky],
+        checkpointer="memory",
+        name="risky",
+    )
+    served = serve(agent, keys=[KEY])
+    lg = client(served)
+    thread = lg.threads.create()["thread_id"]
+    ask = {"messages": [{"role": "user", "content": "Go."}]}
+    parts = list(lg.runs.stream(thread, "risky", input=ask, stream_mode="values"))
+    states = [p.data for p in parts if p.event == "values"]
+    assert [[m["type"] for m in s["messages"]] for s in states] == [
+        ["human"],
+        ["human", "ai"],
+        ["human", "ai"],
+    ]
+    assert "__interrupt__" not in states[1]
+    assert states[2]["__interrupt__"][0]["value"] == {"question": "run risky?"}
+    log = parse_sse(
+        httpx.get(
+            f"{served.url}/plait/threads/{thread}/events",
+            headers={"Authorization": f"Bearer {KEY}"},
+        ).text
+    )
+    steps = [e["step"] for _, e in log if e["type"] == "step"]
+    history = lg.threads.get_history(thread)
+    assert steps == sorted(int(h["checkpoint"]["checkpoint_id"]) for h in history)[-len(steps) :]
+    assert steps[-1] == int(history[0]["checkpoint"]["checkpoint_id"])
+
+    resumed = list(lg.runs.stream(thread, "risky", command={"resume": "yes"}, stream_mode="values"))
+    after = [p.data for p in resumed if p.event == "values"]
+    assert [[m["type"] for m in s["messages"]] for s in after] == [
+        ["human", "ai", "tool"],
+        ["human", "ai", "tool", "ai"],
+    ]
+    assert after[0]["messages"][-1]["content"] == "ran with yes"
+
+
 def test_cancel_is_an_explicit_request_and_the_run_reads_interrupted(
     serve: Callable[..., Served],
 ) -> None:
