@@ -281,6 +281,8 @@ class AnthropicFileSearchMiddleware(BackendMiddleware):
                             f"(stopped on {file} line {stop.line}); try a simpler pattern"
                         ),
                     )
+                except BackendError as problem:  # the regex package refuses what re took
+                    return error(runtime, "grep_search", problem)
                 if found:
                     hits[file] = found
             if too_big:
