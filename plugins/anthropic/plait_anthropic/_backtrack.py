@@ -32,15 +32,19 @@ _MAX_DEGREE = 6
 
 @attrs.frozen
 class Work:
-    """A pattern's worst case on a line of ``L`` characters: ``ways * (L + 1) ** (degree + 1)``
-    steps."""
+    """A pattern's worst case on a line of ``L`` characters:
+    ``ways * (L + 1) ** (degree + 1) * min(L + 1, items)`` steps: each place the search
+    starts, each split of the line among the variable quantifiers, each way through the
+    alternatives, and along one such path at most ``items`` steps or one a character."""
 
     ways: int
     degree: int
+    items: int
 
     def on_line(self, length: int) -> int:
         """The most steps a search of a line ``length`` characters long can take."""
-        return self.ways * int((length + 1) ** (self.degree + 1))
+        spread = int((length + 1) ** (self.degree + 1))
+        return self.ways * spread * min(length + 1, self.items)
 
 
 class _Unbounded(Exception):
@@ -56,10 +60,10 @@ def worst_work(pattern: str) -> Work | None:
         from re import _constants as c  # type: ignore[attr-defined]
         from re import _parser  # type: ignore[attr-defined]
 
-        ways, degree = _sequence(_parser.parse(pattern), c)
+        ways, degree, items = _sequence(_parser.parse(pattern), c)
     except Exception:  # _Unbounded, or a parser of another shape: unknown, so unbounded
         return None
-    return Work(ways, degree)
+    return Work(ways, degree, items)
 
 
 _SINGLE = ("LITERAL", "NOT_LITERAL", "ANY", "IN", "CATEGORY")
@@ -68,25 +72,26 @@ _EMPTY = ("AT",)
 """Items that match no character: anchors and word boundaries."""
 
 
-def _sequence(items: Any, c: Any) -> tuple[int, int]:
-    """Ways and degree of items matched one after another: ways multiply, degrees add."""
-    ways, degree = 1, 0
+def _sequence(items: Any, c: Any) -> tuple[int, int, int]:
+    """Ways, degree and items of items matched one after another: ways multiply, degrees
+    and items add."""
+    ways, degree, count = 1, 0, 0
     for op, av in items:
-        w, d = _item(op, av, c)
-        ways, degree = ways * w, degree + d
-        if ways > _LIMIT or degree > _MAX_DEGREE:
+        w, d, n = _item(op, av, c)
+        ways, degree, count = ways * w, degree + d, count + n
+        if ways > _LIMIT or degree > _MAX_DEGREE or count > _LIMIT:
             raise _Unbounded
-    return ways, degree
+    return ways, degree, count
 
 
-def _item(op: Any, av: Any, c: Any) -> tuple[int, int]:
+def _item(op: Any, av: Any, c: Any) -> tuple[int, int, int]:
     name = str(op)
     if name == "AT" and str(av) == "AT_NON_BOUNDARY":
         # not a matter of backtracking: re (before Python 3.14) never finds \B in an empty
         # line, the regex package does, and the search must not change with the engine
         raise _Unbounded
     if name in _SINGLE or name in _EMPTY:
-        return 1, 0
+        return 1, 0, 1
     if name == "SUBPATTERN":  # (group, add_flags, del_flags, items)
         return _sequence(av[3], c)
     if name == "ATOMIC_GROUP":
@@ -95,18 +100,22 @@ def _item(op: Any, av: Any, c: Any) -> tuple[int, int]:
         return _sequence(av[1], c)
     if name == "BRANCH":  # (None, [items, ...]): ways add, the worst degree counts
         parts = [_sequence(branch, c) for branch in av[1]]
-        return sum(w for w, _ in parts), max(d for _, d in parts)
+        return (
+            sum(w for w, _, _ in parts),
+            max(d for _, d, _ in parts),
+            max(n for _, _, n in parts),
+        )
     if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
         low, high, body = av
         if len(body) == 1 and str(body[0][0]) in _SINGLE:
             if high == c.MAXREPEAT:
-                return 1, 1
-            return high - low + 1, 0
+                return 1, 1, 1
+            return high - low + 1, 0, high
         if low == high:  # a fixed count of a longer item: that many in a row
-            ways, degree = _sequence(body, c)
+            ways, degree, count = _sequence(body, c)
             if degree * low > _MAX_DEGREE or (ways > 1 and low * ways.bit_length() > 30):
                 raise _Unbounded
-            return ways**low, degree * low
+            return ways**low, degree * low, count * low
         raise _Unbounded  # a variable count of a longer item: exponential ways
     raise _Unbounded  # a backreference (GROUPREF, GROUPREF_EXISTS) or anything unknown
 

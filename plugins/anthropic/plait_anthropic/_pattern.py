@@ -59,10 +59,11 @@ _QUIET = threading.Lock()
 filters, and two searches swapping them at once could leave them off for good."""
 
 
-_BUDGET = 4_000_000
-"""The most steps (``_backtrack.Work``) ``re`` may take between two looks at the clock:
-backtracking at its slowest measured rate, ~5e7 steps a second, that is under 0.1 s, so
-a search matched by ``re`` overruns its time by no more."""
+_BUDGET = 10_000_000
+"""The most steps (``_backtrack.Work``, an upper bound) ``re`` may take between two looks
+at the clock: the slowest patterns measured (a quantifier before a long fixed tail, on a
+line that almost matches) run ~2.5e8 of them a second, so under 0.05 s, and a search
+matched by ``re`` overruns its time by no more."""
 _BATCH = 4096
 """Lines measured together: the longest of them sets how many run between two looks."""
 _FUZZY = re.compile(r"(?<!\\)(?:\\\\)*\{(?![\d,]*\})")
@@ -140,7 +141,8 @@ class SearchPattern:
         first = 1
         while batch := list(islice(lines, _BATCH)):
             joined = "".join(batch)
-            if work.degree == 0 and work.ways * (len(joined) + len(batch)) <= _BUDGET:
+            whole = work.ways * (len(joined) + len(batch)) * work.items
+            if work.degree == 0 and whole <= _BUDGET:
                 step = len(batch)  # the whole batch's worst case, with no line measured
             else:
                 step = _BUDGET // work.on_line(max(map(len, batch)))

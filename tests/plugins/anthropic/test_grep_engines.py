@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import plait
 from plait.backends import BackendError
 from plait.testing import ai, call, scripted, tool_answers
-from plait_anthropic._pattern import SearchPattern, _alike
+from plait_anthropic._pattern import _BUDGET, SearchPattern, _alike
 from plait_anthropic.file_search import AnthropicFileSearchMiddleware
 
 # characters where engines could part: case folding (sharp s, long s, the Kelvin sign,
@@ -191,16 +191,20 @@ def test_a_bounded_pattern_on_a_line_too_long_for_re_is_stopped_by_the_timeout(
 def test_many_files_a_bounded_pattern_is_slow_on_are_stopped_between_batches(
     tmp_path: Path,
 ) -> None:
-    # each line alone is quick for re (one quantifier pair on 300 characters), but all
-    # of them together outlast the limit: re is stopped between batches of lines
+    # each line alone is quick for re (two quantifiers in a row on 140 characters, ~1 ms),
+    # short enough to be given to re, but all of them together outlast the limit: re is
+    # stopped between batches of lines
     pattern = r"\w*\w*!"
-    assert SearchPattern(pattern, 1.0).work is not None
+    work = SearchPattern(pattern, 1.0).work
+    assert work is not None and work.on_line(140) <= _BUDGET
     for n in range(4):
-        (tmp_path / f"f{n}.txt").write_text(("a" * 150 + "\n") * 200)
+        (tmp_path / f"f{n}.txt").write_text(("a" * 140 + "\n") * 400)
     agent = plait.create_agent(
         scripted(ai("", call("grep_search", "g", pattern=pattern)), "done"),
         middleware=[AnthropicFileSearchMiddleware(backend=f"disk:{tmp_path}", timeout=0.2)],
     )
+    began = time.monotonic()
     got = tool_answers(agent.invoke("go").messages)["g"]
+    assert time.monotonic() - began < 60  # generous: all of it takes ~2 s
     assert got.status == "error"
     assert got.content.startswith(f"Error: the pattern {pattern!r} took longer than 0.2 s")
