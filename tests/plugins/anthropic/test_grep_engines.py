@@ -208,3 +208,14 @@ def test_many_files_a_bounded_pattern_is_slow_on_are_stopped_between_batches(
     assert time.monotonic() - began < 60  # generous: all of it takes ~2 s
     assert got.status == "error"
     assert got.content.startswith(f"Error: the pattern {pattern!r} took longer than 0.2 s")
+
+
+def test_lines_and_patterns_the_engines_read_differently_are_found_as_regex_finds_them() -> None:
+    # re's \w takes no combining mark, regex's does; re folds the dotted capital I to I
+    # under (?i), regex does not: such lines and patterns keep regex's answer
+    mark = SearchPattern(r"e\w", 1.0)
+    assert mark.work is not None  # the pattern is re's; the line beyond ASCII is not
+    assert mark.matching_lines(["e\u0301", "ex", "e."]) == [(1, "e\u0301"), (2, "ex")]
+    folded = SearchPattern("(?i)\u0130", 1.0)
+    assert folded.work is None
+    assert folded.matching_lines(["I", "i\u0307", "\u0130"]) == [(2, "i\u0307"), (3, "\u0130")]
