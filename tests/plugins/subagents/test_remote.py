@@ -9,6 +9,7 @@ spec a clear create_agent error."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import sys
 import threading
@@ -312,12 +313,16 @@ def test_a_streamed_main_run_shows_the_remote_run_below_the_task_call(
     assert {e.path for e in events} == {(), ("t1",)}
     text = [e.data.content for e in below if e.mode == "messages" and e.source == "model"]
     assert "".join(text) == "Audit: ann is in order."
-    [called] = [
-        e.data
+    # the remote's tool call streams as its server sends it: named first, then the
+    # arguments fragment by fragment, adding up to the call the remote's tool got
+    called = [
+        part
         for e in below
-        if e.mode == "messages" and e.source == "model" and e.data.tool_call_chunks
+        if e.mode == "messages" and e.source == "model"
+        for part in e.data.tool_call_chunks
     ]
-    assert called.tool_call_chunks[0].name == "audit"
+    assert [part.name for part in called if part.name] == ["audit"]
+    assert json.loads("".join(part.args for part in called)) == {"customer": "ann"}
     [tool_said] = [e.data for e in below if e.mode == "messages" and e.source == "audit"]
     assert (tool_said.type, tool_said.text) == ("tool", "ann is in order")
     assert [e.data for e in below if e.mode == "custom"] == [{"audited": "ann"}]
