@@ -109,6 +109,19 @@ class Leaving:
         self.lock = threading.Lock()
         self.stops: list[Callable[[], None]] = []
 
+    def add(self, stop: Callable[[], None]) -> None:
+        """Register the stop of a call starting; ``ReaderGone`` if the reader already
+        left (the call is not started)."""
+        with self.lock:
+            if self.left:
+                raise ReaderGone
+            self.stops.append(stop)
+
+    def remove(self, stop: Callable[[], None]) -> None:
+        """Unregister the stop of a call that has ended (no stop runs after this)."""
+        with self.lock:
+            self.stops.remove(stop)
+
     def leave(self) -> None:
         """Mark the reader gone and call each stop registered (under the lock, so no stop
         runs after its call has left ``StopOnLeave`` and closed what it stops)."""
@@ -141,20 +154,15 @@ class StopOnLeave:
         self.stop = stop
 
     def __enter__(self) -> StopOnLeave:
-        leaving = self.leaving
-        if leaving is not None:
-            with leaving.lock:
-                if leaving.left:
-                    raise ReaderGone
-                leaving.stops.append(self.stop)
+        if self.leaving is not None:
+            self.leaving.add(self.stop)
         return self
 
     def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
         leaving = self.leaving
         if leaving is None:
             return
-        with leaving.lock:
-            leaving.stops.remove(self.stop)
+        leaving.remove(self.stop)
         if leaving.left and isinstance(error, Exception):
             raise ReaderGone from error
 
@@ -184,10 +192,7 @@ class CancelOnLeave:
             self.task = asyncio.current_task()
             self.loop = asyncio.get_running_loop()
             self.thread = threading.get_ident()
-            with leaving.lock:
-                if leaving.left:
-                    raise ReaderGone
-                leaving.stops.append(self.stop)
+            leaving.add(self.stop)
         return self
 
     def stop(self) -> None:
@@ -206,8 +211,7 @@ class CancelOnLeave:
         leaving = self.leaving
         if leaving is None:
             return
-        with leaving.lock:
-            leaving.stops.remove(self.stop)
+        leaving.remove(self.stop)
         if self.cancelled and self.task is not None:
             self.task.uncancel()  # this cancellation, turned into ReaderGone below
         if leaving.left and error is not None and not isinstance(error, ReaderGone):
