@@ -161,6 +161,19 @@ def _tool_result(message: ToolMessage) -> dict[str, Any]:
     }
 
 
+class _StreamingCall:
+    """A tool call whose arguments stream: its id and name (as the first fragments give
+    them), the arguments held until both are known, whether its start is logged."""
+
+    __slots__ = ("held", "id", "name", "started")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name: str | None = None
+        self.held = ""
+        self.started = False
+
+
 class Recorder:
     """Turns one run's ``StreamEvent``s (``MODES``) into run-log events. Text and each
     tool call's arguments stream from the model chunks; the finished AI message gives
@@ -173,9 +186,7 @@ class Recorder:
         self._seen: set[str] = set()  # AI messages and tool calls already recorded
         self._private = private  # state keys never logged (``private_keys``)
         self._message: str | None = None  # the AI message streaming now (text or calls)
-        # Its tool calls streaming, by index: [id, name, arguments held until named,
-        # whether started]
-        self._calls: dict[int, list[Any]] = {}
+        self._calls: dict[int, _StreamingCall] = {}  # its tool calls streaming, by index
 
     def translate(self, event: StreamEvent) -> Iterator[dict[str, Any]]:
         if event.mode == "messages":
@@ -209,11 +220,13 @@ class Recorder:
         message_id = self._message or chunk.id or f"msg-{len(self._seen)}"
         self._message = message_id
         for part in chunk.tool_call_chunks:
-            call = self._calls.setdefault(part.index, [None, None, "", False])
-            call[0] = call[0] or part.id
-            call[1] = call[1] or part.name
-            call_id = call[0]
-            if call[3]:
+            call = self._calls.get(part.index)
+            if call is None:
+                call = self._calls[part.index] = _StreamingCall()
+            call.id = call.id or part.id
+            call.name = call.name or part.name
+            call_id = call.id
+            if call.started:
                 if part.args:
                     yield {
                         "type": "tool_args",
@@ -223,18 +236,18 @@ class Recorder:
                         "delta": part.args,
                     }
                 continue
-            call[2] += part.args
-            if call_id is None or call[1] is None or call_id in self._seen:
+            call.held += part.args
+            if call_id is None or call.name is None or call_id in self._seen:
                 continue
-            call[3] = True
+            call.started = True
             yield {
                 "type": "tool_call_start",
                 "message_id": message_id,
                 "tool_call_id": call_id,
-                "name": call[1],
+                "name": call.name,
                 "index": part.index,
             }
-            held, call[2] = call[2], ""
+            held, call.held = call.held, ""
             if held:
                 yield {
                     "type": "tool_args",
@@ -247,12 +260,12 @@ class Recorder:
     def _drop_calls(self, kept: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
         """End the started calls of the message streaming now that ``kept`` does not
         name; forget the message."""
-        for call_id, _, _, started in self._calls.values():
-            if started and call_id not in kept:
+        for call in self._calls.values():
+            if call.started and call.id not in kept:
                 yield {
                     "type": "tool_call_dropped",
                     "message_id": self._message,
-                    "tool_call_id": call_id,
+                    "tool_call_id": call.id,
                 }
         self._calls = {}
         self._message = None
@@ -282,7 +295,7 @@ class Recorder:
 
     def _ai(self, message: AIMessage) -> Iterator[dict[str, Any]]:
         message_id = message.id
-        streamed = {call[0] for call in self._calls.values() if call[3]}
+        streamed = {call.id for call in self._calls.values() if call.started}
         if self._message is not None:
             # the streamed text's and calls' id, even if the chunks had none
             message_id = self._message
