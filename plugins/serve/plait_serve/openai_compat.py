@@ -7,7 +7,8 @@ separated by a blank line). A streamed chat completion asked with ``"stream_tool
 true`` (``extra_body``) also carries each tool call the agent makes as
 ``delta.tool_calls``, its arguments in fragments as the model writes them, each call
 with an index of its own across the run; the completion still ends with ``stop`` (the
-agent ran them), so a client must not run them again.
+agent ran them), so a client must not run them again. A streamed response asked the same
+way carries them as ``function_call`` items (``_response_stream``).
 
 A conversation continues on a thread: name it with the ``X-Plait-Thread`` header (every
 response carries it), or, for Responses, with ``previous_response_id``. On a new thread
@@ -36,6 +37,7 @@ from plait.messages import AIMessage, AnyMessage, HumanMessage
 from plait.runlog import END_TYPES
 from plait_serve._app import Server
 from plait_serve._http import ApiError, read_json, sse, sse_event
+from plait_serve._response_stream import ResponseStream
 
 __all__ = ["THREAD_HEADER", "routes"]
 
@@ -146,6 +148,19 @@ def _stream_flag(body: Mapping[str, Any]) -> bool:
     return bool(stream)
 
 
+def _calls_flag(body: Mapping[str, Any], stream: bool) -> bool:
+    """``stream_tool_calls``: whether a streamed answer shows the tool calls the agent
+    makes (only when asked: a client would otherwise take them as calls for it to run)."""
+    calls = body.get("stream_tool_calls", False)
+    if not isinstance(calls, bool) or (calls and not stream):
+        raise ApiError(
+            422,
+            "invalid_request",
+            f"stream_tool_calls: expected true (with stream true) or false, got {calls!r:.40}",
+        )
+    return calls
+
+
 # -- runs ----------------------------------------------------------------------------------------
 
 
@@ -207,8 +222,9 @@ async def _texts(
 ) -> AsyncIterator[list[Piece]]:
     """Batches of ``(seq, text delta, None)`` for each piece of assistant text of the run
     (a blank line between messages), the last one ending with ``(seq, None, end event)``;
-    with ``calls``, also ``(seq, None, {"type": "tool_calls", "delta": ...})`` for each
-    piece of a tool call (``_call_delta``)."""
+    with ``calls``, also ``(seq, None, {"type": "tool_calls", "delta": ..., "done": ...,
+    "event": ...})`` for each run-log event of a tool call: ``delta`` its chat-completion
+    piece (``_call_delta``) or None, ``done`` whether the call is whole (or dropped)."""
     written = False
     starts: dict[str, int] = {}  # message id -> the number of its message_start
     indexes: dict[str, int] = {}  # tool call id -> its index in the run's answer
@@ -216,11 +232,12 @@ async def _texts(
         pieces: list[Piece] = []
         for seq, event in batch:
             kind = event.get("type")
-            if calls and kind in ("tool_call_start", "tool_args", "tool_call"):
+            if calls and kind in ("tool_call_start", "tool_args", "tool_call", "tool_call_dropped"):
                 index = indexes.setdefault(event["tool_call_id"], len(indexes))
-                delta = _call_delta(event, index)
-                if delta is not None:
-                    pieces.append((seq, None, {"type": "tool_calls", "delta": delta}))
+                delta = _call_delta(event, index) if kind != "tool_call_dropped" else None
+                done = kind != "tool_call_start" and kind != "tool_args"
+                call = {"type": "tool_calls", "delta": delta, "done": done, "event": event}
+                pieces.append((seq, None, call))
                 continue
             if kind == "message_start":
                 starts[event["message_id"]] = seq
@@ -302,13 +319,7 @@ async def chat_completions(server: Server, request: Request) -> Response:
     _check_model(server, body)
     conversation = _conversation(body.get("messages"), "messages")
     stream = _stream_flag(body)
-    calls = body.get("stream_tool_calls", False)
-    if not isinstance(calls, bool) or (calls and not stream):
-        raise ApiError(
-            422,
-            "invalid_request",
-            f"stream_tool_calls: expected true (with stream true) or false, got {calls!r:.40}",
-        )
+    calls = _calls_flag(body, stream)
     thread = await _header_thread(server, request)
     first = await _start(server, request, body, thread, conversation)
     shown = server.shown(thread)
@@ -326,6 +337,8 @@ async def chat_completions(server: Server, request: Request) -> Response:
                         delta: dict[str, Any] = {"content": text}
                         out.append(sse_event(_chunk(ident, created, model, delta, None), seq=seq))
                     elif end is not None and end["type"] == "tool_calls":
+                        if end["delta"] is None:
+                            continue
                         calls_delta = {"tool_calls": [end["delta"]]}
                         chunk = _chunk(ident, created, model, calls_delta, None)
                         out.append(sse_event(chunk, seq=seq))
@@ -407,20 +420,21 @@ async def _latest_run(server: Server, thread: str, after: int) -> int | None:
     return latest
 
 
+def _message(item: str, text: str, status: str) -> dict[str, Any]:
+    """The answer's message item: the run's text."""
+    return {
+        "type": "message",
+        "id": item,
+        "role": "assistant",
+        "status": status,
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
 def _response(
     ident: str, created: int, model: str, text: str, status: str, previous: str | None
 ) -> dict[str, Any]:
-    output = []
-    if status == "completed":
-        output = [
-            {
-                "type": "message",
-                "id": "msg_" + ident[5:],
-                "role": "assistant",
-                "status": "completed",
-                "content": [{"type": "output_text", "text": text, "annotations": []}],
-            }
-        ]
+    output = [_message("msg_" + ident[5:], text, "completed")] if status == "completed" else []
     return {
         "id": ident,
         "object": "response",
@@ -458,6 +472,7 @@ async def responses(server: Server, request: Request) -> Response:
     if not ("resume" in body and "input" not in body):  # a resume needs no new input
         conversation = _conversation(body.get("input"), "input")
     stream = _stream_flag(body)
+    calls = _calls_flag(body, stream)
     first = await _start(server, request, body, thread, conversation)
     shown = server.shown(thread)
     ident, created, model = response_id(shown, first), int(time.time()), server.agent.name
@@ -469,65 +484,24 @@ async def responses(server: Server, request: Request) -> Response:
         return done
 
     if stream:
+        item = "msg_" + ident[5:]
+
+        def failed(text: str) -> dict[str, Any]:
+            failure = _response(ident, created, model, text, "failed", previous)
+            failure["output"] = [_message(item, text, "incomplete")] if text else []
+            return failure
+
+        streamer = ResponseStream(
+            item,
+            _response(ident, created, model, "", "in_progress", previous),
+            finished,
+            failed,
+        )
 
         async def events() -> AsyncIterator[str]:
-            number = 0
-
-            def event(kind: str, seq: int | None = None, **fields: Any) -> str:
-                nonlocal number
-                number += 1
-                return sse_event(
-                    {"type": kind, "sequence_number": number, **fields}, seq=seq, event=kind
-                )
-
-            item = "msg_" + ident[5:]
-            pending = _response(ident, created, model, "", "in_progress", previous)
-            yield event("response.created", response=pending)
-            yield event("response.in_progress", response=pending)
-            empty = {
-                "type": "message",
-                "id": item,
-                "role": "assistant",
-                "status": "in_progress",
-                "content": [],
-            }
-            yield event("response.output_item.added", output_index=0, item=empty)
-            part = {"type": "output_text", "text": "", "annotations": []}
-            yield event(
-                "response.content_part.added",
-                item_id=item,
-                output_index=0,
-                content_index=0,
-                part=part,
-            )
-            parts: list[str] = []
-            async for pieces in _texts(server, thread, first - 1):
-                out = []
-                for seq, text, end in pieces:
-                    if text is not None:
-                        parts.append(text)
-                        out.append(
-                            event(
-                                "response.output_text.delta",
-                                seq,
-                                item_id=item,
-                                output_index=0,
-                                content_index=0,
-                                delta=text,
-                                logprobs=[],
-                            )
-                        )
-                    elif end is not None and end["type"] == "run_error":
-                        failed = _response(ident, created, model, "", "failed", previous)
-                        failed["error"] = {
-                            "code": "server_error",
-                            "message": end.get("message", ""),
-                        }
-                        out.append(event("response.failed", seq, response=failed))
-                    elif end is not None:
-                        whole = "".join(parts)
-                        out += _completed(event, item, whole, finished(whole, end), seq)
-                yield "".join(out)
+            yield "".join(streamer.start())
+            async for pieces in _texts(server, thread, first - 1, calls=calls):
+                yield "".join(out for piece in pieces for out in streamer.feed(*piece))
 
         response = sse(events())
         response.headers[THREAD_HEADER] = shown
@@ -536,18 +510,6 @@ async def responses(server: Server, request: Request) -> Response:
     if end.get("type") != "run_finished":
         return _run_error(end, shown)
     return JSONResponse(finished(text, end), headers={THREAD_HEADER: shown})
-
-
-def _completed(event: Any, item: str, whole: str, done: dict[str, Any], seq: int) -> list[str]:
-    """The events that close a streamed response's text, item and the response."""
-    part = {"type": "output_text", "text": whole, "annotations": []}
-    where = {"item_id": item, "output_index": 0, "content_index": 0}
-    return [
-        event("response.output_text.done", **where, text=whole, logprobs=[]),
-        event("response.content_part.done", **where, part=part),
-        event("response.output_item.done", output_index=0, item=done["output"][0]),
-        event("response.completed", seq, response=done),
-    ]
 
 
 def routes(server: Server) -> list[Route]:
