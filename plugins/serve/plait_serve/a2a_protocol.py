@@ -6,9 +6,12 @@ An A2A context is a plait thread; a task is a run and the runs that answer its p
 Its state is read from the run log: a run going on is ``working``, a paused one
 ``input-required`` (its status message carries the pending interrupt as data: the tool
 calls under review and the decisions each allows), then ``completed``, ``canceled`` or
-``failed``. A follow-up message on the same task answers the pause with plait's
-decisions payload as a data part (``{"decisions": [...]}``), checked against the stored
-interrupt like every resume — a refused one is a JSON-RPC error and changes nothing.
+``failed``. A streamed task sends what the run does as it does it, as ``working``
+status updates: the model's text in pieces, each tool call's start, the call and its
+result (``_working``); the answer artifact comes whole at the end. A follow-up message
+on the same task answers the pause with plait's decisions payload as a data part
+(``{"decisions": [...]}``), checked against the stored interrupt like every resume — a
+refused one is a JSON-RPC error and changes nothing.
 ``tasks/cancel`` cancels a working task's run, and abandons an ``input-required`` one:
 the calls its interrupt holds back get error results, and the context takes new tasks.
 """
@@ -112,6 +115,24 @@ def _artifacts(status: str, end: dict[str, Any] | None) -> list[a2a.Artifact] | 
     return [
         a2a.Artifact(artifact_id="answer", parts=[a2a.Part(root=a2a.TextPart(text=end["text"]))])
     ]
+
+
+def _working(
+    context: str, task_id: str, part: a2a.TextPart | a2a.DataPart, event: dict[str, Any]
+) -> a2a.TaskStatusUpdateEvent:
+    """A ``working`` status update for what the run does as it does it: a piece of the
+    text the model writes (the pieces of one model message share ``plait_message_id``
+    in the message's metadata, in order) or a tool call's start, the call or its result
+    (a data part: the run-log event)."""
+    message = _agent_message(context, task_id, [a2a.Part(root=part)])
+    if isinstance(part, a2a.TextPart):
+        message.metadata = {"plait_message_id": event.get("message_id")}
+    return a2a.TaskStatusUpdateEvent(
+        task_id=task_id,
+        context_id=context,
+        final=False,
+        status=a2a.TaskStatus(state=a2a.TaskState.working, message=message),
+    )
 
 
 def routes(server: Server) -> list[Route]:
@@ -270,18 +291,13 @@ def routes(server: Server) -> list[Route]:
                 text = ""
                 for seq, event in batch:
                     kind = event.get("type")
-                    if kind == "tool_call" or kind == "tool_result":
+                    part: a2a.TextPart | a2a.DataPart | None = None
+                    if kind == "text" and event["delta"]:
+                        part = a2a.TextPart(text=event["delta"])
+                    elif kind in ("tool_call_start", "tool_call", "tool_result"):
                         part = a2a.DataPart(data={k: v for k, v in event.items()})
-                        update = a2a.TaskStatusUpdateEvent(
-                            task_id=task_id,
-                            context_id=context,
-                            final=False,
-                            status=a2a.TaskStatus(
-                                state=a2a.TaskState.working,
-                                message=_agent_message(context, task_id, [a2a.Part(root=part)]),
-                            ),
-                        )
-                        text += result(update, seq)
+                    if part is not None:
+                        text += result(_working(context, task_id, part, event), seq)
                     elif kind in ("run_finished", "run_error"):
                         status = "error" if kind == "run_error" else event.get("status", "success")
                         artifacts = _artifacts(status, event) or []
@@ -291,6 +307,7 @@ def routes(server: Server) -> list[Route]:
                                     task_id=task_id,
                                     context_id=context,
                                     artifact=artifact,
+                                    append=False,
                                     last_chunk=True,
                                 )
                             )
