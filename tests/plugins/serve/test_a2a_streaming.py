@@ -78,3 +78,36 @@ def test_text_streams_as_working_updates_before_the_answer_artifact(
     assert [p.text for p in artifact.artifact.parts] == [ANSWER]
     assert artifact.last_chunk and not artifact.append
     assert seen[-1][1] == TaskState.TASK_STATE_COMPLETED
+
+
+def test_a_run_failing_mid_stream_sends_its_text_then_fails_without_an_answer(
+    serve: Callable[..., Served],
+) -> None:
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    def broken(messages: Any, tools: Any) -> Any:
+        raise RuntimeError("boom")
+
+    model = Fragments([ai("Working on it now.", call("ping")), broken])
+    served = serve(plait.create_agent(model, tools=[ping], checkpointer="memory"), keys=[KEY])
+
+    async def body(client: Any) -> Any:
+        return await responses(client, text("Go."))
+
+    _, *rest = run(served, body)
+    seen = [describe(update) for update in rest]
+    pieces = [value[0] for kind, value in seen if kind == "text"]
+    assert "".join(pieces) == "Working on it now." and len(pieces) == 4
+    assert [value for kind, value in seen if kind == "data"] == [
+        "tool_call_start",
+        "tool_call",
+        "tool_result",
+    ]
+    assert "artifact" not in [kind for kind, _ in seen]
+    failed = rest[-1].status_update
+    assert failed.status.state == TaskState.TASK_STATE_FAILED
+    assert failed.status.message.parts[0].text == (
+        "the run failed with an internal error (RuntimeError)"
+    )

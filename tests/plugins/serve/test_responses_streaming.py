@@ -14,7 +14,7 @@ from typing import Any
 import openai
 import pytest
 from serve_helpers import Served
-from test_tool_call_streaming import BODY, JANE, Fragments, mailer
+from test_tool_call_streaming import BODY, JANE, DropCalls, Fragments, mailer, send_mail, sent
 
 import plait
 from plait.testing import ai, call
@@ -94,13 +94,46 @@ def test_tool_calls_stream_as_function_call_items_only_when_asked(
     assert final.status == "completed"  # the agent ran the call: nothing for the client
 
 
-def test_a_paused_run_completes_naming_what_waits(
+def test_a_streamed_call_a_middleware_drops_ends_incomplete_and_nothing_runs(
+    serve: Callable[..., Served],
+) -> None:
+    sent.clear()
+    model = Fragments([ai("Sending it now.", call("send_mail", id="c1", to=JANE, body=BODY))])
+    agent = plait.create_agent(
+        model, tools=[send_mail], middleware=[DropCalls()], checkpointer="memory"
+    )
+    with client(serve(agent)) as api:
+        with api.responses.stream(
+            model="agent", input="Mail Jane.", extra_body={"stream_tool_calls": True}
+        ) as stream:
+            kinds = [e.type for e in stream]
+            final = stream.get_final_response()
+    assert kinds.count("response.function_call_arguments.delta") >= 2
+    assert "response.function_call_arguments.done" not in kinds
+    message, dropped = final.output
+    assert (
+        message.type == "message"
+        and dropped.type == "function_call"
+        and dropped.status == "incomplete"
+    )
+    assert final.output_text == "Sending it now." and sent == []
+
+
+def test_a_paused_run_completes_naming_what_waits_and_a_streamed_resume_finishes_it(
     serve: Callable[..., Served], support: plait.Agent
 ) -> None:
     with client(serve(support)) as api:
         with api.responses.stream(model="agent", input="Refund order 1042.") as stream:
             kinds = [e.type for e in stream]
             final = stream.get_final_response()
+        with api.responses.stream(
+            model="agent",
+            input="Approved.",  # the SDK wants an input; a resume takes none from it
+            previous_response_id=final.id,
+            extra_body={"resume": {"decisions": [{"type": "approve"}]}},
+        ) as resumed:
+            deltas = [e.delta for e in resumed if e.type == "response.output_text.delta"]
+            done = resumed.get_final_response()
     extra = final.model_extra or {}
     (interrupt,) = extra["plait"]["interrupts"]
     (review,) = interrupt["tool_calls"]
@@ -109,6 +142,9 @@ def test_a_paused_run_completes_naming_what_waits(
     assert f"issue_refund (tool call {review['id']})" in final.output_text
     assert kinds.index("response.output_text.delta") < kinds.index("response.completed")
     assert final.usage is not None and final.usage.input_tokens > 0
+    assert "".join(deltas) == done.output_text == "Refunded 25.00 EUR for order 1042."
+    assert (done.model_extra or {})["plait"]["status"] == "success"
+    assert support.get_interrupts(extra["plait"]["thread_id"]) == []
 
 
 def test_a_run_failing_mid_stream_ends_with_response_failed(
