@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -46,12 +47,32 @@ from plait._attrs_compiled import making
 __all__ = ["define", "frozen", "lazy_exports"]
 
 
-def lazy_exports(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+def lazy_exports(
+    module: str, names: Mapping[str, str], *, deprecated: Mapping[str, tuple[str, str]] = {}
+) -> Callable[[str], Any]:
     """The ``__getattr__`` of ``module``: a name of ``names`` is imported from the module
     it maps to on first use and kept in ``module``'s namespace (later uses are plain
-    lookups); any other name is an ``AttributeError``, as for an ordinary module."""
+    lookups); any other name is an ``AttributeError``, as for an ordinary module.
+
+    ``deprecated`` keeps names that left ``module``'s API importable for one release: each
+    maps to ``("source:attribute", "what to use instead")``, and every use warns with a
+    ``DeprecationWarning`` saying so (the name is never kept, so each use warns)::
+
+        __getattr__ = lazy_exports(
+            __name__, {}, deprecated={"words": (f"{__name__}:_words", "nothing: it is internal")}
+        )
+    """
 
     def __getattr__(name: str) -> Any:
+        if name in deprecated:
+            where, instead = deprecated[name]
+            warnings.warn(
+                f"{module}.{name} is deprecated and will be removed in the next release: {instead}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            source, _, attribute = where.partition(":")
+            return getattr(importlib.import_module(source), attribute)
         try:
             source = names[name]
         except KeyError:

@@ -53,6 +53,7 @@ __all__ = [
     "Secret",
     "StreamParser",
     "ToolChoice",
+    "merge_text_blocks",
     "parse_retry_after",
     "redact",
     "resolve_tool_choice",
@@ -1076,3 +1077,16 @@ def loads_event(provider: str, event: SSEEvent, cls: type[Any]) -> Any:
             error_type="invalid_response",
             retryable=True,
         ) from None
+
+
+def merge_text_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Adjacent plain text blocks as one, empty ones dropped: the block list
+    ``assemble_chunks`` builds from a stream, so ``invoke`` can return the same."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        plain = set(block) == {"type", "text"} and block["type"] == "text"
+        if plain and out and set(out[-1]) == {"type", "text"} and out[-1]["type"] == "text":
+            out[-1] = {"type": "text", "text": str(out[-1]["text"]) + str(block["text"])}
+        elif not (plain and not block["text"]):
+            out.append(block)
+    return out

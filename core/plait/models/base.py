@@ -14,10 +14,21 @@ from typing import Any, ClassVar, Protocol, TypeVar
 from plait import usage as _usage
 from plait._performers import Effect, aperform, perform
 from plait._performers import active as _performing
-from plait.lazy import frozen
+from plait.lazy import frozen, lazy_exports
 from plait.messages import AIMessage, AIMessageChunk, AnyMessage, ToolCallChunk, assemble_chunks
 
-__all__ = ["ChatModel", "ModelCall", "ModelProfile", "ToolDefinition", "merge_text_blocks"]
+__all__ = ["ChatModel", "ModelCall", "ModelProfile", "ToolDefinition"]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {},
+    deprecated={
+        "merge_text_blocks": (
+            "plait.models._http:merge_text_blocks",
+            "import merge_text_blocks from plait.models.http",
+        )
+    },
+)
 
 T = TypeVar("T")
 
@@ -345,16 +356,3 @@ def message_to_chunk(message: AIMessage) -> AIMessageChunk:
         response_metadata=message.response_metadata,
         id=message.id,
     )
-
-
-def merge_text_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Adjacent plain text blocks as one, empty ones dropped: the block list
-    ``assemble_chunks`` builds from a stream, so ``invoke`` can return the same."""
-    out: list[dict[str, Any]] = []
-    for block in blocks:
-        plain = set(block) == {"type", "text"} and block["type"] == "text"
-        if plain and out and set(out[-1]) == {"type", "text"} and out[-1]["type"] == "text":
-            out[-1] = {"type": "text", "text": str(out[-1]["text"]) + str(block["text"])}
-        elif not (plain and not block["text"]):
-            out.append(block)
-    return out

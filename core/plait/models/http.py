@@ -68,6 +68,7 @@ from plait.models._http import (
     error_details,
     foreign_text_keys,
     loads_event,
+    merge_text_blocks,
     parse_retry_after,
     redact,
     resolve_tool_choice,
@@ -77,7 +78,7 @@ from plait.models._http import (
     wire,
 )
 from plait.models._images import IMAGE_FORMS, IMAGE_TYPES, Image, image_from_url, read_image
-from plait.models.base import ToolDefinition, merge_text_blocks, message_to_chunk
+from plait.models.base import ToolDefinition, message_to_chunk
 
 if TYPE_CHECKING:
     from plait._lc_view import CONTENT_BLOCKS, tool_call_block, with_extras

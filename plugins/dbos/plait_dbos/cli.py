@@ -1,5 +1,8 @@
 """``plait worker FILE`` and ``plait submit FILE PROMPT --thread T``: the ``plait.commands``
-this plugin adds to the plait CLI. Imports of DBOS wait until a command runs."""
+this plugin adds to the plait CLI. Imports of DBOS wait until a command runs.
+
+No public names: each ``*_command`` is an entry point's target, which ``plait`` loads by
+its ``module:attribute`` whether or not a module exports it."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import IO, Any
 
 from plait.errors import ConfigError
 
-__all__ = ["submit_command", "worker_command", "workers_command"]
+__all__: list[str] = []
 
 
 def worker_command(sub: Any) -> None:

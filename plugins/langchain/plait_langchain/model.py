@@ -26,7 +26,7 @@ from plait.models.base import ToolDefinition
 from plait.options import expected, pydantic_problems
 from plait_langchain._messages import chunk_from_langchain, from_langchain, to_langchain
 
-__all__ = ["LangChainChatModel", "chat_model", "from_id"]
+__all__ = ["LangChainChatModel", "chat_model"]
 
 _CHOICES = {"required": "any", "auto": "auto", "none": "none"}
 
@@ -124,7 +124,8 @@ _ID_FORMS = (
 
 def from_id(name: str, **settings: Any) -> LangChainChatModel:
     """The ``plait.models`` factory of ``"langchain:..."`` ids (the part after
-    ``langchain:`` is ``name``)."""
+    ``langchain:`` is ``name``): an entry point's target, not exported (write
+    ``"langchain:..."`` or call ``chat_model``)."""
     module_name, _, attr = name.partition(":")
     target: Any = None
     if attr:

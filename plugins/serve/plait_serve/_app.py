@@ -1,7 +1,7 @@
 """``plait_serve.app(agent)``: the ASGI app, the ``Server`` every protocol module gets,
 and plait's own run-log routes.
 
-A protocol is one module listed in ``PROTOCOLS``, with ``routes(server) -> list[Route]``
+A protocol is one module listed in ``PROTOCOLS``, with ``_routes(server) -> list[Route]``
 (``ag_ui``, ``openai_compat``). It reads the caller from ``server.owner(request)``, maps
 the thread id a client names to the stored one with ``server.thread`` (and back with
 ``server.shown``), checks a thread is the caller's with ``server.require``, builds a
@@ -71,7 +71,7 @@ PROTOCOLS = (
     "plait_serve.agent_protocol",
     "plait_serve.a2a_protocol",
 )
-"""The protocol modules served, each with ``routes(server) -> list[Route]``."""
+"""The protocol modules served, each with ``_routes(server) -> list[Route]``."""
 
 PUBLIC_PATHS = frozenset({"/healthz"})
 
@@ -451,7 +451,7 @@ def app(
     application = Starlette(
         routes=[
             *_routes(server),
-            *(route for name in modules for route in importlib.import_module(name).routes(server)),
+            *(route for name in modules for route in importlib.import_module(name)._routes(server)),
         ],
         middleware=middleware,
         exception_handlers={

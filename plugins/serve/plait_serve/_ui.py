@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from plait_serve._app import Server
 
-__all__ = ["ASSETS", "routes"]
+__all__ = ["ASSETS"]
 
 ASSETS = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -44,7 +44,7 @@ def _asset(name: str, media_type: str) -> Response:
     )
 
 
-def routes(server: Server) -> list[Route]:
+def _routes(server: Server) -> list[Route]:
     def page(path: str) -> Route:
         name, media_type = ASSETS[path]
 

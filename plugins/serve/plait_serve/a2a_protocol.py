@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from plait.lazy import lazy_exports
 from plait.messages import AnyMessage, HumanMessage
 from plait_serve._app import Server
 from plait_serve._http import ApiError, check_id, read_json, sse, sse_event
@@ -36,7 +37,15 @@ from plait_serve._interrupts import ResumeRefused
 from plait_serve._runlog import Busy, Full, NotFound
 from plait_serve._runs import runs_of
 
-__all__ = ["routes"]
+__all__: list[str] = []
+
+__getattr__ = lazy_exports(
+    __name__,
+    {},
+    deprecated={
+        "routes": (f"{__name__}:_routes", "it is internal: plait_serve.app(agent) mounts it")
+    },
+)
 
 PATH = "/a2a"
 PROTOCOL_VERSION = "0.3.0"
@@ -135,7 +144,7 @@ def _working(
     )
 
 
-def routes(server: Server) -> list[Route]:
+def _routes(server: Server) -> list[Route]:
     """This protocol's routes on ``server``, which ``plait_serve.app`` mounts: the agent
     card at ``/.well-known/agent-card.json`` and JSON-RPC at ``/a2a``."""
     agent = server.agent

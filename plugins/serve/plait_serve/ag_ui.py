@@ -40,12 +40,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from plait.lazy import lazy_exports
 from plait.messages import AnyMessage, HumanMessage
 from plait_serve._app import Server
 from plait_serve._http import ApiError, check_id, read_json, since, sse, sse_event
 from plait_serve._interrupts import pending_interrupts
 
-__all__ = ["project", "routes"]
+__all__ = ["project"]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {},
+    deprecated={
+        "routes": (f"{__name__}:_routes", "it is internal: plait_serve.app(agent) mounts it")
+    },
+)
 
 try:  # the outcome classes are not re-exported by every version of ag_ui.core
     from ag_ui.core import RunFinishedCancelledOutcome, RunFinishedInterruptOutcome
@@ -192,7 +201,7 @@ def _validation(exc: ValidationError) -> ApiError:
     )
 
 
-def routes(server: Server) -> list[Route]:
+def _routes(server: Server) -> list[Route]:
     """This protocol's routes on ``server``, which ``plait_serve.app`` mounts:
     ``POST /ag-ui`` and ``/ag-ui/threads/{thread_id}/stream``."""
 

@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from plait.errors import ConfigError, ThreadBusyError
+from plait.lazy import lazy_exports
 from plait.messages import AnyMessage, message_from_dict, unstructure_message
 from plait.runlog import END_TYPES, guarded_keys, jsonable, private_keys
 from plait_serve._app import Server, client_messages
@@ -45,7 +46,15 @@ from plait_serve._interrupts import Pending, pending_interrupts
 from plait_serve._runlog import TEMPORARY, Busy, NotFound
 from plait_serve._runs import runs_of as run_records
 
-__all__ = ["STREAM_MODES", "routes"]
+__all__ = ["STREAM_MODES"]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {},
+    deprecated={
+        "routes": (f"{__name__}:_routes", "it is internal: plait_serve.app(agent) mounts it")
+    },
+)
 
 THREAD = "/threads/{thread_id:id}"
 RUN = THREAD + "/runs/{run_id:id}"
@@ -308,7 +317,7 @@ class _Projector:
 # -- the routes --------------------------------------------------------------------------------
 
 
-def routes(server: Server) -> list[Route]:
+def _routes(server: Server) -> list[Route]:
     """This protocol's routes on ``server``, which ``plait_serve.app`` mounts:
     ``/assistants``, ``/threads`` and ``/runs``."""
     agent = server.agent

@@ -33,13 +33,22 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from plait.lazy import lazy_exports
 from plait.messages import AIMessage, AnyMessage, HumanMessage
 from plait.runlog import END_TYPES
 from plait_serve._app import Server
 from plait_serve._http import ApiError, read_json, sse, sse_event
 from plait_serve._response_stream import ResponseStream
 
-__all__ = ["THREAD_HEADER", "routes"]
+__all__ = ["THREAD_HEADER"]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {},
+    deprecated={
+        "routes": (f"{__name__}:_routes", "it is internal: plait_serve.app(agent) mounts it")
+    },
+)
 
 THREAD_HEADER = "X-Plait-Thread"
 """The header naming the thread a request continues; every response carries it."""
@@ -512,7 +521,7 @@ async def responses(server: Server, request: Request) -> Response:
     return JSONResponse(finished(text, end), headers={THREAD_HEADER: shown})
 
 
-def routes(server: Server) -> list[Route]:
+def _routes(server: Server) -> list[Route]:
     """This protocol's routes on ``server``, which ``plait_serve.app`` mounts:
     ``/v1/chat/completions``, ``/v1/responses`` and ``/v1/models``."""
 

@@ -74,9 +74,9 @@ from plait_subagents.background import (
 from plait_subagents.remote import (
     RemoteError,
     RemoteSubAgent,
-    check_env_name,
-    check_headers,
-    check_url,
+    _check_env_name,
+    _check_headers,
+    _check_url,
 )
 
 __all__ = [
@@ -322,9 +322,9 @@ class SubAgent:
             )
 
     def _check_remote(self) -> None:
-        check_url(self.url)
-        check_env_name(self.api_key_env)
-        check_headers(self.headers)
+        _check_url(self.url)
+        _check_env_name(self.api_key_env)
+        _check_headers(self.headers)
         if self.assistant_id is None:
             detail = f"sub-agent {self.name!r} is remote: name the assistant or graph to run"
             raise FieldError("assistant_id", expected("a non-empty string", None, detail))

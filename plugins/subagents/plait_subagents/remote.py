@@ -46,7 +46,7 @@ import attrs
 
 from plait import interrupt, nesting
 from plait.errors import ConfigError
-from plait.lazy import frozen
+from plait.lazy import frozen, lazy_exports
 from plait.messages import (
     AIMessageChunk,
     AnyMessage,
@@ -63,7 +63,16 @@ from plait_subagents.background import BackgroundTasks, TaskRecord
 if TYPE_CHECKING:
     from langgraph_sdk.client import LangGraphClient
 
-__all__ = ["RemoteError", "RemoteSubAgent", "check_env_name", "check_headers", "check_url"]
+__all__ = ["RemoteError", "RemoteSubAgent"]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {},
+    deprecated={
+        name: (f"{__name__}:_{name}", "it is internal (RemoteSubAgent checks its own options)")
+        for name in ("check_env_name", "check_headers", "check_url")
+    },
+)
 
 EXTRA = "pip install 'plait-subagents[remote]'"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -73,7 +82,7 @@ class RemoteError(Exception):
     """A remote sub-agent's server could not do what was asked; the text says why."""
 
 
-def check_url(value: Any) -> None:
+def _check_url(value: Any) -> None:
     """An http(s) URL with a host, else ``FieldError('url', ...)``."""
     parts = urlsplit(value) if isinstance(value, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
@@ -86,7 +95,7 @@ def check_url(value: Any) -> None:
         )
 
 
-def check_env_name(value: Any) -> None:
+def _check_env_name(value: Any) -> None:
     """``None`` or an environment variable's name, else ``FieldError('api_key_env', ...)``."""
     if value is not None and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
         raise FieldError(
@@ -95,7 +104,7 @@ def check_env_name(value: Any) -> None:
         )
 
 
-def check_headers(value: Any) -> None:
+def _check_headers(value: Any) -> None:
     """A mapping of header names to strings, else ``FieldError('headers', ...)``."""
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()

@@ -7,23 +7,30 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-__all__ = ["BM25", "words"]
+from plait.lazy import lazy_exports
+
+__all__ = ["BM25"]
+
+__getattr__ = lazy_exports(
+    __name__, {}, deprecated={"words": (f"{__name__}:_words", "it is internal to BM25")}
+)
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def words(text: str) -> list[str]:
+def _words(text: str) -> list[str]:
     """Lower-case words; ``get_stockLevel`` is ``get``, ``stock``, ``level``."""
     return _WORD.findall(_CAMEL.sub(" ", text).lower())
 
 
 class BM25:
     """Ranks ``documents`` for a query: ``k1`` saturates repeated words, ``b`` weighs
-    the length of a document against the average."""
+    the length of a document against the average. Documents and queries are compared as
+    lower-case words: ``get_stockLevel`` is ``get``, ``stock``, ``level``."""
 
     def __init__(self, documents: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
-        self.docs = [Counter(words(d)) for d in documents]
+        self.docs = [Counter(_words(d)) for d in documents]
         self.lengths = [sum(d.values()) for d in self.docs]
         self.average = sum(self.lengths) / len(self.docs) if self.docs else 0.0
         frequency = Counter(word for doc in self.docs for word in doc)
@@ -32,7 +39,7 @@ class BM25:
         self.k1, self.b = k1, b
 
     def scores(self, query: str) -> list[float]:
-        terms = words(query)
+        terms = _words(query)
         out = []
         for doc, length in zip(self.docs, self.lengths, strict=True):
             norm = self.k1 * (1 - self.b + self.b * length / (self.average or 1))
