@@ -7,12 +7,10 @@ SQLite and PostgreSQL checkpointers."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from postgres_server import fresh_postgres_schema
 from serve_helpers import Served, parse_sse, run_input
 
 import plait
@@ -23,30 +21,19 @@ from plait_serve import app
 KEEP = 12
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "memory":
-        yield "memory"
-    elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'agent.db'}"
-    else:
-        with fresh_postgres_schema() as schema_url:
-            yield schema_url
-
-
-def chatty(url: str) -> plait.Agent:
+def chatty(checkpointer_url: str) -> plait.Agent:
     def answer(messages: list[Any], tools: Any) -> plait.AIMessage:
         return plait.AIMessage(f"Answer to {messages[-1].text}.")
 
     return plait.create_agent(
-        plait.ScriptedChatModel([answer] * 20), checkpointer=url, name="chatty"
+        plait.ScriptedChatModel([answer] * 20), checkpointer=checkpointer_url, name="chatty"
     )
 
 
 def test_old_runs_are_forgotten_and_a_reconnect_into_them_is_410(
-    url: str, serve: Callable[..., Served]
+    checkpointer_url: str, serve: Callable[..., Served]
 ) -> None:
-    agent = chatty(url)
+    agent = chatty(checkpointer_url)
     store = agent.checkpointer
     assert isinstance(store, EventLog)
     served = serve(agent, keep_events=KEEP)

@@ -6,12 +6,10 @@ saved a step or was deleted."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from langgraph_sdk import get_sync_client
-from postgres_server import fresh_postgres_schema
 from serve_helpers import Served
 
 import plait
@@ -22,26 +20,15 @@ ALICE = "alice-key-0123456789abcdef"
 BOB = "bob-key-0123456789abcdef"
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def checkpointer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "memory":
-        yield "memory"
-    elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'agent.db'}"
-    else:
-        with fresh_postgres_schema() as schema_url:
-            yield schema_url
-
-
 def ids(found: list[dict]) -> list[str]:  # type: ignore[type-arg]
     return [t["thread_id"] for t in found]
 
 
 def test_threads_made_before_any_run_are_found_by_metadata_and_only_by_their_key(
-    serve: Callable[..., Served], checkpointer: str
+    serve: Callable[..., Served], checkpointer_url: str
 ) -> None:
     agent = plait.create_agent(
-        plait.ScriptedChatModel(["one", "two"]), checkpointer=checkpointer, name="helper"
+        plait.ScriptedChatModel(["one", "two"]), checkpointer=checkpointer_url, name="helper"
     )
     served = serve(agent, keys=[ALICE, BOB])
     alice = get_sync_client(url=served.url, api_key=ALICE)
