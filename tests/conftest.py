@@ -1,8 +1,10 @@
 """Suite-wide setup.
 
-- Tests marked ``slow`` (fresh virtual environments, minutes each) are collected first, so
-  that under pytest-xdist (tox runs ``-n 4``) they start at once and overlap the rest of
-  the suite instead of running alone at its end.
+- Tests marked ``slow`` (fresh virtual environments, minutes each) and ``waits`` (a lease
+  running out: seconds of an idle core) start first, so that under pytest-xdist (tox runs
+  ``-n 4``) they overlap the rest of the suite instead of running alone at its end. xdist's
+  worksteal hands each worker a contiguous block of the collection, so they are spread
+  over the blocks' starts: ``slow`` at the first worker's, ``waits`` at the others'.
 - plait's cache files (the copy of the entry-point scan, attrs' compiled methods) go to a
   folder of the run's own, removed at its end, for the suite's processes and the ones
   they start: a test run writes nothing into the user's ``~/.cache``. (pytest imports
@@ -42,8 +44,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    waits = [item for item in items if item.get_closest_marker("waits") and item not in slow]
+    first = {id(item) for item in (*slow, *waits)}
+    rest = [item for item in items if id(item) not in first]  # order kept
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers < 2:
+        items[:] = [*slow, *waits, *rest]
+        return
+    # The blocks worksteal sends at the start: worker i gets len(pending) // (workers - i).
+    starts: list[list[pytest.Item]] = [list(slow)] + [[] for _ in range(workers - 1)]
+    for k, item in enumerate(waits):
+        starts[1 + k % (workers - 1)].append(item)
+    ordered: list[pytest.Item] = []
+    remaining = len(items)
+    for i, block in enumerate(starts):
+        size = remaining // (workers - i)
+        fill = max(0, size - len(block))
+        ordered += block + rest[:fill]
+        del rest[:fill]
+        remaining -= len(block) + fill
+    items[:] = ordered + rest
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

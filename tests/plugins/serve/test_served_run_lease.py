@@ -24,6 +24,8 @@ from serve_helpers import Served, parse_sse, run_input
 
 from plait.checkpoint import HEARTBEAT_LEASE, EventLog
 
+pytestmark = pytest.mark.waits  # a lease running out: started early (conftest)
+
 HERE = Path(__file__).resolve().parent
 
 

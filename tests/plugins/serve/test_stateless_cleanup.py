@@ -28,6 +28,8 @@ from plait.errors import ConfigError
 from plait.testing import ai, call
 from plait_serve._runlog import REGISTRY
 
+pytestmark = pytest.mark.waits  # a lease running out: started early (conftest)
+
 ASK = {"assistant_id": "waiter", "input": {"messages": ["wait for ever"]}}
 
 
