@@ -9,7 +9,7 @@ description promises, with ``re``'s error texts), then matched by one of two eng
 - ``re`` itself, when the pattern's backtracking is bounded by a polynomial in the line's
   length (``_backtrack``: no quantified group, no backreference) and the line is short
   enough for that bound to be small; the clock is read between batches of lines. This is
-  the common case (``def \\w+\\(``, ``TODO``, ``error|warning``) and ~4x cheaper: most
+  the common case (``def \\w+\\(``, ``^import``, ``error|warning``) and ~4x cheaper: most
   of the cost of the other engine is its timeout machinery, paid on every line.
 - the ``regex`` package in its ``re``-compatible mode, for every other pattern or line:
   it takes a ``timeout`` and, with ``concurrent``, releases the GIL while it matches, so

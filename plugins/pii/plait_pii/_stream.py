@@ -6,6 +6,7 @@ the text through one held tail (``_Redacting``, ``_Held``), each call's JSON thr
 
 from __future__ import annotations
 
+import abc
 import bisect
 import json
 import re
@@ -353,7 +354,7 @@ class _Arguments:
         return rest
 
 
-class _StreamRewriter:
+class _StreamRewriter(abc.ABC):
     """Rewrites one streamed answer: the text through ``text``, each tool call's
     arguments (by index) through an ``_Arguments`` of its own, each leaving in the chunk
     it came in, less what is held; what is held leaves when the answer ends."""
@@ -363,13 +364,14 @@ class _StreamRewriter:
         self.calls: dict[int, _Arguments] = {}
         self.id: str | None = None
 
+    @abc.abstractmethod
     def _arguments(self) -> _Arguments:
-        raise NotImplementedError
+        """The rewriter of one more tool call's streamed arguments."""
 
+    @abc.abstractmethod
     def _block(self, block: dict[str, Any]) -> dict[str, Any]:
         """A finished text block (one with citations) repeats the streamed text: rewritten
         as that text is, so the assembled message keeps one copy of it."""
-        raise NotImplementedError
 
     def feed(self, chunk: AIMessageChunk) -> Iterator[AIMessageChunk]:
         self.id = self.id or chunk.id
